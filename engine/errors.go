@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is an Azure Table service error code. Codes are part of the public
+// protocol: clients switch on them, so existing codes never change.
+type Code string
+
+// The error codes Cairn returns. They are the Azure Table service's codes,
+// so existing clients recognise them.
+const (
+	CodeEntityAlreadyExists                     Code = "EntityAlreadyExists"
+	CodeResourceNotFound                        Code = "ResourceNotFound"
+	CodeTableNotFound                           Code = "TableNotFound"
+	CodeTableAlreadyExists                      Code = "TableAlreadyExists"
+	CodeUpdateConditionNotSatisfied             Code = "UpdateConditionNotSatisfied"
+	CodeEntityTooLarge                          Code = "EntityTooLarge"
+	CodePropertyValueTooLarge                   Code = "PropertyValueTooLarge"
+	CodeKeyValueTooLarge                        Code = "KeyValueTooLarge"
+	CodeTooManyProperties                       Code = "TooManyProperties"
+	CodePropertyNameInvalid                     Code = "PropertyNameInvalid"
+	CodePropertyNameTooLong                     Code = "PropertyNameTooLong"
+	CodeDuplicatePropertiesSpecified            Code = "DuplicatePropertiesSpecified"
+	CodeInvalidInput                            Code = "InvalidInput"
+	CodeInvalidValueType                        Code = "InvalidValueType"
+	CodeOutOfRangeInput                         Code = "OutOfRangeInput"
+	CodeInvalidDuplicateRow                     Code = "InvalidDuplicateRow"
+	CodeCommandsInBatchActOnDifferentPartitions Code = "CommandsInBatchActOnDifferentPartitions"
+	CodeRequestBodyTooLarge                     Code = "RequestBodyTooLarge"
+	CodeServerBusy                              Code = "ServerBusy"
+	CodeOperationTimedOut                       Code = "OperationTimedOut"
+	CodeInternalError                           Code = "InternalError"
+)
+
+// NoIndex is Error.Index when the error is not about one operation of a batch.
+const NoIndex = -1
+
+// Error is the one error type that crosses Cairn's boundaries: an Azure error
+// code, a message for a human, and, for an entity group transaction, the
+// 0-based index of the operation that failed (NoIndex otherwise).
+type Error struct {
+	Code    Code
+	Message string
+	Index   int
+}
+
+func (e *Error) Error() string {
+	if e.Index >= 0 {
+		return fmt.Sprintf("%s: operation %d: %s", e.Code, e.Index, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Is reports whether target is an *Error with the same code, so that
+// errors.Is(err, &Error{Code: CodeTableNotFound}) works on wrapped errors.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Errorf builds an *Error with the given code and no batch index.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Index: NoIndex}
+}
+
+// AtIndex returns a copy of e attributed to operation i of a batch.
+func (e *Error) AtIndex(i int) *Error {
+	c := *e
+	c.Index = i
+	return &c
+}
+
+// ErrorCode returns the code of err, or CodeInternalError when err carries
+// none. Anything without a code is a bug or an infrastructure failure and is
+// reported to the user as InternalError (and logged in full by the caller).
+func ErrorCode(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternalError
+}
+
+// AsError converts any error into an *Error: coded errors pass through,
+// others become InternalError with their text.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: CodeInternalError, Message: err.Error(), Index: NoIndex}
+}
