@@ -1,0 +1,49 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// AppendCatalog stores a catalog record if the name's last catalog
+// sequence is still expectLast (0: the name never had a record) and returns
+// its sequence. Two hosts creating the same name race here and exactly one
+// wins; the other gets ErrConflict and nothing is stored.
+func (j *Journal) AppendCatalog(ctx context.Context, rec *CatalogRecord, expectLast uint64) (uint64, error) {
+	data, err := EncodeCatalogRecord(rec)
+	if err != nil {
+		return 0, err
+	}
+	seq, err := j.publish(ctx, j.catalogSubject(rec.Name), data, expectLast)
+	if err != nil {
+		if errors.Is(err, ErrConflict) {
+			return 0, err
+		}
+		return 0, fmt.Errorf("journal: catalog %s: %w", rec.Name, err)
+	}
+	return seq, nil
+}
+
+// LastCatalogSeq returns the catalog stream's last sequence.
+func (j *Journal) LastCatalogSeq(ctx context.Context) (uint64, error) {
+	s, err := j.js.Stream(ctx, CatalogStreamName(j.cfg.Prefix))
+	if err != nil {
+		return 0, fmt.Errorf("journal: catalog: %w", err)
+	}
+	return s.CachedInfo().State.LastSeq, nil
+}
+
+// WatchCatalog delivers every catalog record from the first on to fn, then
+// follows new ones, until ctx ends (nil) or fn or decoding fails. pending
+// is the number of records beyond this one; fn is not called at all while
+// the catalog is empty (see LastCatalogSeq).
+func (j *Journal) WatchCatalog(ctx context.Context, fn func(seq uint64, rec *CatalogRecord, pending uint64) error) error {
+	return j.consume(ctx, CatalogStreamName(j.cfg.Prefix), 1, func(seq uint64, data []byte, pending uint64) error {
+		rec, err := DecodeCatalogRecord(data)
+		if err != nil {
+			return fmt.Errorf("journal: catalog record %d: %w", seq, err)
+		}
+		return fn(seq, rec, pending)
+	})
+}

@@ -1,0 +1,193 @@
+package journal_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/journal/jstest"
+)
+
+func newJournal(t *testing.T) (*journal.Journal, context.Context) {
+	t.Helper()
+	_, nc := jstest.Server(t)
+	j, err := journal.New(nc, journal.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	if err := j.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return j, ctx
+}
+
+func put(pk, rk string, n int32) *journal.Record {
+	return &journal.Record{Time: 1, PartitionKey: pk, Nonce: pk + rk,
+		Commands: []journal.CommandRef{{ID: rk, Count: 1}},
+		Events:   []engine.Event{{Kind: engine.EventPut, RowKey: rk, Properties: []engine.Property{{Name: "N", Value: engine.Int32(n)}}}}}
+}
+
+func TestAppendConcurrencyCheck(t *testing.T) {
+	j, ctx := newJournal(t)
+	if err := j.EnsureTableStream(ctx, "Emp", 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.EnsureTableStream(ctx, "Emp", 7); err != nil {
+		t.Fatalf("EnsureTableStream is not idempotent: %v", err)
+	}
+	s1, err := j.Append(ctx, "Emp", 7, put("Sales", "1", 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another partition is independent of the first.
+	s2, err := j.Append(ctx, "Emp", 7, put("HR", "1", 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A stale expectation fails and stores nothing.
+	if _, err := j.Append(ctx, "Emp", 7, put("Sales", "2", 2), 0); !errors.Is(err, journal.ErrConflict) {
+		t.Fatalf("stale append: %v", err)
+	}
+	s3, err := j.Append(ctx, "Emp", 7, put("Sales", "2", 2), s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last, err := j.LastSeq(ctx, "Emp", 7, "Sales"); err != nil || last != s3 {
+		t.Fatalf("LastSeq = %d, %v; want %d", last, err, s3)
+	}
+	if last, err := j.LastSeq(ctx, "Emp", 7, "nobody"); err != nil || last != 0 {
+		t.Fatalf("LastSeq of an empty partition = %d, %v", last, err)
+	}
+	if last, err := j.LastStreamSeq(ctx, "Emp", 7); err != nil || last != 3 {
+		t.Fatalf("LastStreamSeq = %d, %v; want 3 (the rejected append stored nothing)", last, err)
+	}
+	if seq, found, err := j.FindRecord(ctx, "Emp", 7, "Sales", s1, "Sales2"); err != nil || !found || seq != s3 {
+		t.Fatalf("FindRecord = %d %v %v", seq, found, err)
+	}
+	if _, found, err := j.FindRecord(ctx, "Emp", 7, "Sales", s3, "Sales2"); err != nil || found {
+		t.Fatalf("FindRecord after the record = %v %v", found, err)
+	}
+	_ = s2
+	// Consume from the start and from the middle.
+	for _, from := range []uint64{1, 2} {
+		cctx, cancel := context.WithCancel(ctx)
+		var seqs []uint64
+		var lastPending uint64 = 99
+		err := j.Consume(cctx, "Emp", 7, from, func(seq uint64, rec *journal.Record, pending uint64) error {
+			seqs = append(seqs, seq)
+			lastPending = pending
+			if seq == 3 {
+				if rec.PartitionKey != "Sales" || rec.Events[0].RowKey != "2" || rec.Events[0].Properties[0].Value.Int() != 2 {
+					t.Errorf("record 3 decoded as %+v", rec)
+				}
+				cancel()
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int(from) != int(seqs[0]) || seqs[len(seqs)-1] != 3 || lastPending != 0 {
+			t.Fatalf("from %d: consumed %v, last pending %d", from, seqs, lastPending)
+		}
+	}
+	// A deleted table's journal refuses appends.
+	if err := j.DeleteTableStream(ctx, "Emp", 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.DeleteTableStream(ctx, "Emp", 7); err != nil {
+		t.Fatalf("DeleteTableStream is not idempotent: %v", err)
+	}
+	if _, err := j.Append(ctx, "Emp", 7, put("Sales", "3", 3), s3); !errors.Is(err, journal.ErrTableGone) {
+		t.Fatalf("append to a deleted table: %v", err)
+	}
+}
+
+func TestPartitionKeysAsSubjects(t *testing.T) {
+	j, ctx := newJournal(t)
+	if err := j.EnsureTableStream(ctx, "Keys", 1); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"", ".", "*", ">", "a b", "a.b.c", "ü/日本", "\U0001F600", strings.Repeat("x", 512), strings.Repeat("日", 512)}
+	for _, k := range keys {
+		tok := journal.EncodePartition(k)
+		if back, err := journal.DecodePartition(tok); err != nil || back != k {
+			t.Fatalf("%q: token %q decodes to %q, %v", k, tok, back, err)
+		}
+		if strings.ContainsAny(tok, ". *>\t") || tok == "" {
+			t.Fatalf("%q: token %q is not a single subject token", k, tok)
+		}
+		if _, err := j.Append(ctx, "Keys", 1, put(k, "r", 1), 0); err != nil {
+			t.Fatalf("append %q: %v", k, err)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	i := 0
+	err := j.Consume(cctx, "Keys", 1, 1, func(seq uint64, rec *journal.Record, pending uint64) error {
+		if rec.PartitionKey != keys[i] {
+			t.Errorf("record %d: partition %q, want %q", seq, rec.PartitionKey, keys[i])
+		}
+		if last, err := j.LastSeq(ctx, "Keys", 1, keys[i]); err != nil || last != seq {
+			t.Errorf("%q: LastSeq %d, %v; want %d (a key leaking into another's subject?)", keys[i], last, err, seq)
+		}
+		i++
+		if pending == 0 {
+			cancel()
+		}
+		return nil
+	})
+	if err != nil || i != len(keys) {
+		t.Fatalf("consumed %d of %d: %v", i, len(keys), err)
+	}
+}
+
+func TestLargeRecord(t *testing.T) {
+	j, ctx := newJournal(t)
+	if err := j.EnsureTableStream(ctx, "Big", 1); err != nil {
+		t.Fatal(err)
+	}
+	rec := &journal.Record{Time: 1, PartitionKey: "p"}
+	for i := 0; i < 100; i++ {
+		rec.Events = append(rec.Events, engine.Event{Kind: engine.EventPut, RowKey: string(rune('a' + i%26)),
+			Properties: []engine.Property{{Name: "B", Value: engine.Binary(make([]byte, 45_000))}}})
+	}
+	if _, err := j.Append(ctx, "Big", 1, rec, 0); err != nil {
+		t.Fatalf("append of a 4.5 MB record: %v", err)
+	}
+}
+
+func TestCatalog(t *testing.T) {
+	j, ctx := newJournal(t)
+	if last, err := j.LastCatalogSeq(ctx); err != nil || last != 0 {
+		t.Fatalf("empty catalog: %d, %v", last, err)
+	}
+	c1, err := j.AppendCatalog(ctx, &journal.CatalogRecord{Kind: journal.CatalogTableCreated, Name: "Employees", Time: 5}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same name in another case is the same subject: the race is lost.
+	if _, err := j.AppendCatalog(ctx, &journal.CatalogRecord{Kind: journal.CatalogTableCreated, Name: "EMPLOYEES"}, 0); !errors.Is(err, journal.ErrConflict) {
+		t.Fatalf("second create: %v", err)
+	}
+	if _, err := j.AppendCatalog(ctx, &journal.CatalogRecord{Kind: journal.CatalogTableDeleted, Name: "Employees"}, c1); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	var got []*journal.CatalogRecord
+	err = j.WatchCatalog(cctx, func(seq uint64, rec *journal.CatalogRecord, pending uint64) error {
+		got = append(got, rec)
+		if pending == 0 {
+			cancel()
+		}
+		return nil
+	})
+	if err != nil || len(got) != 2 || got[0].Kind != journal.CatalogTableCreated || got[0].Name != "Employees" || got[0].Time != 5 || got[1].Kind != journal.CatalogTableDeleted {
+		t.Fatalf("watched %+v, %v", got, err)
+	}
+}

@@ -1,0 +1,250 @@
+package journal
+
+import (
+	"bytes"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cairn-dev/cairn/engine"
+)
+
+var goldenAdd = flag.Bool("golden-add", false, "write golden files that do not exist yet (never overwrites)")
+
+// sampleRecord uses every property type and every field of format v1.
+func sampleRecord() *Record {
+	hired := time.Date(2014, 8, 22, 0, 50, 32, 123456700, time.UTC)
+	guid := [16]byte{0xc9, 0xda, 0x6a, 0x32, 0x45, 0x4c, 0x4b, 0x52, 0x8d, 0x5f, 0x8c, 0x0c, 0x86, 0x35, 0x1e, 0x14}
+	extra, _ := msgpack.Marshal(map[string]any{"future": "field"})
+	return &Record{
+		Time:         engine.TimeToTicks(time.Date(2026, 11, 22, 15, 0, 0, 1234500, time.UTC)),
+		PartitionKey: "Sales ü",
+		Nonce:        "n0nce",
+		Commands: []CommandRef{
+			{ID: "client-1", First: 0, Count: 2},
+			{ID: "", First: 2, Count: 1},
+		},
+		Events: []engine.Event{
+			{Kind: engine.EventPut, RowKey: "empid_000123", Properties: engine.NewEntity("", "",
+				engine.Property{Name: "Name", Value: engine.String("Jones 日本")},
+				engine.Property{Name: "Age", Value: engine.Int32(-38)},
+				engine.Property{Name: "Big", Value: engine.Int64(1<<53 + 1)},
+				engine.Property{Name: "Ratio", Value: engine.Double(0.1)},
+				engine.Property{Name: "Salary", Value: engine.Double(72000)},
+				engine.Property{Name: "Active", Value: engine.Bool(true)},
+				engine.Property{Name: "Hired", Value: engine.DateTime(hired)},
+				engine.Property{Name: "Id", Value: engine.Guid(guid)},
+				engine.Property{Name: "Photo", Value: engine.Binary([]byte{0, 1, 0xfe, 0xff})},
+			).Properties},
+			{Kind: engine.EventPut, RowKey: "email_jones@contoso.com", Properties: []engine.Property{
+				{Name: "EmployeeId", Value: engine.String("000123")},
+			}},
+			{Kind: engine.EventDelete, RowKey: "empid_000099"},
+		},
+		Messages: []engine.Message{{Queue: "archive", ID: "m1", Body: []byte(`{"emp":"456"}`)}},
+		Extra:    map[string]msgpack.RawMessage{"x-future": extra},
+	}
+}
+
+func sampleCatalog(kind CatalogKind) *CatalogRecord {
+	return &CatalogRecord{Kind: kind, Name: "Employees", Time: engine.TimeToTicks(time.Date(2026, 11, 22, 15, 0, 0, 100, time.UTC))}
+}
+
+func equalRecords(t *testing.T, got, want *Record) {
+	t.Helper()
+	if got.Time != want.Time || got.PartitionKey != want.PartitionKey || got.Nonce != want.Nonce {
+		t.Fatalf("header: got %d %q %q, want %d %q %q", got.Time, got.PartitionKey, got.Nonce, want.Time, want.PartitionKey, want.Nonce)
+	}
+	if !reflect.DeepEqual(got.Commands, want.Commands) || !reflect.DeepEqual(got.Messages, want.Messages) {
+		t.Fatalf("commands/messages: got %+v %+v, want %+v %+v", got.Commands, got.Messages, want.Commands, want.Messages)
+	}
+	if len(got.Events) != len(want.Events) {
+		t.Fatalf("%d events, want %d", len(got.Events), len(want.Events))
+	}
+	for i := range want.Events {
+		g, w := got.Events[i], want.Events[i]
+		if g.Kind != w.Kind || g.RowKey != w.RowKey || len(g.Properties) != len(w.Properties) {
+			t.Fatalf("event %d: got %+v, want %+v", i, g, w)
+		}
+		for k := range w.Properties {
+			if g.Properties[k].Name != w.Properties[k].Name || !g.Properties[k].Value.Equal(w.Properties[k].Value) {
+				t.Fatalf("event %d property %d: got %#v, want %#v", i, k, g.Properties[k], w.Properties[k])
+			}
+		}
+	}
+	if len(got.Extra) != len(want.Extra) {
+		t.Fatalf("extra: got %v, want %v", got.Extra, want.Extra)
+	}
+	for k, v := range want.Extra {
+		if !bytes.Equal(got.Extra[k], v) {
+			t.Fatalf("extra %q: got %x, want %x", k, got.Extra[k], v)
+		}
+	}
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	want := sampleRecord()
+	data, err := EncodeRecord(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeRecord(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalRecords(t, got, want)
+	// Unknown fields survive a rewrite by this version.
+	again, err := EncodeRecord(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got2, err := DecodeRecord(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalRecords(t, got2, want)
+}
+
+func TestRecordRejects(t *testing.T) {
+	newer, _ := msgpack.Marshal(map[string]any{"v": 2, "t": "commit", "ts": 1, "pk": "", "cmds": []any{}, "ev": []any{}})
+	if _, err := DecodeRecord(newer); err == nil || !strings.Contains(err.Error(), "newer than this host understands") {
+		t.Fatalf("v2 record: %v", err)
+	}
+	missing, _ := msgpack.Marshal(map[string]any{"v": 1, "t": "commit", "pk": ""})
+	if _, err := DecodeRecord(missing); err == nil {
+		t.Fatal("record without ts/cmds/ev decoded")
+	}
+	badRef, _ := msgpack.Marshal(map[string]any{"v": 1, "t": "commit", "ts": 1, "pk": "", "cmds": []any{[]any{"x", 0, 5}}, "ev": []any{}})
+	if _, err := DecodeRecord(badRef); err == nil {
+		t.Fatal("command referring past the events decoded")
+	}
+	cat, _ := EncodeCatalogRecord(sampleCatalog(CatalogTableCreated))
+	if _, err := DecodeRecord(cat); err == nil {
+		t.Fatal("catalog record decoded as a commit")
+	}
+	for _, b := range [][]byte{nil, {0xc1}, {0x81, 0xa1, 'v'}, {0xdf, 0xff, 0xff, 0xff, 0xff}} {
+		if _, err := DecodeRecord(b); err == nil {
+			t.Fatalf("%x decoded", b)
+		}
+	}
+}
+
+// TestGolden decodes the record of every format version ever written. The
+// files are added, never regenerated: the journal format is forever.
+func TestGolden(t *testing.T) {
+	cases := []struct {
+		file  string
+		check func(t *testing.T, data []byte)
+	}{
+		{"commit-v1.msgpack", func(t *testing.T, data []byte) {
+			got, err := DecodeRecord(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			equalRecords(t, got, sampleRecord())
+		}},
+		{"table-created-v1.msgpack", func(t *testing.T, data []byte) {
+			got, err := DecodeCatalogRecord(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := sampleCatalog(CatalogTableCreated); !reflect.DeepEqual(got, w) {
+				t.Fatalf("got %+v, want %+v", got, w)
+			}
+		}},
+		{"table-deleted-v1.msgpack", func(t *testing.T, data []byte) {
+			got, err := DecodeCatalogRecord(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := sampleCatalog(CatalogTableDeleted); !reflect.DeepEqual(got, w) {
+				t.Fatalf("got %+v, want %+v", got, w)
+			}
+		}},
+	}
+	writers := map[string]func() ([]byte, error){
+		"commit-v1.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleRecord()) },
+		"table-created-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(CatalogTableCreated)) },
+		"table-deleted-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(CatalogTableDeleted)) },
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			path := filepath.Join("testdata", "golden", c.file)
+			data, err := os.ReadFile(path)
+			if os.IsNotExist(err) && *goldenAdd {
+				data, err = writers[c.file]()
+				if err == nil {
+					err = os.WriteFile(path, data, 0o644)
+				}
+			}
+			if err != nil {
+				t.Fatalf("%v (run with -golden-add to create a missing golden file)", err)
+			}
+			c.check(t, data)
+		})
+	}
+}
+
+func FuzzDecodeRecord(f *testing.F) {
+	data, _ := EncodeRecord(sampleRecord())
+	f.Add(data)
+	cat, _ := EncodeCatalogRecord(sampleCatalog(CatalogTableDeleted))
+	f.Add(cat)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if r, err := DecodeRecord(b); err == nil {
+			again, err := EncodeRecord(r)
+			if err != nil {
+				t.Fatalf("decoded record does not encode: %v", err)
+			}
+			if _, err := DecodeRecord(again); err != nil {
+				t.Fatalf("re-encoded record does not decode: %v", err)
+			}
+		}
+		_, _ = DecodeCatalogRecord(b)
+	})
+}
+
+func benchRecord() *Record {
+	e := engine.NewEntity("Sales", "000123",
+		engine.Property{Name: "Name", Value: engine.String("Jones, Margaret Anne (Sales)")},
+		engine.Property{Name: "Email", Value: engine.String("margaret.jones@contoso.example")},
+		engine.Property{Name: "Department", Value: engine.String("Sales")},
+		engine.Property{Name: "Address", Value: engine.String(strings.Repeat("12 Market Street, ", 10))},
+		engine.Property{Name: "Notes", Value: engine.String(strings.Repeat("quarterly review notes ", 26))},
+		engine.Property{Name: "Age", Value: engine.Int32(38)},
+		engine.Property{Name: "Salary", Value: engine.Double(math.Pi)},
+		engine.Property{Name: "Hired", Value: engine.DateTimeTicks(1)},
+		engine.Property{Name: "Id", Value: engine.Guid([16]byte{1})},
+		engine.Property{Name: "Active", Value: engine.Bool(true)},
+	)
+	return &Record{Time: 1, PartitionKey: "Sales", Nonce: "abc", Commands: []CommandRef{{Count: 1}},
+		Events: []engine.Event{{Kind: engine.EventPut, RowKey: e.RowKey, Properties: e.Properties}}}
+}
+
+func BenchmarkEncodeRecord(b *testing.B) {
+	r := benchRecord()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := EncodeRecord(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeRecord(b *testing.B) {
+	data, _ := EncodeRecord(benchRecord())
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeRecord(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
