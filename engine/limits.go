@@ -1,0 +1,74 @@
+package engine
+
+import "unicode/utf8"
+
+// The limits of the Azure Table data model (SPEC §1, §2).
+const (
+	MaxKeyUnits        = 512 // UTF-16 code units of a PartitionKey or RowKey (1 KiB)
+	MaxUserProperties  = 252 // besides PartitionKey, RowKey, Timestamp
+	MaxPropertyNameLen = 255
+	MaxEntitySize      = 1 << 20 // Azure's size formula, see EntitySize
+	MaxStringUnits     = 32768   // UTF-16 code units of a String value (64 KiB)
+	MaxBinaryBytes     = 65536
+	MaxBatchOps        = 100
+	MaxBatchBytes      = 4 << 20
+	MinTableNameLen    = 3
+	MaxTableNameLen    = 63
+	MaxQueueNameLen    = 255
+	MaxMessageBytes    = 1 << 20
+)
+
+// UTF16Len returns the length of s in UTF-16 code units, as Azure counts:
+// characters outside the Basic Multilingual Plane count two.
+func UTF16Len(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			n++
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+		i += size
+	}
+	return n
+}
+
+// EntitySize is an entity's size by Azure's formula: 4 bytes, plus two
+// bytes per UTF-16 unit of each key, plus per property 8 bytes, two per
+// unit of its name and its value's size (String 4 + 2 per unit, Int32 4,
+// Int64 8, Double 8, Boolean 1, DateTime 8, Guid 16, Binary 4 + length).
+func EntitySize(e *Entity) int {
+	if e == nil {
+		return 0
+	}
+	n := 4 + 2*UTF16Len(e.PartitionKey) + 2*UTF16Len(e.RowKey)
+	for _, p := range e.Properties {
+		n += 8 + 2*UTF16Len(p.Name) + valueSize(p.Value)
+	}
+	return n
+}
+
+func valueSize(v Value) int {
+	switch v.t {
+	case TypeString:
+		return 4 + 2*UTF16Len(v.s)
+	case TypeInt32:
+		return 4
+	case TypeInt64, TypeDouble, TypeDateTime:
+		return 8
+	case TypeBoolean:
+		return 1
+	case TypeGuid:
+		return 16
+	case TypeBinary:
+		return 4 + len(v.s)
+	}
+	return 0
+}

@@ -1,0 +1,215 @@
+package engine
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ValidateTableName checks a table name: 3 to 63 ASCII letters and digits,
+// starting with a letter; "tables" is reserved.
+func ValidateTableName(name string) error {
+	if len(name) < MinTableNameLen || len(name) > MaxTableNameLen {
+		return Errorf(CodeInvalidInput, "table name %q must be %d to %d characters long", name, MinTableNameLen, MaxTableNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		isLetter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if i == 0 && !isLetter {
+			return Errorf(CodeInvalidInput, "table name %q must start with a letter", name)
+		}
+		if !isLetter && !(c >= '0' && c <= '9') {
+			return Errorf(CodeInvalidInput, "table name %q may contain only letters and digits (found %q at %d)", name, c, i)
+		}
+	}
+	if strings.EqualFold(name, "tables") {
+		return Errorf(CodeInvalidInput, "table name %q is reserved", name)
+	}
+	return nil
+}
+
+// ValidateKey checks a PartitionKey or RowKey (which names it): at most
+// 512 UTF-16 units, none of / \ # ? and no control characters
+// (U+0000–U+001F, U+007F–U+009F). The empty key is allowed.
+func ValidateKey(which, key string) error {
+	if !utf8.ValidString(key) {
+		return Errorf(CodeInvalidInput, "%s is not valid UTF-8", which)
+	}
+	if n := UTF16Len(key); n > MaxKeyUnits {
+		return Errorf(CodeKeyValueTooLarge, "%s is %d UTF-16 code units long; the limit is %d (1 KiB)", which, n, MaxKeyUnits)
+	}
+	pos := 0
+	for _, r := range key {
+		switch {
+		case r == '/' || r == '\\' || r == '#' || r == '?':
+			return Errorf(CodeOutOfRangeInput, "%s contains the forbidden character %q at position %d (/ \\ # ? are not allowed)", which, r, pos)
+		case r <= 0x1f || r >= 0x7f && r <= 0x9f:
+			return Errorf(CodeOutOfRangeInput, "%s contains the control character U+%04X at position %d", which, r, pos)
+		}
+		pos++
+	}
+	return nil
+}
+
+var reservedNames = map[string]bool{"PartitionKey": true, "RowKey": true, "Timestamp": true, "ETag": true}
+
+func validName(name string) bool {
+	for i, r := range name {
+		if r == '_' || unicode.IsLetter(r) || i > 0 && unicode.IsDigit(r) {
+			continue
+		}
+		return false
+	}
+	return name != ""
+}
+
+// ValidateProperties checks the properties of an entity to be written.
+func ValidateProperties(props []Property) error {
+	if len(props) > MaxUserProperties {
+		return Errorf(CodeTooManyProperties, "the entity has %d properties; the limit is %d besides PartitionKey, RowKey and Timestamp", len(props), MaxUserProperties)
+	}
+	seen := make(map[string]struct{}, len(props))
+	for _, p := range props {
+		switch {
+		case utf8.RuneCountInString(p.Name) > MaxPropertyNameLen:
+			return Errorf(CodePropertyNameTooLong, "property name %.40q… is %d characters long; the limit is %d", p.Name, utf8.RuneCountInString(p.Name), MaxPropertyNameLen)
+		case reservedNames[p.Name]:
+			return Errorf(CodePropertyNameInvalid, "property name %q is reserved", p.Name)
+		case !validName(p.Name):
+			return Errorf(CodePropertyNameInvalid, "property name %q is not an identifier (a letter or _, then letters, digits or _)", p.Name)
+		}
+		if _, dup := seen[p.Name]; dup {
+			return Errorf(CodeDuplicatePropertiesSpecified, "property %q is given twice", p.Name)
+		}
+		seen[p.Name] = struct{}{}
+		if err := validateValue(p.Name, p.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validateValue(name string, v Value) error {
+	switch v.t {
+	case TypeString:
+		if !utf8.ValidString(v.s) {
+			return Errorf(CodeInvalidInput, "property %q: the string is not valid UTF-8", name)
+		}
+		if n := UTF16Len(v.s); n > MaxStringUnits {
+			return Errorf(CodePropertyValueTooLarge, "property %q: the string is %d UTF-16 code units long; the limit is %d (64 KiB)", name, n, MaxStringUnits)
+		}
+	case TypeBinary:
+		if len(v.s) > MaxBinaryBytes {
+			return Errorf(CodePropertyValueTooLarge, "property %q: the binary value is %d bytes long; the limit is %d", name, len(v.s), MaxBinaryBytes)
+		}
+	case TypeDateTime:
+		if t := v.Ticks(); t < TimeToTicks(MinDateTime) || t > TimeToTicks(MaxDateTime) {
+			return Errorf(CodeOutOfRangeInput, "property %q: DateTime %s is outside 1601-01-01..9999-12-31", name, v.Time().Format("2006-01-02T15:04:05Z07:00"))
+		}
+	case TypeInt32, TypeInt64, TypeDouble, TypeBoolean, TypeGuid:
+	default:
+		return Errorf(CodeInvalidValueType, "property %q has no valid type", name)
+	}
+	return nil
+}
+
+// ValidateEntity checks an entity to be written: keys, properties, size.
+func ValidateEntity(e *Entity) error {
+	if e == nil {
+		return Errorf(CodeInvalidInput, "the operation has no entity")
+	}
+	if err := ValidateKey("PartitionKey", e.PartitionKey); err != nil {
+		return err
+	}
+	if err := ValidateKey("RowKey", e.RowKey); err != nil {
+		return err
+	}
+	if err := ValidateProperties(e.Properties); err != nil {
+		return err
+	}
+	if n := EntitySize(e); n > MaxEntitySize {
+		return Errorf(CodeEntityTooLarge, "the entity is %d bytes; the limit is %d (1 MiB)", n, MaxEntitySize)
+	}
+	return nil
+}
+
+func validateQueueName(q string) bool {
+	if q == "" || len(q) > MaxQueueNameLen {
+		return false
+	}
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateCommand checks everything about a command that does not depend on
+// state. Errors about one operation of a batch carry its index.
+func ValidateCommand(c *Command) error {
+	if err := ValidateTableName(c.Table); err != nil {
+		return err
+	}
+	if len(c.Ops) == 0 {
+		return Errorf(CodeInvalidInput, "the command has no operation")
+	}
+	if !c.Batch && len(c.Ops) != 1 {
+		return Errorf(CodeInvalidInput, "a command that is not a batch has exactly one operation, not %d", len(c.Ops))
+	}
+	if len(c.Ops) > MaxBatchOps {
+		return Errorf(CodeInvalidInput, "The batch request operation exceeds the maximum %d changes per change set (it has %d).", MaxBatchOps, len(c.Ops))
+	}
+	at := func(i int, err error) error {
+		if c.Batch {
+			return AsError(err).AtIndex(i)
+		}
+		return err
+	}
+	rows := make(map[string]int, len(c.Ops))
+	size := 0
+	for i, op := range c.Ops {
+		if op.Op < OpInsert || op.Op > OpDelete {
+			return at(i, Errorf(CodeInvalidInput, "unknown operation %d", op.Op))
+		}
+		if op.Entity == nil {
+			return at(i, Errorf(CodeInvalidInput, "%s without an entity", op.Op))
+		}
+		var err error
+		if op.Op == OpDelete {
+			if err = ValidateKey("PartitionKey", op.Entity.PartitionKey); err == nil {
+				err = ValidateKey("RowKey", op.Entity.RowKey)
+			}
+		} else {
+			err = ValidateEntity(op.Entity)
+		}
+		if err != nil {
+			return at(i, err)
+		}
+		if !c.Batch {
+			break
+		}
+		if pk := c.Ops[0].Entity.PartitionKey; op.Entity.PartitionKey != pk {
+			return at(i, Errorf(CodeCommandsInBatchActOnDifferentPartitions,
+				"all operations of a batch must have the same PartitionKey: %q is not %q", op.Entity.PartitionKey, pk))
+		}
+		if j, dup := rows[op.Entity.RowKey]; dup {
+			return at(i, Errorf(CodeInvalidDuplicateRow, "RowKey %q appears in operations %d and %d of the batch", op.Entity.RowKey, j, i))
+		}
+		rows[op.Entity.RowKey] = i
+		size += EntitySize(op.Entity)
+	}
+	if size > MaxBatchBytes {
+		return Errorf(CodeRequestBodyTooLarge, "the batch is %d bytes; the limit is %d (4 MiB)", size, MaxBatchBytes)
+	}
+	for i, m := range c.Messages {
+		if !validateQueueName(m.Queue) {
+			return Errorf(CodeInvalidInput, "message %d: queue name %q must be 1-%d of A-Z, a-z, 0-9, _ and -", i, m.Queue, MaxQueueNameLen)
+		}
+		if len(m.Body) > MaxMessageBytes {
+			return Errorf(CodeInvalidInput, "message %d: the body is %d bytes; the limit is %d", i, len(m.Body), MaxMessageBytes)
+		}
+	}
+	return nil
+}
