@@ -1,0 +1,56 @@
+package wire
+
+import (
+	"github.com/cairn-dev/cairn/engine"
+)
+
+// ToCommand converts an entity request (Insert, Replace or Update, Merge,
+// InsertOrReplace, InsertOrMerge, Delete, Batch) for table into a command.
+// It checks the request's shape; the limits are engine.ValidateCommand's.
+func ToCommand(r *engine.Request, table string) (*engine.Command, error) {
+	cmd := &engine.Command{ID: r.ID, Table: table, Messages: r.Messages}
+	if r.Op == "Batch" {
+		if len(r.Ops) == 0 {
+			return nil, invalid("a Batch needs at least one operation in \"ops\"")
+		}
+		cmd.Batch = true
+		cmd.Ops = make([]engine.Operation, len(r.Ops))
+		for i := range r.Ops {
+			op, err := toOperation(&r.Ops[i])
+			if err != nil {
+				return nil, engine.AsError(err).AtIndex(i)
+			}
+			cmd.Ops[i] = op
+		}
+		return cmd, nil
+	}
+	if len(r.Ops) > 0 {
+		return nil, invalid("\"ops\" is only for a Batch, not %s", r.Op)
+	}
+	op, err := toOperation(r)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Ops = []engine.Operation{op}
+	return cmd, nil
+}
+
+func toOperation(r *engine.Request) (engine.Operation, error) {
+	o, ok := engine.ParseOp(r.Op)
+	if !ok {
+		return engine.Operation{}, invalid("unknown operation %q: use Insert, Replace (or Update), Merge, InsertOrReplace, InsertOrMerge, Delete, Batch or Retrieve", r.Op)
+	}
+	op := engine.Operation{Op: o, IfMatch: r.IfMatch, Entity: r.Entity}
+	if o == engine.OpDelete {
+		if r.Entity != nil {
+			op.Entity = engine.NewEntity(r.Entity.PartitionKey, r.Entity.RowKey)
+		} else {
+			op.Entity = engine.NewEntity(r.PartitionKey, r.RowKey)
+		}
+		return op, nil
+	}
+	if r.Entity == nil {
+		return engine.Operation{}, invalid("%s needs an \"entity\"", r.Op)
+	}
+	return op, nil
+}

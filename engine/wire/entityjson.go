@@ -1,0 +1,398 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cairn-dev/cairn/engine"
+)
+
+// Metadata is the OData metadata level of entity JSON.
+type Metadata int
+
+// Metadata levels of the Azure Tables protocol.
+const (
+	NoMetadata Metadata = iota
+	MinimalMetadata
+	FullMetadata
+)
+
+// timeLayout has exactly seven fractional digits, as Azure writes.
+const timeLayout = "2006-01-02T15:04:05.0000000Z"
+
+// FormatTime formats ticks as Azure does: UTC with seven fractional digits.
+func FormatTime(ticks int64) string { return engine.TicksToTime(ticks).Format(timeLayout) }
+
+// ParseTime parses an RFC 3339 time with up to seven fractional digits
+// (more are truncated to 100 ns) into ticks.
+func ParseTime(s string) (int64, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		// Azure accepts a time without a zone and reads it as UTC.
+		var err2 error
+		if t, err2 = time.ParseInLocation("2006-01-02T15:04:05.999999999", s, time.UTC); err2 != nil {
+			return 0, err
+		}
+	}
+	return engine.TimeToTicks(t), nil
+}
+
+// AppendEntityJSON appends e as an Azure Tables entity JSON object.
+func AppendEntityJSON(dst []byte, e *engine.Entity, etag string, meta Metadata) []byte {
+	dst = append(dst, '{')
+	first := true
+	key := func(k string) {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendString(dst, k)
+		dst = append(dst, ':')
+	}
+	annotate := func(name, typ string) {
+		if meta != NoMetadata {
+			key(name + "@odata.type")
+			dst = appendString(dst, typ)
+		}
+	}
+	if meta != NoMetadata && etag != "" {
+		key("odata.etag")
+		dst = appendString(dst, etag)
+	}
+	key("PartitionKey")
+	dst = appendString(dst, e.PartitionKey)
+	key("RowKey")
+	dst = appendString(dst, e.RowKey)
+	if e.Timestamp != 0 {
+		if meta == FullMetadata {
+			annotate("Timestamp", "Edm.DateTime")
+		}
+		key("Timestamp")
+		dst = appendString(dst, FormatTime(e.Timestamp))
+	}
+	for _, p := range e.Properties {
+		v := p.Value
+		switch v.Type() {
+		case engine.TypeString:
+			key(p.Name)
+			dst = appendString(dst, v.Str())
+		case engine.TypeInt32:
+			key(p.Name)
+			dst = strconv.AppendInt(dst, v.Int(), 10)
+		case engine.TypeBoolean:
+			key(p.Name)
+			dst = strconv.AppendBool(dst, v.Boolean())
+		case engine.TypeDouble:
+			f := v.Float()
+			switch {
+			case math.IsNaN(f), math.IsInf(f, 0):
+				annotate(p.Name, "Edm.Double")
+				key(p.Name)
+				s := "NaN"
+				if math.IsInf(f, 1) {
+					s = "Infinity"
+				} else if math.IsInf(f, -1) {
+					s = "-Infinity"
+				}
+				dst = appendString(dst, s)
+			default:
+				if meta == FullMetadata {
+					annotate(p.Name, "Edm.Double")
+				}
+				key(p.Name)
+				dst = appendDouble(dst, f)
+			}
+		case engine.TypeInt64:
+			annotate(p.Name, "Edm.Int64")
+			key(p.Name)
+			dst = append(dst, '"')
+			dst = strconv.AppendInt(dst, v.Int(), 10)
+			dst = append(dst, '"')
+		case engine.TypeDateTime:
+			annotate(p.Name, "Edm.DateTime")
+			key(p.Name)
+			dst = appendString(dst, FormatTime(v.Ticks()))
+		case engine.TypeGuid:
+			annotate(p.Name, "Edm.Guid")
+			key(p.Name)
+			dst = appendString(dst, v.GuidString())
+		case engine.TypeBinary:
+			annotate(p.Name, "Edm.Binary")
+			key(p.Name)
+			dst = append(dst, '"')
+			dst = base64.StdEncoding.AppendEncode(dst, v.Bytes())
+			dst = append(dst, '"')
+		}
+	}
+	return append(dst, '}')
+}
+
+// appendDouble writes a finite double so that it reads back as a double:
+// always with a '.' or an exponent (5 is written 5.0).
+func appendDouble(dst []byte, f float64) []byte {
+	start := len(dst)
+	dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
+	if !bytes.ContainsAny(dst[start:], ".eE") {
+		dst = append(dst, '.', '0')
+	}
+	return dst
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c < 0x20:
+				switch c {
+				case '\n':
+					dst = append(dst, '\\', 'n')
+				case '\r':
+					dst = append(dst, '\\', 'r')
+				case '\t':
+					dst = append(dst, '\\', 't')
+				default:
+					dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+				}
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, `\ufffd`...)
+		} else if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		} else {
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
+}
+
+// ParseEntityJSON parses an Azure Tables entity JSON object.
+func ParseEntityJSON(data []byte) (*engine.Entity, error) {
+	var m map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return nil, invalid("the entity is not a JSON object: %v", errText(err))
+	}
+	if dec.More() {
+		return nil, invalid("the entity has data after its JSON object")
+	}
+	e := &engine.Entity{}
+	var props []engine.Property
+	for k, raw := range m {
+		switch {
+		case k == "PartitionKey" || k == "RowKey":
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return nil, engine.Errorf(engine.CodeInvalidValueType, "%s must be a string", k)
+			}
+			if k == "PartitionKey" {
+				e.PartitionKey = s
+			} else {
+				e.RowKey = s
+			}
+		case k == "Timestamp", strings.HasPrefix(k, "odata."):
+		case strings.HasSuffix(k, "@odata.type"):
+			name := strings.TrimSuffix(k, "@odata.type")
+			if _, ok := m[name]; !ok && name != "Timestamp" {
+				return nil, invalid("annotation %q names no property", k)
+			}
+		default:
+			if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+				continue
+			}
+			typ := ""
+			if a, ok := m[k+"@odata.type"]; ok {
+				if err := json.Unmarshal(a, &typ); err != nil {
+					return nil, invalid("annotation %q must be a string", k+"@odata.type")
+				}
+			}
+			v, err := parseValue(raw, typ)
+			if err != nil {
+				return nil, at("property "+strconv.Quote(k), err)
+			}
+			props = append(props, engine.Property{Name: k, Value: v})
+		}
+	}
+	ent := engine.NewEntity(e.PartitionKey, e.RowKey, props...)
+	return ent, nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "null"
+	}
+	return err.Error()
+}
+
+func wrongKind(typ, kind string) error {
+	return engine.Errorf(engine.CodeInvalidValueType, "a %s value cannot be a JSON %s", typ, kind)
+}
+
+// parseValue reads one property value, annotated with typ ("" for none).
+func parseValue(raw json.RawMessage, typ string) (engine.Value, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return engine.Value{}, invalid("empty value")
+	}
+	kind := "number"
+	switch raw[0] {
+	case '"':
+		kind = "string"
+	case 't', 'f':
+		kind = "boolean"
+	case '{', '[':
+		return engine.Value{}, invalid("nested objects and arrays are not property values")
+	}
+	var str string
+	if kind == "string" {
+		if err := json.Unmarshal(raw, &str); err != nil {
+			return engine.Value{}, invalid("bad string: %v", err)
+		}
+	}
+	num := func() (json.Number, error) {
+		var n json.Number
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		if err := d.Decode(&n); err != nil {
+			return "", invalid("bad number %s", raw)
+		}
+		return n, nil
+	}
+	switch typ {
+	case "":
+		switch kind {
+		case "string":
+			return engine.String(str), nil
+		case "boolean":
+			return engine.Bool(raw[0] == 't'), nil
+		}
+		n, err := num()
+		if err != nil {
+			return engine.Value{}, err
+		}
+		if i, err := strconv.ParseInt(string(n), 10, 32); err == nil {
+			return engine.Int32(int32(i)), nil
+		}
+		f, err := strconv.ParseFloat(string(n), 64)
+		if err != nil {
+			return engine.Value{}, invalid("number %s is out of range", n)
+		}
+		return engine.Double(f), nil
+	case "Edm.String":
+		if kind != "string" {
+			return engine.Value{}, wrongKind(typ, kind)
+		}
+		return engine.String(str), nil
+	case "Edm.Boolean":
+		if kind != "boolean" {
+			return engine.Value{}, wrongKind(typ, kind)
+		}
+		return engine.Bool(raw[0] == 't'), nil
+	case "Edm.Int32":
+		if kind != "number" {
+			return engine.Value{}, wrongKind(typ, kind)
+		}
+		n, err := num()
+		if err != nil {
+			return engine.Value{}, err
+		}
+		i, err := strconv.ParseInt(string(n), 10, 32)
+		if err != nil {
+			return engine.Value{}, invalid("Edm.Int32 value %s is not a 32-bit integer", n)
+		}
+		return engine.Int32(int32(i)), nil
+	case "Edm.Int64":
+		s := str
+		if kind == "number" {
+			n, err := num()
+			if err != nil {
+				return engine.Value{}, err
+			}
+			s = string(n)
+		} else if kind != "string" {
+			return engine.Value{}, wrongKind(typ, kind)
+		}
+		i, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return engine.Value{}, invalid("Edm.Int64 value %q is not a 64-bit integer", s)
+		}
+		return engine.Int64(i), nil
+	case "Edm.Double":
+		switch kind {
+		case "string":
+			switch str {
+			case "NaN":
+				return engine.Double(math.NaN()), nil
+			case "Infinity", "INF":
+				return engine.Double(math.Inf(1)), nil
+			case "-Infinity", "-INF":
+				return engine.Double(math.Inf(-1)), nil
+			}
+			f, err := strconv.ParseFloat(str, 64)
+			if err != nil {
+				return engine.Value{}, invalid("Edm.Double value %q is not a number", str)
+			}
+			return engine.Double(f), nil
+		case "number":
+			n, err := num()
+			if err != nil {
+				return engine.Value{}, err
+			}
+			f, err := strconv.ParseFloat(string(n), 64)
+			if err != nil {
+				return engine.Value{}, invalid("Edm.Double value %s is out of range", n)
+			}
+			return engine.Double(f), nil
+		}
+		return engine.Value{}, wrongKind(typ, kind)
+	case "Edm.DateTime":
+		if kind != "string" {
+			return engine.Value{}, wrongKind(typ, kind)
+		}
+		t, err := ParseTime(str)
+		if err != nil {
+			return engine.Value{}, invalid("Edm.DateTime value %q is not an RFC 3339 time", str)
+		}
+		return engine.DateTimeTicks(t), nil
+	case "Edm.Guid":
+		if kind != "string" {
+			return engine.Value{}, wrongKind(typ, kind)
+		}
+		g, err := engine.ParseGuid(str)
+		if err != nil {
+			return engine.Value{}, invalid("%v", err)
+		}
+		return engine.Guid(g), nil
+	case "Edm.Binary":
+		if kind != "string" {
+			return engine.Value{}, wrongKind(typ, kind)
+		}
+		b, err := base64.StdEncoding.DecodeString(str)
+		if err != nil {
+			if b, err = base64.RawStdEncoding.DecodeString(str); err != nil {
+				return engine.Value{}, invalid("Edm.Binary value is not base64")
+			}
+		}
+		return engine.Binary(b), nil
+	}
+	return engine.Value{}, invalid("unknown type %q (use Edm.String, Edm.Int32, Edm.Int64, Edm.Double, Edm.Boolean, Edm.DateTime, Edm.Guid or Edm.Binary)", typ)
+}

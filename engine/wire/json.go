@@ -1,0 +1,216 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/cairn-dev/cairn/engine"
+)
+
+type jsonRequest struct {
+	Op           string          `json:"op"`
+	ID           string          `json:"id,omitempty"`
+	IfMatch      string          `json:"ifMatch,omitempty"`
+	Entity       json.RawMessage `json:"entity,omitempty"`
+	PartitionKey string          `json:"partitionKey,omitempty"`
+	RowKey       string          `json:"rowKey,omitempty"`
+	Ops          []jsonRequest   `json:"ops,omitempty"`
+	Table        string          `json:"table,omitempty"`
+	Messages     []jsonMessage   `json:"messages,omitempty"`
+}
+
+type jsonMessage struct {
+	Queue      string `json:"queue"`
+	ID         string `json:"id,omitempty"`
+	Body       string `json:"body,omitempty"`
+	BodyBase64 []byte `json:"bodyBase64,omitempty"`
+}
+
+// DecodeRequestJSON decodes a JSON request. Unknown fields are refused.
+func DecodeRequestJSON(data []byte) (*engine.Request, error) {
+	if len(data) > maxBody {
+		return nil, engine.Errorf(engine.CodeRequestBodyTooLarge, "request of %d bytes; the limit is %d", len(data), maxBody)
+	}
+	var jr jsonRequest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&jr); err != nil {
+		return nil, invalid("request: not a valid JSON request: %v", err)
+	}
+	if dec.More() {
+		return nil, invalid("request: data after the JSON object")
+	}
+	r, err := fromJSONRequest(&jr, 0)
+	if err != nil {
+		return nil, at("request", err)
+	}
+	return r, nil
+}
+
+func fromJSONRequest(jr *jsonRequest, depth int) (*engine.Request, error) {
+	r := &engine.Request{Op: jr.Op, ID: jr.ID, IfMatch: jr.IfMatch, PartitionKey: jr.PartitionKey, RowKey: jr.RowKey, Table: jr.Table}
+	if len(jr.Entity) > 0 && !bytes.Equal(bytes.TrimSpace(jr.Entity), []byte("null")) {
+		e, err := ParseEntityJSON(jr.Entity)
+		if err != nil {
+			return nil, at("entity", err)
+		}
+		r.Entity = e
+	}
+	if len(jr.Ops) > 0 {
+		if depth > 0 {
+			return nil, invalid("operations of a batch cannot have \"ops\"")
+		}
+		r.Ops = make([]engine.Request, len(jr.Ops))
+		for i := range jr.Ops {
+			op, err := fromJSONRequest(&jr.Ops[i], depth+1)
+			if err != nil {
+				return nil, at(fmt.Sprintf("ops[%d]", i), err)
+			}
+			r.Ops[i] = *op
+		}
+	}
+	for _, m := range jr.Messages {
+		body := []byte(m.Body)
+		if m.BodyBase64 != nil {
+			body = m.BodyBase64
+		}
+		r.Messages = append(r.Messages, engine.Message{Queue: m.Queue, ID: m.ID, Body: body})
+	}
+	return r, nil
+}
+
+// EncodeRequestJSON encodes a request as JSON (for clients and tests).
+func EncodeRequestJSON(r *engine.Request) ([]byte, error) {
+	return json.Marshal(toJSONRequest(r))
+}
+
+func toJSONRequest(r *engine.Request) *jsonRequest {
+	jr := &jsonRequest{Op: r.Op, ID: r.ID, IfMatch: r.IfMatch, PartitionKey: r.PartitionKey, RowKey: r.RowKey, Table: r.Table}
+	if r.Entity != nil {
+		jr.Entity = AppendEntityJSON(nil, r.Entity, "", MinimalMetadata)
+	}
+	for i := range r.Ops {
+		jr.Ops = append(jr.Ops, *toJSONRequest(&r.Ops[i]))
+	}
+	for _, m := range r.Messages {
+		jr.Messages = append(jr.Messages, jsonMessage{Queue: m.Queue, ID: m.ID, BodyBase64: m.Body})
+	}
+	return jr
+}
+
+type jsonResult struct {
+	ETag      string `json:"etag,omitempty"`
+	Timestamp string `json:"timestamp,omitempty"`
+}
+
+type jsonTable struct {
+	Name    string `json:"name"`
+	Epoch   uint64 `json:"epoch"`
+	Created string `json:"created,omitempty"`
+}
+
+type jsonError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Index   *int   `json:"index,omitempty"`
+}
+
+type jsonReply struct {
+	ETag      string          `json:"etag,omitempty"`
+	Timestamp string          `json:"timestamp,omitempty"`
+	Seq       uint64          `json:"seq,omitempty"`
+	Results   []jsonResult    `json:"results,omitempty"`
+	Entity    json.RawMessage `json:"entity,omitempty"`
+	Tables    []jsonTable     `json:"tables,omitempty"`
+	Duplicate bool            `json:"duplicate,omitempty"`
+	Error     *jsonError      `json:"error,omitempty"`
+}
+
+func formatTicks(t int64) string {
+	if t == 0 {
+		return ""
+	}
+	return FormatTime(t)
+}
+
+// EncodeReplyJSON encodes a reply as JSON.
+func EncodeReplyJSON(r *engine.Reply) []byte {
+	jr := jsonReply{ETag: r.ETag, Timestamp: formatTicks(r.Timestamp), Seq: r.Seq, Duplicate: r.Duplicate}
+	for _, res := range r.Results {
+		jr.Results = append(jr.Results, jsonResult{ETag: res.ETag, Timestamp: formatTicks(res.Timestamp)})
+	}
+	if r.Entity != nil {
+		jr.Entity = AppendEntityJSON(nil, r.Entity, r.ETag, MinimalMetadata)
+	}
+	for _, t := range r.Tables {
+		jr.Tables = append(jr.Tables, jsonTable{Name: t.Name, Epoch: t.Epoch, Created: formatTicks(t.Created)})
+	}
+	if r.Error != nil {
+		je := &jsonError{Code: string(r.Error.Code), Message: r.Error.Message}
+		if r.Error.Index >= 0 {
+			i := r.Error.Index
+			je.Index = &i
+		}
+		jr.Error = je
+	}
+	b, err := json.Marshal(jr)
+	if err != nil {
+		// Only an entity JSON this package wrote could fail; report it.
+		return []byte(`{"error":{"code":"InternalError","message":` + strconv.Quote(err.Error()) + `}}`)
+	}
+	return b
+}
+
+// DecodeReplyJSON decodes a JSON reply.
+func DecodeReplyJSON(data []byte) (*engine.Reply, error) {
+	var jr jsonReply
+	if err := json.Unmarshal(data, &jr); err != nil {
+		return nil, invalid("reply: %v", err)
+	}
+	r := &engine.Reply{ETag: jr.ETag, Seq: jr.Seq, Duplicate: jr.Duplicate}
+	var err error
+	parse := func(s string) int64 {
+		if s == "" || err != nil {
+			return 0
+		}
+		var t int64
+		t, err = ParseTime(s)
+		return t
+	}
+	r.Timestamp = parse(jr.Timestamp)
+	for _, res := range jr.Results {
+		r.Results = append(r.Results, engine.Result{ETag: res.ETag, Timestamp: parse(res.Timestamp)})
+	}
+	for _, t := range jr.Tables {
+		r.Tables = append(r.Tables, engine.TableInfo{Name: t.Name, Epoch: t.Epoch, Created: parse(t.Created)})
+	}
+	if len(jr.Entity) > 0 {
+		e, perr := ParseEntityJSON(jr.Entity)
+		if perr != nil {
+			return nil, at("reply: entity", perr)
+		}
+		var meta struct {
+			ETag      string `json:"odata.etag"`
+			Timestamp string `json:"Timestamp"`
+		}
+		_ = json.Unmarshal(jr.Entity, &meta)
+		if r.ETag == "" {
+			r.ETag = meta.ETag
+		}
+		e.Timestamp = parse(meta.Timestamp)
+		r.Entity = e
+	}
+	if err != nil {
+		return nil, invalid("reply: %v", err)
+	}
+	if jr.Error != nil {
+		e := &engine.Error{Code: engine.Code(jr.Error.Code), Message: jr.Error.Message, Index: engine.NoIndex}
+		if jr.Error.Index != nil {
+			e.Index = *jr.Error.Index
+		}
+		r.Error = e
+	}
+	return r, nil
+}

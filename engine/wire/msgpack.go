@@ -1,0 +1,414 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cairn-dev/cairn/engine"
+)
+
+// The msgpack form: maps with the JSON form's keys; an entity is
+// {"pk", "rk", "ts" (ticks, replies only), "p": engine.EncodeProperties}.
+
+// maxItems bounds array and map lengths read from the wire.
+const maxItems = 1 << 16
+
+type encoder struct {
+	buf bytes.Buffer
+	enc *msgpack.Encoder
+	err error
+}
+
+func newEncoder() *encoder {
+	e := &encoder{}
+	e.buf.Grow(512)
+	e.enc = msgpack.NewEncoder(&e.buf)
+	return e
+}
+
+func (e *encoder) do(errs ...error) {
+	for _, err := range errs {
+		if e.err == nil && err != nil {
+			e.err = err
+		}
+	}
+}
+
+func (e *encoder) str(k, v string) { e.do(e.enc.EncodeString(k), e.enc.EncodeString(v)) }
+
+func (e *encoder) entity(ent *engine.Entity) {
+	n := 3
+	if ent.Timestamp != 0 {
+		n++
+	}
+	e.do(e.enc.EncodeMapLen(n))
+	e.str("pk", ent.PartitionKey)
+	e.str("rk", ent.RowKey)
+	if ent.Timestamp != 0 {
+		e.do(e.enc.EncodeString("ts"), e.enc.EncodeInt(ent.Timestamp))
+	}
+	e.do(e.enc.EncodeString("p"), engine.EncodeProperties(e.enc, ent.Properties))
+}
+
+// EncodeRequestMsgpack encodes a request as msgpack.
+func EncodeRequestMsgpack(r *engine.Request) ([]byte, error) {
+	e := newEncoder()
+	e.request(r)
+	if e.err != nil {
+		return nil, fmt.Errorf("wire: encode request: %w", e.err)
+	}
+	return e.buf.Bytes(), nil
+}
+
+func (e *encoder) request(r *engine.Request) {
+	n := 1
+	for _, set := range []bool{r.ID != "", r.IfMatch != "", r.Entity != nil, r.PartitionKey != "", r.RowKey != "", len(r.Ops) > 0, r.Table != "", len(r.Messages) > 0} {
+		if set {
+			n++
+		}
+	}
+	e.do(e.enc.EncodeMapLen(n))
+	e.str("op", r.Op)
+	if r.ID != "" {
+		e.str("id", r.ID)
+	}
+	if r.IfMatch != "" {
+		e.str("ifMatch", r.IfMatch)
+	}
+	if r.Entity != nil {
+		e.do(e.enc.EncodeString("entity"))
+		e.entity(r.Entity)
+	}
+	if r.PartitionKey != "" {
+		e.str("partitionKey", r.PartitionKey)
+	}
+	if r.RowKey != "" {
+		e.str("rowKey", r.RowKey)
+	}
+	if len(r.Ops) > 0 {
+		e.do(e.enc.EncodeString("ops"), e.enc.EncodeArrayLen(len(r.Ops)))
+		for i := range r.Ops {
+			e.request(&r.Ops[i])
+		}
+	}
+	if r.Table != "" {
+		e.str("table", r.Table)
+	}
+	if len(r.Messages) > 0 {
+		e.do(e.enc.EncodeString("messages"), e.enc.EncodeArrayLen(len(r.Messages)))
+		for _, m := range r.Messages {
+			e.do(e.enc.EncodeArrayLen(3), e.enc.EncodeString(m.Queue), e.enc.EncodeString(m.ID), e.enc.EncodeBytes(m.Body))
+		}
+	}
+}
+
+// EncodeReplyMsgpack encodes a reply as msgpack.
+func EncodeReplyMsgpack(r *engine.Reply) []byte {
+	e := newEncoder()
+	n := 0
+	for _, set := range []bool{r.ETag != "", r.Timestamp != 0, r.Seq != 0, len(r.Results) > 0, r.Entity != nil, len(r.Tables) > 0, r.Duplicate, r.Error != nil} {
+		if set {
+			n++
+		}
+	}
+	e.do(e.enc.EncodeMapLen(n))
+	if r.ETag != "" {
+		e.str("etag", r.ETag)
+	}
+	if r.Timestamp != 0 {
+		e.do(e.enc.EncodeString("timestamp"), e.enc.EncodeInt(r.Timestamp))
+	}
+	if r.Seq != 0 {
+		e.do(e.enc.EncodeString("seq"), e.enc.EncodeUint(r.Seq))
+	}
+	if len(r.Results) > 0 {
+		e.do(e.enc.EncodeString("results"), e.enc.EncodeArrayLen(len(r.Results)))
+		for _, res := range r.Results {
+			e.do(e.enc.EncodeArrayLen(2), e.enc.EncodeString(res.ETag), e.enc.EncodeInt(res.Timestamp))
+		}
+	}
+	if r.Entity != nil {
+		e.do(e.enc.EncodeString("entity"))
+		e.entity(r.Entity)
+	}
+	if len(r.Tables) > 0 {
+		e.do(e.enc.EncodeString("tables"), e.enc.EncodeArrayLen(len(r.Tables)))
+		for _, t := range r.Tables {
+			e.do(e.enc.EncodeArrayLen(3), e.enc.EncodeString(t.Name), e.enc.EncodeUint(t.Epoch), e.enc.EncodeInt(t.Created))
+		}
+	}
+	if r.Duplicate {
+		e.do(e.enc.EncodeString("duplicate"), e.enc.EncodeBool(true))
+	}
+	if r.Error != nil {
+		e.do(e.enc.EncodeString("error"), e.enc.EncodeMapLen(3))
+		e.str("code", string(r.Error.Code))
+		e.str("message", r.Error.Message)
+		e.do(e.enc.EncodeString("index"), e.enc.EncodeInt(int64(r.Error.Index)))
+	}
+	if e.err != nil {
+		// Encoding into memory fails only on a value this package cannot
+		// represent; answer with the failure rather than nothing.
+		return EncodeReplyMsgpack(&engine.Reply{Error: engine.Errorf(engine.CodeInternalError, "encode reply: %v", e.err)})
+	}
+	return e.buf.Bytes()
+}
+
+type decoder struct {
+	dec *msgpack.Decoder
+}
+
+func newDecoder(data []byte) *decoder {
+	return &decoder{dec: msgpack.NewDecoder(bytes.NewReader(data))}
+}
+
+func (d *decoder) mapLen() (int, error) {
+	n, err := d.dec.DecodeMapLen()
+	if err != nil {
+		return 0, invalid("want a map: %v", err)
+	}
+	if n < 0 || n > maxItems {
+		return 0, invalid("map of %d entries", n)
+	}
+	return n, nil
+}
+
+func (d *decoder) arrayLen() (int, error) {
+	n, err := d.dec.DecodeArrayLen()
+	if err != nil {
+		return 0, invalid("want an array: %v", err)
+	}
+	if n > maxItems {
+		return 0, invalid("array of %d entries", n)
+	}
+	return max(n, 0), nil
+}
+
+func (d *decoder) str(key string) (string, error) {
+	s, err := d.dec.DecodeString()
+	if err != nil {
+		return "", invalid("%q must be a string: %v", key, err)
+	}
+	return s, nil
+}
+
+func (d *decoder) entity() (*engine.Entity, error) {
+	n, err := d.mapLen()
+	if err != nil {
+		return nil, err
+	}
+	e := &engine.Entity{}
+	for i := 0; i < n; i++ {
+		k, err := d.str("key")
+		if err != nil {
+			return nil, err
+		}
+		switch k {
+		case "pk":
+			e.PartitionKey, err = d.str(k)
+		case "rk":
+			e.RowKey, err = d.str(k)
+		case "ts":
+			e.Timestamp, err = d.dec.DecodeInt64()
+		case "p":
+			e.Properties, err = engine.DecodeProperties(d.dec)
+		default:
+			return nil, invalid("unknown entity field %q", k)
+		}
+		if err != nil {
+			return nil, at(k, err)
+		}
+	}
+	return e, nil
+}
+
+// DecodeRequestMsgpack decodes a msgpack request. Unknown fields are refused.
+func DecodeRequestMsgpack(data []byte) (*engine.Request, error) {
+	if len(data) > maxBody {
+		return nil, engine.Errorf(engine.CodeRequestBodyTooLarge, "request of %d bytes; the limit is %d", len(data), maxBody)
+	}
+	d := newDecoder(data)
+	r, err := d.request(0)
+	if err != nil {
+		return nil, at("request", err)
+	}
+	return r, nil
+}
+
+func (d *decoder) request(depth int) (*engine.Request, error) {
+	n, err := d.mapLen()
+	if err != nil {
+		return nil, err
+	}
+	r := &engine.Request{}
+	for i := 0; i < n; i++ {
+		k, err := d.str("key")
+		if err != nil {
+			return nil, err
+		}
+		switch k {
+		case "op":
+			r.Op, err = d.str(k)
+		case "id":
+			r.ID, err = d.str(k)
+		case "ifMatch":
+			r.IfMatch, err = d.str(k)
+		case "partitionKey":
+			r.PartitionKey, err = d.str(k)
+		case "rowKey":
+			r.RowKey, err = d.str(k)
+		case "table":
+			r.Table, err = d.str(k)
+		case "entity":
+			r.Entity, err = d.entity()
+			if err == nil {
+				r.Entity = engine.NewEntity(r.Entity.PartitionKey, r.Entity.RowKey, r.Entity.Properties...)
+			}
+		case "ops":
+			if depth > 0 {
+				return nil, invalid("operations of a batch cannot have \"ops\"")
+			}
+			var m int
+			if m, err = d.arrayLen(); err == nil {
+				r.Ops = make([]engine.Request, m)
+				for j := 0; j < m && err == nil; j++ {
+					var op *engine.Request
+					if op, err = d.request(depth + 1); err == nil {
+						r.Ops[j] = *op
+					} else {
+						err = at(fmt.Sprintf("[%d]", j), err)
+					}
+				}
+			}
+		case "messages":
+			r.Messages, err = d.messages()
+		default:
+			return nil, invalid("unknown field %q", k)
+		}
+		if err != nil {
+			return nil, at(k, err)
+		}
+	}
+	return r, nil
+}
+
+func (d *decoder) messages() ([]engine.Message, error) {
+	n, err := d.arrayLen()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Message, n)
+	for i := range out {
+		m, err := d.arrayLen()
+		if err != nil || m != 3 {
+			return nil, invalid("message %d must be [queue, id, body]", i)
+		}
+		if out[i].Queue, err = d.str("queue"); err != nil {
+			return nil, err
+		}
+		if out[i].ID, err = d.str("id"); err != nil {
+			return nil, err
+		}
+		if out[i].Body, err = d.dec.DecodeBytes(); err != nil {
+			return nil, invalid("message %d body: %v", i, err)
+		}
+	}
+	return out, nil
+}
+
+// DecodeReplyMsgpack decodes a msgpack reply; unknown fields are skipped.
+func DecodeReplyMsgpack(data []byte) (*engine.Reply, error) {
+	d := newDecoder(data)
+	n, err := d.mapLen()
+	if err != nil {
+		return nil, at("reply", err)
+	}
+	r := &engine.Reply{}
+	for i := 0; i < n; i++ {
+		k, err := d.str("key")
+		if err != nil {
+			return nil, at("reply", err)
+		}
+		switch k {
+		case "etag":
+			r.ETag, err = d.str(k)
+		case "timestamp":
+			r.Timestamp, err = d.dec.DecodeInt64()
+		case "seq":
+			r.Seq, err = d.dec.DecodeUint64()
+		case "duplicate":
+			r.Duplicate, err = d.dec.DecodeBool()
+		case "entity":
+			r.Entity, err = d.entity()
+		case "results":
+			var m int
+			if m, err = d.arrayLen(); err == nil {
+				r.Results = make([]engine.Result, m)
+				for j := 0; j < m && err == nil; j++ {
+					if _, err = d.arrayLen(); err == nil {
+						if r.Results[j].ETag, err = d.str("etag"); err == nil {
+							r.Results[j].Timestamp, err = d.dec.DecodeInt64()
+						}
+					}
+				}
+			}
+		case "tables":
+			var m int
+			if m, err = d.arrayLen(); err == nil {
+				r.Tables = make([]engine.TableInfo, m)
+				for j := 0; j < m && err == nil; j++ {
+					t := &r.Tables[j]
+					if _, err = d.arrayLen(); err == nil {
+						if t.Name, err = d.str("name"); err == nil {
+							if t.Epoch, err = d.dec.DecodeUint64(); err == nil {
+								t.Created, err = d.dec.DecodeInt64()
+							}
+						}
+					}
+				}
+			}
+		case "error":
+			r.Error, err = d.error()
+		default:
+			err = d.dec.Skip()
+		}
+		if err != nil {
+			return nil, at("reply: "+k, err)
+		}
+	}
+	return r, nil
+}
+
+func (d *decoder) error() (*engine.Error, error) {
+	n, err := d.mapLen()
+	if err != nil {
+		return nil, err
+	}
+	e := &engine.Error{Index: engine.NoIndex}
+	for i := 0; i < n; i++ {
+		k, err := d.str("key")
+		if err != nil {
+			return nil, err
+		}
+		switch k {
+		case "code":
+			var c string
+			c, err = d.str(k)
+			e.Code = engine.Code(c)
+		case "message":
+			e.Message, err = d.str(k)
+		case "index":
+			var ix int64
+			ix, err = d.dec.DecodeInt64()
+			e.Index = int(ix)
+		default:
+			err = d.dec.Skip()
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
