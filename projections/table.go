@@ -1,0 +1,324 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/btree"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal"
+)
+
+// DefaultDedupWindow is how long a client's command id is remembered, in
+// journal time (record timestamps), so that a retried command is answered
+// from its first result instead of being applied twice.
+const DefaultDedupWindow = 2 * time.Minute
+
+// Table is the materialised view of one table incarnation. One goroutine,
+// the applier, writes it (Apply, Publish); any number of readers use the
+// immutable snapshots returned by Snapshot and are never blocked by writes.
+type Table struct {
+	name  string
+	epoch uint64
+
+	// Writer state, owned by the applier goroutine.
+	rows        *btree.BTreeG[*engine.Entity]
+	parts       *btree.BTreeG[*Partition]
+	ids         *btree.BTreeG[*CommandRecord]
+	expiry      []*CommandRecord // ids in journal-time order, for eviction
+	seq         uint64
+	dedupWindow int64 // ticks
+	dirty       bool
+
+	snap atomic.Pointer[Snapshot]
+
+	mu     sync.Mutex
+	notify chan struct{} // closed and replaced on every Publish or Fail
+	failed error
+}
+
+// Partition is a view's summary of one partition: the journal position of
+// its last record (the expected sequence for the next append) and its load.
+type Partition struct {
+	Key      string
+	LastSeq  uint64
+	Records  uint64 // journal records appended
+	Writes   uint64 // entity writes (events)
+	Entities int64  // entities now present
+}
+
+// CommandRecord remembers a committed command by its client id.
+type CommandRecord struct {
+	PartitionKey string
+	ID           string
+	Seq          uint64
+	First, Count uint32
+	Time         int64
+}
+
+func lessEntity(a, b *engine.Entity) bool {
+	if a.PartitionKey != b.PartitionKey {
+		return a.PartitionKey < b.PartitionKey
+	}
+	return a.RowKey < b.RowKey
+}
+
+func lessPartition(a, b *Partition) bool { return a.Key < b.Key }
+
+func lessCommand(a, b *CommandRecord) bool {
+	if a.PartitionKey != b.PartitionKey {
+		return a.PartitionKey < b.PartitionKey
+	}
+	return a.ID < b.ID
+}
+
+// NewTable returns an empty view of the table incarnation (name, epoch).
+func NewTable(name string, epoch uint64, dedupWindow time.Duration) *Table {
+	if dedupWindow <= 0 {
+		dedupWindow = DefaultDedupWindow
+	}
+	opts := btree.Options{NoLocks: true}
+	t := &Table{
+		name:        name,
+		epoch:       epoch,
+		rows:        btree.NewBTreeGOptions(lessEntity, opts),
+		parts:       btree.NewBTreeGOptions(lessPartition, opts),
+		ids:         btree.NewBTreeGOptions(lessCommand, opts),
+		dedupWindow: int64(dedupWindow / 100),
+		notify:      make(chan struct{}),
+	}
+	t.Publish()
+	return t
+}
+
+// Name returns the table's name as its creator spelled it.
+func (t *Table) Name() string { return t.name }
+
+// Epoch returns the table's incarnation.
+func (t *Table) Epoch() uint64 { return t.epoch }
+
+// Apply applies the journal record at seq. Records must come in journal
+// order; a record at or below the applied position is ignored (so a
+// redelivered record is harmless). The change becomes visible to readers at
+// the next Publish.
+func (t *Table) Apply(seq uint64, rec *journal.Record) {
+	if seq <= t.seq {
+		return
+	}
+	t.seq = seq
+	t.dirty = true
+	pk := rec.PartitionKey
+	part, ok := t.parts.Get(&Partition{Key: pk})
+	if ok {
+		c := *part
+		part = &c
+	} else {
+		part = &Partition{Key: pk}
+	}
+	part.LastSeq = seq
+	part.Records++
+	for i := range rec.Events {
+		ev := &rec.Events[i]
+		switch ev.Kind {
+		case engine.EventPut:
+			e := &engine.Entity{
+				PartitionKey: pk,
+				RowKey:       ev.RowKey,
+				Timestamp:    rec.Time,
+				Version:      engine.Version{Seq: seq, Index: uint32(i)},
+				Properties:   ev.Properties,
+			}
+			if _, replaced := t.rows.Set(e); !replaced {
+				part.Entities++
+			}
+		case engine.EventDelete:
+			if _, deleted := t.rows.Delete(&engine.Entity{PartitionKey: pk, RowKey: ev.RowKey}); deleted {
+				part.Entities--
+			}
+		}
+		part.Writes++
+	}
+	t.parts.Set(part)
+	for _, c := range rec.Commands {
+		if c.ID == "" {
+			continue
+		}
+		cr := &CommandRecord{PartitionKey: pk, ID: c.ID, Seq: seq, First: c.First, Count: c.Count, Time: rec.Time}
+		t.ids.Set(cr)
+		t.expiry = append(t.expiry, cr)
+	}
+	t.evict(rec.Time)
+}
+
+// evict forgets command ids older than the dedup window, measured in journal
+// time so that a view rebuilt by replay remembers exactly the same ids.
+func (t *Table) evict(now int64) {
+	n := 0
+	for n < len(t.expiry) && t.expiry[n].Time < now-t.dedupWindow {
+		cr := t.expiry[n]
+		if cur, ok := t.ids.Get(cr); ok && cur == cr {
+			t.ids.Delete(cr)
+		}
+		t.expiry[n] = nil
+		n++
+	}
+	if n > 0 {
+		t.expiry = t.expiry[n:]
+		if cap(t.expiry) > 1024 && len(t.expiry) < cap(t.expiry)/4 {
+			t.expiry = append([]*CommandRecord(nil), t.expiry...)
+		}
+	}
+}
+
+// Seq returns the writer's applied position (applier goroutine only).
+func (t *Table) Seq() uint64 { return t.seq }
+
+// Publish makes everything applied so far visible to readers and wakes
+// those waiting for a position. It costs O(1) (copy-on-write B-trees), but
+// the next writes copy the nodes they touch, so the applier publishes once
+// per burst of records rather than once per record.
+func (t *Table) Publish() {
+	if !t.dirty && t.snap.Load() != nil {
+		return
+	}
+	t.dirty = false
+	t.snap.Store(&Snapshot{
+		Table: t.name,
+		Epoch: t.epoch,
+		Seq:   t.seq,
+		rows:  t.rows.Copy(),
+		parts: t.parts.Copy(),
+		ids:   t.ids.Copy(),
+	})
+	t.mu.Lock()
+	close(t.notify)
+	t.notify = make(chan struct{})
+	t.mu.Unlock()
+}
+
+// Fail stops the view: it will not advance again, and waiters get err.
+// Used when a record cannot be applied (for example a record written by a
+// newer version of Cairn): the view must not silently skip history.
+func (t *Table) Fail(err error) {
+	t.mu.Lock()
+	if t.failed == nil {
+		t.failed = err
+		close(t.notify)
+		t.notify = make(chan struct{})
+	}
+	t.mu.Unlock()
+}
+
+// Err returns the error that stopped the view, if any.
+func (t *Table) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failed
+}
+
+// Snapshot returns the latest published snapshot.
+func (t *Table) Snapshot() *Snapshot { return t.snap.Load() }
+
+// WaitSeq waits until the published view has reached journal position seq
+// and returns that snapshot. It fails when ctx ends or the view stopped.
+func (t *Table) WaitSeq(ctx context.Context, seq uint64) (*Snapshot, error) {
+	for {
+		s := t.snap.Load()
+		if s.Seq >= seq {
+			return s, nil
+		}
+		t.mu.Lock()
+		ch, failed := t.notify, t.failed
+		t.mu.Unlock()
+		if failed != nil {
+			return nil, fmt.Errorf("projections: view of %s stopped: %w", t.name, failed)
+		}
+		if s = t.snap.Load(); s.Seq >= seq {
+			return s, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("projections: waiting for %s to reach %d (at %d): %w", t.name, seq, s.Seq, ctx.Err())
+		}
+	}
+}
+
+// Snapshot is an immutable, consistent view of a table at journal position
+// Seq. It is safe for any number of goroutines.
+type Snapshot struct {
+	Table string
+	Epoch uint64
+	Seq   uint64
+	rows  *btree.BTreeG[*engine.Entity]
+	parts *btree.BTreeG[*Partition]
+	ids   *btree.BTreeG[*CommandRecord]
+}
+
+// Get returns the entity (pk, rk). The entity is shared: do not modify it.
+func (s *Snapshot) Get(pk, rk string) (*engine.Entity, bool) {
+	return s.rows.Get(&engine.Entity{PartitionKey: pk, RowKey: rk})
+}
+
+// Len returns the number of entities.
+func (s *Snapshot) Len() int { return s.rows.Len() }
+
+// Partition returns the summary of partition pk (zero if it never had a
+// record).
+func (s *Snapshot) Partition(pk string) Partition {
+	if p, ok := s.parts.Get(&Partition{Key: pk}); ok {
+		return *p
+	}
+	return Partition{Key: pk}
+}
+
+// Partitions calls fn for every partition in key order until fn returns false.
+func (s *Snapshot) Partitions(fn func(Partition) bool) {
+	s.parts.Scan(func(p *Partition) bool { return fn(*p) })
+}
+
+// Command returns the record of the committed command id in partition pk,
+// if it is still inside the dedup window.
+func (s *Snapshot) Command(pk, id string) (CommandRecord, bool) {
+	c, ok := s.ids.Get(&CommandRecord{PartitionKey: pk, ID: id})
+	if !ok {
+		return CommandRecord{}, false
+	}
+	return *c, true
+}
+
+// Ascend calls fn for the entities from (pk, rk) on, in key order, until fn
+// returns false.
+func (s *Snapshot) Ascend(pk, rk string, fn func(*engine.Entity) bool) {
+	s.rows.Ascend(&engine.Entity{PartitionKey: pk, RowKey: rk}, fn)
+}
+
+// Descend calls fn for the entities from (pk, rk) down, in reverse key
+// order, until fn returns false.
+func (s *Snapshot) Descend(pk, rk string, fn func(*engine.Entity) bool) {
+	s.rows.Descend(&engine.Entity{PartitionKey: pk, RowKey: rk}, fn)
+}
+
+// Scan calls fn for every entity in key order until fn returns false.
+func (s *Snapshot) Scan(fn func(*engine.Entity) bool) { s.rows.Scan(fn) }
+
+// PartitionState returns the partition pk of the snapshot as the decider's
+// state.
+func (s *Snapshot) PartitionState(pk string) engine.PartitionState {
+	return partitionState{s: s, pk: pk}
+}
+
+type partitionState struct {
+	s  *Snapshot
+	pk string
+}
+
+func (p partitionState) Entity(rk string) (*engine.Entity, bool) { return p.s.Get(p.pk, rk) }
+
+// Lower returns the case-insensitive identity of a table name.
+func Lower(name string) string { return strings.ToLower(name) }
