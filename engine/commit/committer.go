@@ -1,0 +1,176 @@
+package commit
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nuid"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/projections"
+)
+
+// Config tunes the committer.
+type Config struct {
+	// MaxGroup is the most commands decided together into one record.
+	MaxGroup int
+	// MaxRecordBytes bounds the entity bytes (Azure's size formula) of one
+	// group-commit record; a single batch may exceed it on its own (it is
+	// at most 4 MiB).
+	MaxRecordBytes int
+	// MaxAttempts bounds the rounds a command goes through when appends
+	// conflict with other hosts or fail.
+	MaxAttempts int
+	// Timeout bounds one command's stay in the committer.
+	Timeout time.Duration
+	// Now is the clock (server Timestamps); time.Now when nil.
+	Now func() time.Time
+}
+
+func (c *Config) defaults() {
+	if c.MaxGroup <= 0 {
+		c.MaxGroup = 1000
+	}
+	if c.MaxRecordBytes <= 0 {
+		c.MaxRecordBytes = 2 << 20
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 10
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 30 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Done receives a command's reply. It is called exactly once, from the
+// committer's goroutine: it must not block for long.
+type Done func(*engine.Reply)
+
+// Committer turns commands into journal records, one partition at a time,
+// with group commit: while a partition's append is in flight, new commands
+// for it queue up; they are then decided together against the view plus the
+// effects of the commands decided before them, appended as one record, and
+// answered each with its own result once the view shows the record.
+type Committer struct {
+	j     *journal.Journal
+	views *projections.Views
+	log   *slog.Logger
+	cfg   Config
+
+	mu    sync.Mutex
+	parts map[partKey]*partition
+	wg    sync.WaitGroup
+	ctx   context.Context
+}
+
+type partKey struct {
+	table string // lowercase
+	pk    string
+}
+
+type partition struct {
+	key     partKey
+	queue   []*pending
+	running bool
+}
+
+type pending struct {
+	cmd      *engine.Command
+	done     Done
+	deadline time.Time
+	hostID   bool // the id was assigned by the host, not the client
+}
+
+// New returns a committer. ctx bounds the work of every partition goroutine:
+// cancel it and call Wait to stop.
+func New(ctx context.Context, j *journal.Journal, views *projections.Views, log *slog.Logger, cfg Config) *Committer {
+	cfg.defaults()
+	return &Committer{j: j, views: views, log: log, cfg: cfg, parts: map[partKey]*partition{}, ctx: ctx}
+}
+
+// Wait waits for the partition goroutines to finish (after ctx is cancelled).
+func (c *Committer) Wait() { c.wg.Wait() }
+
+// Submit queues a command. Invalid commands are answered at once; valid
+// ones once they are committed and visible in this host's view, or failed.
+func (c *Committer) Submit(cmd *engine.Command, done Done) {
+	if err := engine.ValidateCommand(cmd); err != nil {
+		done(&engine.Reply{Error: engine.AsError(err)})
+		return
+	}
+	p := &pending{cmd: cmd, done: done, deadline: c.cfg.Now().Add(c.cfg.Timeout)}
+	if cmd.ID == "" {
+		// Every command has an id inside the host, so that a command whose
+		// append had an unknown outcome is recognised if it did land.
+		cmd.ID = hostIDPrefix + nuid.Next()
+		p.hostID = true
+	}
+	key := partKey{table: projections.Lower(cmd.Table), pk: cmd.PartitionKey()}
+	c.mu.Lock()
+	part := c.parts[key]
+	if part == nil {
+		part = &partition{key: key}
+		c.parts[key] = part
+	}
+	part.queue = append(part.queue, p)
+	start := !part.running
+	part.running = true
+	if start {
+		c.wg.Add(1)
+	}
+	c.mu.Unlock()
+	if start {
+		go c.run(part)
+	}
+}
+
+// hostIDPrefix marks ids the host made up; they are not kept in the view's
+// dedup index (only client ids are), see journal.Record.Nonce.
+const hostIDPrefix = "\x00"
+
+// run drains a partition's queue, one group at a time, and exits when the
+// queue is empty.
+func (c *Committer) run(part *partition) {
+	defer c.wg.Done()
+	for {
+		c.mu.Lock()
+		n := len(part.queue)
+		if n == 0 {
+			part.running = false
+			delete(c.parts, part.key)
+			c.mu.Unlock()
+			return
+		}
+		if n > c.cfg.MaxGroup {
+			n = c.cfg.MaxGroup
+		}
+		group := part.queue[:n:n]
+		part.queue = part.queue[n:]
+		if len(part.queue) == 0 {
+			part.queue = nil
+		}
+		c.mu.Unlock()
+		c.commitGroup(part.key, group)
+	}
+}
+
+// reply sends p's reply, clearing host-made ids from it.
+func reply(p *pending, r *engine.Reply) {
+	p.done(r)
+}
+
+func failAll(group []*pending, err error) {
+	e := engine.AsError(err)
+	for _, p := range group {
+		reply(p, &engine.Reply{Error: e})
+	}
+}
+
+var errGone = errors.New("gone")

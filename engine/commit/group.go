@@ -1,0 +1,249 @@
+package commit
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nuid"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/projections"
+)
+
+// outcome is what became of one command of a group.
+type outcome struct {
+	p      *pending
+	ref    int // index into the record's Commands, or -1
+	sameAs int // index into the record's Commands of an earlier command with the same id, or -1
+	err    *engine.Error
+	dup    *projections.CommandRecord // committed earlier, found in the view
+}
+
+// commitGroup decides, appends and answers one group of commands of one
+// partition. Commands that do not fit into one record are carried into the
+// next round. Conflicts with other writers (another host appended to the
+// partition first) and appends of unknown outcome are resolved by catching
+// the view up with the journal and deciding again: commands that did land are
+// then found by their id and answered from it, so nothing is applied twice.
+func (c *Committer) commitGroup(key partKey, group []*pending) {
+	ctx := c.ctx
+	attempt := 0
+	for len(group) > 0 {
+		if ctx.Err() != nil {
+			failAll(group, engine.Errorf(engine.CodeServerBusy, "the host is shutting down"))
+			return
+		}
+		tbl, ok := c.views.Table(key.table)
+		if !ok {
+			failAll(group, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", group[0].cmd.Table))
+			return
+		}
+		group = c.dropExpired(group)
+		if len(group) == 0 {
+			return
+		}
+		snap := tbl.Snapshot()
+		expect := snap.Partition(key.pk).LastSeq
+		rec, outs, rest := c.decide(tbl, snap, key.pk, group)
+		if len(rec.Commands) == 0 {
+			answer(tbl.Epoch(), 0, rec, outs)
+			group = rest
+			continue
+		}
+		seq, err := c.j.Append(ctx, tbl.Name(), tbl.Epoch(), rec, expect)
+		if err != nil {
+			if errors.Is(err, journal.ErrTableGone) {
+				failAll(group, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", tbl.Name()))
+				return
+			}
+			attempt++
+			found, fseq := c.resolve(tbl, key.pk, expect, rec, err)
+			if !found {
+				if attempt >= c.cfg.MaxAttempts {
+					c.log.Error("append failed", "table", tbl.Name(), "attempts", attempt, "err", err)
+					failAll(group, engine.Errorf(engine.CodeServerBusy, "could not commit to %s after %d attempts: %v", tbl.Name(), attempt, err))
+					return
+				}
+				backoff(ctx, attempt)
+				continue // decide the whole group again on the newer view
+			}
+			seq = fseq
+		}
+		wctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+		_, werr := tbl.WaitSeq(wctx, seq)
+		cancel()
+		if werr != nil {
+			c.log.Error("committed record not visible", "table", tbl.Name(), "seq", seq, "err", werr)
+			failAll(group[:len(outs)], engine.Errorf(engine.CodeInternalError,
+				"committed at journal position %d, but this host's view did not reach it: %v", seq, werr))
+		} else {
+			answer(tbl.Epoch(), seq, rec, outs)
+		}
+		group, attempt = rest, 0
+	}
+}
+
+// decide builds the record of one round: every command of the group that
+// fits, decided in order against the snapshot plus the effects of those
+// before it.
+func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, pk string, group []*pending) (*journal.Record, []outcome, []*pending) {
+	ts := engine.TimeToTicks(c.cfg.Now())
+	rec := &journal.Record{Time: ts, PartitionKey: pk, Nonce: nuid.Next()}
+	ov := engine.NewOverlay(snap.PartitionState(pk))
+	outs := make([]outcome, 0, len(group))
+	seen := make(map[string]int, len(group))
+	size := 0
+	for i, p := range group {
+		o := outcome{p: p, ref: -1, sameAs: -1}
+		id := p.cmd.ID
+		if !p.hostID {
+			if cr, ok := snap.Command(pk, id); ok {
+				o.dup = &cr
+				outs = append(outs, o)
+				continue
+			}
+		}
+		if k, ok := seen[id]; ok {
+			o.sameAs = k
+			outs = append(outs, o)
+			continue
+		}
+		n := commandSize(p.cmd)
+		if size > 0 && size+n > c.cfg.MaxRecordBytes {
+			return rec, outs, group[i:]
+		}
+		events, err := engine.Decide(ov, tbl.Epoch(), p.cmd)
+		if err != nil {
+			o.err = engine.AsError(err)
+			outs = append(outs, o)
+			continue
+		}
+		ov.Apply(events, ts)
+		o.ref = len(rec.Commands)
+		ref := journal.CommandRef{First: uint32(len(rec.Events)), Count: uint32(len(events))}
+		if !p.hostID {
+			ref.ID = id
+		}
+		rec.Commands = append(rec.Commands, ref)
+		rec.Events = append(rec.Events, events...)
+		rec.Messages = append(rec.Messages, p.cmd.Messages...)
+		seen[id] = o.ref
+		size += n
+		outs = append(outs, o)
+	}
+	return rec, outs, nil
+}
+
+func commandSize(cmd *engine.Command) int {
+	n := 0
+	for _, op := range cmd.Ops {
+		n += engine.EntitySize(op.Entity)
+	}
+	for _, m := range cmd.Messages {
+		n += len(m.Queue) + len(m.ID) + len(m.Body)
+	}
+	return n
+}
+
+// resolve finds out, after a failed append, whether the record landed
+// anyway (an ack lost to a timeout or a broken connection). It first lets
+// the view catch up with the partition's journal, so that the next round
+// decides on fresh state.
+func (c *Committer) resolve(tbl *projections.Table, pk string, expect uint64, rec *journal.Record, appendErr error) (bool, uint64) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
+	defer cancel()
+	last, err := c.j.LastSeq(ctx, tbl.Name(), tbl.Epoch(), pk)
+	if err != nil {
+		c.log.Warn("append failed and the journal cannot be read", "table", tbl.Name(), "append_err", appendErr, "err", err)
+		return false, 0
+	}
+	if last > expect {
+		if _, err := tbl.WaitSeq(ctx, last); err != nil {
+			return false, 0
+		}
+	}
+	if errors.Is(appendErr, journal.ErrConflict) || last <= expect {
+		// Rejected by the server (the partition had moved on), or nothing
+		// new is there: the record did not land.
+		return false, 0
+	}
+	seq, found, err := c.j.FindRecord(ctx, tbl.Name(), tbl.Epoch(), pk, expect, rec.Nonce)
+	if err != nil {
+		c.log.Warn("cannot tell whether a failed append landed", "table", tbl.Name(), "err", err)
+		return false, 0
+	}
+	return found, seq
+}
+
+// dropExpired answers the commands whose time is up before they were tried.
+func (c *Committer) dropExpired(group []*pending) []*pending {
+	now := c.cfg.Now()
+	keep := group[:0:0]
+	for _, p := range group {
+		if now.After(p.deadline) {
+			reply(p, &engine.Reply{Error: engine.Errorf(engine.CodeOperationTimedOut, "the command was not committed within %v", c.cfg.Timeout)})
+			continue
+		}
+		keep = append(keep, p)
+	}
+	return keep
+}
+
+func backoff(ctx context.Context, attempt int) {
+	d := time.Duration(1<<min(attempt, 8)) * time.Millisecond
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// answer replies to every command of a round once its record is visible
+// (seq is its journal position; 0 when the round appended nothing).
+func answer(epoch, seq uint64, rec *journal.Record, outs []outcome) {
+	for _, o := range outs {
+		switch {
+		case o.err != nil:
+			reply(o.p, &engine.Reply{Error: o.err})
+		case o.dup != nil:
+			r := results(epoch, o.dup.Seq, o.dup.First, o.dup.Count, o.dup.Time, o.p.cmd)
+			r.Duplicate = true
+			reply(o.p, r)
+		case o.sameAs >= 0:
+			ref := rec.Commands[o.sameAs]
+			r := results(epoch, seq, ref.First, ref.Count, rec.Time, o.p.cmd)
+			r.Duplicate = true
+			reply(o.p, r)
+		default:
+			ref := rec.Commands[o.ref]
+			reply(o.p, results(epoch, seq, ref.First, ref.Count, rec.Time, o.p.cmd))
+		}
+	}
+}
+
+// results builds the reply of a committed command from its place in the
+// journal: the ETag of each write is derived from (seq, index).
+func results(epoch, seq uint64, first, count uint32, ts int64, cmd *engine.Command) *engine.Reply {
+	r := &engine.Reply{Seq: seq, Timestamp: ts}
+	rs := make([]engine.Result, count)
+	for k := range rs {
+		rs[k].Timestamp = ts
+		if k < len(cmd.Ops) && cmd.Ops[k].Op == engine.OpDelete {
+			continue
+		}
+		rs[k].ETag = engine.ETag(epoch, engine.Version{Seq: seq, Index: first + uint32(k)})
+	}
+	if cmd.Batch {
+		r.Results = rs
+	} else if len(rs) > 0 {
+		r.ETag = rs[0].ETag
+	}
+	return r
+}
+
+// IsHostID reports whether a command id was made up by the host.
+func IsHostID(id string) bool { return strings.HasPrefix(id, hostIDPrefix) }

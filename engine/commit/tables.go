@@ -1,0 +1,84 @@
+package commit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal"
+)
+
+// CreateTable adds a table to the catalog, creates its journal and waits
+// until this host's view of it is ready. Names are unique regardless of
+// case; two hosts racing to create one name are ordered by the catalog's
+// per-name sequence check, and the loser gets TableAlreadyExists.
+func (c *Committer) CreateTable(ctx context.Context, name string) (engine.TableInfo, error) {
+	if err := engine.ValidateTableName(name); err != nil {
+		return engine.TableInfo{}, err
+	}
+	for attempt := 1; ; attempt++ {
+		seq, info, live := c.views.CatalogEntry(name)
+		if live {
+			return engine.TableInfo{}, engine.Errorf(engine.CodeTableAlreadyExists, "table %s already exists", info.Name)
+		}
+		rec := &journal.CatalogRecord{Kind: journal.CatalogTableCreated, Name: name, Time: engine.TimeToTicks(c.cfg.Now())}
+		epoch, err := c.j.AppendCatalog(ctx, rec, seq)
+		if errors.Is(err, journal.ErrConflict) && attempt < c.cfg.MaxAttempts {
+			if err := c.catchUpCatalog(ctx); err != nil {
+				return engine.TableInfo{}, err
+			}
+			continue
+		}
+		if err != nil {
+			return engine.TableInfo{}, fmt.Errorf("commit: create table %s: %w", name, err)
+		}
+		if err := c.j.EnsureTableStream(ctx, name, epoch); err != nil {
+			return engine.TableInfo{}, fmt.Errorf("commit: create table %s: %w", name, err)
+		}
+		if err := c.views.WaitCatalog(ctx, epoch); err != nil {
+			return engine.TableInfo{}, err
+		}
+		if err := c.views.WaitTableReady(ctx, name, epoch); err != nil {
+			return engine.TableInfo{}, err
+		}
+		return engine.TableInfo{Name: name, Epoch: epoch, Created: rec.Time}, nil
+	}
+}
+
+// DeleteTable removes a table: one catalog record, then its journal stream
+// is deleted whole. Neither step depends on how many entities the table
+// holds.
+func (c *Committer) DeleteTable(ctx context.Context, name string) error {
+	for attempt := 1; ; attempt++ {
+		seq, info, live := c.views.CatalogEntry(name)
+		if !live {
+			return engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", name)
+		}
+		rec := &journal.CatalogRecord{Kind: journal.CatalogTableDeleted, Name: info.Name, Time: engine.TimeToTicks(c.cfg.Now())}
+		cseq, err := c.j.AppendCatalog(ctx, rec, seq)
+		if errors.Is(err, journal.ErrConflict) && attempt < c.cfg.MaxAttempts {
+			if err := c.catchUpCatalog(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("commit: delete table %s: %w", name, err)
+		}
+		if err := c.j.DeleteTableStream(ctx, info.Name, info.Epoch); err != nil {
+			c.log.Warn("delete table stream (it is retried by every host)", "table", info.Name, "err", err)
+		}
+		return c.views.WaitCatalog(ctx, cseq)
+	}
+}
+
+// catchUpCatalog waits until the catalog view holds everything the catalog
+// stream held a moment ago.
+func (c *Committer) catchUpCatalog(ctx context.Context) error {
+	last, err := c.j.LastCatalogSeq(ctx)
+	if err != nil {
+		return err
+	}
+	return c.views.WaitCatalog(ctx, last)
+}

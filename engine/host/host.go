@@ -1,0 +1,250 @@
+// Package host assembles a Cairn host: the embedded NATS server (or a
+// connection to an existing one), the journal, the views, the committer and
+// the NATS command service. cmd/host reads flags into a Config and calls Run;
+// tests start hosts in-process the same way.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/cairn-dev/cairn/engine/commit"
+	"github.com/cairn-dev/cairn/engine/service"
+	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/projections"
+)
+
+// Config is a host's configuration. The zero value plus DataDir is a
+// working single-machine host.
+type Config struct {
+	// DataDir holds the embedded server's JetStream store ("./data").
+	DataDir string
+	// NATSListen is the embedded server's client address
+	// ("127.0.0.1:4222"); port 0 picks a free port.
+	NATSListen string
+	// NATSURL, when set, connects to an existing NATS server or cluster
+	// instead of embedding one.
+	NATSURL string
+	// Replicas is the replica count of the streams (1; 3 on a cluster).
+	Replicas int
+	// HTTP is the address reserved for the HTTP API ("127.0.0.1:10002").
+	HTTP string
+	// Prefix is the first token of every subject and stream ("cairn").
+	Prefix string
+	// SyncAlways makes the embedded server fsync every write before it
+	// acknowledges it (survives power loss; much slower). Otherwise an
+	// acknowledged write is in the OS and fsynced within 2 minutes.
+	SyncAlways bool
+	// Log receives the host's log lines (slog.Default() when nil).
+	Log *slog.Logger
+	// Views and Commit tune those components; zero values are defaults.
+	Views  projections.Config
+	Commit commit.Config
+}
+
+// Validate fills defaults and checks the configuration.
+func (c *Config) Validate() error {
+	if c.DataDir == "" {
+		c.DataDir = "./data"
+	}
+	if c.NATSListen == "" {
+		c.NATSListen = "127.0.0.1:4222"
+	}
+	if c.HTTP == "" {
+		c.HTTP = "127.0.0.1:10002"
+	}
+	if c.Prefix == "" {
+		c.Prefix = "cairn"
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		return fmt.Errorf("host: replicas must be between 1 and 5, got %d", c.Replicas)
+	}
+	if c.NATSURL == "" && c.Replicas != 1 {
+		return errors.New("host: the embedded server is a single node: -replicas > 1 needs -nats-url of a cluster")
+	}
+	if _, _, err := net.SplitHostPort(c.NATSListen); err != nil {
+		return fmt.Errorf("host: nats-listen %q: %v", c.NATSListen, err)
+	}
+	if _, _, err := net.SplitHostPort(c.HTTP); err != nil {
+		return fmt.Errorf("host: http %q: %v", c.HTTP, err)
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	return (&journal.Config{Prefix: c.Prefix, Replicas: c.Replicas}).Validate()
+}
+
+// Host is a running Cairn host.
+type Host struct {
+	cfg   Config
+	ns    *server.Server
+	nc    *nats.Conn
+	j     *journal.Journal
+	views *projections.Views
+	comm  *commit.Committer
+}
+
+// Views returns the host's views (for in-process readers and tests).
+func (h *Host) Views() *projections.Views { return h.views }
+
+// ClientURL returns the URL clients connect to.
+func (h *Host) ClientURL() string {
+	if h.ns != nil {
+		return h.ns.ClientURL()
+	}
+	return h.cfg.NATSURL
+}
+
+// Run starts the host, calls ready (if not nil) once it serves commands, and
+// blocks until ctx ends; then it stops accepting commands, finishes those in
+// flight and shuts down.
+func Run(ctx context.Context, cfg Config, ready func(*Host)) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	h := &Host{cfg: cfg}
+	log := cfg.Log
+	if err := h.connect(); err != nil {
+		return err
+	}
+	defer h.close()
+
+	var err error
+	h.j, err = journal.New(h.nc, journal.Config{Prefix: cfg.Prefix, Replicas: cfg.Replicas})
+	if err != nil {
+		return err
+	}
+	if err := h.j.Init(ctx); err != nil {
+		return err
+	}
+	// The views outlive ctx a little: commands in flight at shutdown still
+	// need them to become visible. runCtx ends with ctx or when the views fail.
+	vctx, stopViews := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopViews()
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	h.views = projections.NewViews(h.j, log, cfg.Views)
+	viewsDone := make(chan error, 1)
+	go func() {
+		err := h.views.Run(vctx)
+		if err == nil && vctx.Err() == nil {
+			err = errors.New("host: views stopped")
+		}
+		if err != nil {
+			cancelRun(err)
+		}
+		viewsDone <- err
+	}()
+	fail := func(err error) error {
+		stopViews()
+		<-viewsDone
+		if cause := context.Cause(runCtx); cause != nil && !errors.Is(cause, context.Canceled) {
+			return cause
+		}
+		return err
+	}
+
+	start := time.Now()
+	log.Info("replaying the journal into the views")
+	if err := h.views.WaitReady(runCtx); err != nil {
+		if ctx.Err() != nil {
+			return fail(nil)
+		}
+		return fail(fmt.Errorf("host: views did not become ready: %w", err))
+	}
+	log.Info("views ready", "tables", len(h.views.Tables()), "elapsed", time.Since(start).Round(time.Millisecond))
+
+	cctx, cancelCommit := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelCommit()
+	h.comm = commit.New(cctx, h.j, h.views, log, cfg.Commit)
+	svc := service.New(runCtx, h.nc, h.comm, h.views, log, service.Config{Prefix: cfg.Prefix})
+	if err := svc.Start(); err != nil {
+		return fail(err)
+	}
+	log.Info("cairn host ready", "nats", h.ClientURL(), "commands", service.CommandSubject(cfg.Prefix, "<Table>"),
+		"tables", service.TablesSubject(cfg.Prefix), "data", cfg.DataDir)
+	if ready != nil {
+		ready(h)
+	}
+	<-runCtx.Done()
+	log.Info("shutting down")
+	svc.Stop()
+	// Commands already taken get their answers before the journal goes.
+	done := make(chan struct{})
+	go func() { h.comm.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		log.Warn("commands still in flight after 10s; abandoning them")
+	}
+	cancelCommit()
+	err = fail(nil)
+	log.Info("stopped")
+	return err
+}
+
+func (h *Host) connect() error {
+	cfg := h.cfg
+	opts := []nats.Option{nats.Name("cairn-host"), nats.MaxReconnects(-1)}
+	if cfg.NATSURL != "" {
+		nc, err := nats.Connect(cfg.NATSURL, opts...)
+		if err != nil {
+			return fmt.Errorf("host: connect to %s: %w", cfg.NATSURL, err)
+		}
+		h.nc = nc
+		return nil
+	}
+	hostName, portStr, _ := net.SplitHostPort(cfg.NATSListen)
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return fmt.Errorf("host: nats-listen port %q: %v", portStr, err)
+	}
+	if port == 0 {
+		port = -1 // the server's "pick a free port"
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("host: data directory: %w", err)
+	}
+	ns, err := journal.StartEmbedded(journal.EmbeddedConfig{
+		StoreDir:   filepath.Join(cfg.DataDir, "jetstream"),
+		Host:       hostName,
+		Port:       port,
+		SyncAlways: cfg.SyncAlways,
+		NoLog:      true,
+	})
+	if err != nil {
+		return fmt.Errorf("host: embedded NATS server: %w", err)
+	}
+	h.ns = ns
+	nc, err := nats.Connect(ns.ClientURL(), append(opts, nats.InProcessServer(ns))...)
+	if err != nil {
+		ns.Shutdown()
+		return fmt.Errorf("host: connect to the embedded server: %w", err)
+	}
+	h.nc = nc
+	return nil
+}
+
+func (h *Host) close() {
+	if h.nc != nil {
+		_ = h.nc.Drain()
+		h.nc.Close()
+	}
+	if h.ns != nil {
+		h.ns.Shutdown()
+		h.ns.WaitForShutdown()
+	}
+}
