@@ -78,4 +78,3 @@ func at(where string, err error) error {
 	c.Message = where + ": " + e.Message
 	return &c
 }
-
