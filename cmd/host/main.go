@@ -1,0 +1,111 @@
+// Command host runs a Cairn host: by default an embedded NATS server with
+// JetStream storing its journal under -data, and the host on top of it.
+//
+//	go run ./cmd/host                 # serve (the default subcommand)
+//	go run ./cmd/host serve -data /var/lib/cairn
+//	go run ./cmd/host bench           # end-to-end benchmarks, see docs/PERFORMANCE.md
+//
+// Every flag can also be set by an environment variable CAIRN_<NAME>, with
+// the flag's name upper-cased and dashes turned into underscores
+// (CAIRN_NATS_URL for -nats-url). A flag on the command line wins.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/cairn-dev/cairn/engine/host"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "cairn:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintf(os.Stderr, `usage: host [serve] [flags]   run a host (default)
+       host bench [flags]     run the end-to-end benchmarks
+
+Run "host serve -h" or "host bench -h" for the flags.
+`)
+}
+
+func run(args []string) error {
+	sub := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	switch sub {
+	case "serve":
+		return serve(args)
+	case "bench":
+		return bench(args)
+	case "help":
+		usage()
+		return nil
+	}
+	usage()
+	return fmt.Errorf("unknown subcommand %q", sub)
+}
+
+// hostFlags declares the flags of a host on fs and returns the config they fill.
+func hostFlags(fs *flag.FlagSet) *host.Config {
+	cfg := &host.Config{}
+	fs.StringVar(&cfg.DataDir, "data", "./data", "data directory (the embedded server's JetStream store)")
+	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server")
+	fs.StringVar(&cfg.NATSURL, "nats-url", "", "use this NATS server or cluster instead of the embedded one")
+	fs.IntVar(&cfg.Replicas, "replicas", 1, "stream replicas (3 on a cluster)")
+	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:10002", "address reserved for the HTTP query API")
+	fs.StringVar(&cfg.Prefix, "prefix", "cairn", "first token of every subject and stream name")
+	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "fsync every journal write before acknowledging it (embedded server)")
+	return cfg
+}
+
+// parse parses args into fs after applying CAIRN_<NAME> environment variables.
+func parse(fs *flag.FlagSet, args []string) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "CAIRN_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok && err == nil {
+			if e := f.Value.Set(v); e != nil {
+				err = fmt.Errorf("environment %s=%q: %v", name, v, e)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return fs.Parse(args)
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg := hostFlags(fs)
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("-log-level: %v", err)
+	}
+	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return host.Run(ctx, *cfg, nil)
+}
