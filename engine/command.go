@@ -85,7 +85,13 @@ type Command struct {
 	Batch bool
 	// Messages are committed with the write (the transactional outbox).
 	Messages []Message
+
+	size int // entity bytes by Azure's formula, set by ValidateCommand
 }
+
+// Size returns the command's entity bytes by Azure's formula (EntitySize
+// summed over its operations), as computed by ValidateCommand.
+func (c *Command) Size() int { return c.size }
 
 // PartitionKey returns the partition the command writes to (that of its
 // first operation; validation checks that all agree).

@@ -115,22 +115,28 @@ func validateValue(name string, v Value) error {
 
 // ValidateEntity checks an entity to be written: keys, properties, size.
 func ValidateEntity(e *Entity) error {
+	_, err := validateEntity(e)
+	return err
+}
+
+func validateEntity(e *Entity) (int, error) {
 	if e == nil {
-		return Errorf(CodeInvalidInput, "the operation has no entity")
+		return 0, Errorf(CodeInvalidInput, "the operation has no entity")
 	}
 	if err := ValidateKey("PartitionKey", e.PartitionKey); err != nil {
-		return err
+		return 0, err
 	}
 	if err := ValidateKey("RowKey", e.RowKey); err != nil {
-		return err
+		return 0, err
 	}
 	if err := ValidateProperties(e.Properties); err != nil {
-		return err
+		return 0, err
 	}
-	if n := EntitySize(e); n > MaxEntitySize {
-		return Errorf(CodeEntityTooLarge, "the entity is %d bytes; the limit is %d (1 MiB)", n, MaxEntitySize)
+	n := EntitySize(e)
+	if n > MaxEntitySize {
+		return n, Errorf(CodeEntityTooLarge, "the entity is %d bytes; the limit is %d (1 MiB)", n, MaxEntitySize)
 	}
-	return nil
+	return n, nil
 }
 
 func validateQueueName(q string) bool {
@@ -177,16 +183,19 @@ func ValidateCommand(c *Command) error {
 			return at(i, Errorf(CodeInvalidInput, "%s without an entity", op.Op))
 		}
 		var err error
+		n := 0
 		if op.Op == OpDelete {
 			if err = ValidateKey("PartitionKey", op.Entity.PartitionKey); err == nil {
 				err = ValidateKey("RowKey", op.Entity.RowKey)
 			}
+			n = EntitySize(&Entity{PartitionKey: op.Entity.PartitionKey, RowKey: op.Entity.RowKey})
 		} else {
-			err = ValidateEntity(op.Entity)
+			n, err = validateEntity(op.Entity)
 		}
 		if err != nil {
 			return at(i, err)
 		}
+		size += n
 		if !c.Batch {
 			break
 		}
@@ -198,12 +207,12 @@ func ValidateCommand(c *Command) error {
 			return at(i, Errorf(CodeInvalidDuplicateRow, "RowKey %q appears in operations %d and %d of the batch", op.Entity.RowKey, j, i))
 		}
 		rows[op.Entity.RowKey] = i
-		size += EntitySize(op.Entity)
 	}
 	if size > MaxBatchBytes {
 		return Errorf(CodeRequestBodyTooLarge, "the batch is %d bytes; the limit is %d (4 MiB)", size, MaxBatchBytes)
 	}
 	for i, m := range c.Messages {
+		size += len(m.Queue) + len(m.ID) + len(m.Body)
 		if !validateQueueName(m.Queue) {
 			return Errorf(CodeInvalidInput, "message %d: queue name %q must be 1-%d of A-Z, a-z, 0-9, _ and -", i, m.Queue, MaxQueueNameLen)
 		}
@@ -211,5 +220,6 @@ func ValidateCommand(c *Command) error {
 			return Errorf(CodeInvalidInput, "message %d: the body is %d bytes; the limit is %d", i, len(m.Body), MaxMessageBytes)
 		}
 	}
+	c.size = size
 	return nil
 }

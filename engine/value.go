@@ -275,3 +275,7 @@ func cmpInt(a, b int64) int {
 	}
 	return 0
 }
+
+// Len returns the length in bytes of a String (UTF-8), Binary or Guid
+// value, and 0 for the fixed-size types.
+func (v Value) Len() int { return len(v.s) }

@@ -69,7 +69,7 @@ type CatalogRecord struct {
 // EncodeRecord encodes a commit record in the current format.
 func EncodeRecord(r *Record) ([]byte, error) {
 	var buf bytes.Buffer
-	buf.Grow(256)
+	buf.Grow(estimateSize(r))
 	enc := msgpack.NewEncoder(&buf)
 	n := 7 + len(r.Extra)
 	if len(r.Messages) > 0 {
@@ -106,6 +106,26 @@ func EncodeRecord(r *Record) ([]byte, error) {
 		return nil, fmt.Errorf("journal: encode record: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// estimateSize guesses a record's encoded size from above, so that the
+// buffer is allocated once (records of a batch are megabytes).
+func estimateSize(r *Record) int {
+	n := 64 + len(r.PartitionKey) + len(r.Nonce)
+	for _, c := range r.Commands {
+		n += 16 + len(c.ID)
+	}
+	for i := range r.Events {
+		ev := &r.Events[i]
+		n += 16 + len(ev.RowKey)
+		for _, p := range ev.Properties {
+			n += 16 + len(p.Name) + p.Value.Len()
+		}
+	}
+	for _, m := range r.Messages {
+		n += 16 + len(m.Queue) + len(m.ID) + len(m.Body)
+	}
+	return n
 }
 
 // EncodeCatalogRecord encodes a catalog record in the current format.

@@ -111,7 +111,7 @@ func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, p
 			outs = append(outs, o)
 			continue
 		}
-		n := commandSize(p.cmd)
+		n := p.cmd.Size()
 		if size > 0 && size+n > c.cfg.MaxRecordBytes {
 			return rec, outs, group[i:]
 		}
@@ -135,17 +135,6 @@ func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, p
 		outs = append(outs, o)
 	}
 	return rec, outs, nil
-}
-
-func commandSize(cmd *engine.Command) int {
-	n := 0
-	for _, op := range cmd.Ops {
-		n += engine.EntitySize(op.Entity)
-	}
-	for _, m := range cmd.Messages {
-		n += len(m.Queue) + len(m.ID) + len(m.Body)
-	}
-	return n
 }
 
 // resolve finds out, after a failed append, whether the record landed
