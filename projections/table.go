@@ -34,6 +34,7 @@ type Table struct {
 	seq         uint64
 	dedupWindow int64 // ticks
 	dirty       bool
+	names       map[string]string // interned property names
 
 	snap atomic.Pointer[Snapshot]
 
@@ -90,6 +91,7 @@ func NewTable(name string, epoch uint64, dedupWindow time.Duration) *Table {
 		parts:       btree.NewBTreeGOptions(lessPartition, opts),
 		ids:         btree.NewBTreeGOptions(lessCommand, opts),
 		dedupWindow: int64(dedupWindow / 100),
+		names:       map[string]string{},
 		notify:      make(chan struct{}),
 	}
 	t.Publish()
@@ -126,6 +128,7 @@ func (t *Table) Apply(seq uint64, rec *journal.Record) {
 		ev := &rec.Events[i]
 		switch ev.Kind {
 		case engine.EventPut:
+			t.intern(ev.Properties)
 			e := &engine.Entity{
 				PartitionKey: pk,
 				RowKey:       ev.RowKey,
@@ -153,6 +156,22 @@ func (t *Table) Apply(seq uint64, rec *journal.Record) {
 		t.expiry = append(t.expiry, cr)
 	}
 	t.evict(rec.Time)
+}
+
+// maxInterned bounds the property names a view interns: tables have few
+// distinct names, and a flood of distinct ones must not grow the map.
+const maxInterned = 4096
+
+// intern makes entities share one copy of each property name.
+func (t *Table) intern(props []engine.Property) {
+	for i := range props {
+		name := props[i].Name
+		if s, ok := t.names[name]; ok {
+			props[i].Name = s
+		} else if len(t.names) < maxInterned {
+			t.names[name] = name
+		}
+	}
 }
 
 // evict forgets command ids older than the dedup window, measured in journal
