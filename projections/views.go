@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -322,6 +321,3 @@ func (v *Views) Tables() []engine.TableInfo {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
-
-// ErrNotReady is returned while the views are still replaying.
-var ErrNotReady = errors.New("projections: views are still replaying the journal")

@@ -424,8 +424,6 @@ func viewMemory(n int) (float64, error) {
 	return per, nil
 }
 
-
-
 // rawReplay reads a whole stream with an ordered consumer, doing nothing
 // with the messages.
 func rawReplay(ctx context.Context, nc *nats.Conn, stream string, n uint64) (float64, error) {

@@ -2,7 +2,6 @@ package commit
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -161,10 +160,8 @@ func (c *Committer) run(part *partition) {
 	}
 }
 
-// reply sends p's reply, clearing host-made ids from it.
-func reply(p *pending, r *engine.Reply) {
-	p.done(r)
-}
+// reply sends p's reply.
+func reply(p *pending, r *engine.Reply) { p.done(r) }
 
 func failAll(group []*pending, err error) {
 	e := engine.AsError(err)
@@ -172,5 +169,3 @@ func failAll(group []*pending, err error) {
 		reply(p, &engine.Reply{Error: e})
 	}
 }
-
-var errGone = errors.New("gone")

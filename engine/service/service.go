@@ -112,6 +112,8 @@ func respond(m *nats.Msg, enc wire.Encoding, r *engine.Reply) {
 	_ = m.Respond(wire.EncodeReply(r, enc))
 }
 
+// errReply turns err into a reply. Errors without an Azure code are bugs or
+// infrastructure failures: the user sees InternalError with the text.
 func errReply(err error) *engine.Reply { return &engine.Reply{Error: engine.AsError(err)} }
 
 func (s *Service) handleEntity(m *nats.Msg) {
@@ -167,7 +169,11 @@ func (s *Service) handleTables(m *nats.Msg) {
 	go func() {
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.TableTimeout)
 		defer cancel()
-		respond(m, enc, s.tableCommand(ctx, req))
+		r := s.tableCommand(ctx, req)
+		if r.Error != nil && r.Error.Code == engine.CodeInternalError {
+			s.log.Error("table command failed", "op", req.Op, "table", req.Table, "err", r.Error.Message)
+		}
+		respond(m, enc, r)
 	}()
 }
 
