@@ -1,0 +1,193 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/host"
+	"github.com/cairn-dev/cairn/journal"
+)
+
+// startSecondHost starts another host on the NATS server of first.
+func startSecondHost(t *testing.T, first *testHost) *host.Host {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan *host.Host, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- host.Run(ctx, host.Config{NATSURL: first.h.ClientURL(), HTTP: "127.0.0.1:0", Log: quietLog()},
+			func(h *host.Host) { ready <- h })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("second host: %v", err)
+		}
+	})
+	select {
+	case h := <-ready:
+		return h
+	case err := <-done:
+		t.Fatalf("second host: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("second host not ready")
+	}
+	return nil
+}
+
+// TestTwoHosts runs two hosts on one NATS server. Requests are shared
+// between them by the queue group, so both append to the same partitions:
+// the expected-sequence check makes the loser of each race decide again,
+// and no increment is lost. Tables created through one host appear in the
+// other's catalog.
+func TestTwoHosts(t *testing.T) {
+	a := startHost(t, "")
+	b := startSecondHost(t, a)
+	ctx := ctxT(t)
+	const tb, workers, perWorker = "Shared", 6, 30
+	if _, err := a.c.CreateTable(ctx, tb); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.c.Insert(ctx, tb, engine.NewEntity("c", "1", engine.Property{Name: "N", Value: engine.Int64(0)})); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for done := 0; done < perWorker; {
+				e, rep, err := a.c.Retrieve(ctx, tb, "c", "1")
+				if err != nil {
+					errs <- err
+					return
+				}
+				n, _ := e.Get("N")
+				// Blind inserts on other rows of the partition race with
+				// the counter's writes on the other host.
+				if _, err := a.c.InsertOrReplace(ctx, tb, engine.NewEntity("c", fmt.Sprintf("w%d-%d", w, done))); err != nil {
+					errs <- err
+					return
+				}
+				_, err = a.c.Replace(ctx, tb, engine.NewEntity("c", "1", engine.Property{Name: "N", Value: engine.Int64(n.Int() + 1)}), rep.ETag)
+				var ce *engine.Error
+				switch {
+				case err == nil:
+					done++
+				case errors.As(err, &ce) && ce.Code == engine.CodeUpdateConditionNotSatisfied:
+				default:
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// Both hosts' views converge on the same state.
+	for _, h := range []*host.Host{a.h, b} {
+		tv, ok := h.Views().Table(tb)
+		if !ok {
+			t.Fatal("table missing from a host's catalog")
+		}
+		var snap = tv.Snapshot()
+		deadline := time.Now().Add(10 * time.Second)
+		for snap.Len() != 1+workers*perWorker && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+			snap = tv.Snapshot()
+		}
+		e, ok := snap.Get("c", "1")
+		if !ok {
+			t.Fatal("counter missing")
+		}
+		if n, _ := e.Get("N"); n.Int() != workers*perWorker || snap.Len() != 1+workers*perWorker {
+			t.Fatalf("counter %d (want %d), %d entities (want %d)", n.Int(), workers*perWorker, snap.Len(), 1+workers*perWorker)
+		}
+	}
+}
+
+// TestGroupCommit sends many inserts to one partition at once: they must
+// share journal records (fewer records than commands) and each still gets
+// its own ETag.
+func TestGroupCommit(t *testing.T) {
+	th := startHost(t, "")
+	ctx := ctxT(t)
+	const tb, n = "Hot", 300
+	if _, err := th.c.CreateTable(ctx, tb); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	etags := make([]string, n)
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep, err := th.c.Insert(ctx, tb, engine.NewEntity("hot", fmt.Sprintf("r%04d", i)))
+			if err != nil {
+				errs <- err
+				return
+			}
+			etags[i] = rep.ETag
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range etags {
+		if seen[e] {
+			t.Fatalf("ETag %s given twice", e)
+		}
+		seen[e] = true
+	}
+	tv, _ := th.h.Views().Table(tb)
+	snap := tv.Snapshot()
+	records := snap.Partition("hot").Records
+	if snap.Len() != n || records >= n {
+		t.Fatalf("%d entities in %d records: want %d entities in fewer records", snap.Len(), records, n)
+	}
+	t.Logf("%d commands in %d records", n, records)
+}
+
+// TestDeleteTableDropsStream checks that DeleteTable removes the table's
+// journal stream whole instead of deleting entities one by one.
+func TestDeleteTableDropsStream(t *testing.T) {
+	th := startHost(t, "")
+	ctx := ctxT(t)
+	info, err := th.c.CreateTable(ctx, "Day20261122")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []engine.Operation
+	for i := 0; i < 100; i++ {
+		ops = append(ops, engine.Operation{Op: engine.OpInsert, Entity: engine.NewEntity("log", fmt.Sprintf("%03d", i))})
+	}
+	if _, err := th.c.Batch(ctx, "Day20261122", ops); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(th.nc)
+	name := journal.StreamName("cairn", "Day20261122", info.Epoch)
+	if _, err := js.Stream(ctx, name); err != nil {
+		t.Fatalf("stream %s: %v", name, err)
+	}
+	if err := th.c.DeleteTable(ctx, "Day20261122"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Stream(ctx, name); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("stream of the deleted table: %v", err)
+	}
+}
