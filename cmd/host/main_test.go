@@ -1,0 +1,56 @@
+package main
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/engine/host"
+)
+
+func TestFlagsFromEnvironment(t *testing.T) {
+	t.Setenv("CAIRN_DATA", "/env/data")
+	t.Setenv("CAIRN_NATS_URL", "nats://env:4222")
+	t.Setenv("CAIRN_REPLICAS", "3")
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg := hostFlags(fs)
+	if err := parse(fs, []string{"-data", "/flag/data"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DataDir != "/flag/data" || cfg.NATSURL != "nats://env:4222" || cfg.Replicas != 3 || cfg.HTTP != "127.0.0.1:10002" || cfg.NATSListen != "127.0.0.1:4222" {
+		t.Fatalf("config %+v", cfg)
+	}
+	t.Setenv("CAIRN_REPLICAS", "three")
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	hostFlags(fs)
+	if err := parse(fs, nil); err == nil || !strings.Contains(err.Error(), "CAIRN_REPLICAS") {
+		t.Fatalf("bad environment value: %v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []struct {
+		cfg  host.Config
+		want string
+	}{
+		{host.Config{Replicas: 3}, "needs -nats-url"},
+		{host.Config{Replicas: 7, NATSURL: "nats://x"}, "between 1 and 5"},
+		{host.Config{NATSListen: "nonsense"}, "nats-listen"},
+		{host.Config{Prefix: "Bad.Prefix"}, "prefix"},
+	} {
+		err := c.cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want an error about %s", c.cfg, err, c.want)
+		}
+	}
+	ok := host.Config{}
+	if err := ok.Validate(); err != nil || ok.DataDir != "./data" || ok.Replicas != 1 || ok.Prefix != "cairn" {
+		t.Fatalf("defaults: %+v, %v", ok, err)
+	}
+}
+
+func TestUnknownSubcommand(t *testing.T) {
+	if err := run([]string{"frobnicate"}); err == nil {
+		t.Fatal("unknown subcommand accepted")
+	}
+}
