@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nuid"
@@ -63,6 +64,8 @@ type Committer struct {
 	log   *slog.Logger
 	cfg   Config
 
+	stats struct{ records, commands, conflicts, unknown atomic.Uint64 }
+
 	mu    sync.Mutex
 	parts map[partKey]*partition
 	wg    sync.WaitGroup
@@ -92,6 +95,20 @@ type pending struct {
 func New(ctx context.Context, j *journal.Journal, views *projections.Views, log *slog.Logger, cfg Config) *Committer {
 	cfg.defaults()
 	return &Committer{j: j, views: views, log: log, cfg: cfg, parts: map[partKey]*partition{}, ctx: ctx}
+}
+
+// Stats counts the committer's work since it started.
+type Stats struct {
+	Records   uint64 // journal records appended
+	Commands  uint64 // commands committed in them
+	Conflicts uint64 // appends refused because another writer was first
+	Unknown   uint64 // appends that failed with an unknown outcome
+}
+
+// Stats returns the committer's counters.
+func (c *Committer) Stats() Stats {
+	return Stats{Records: c.stats.records.Load(), Commands: c.stats.commands.Load(),
+		Conflicts: c.stats.conflicts.Load(), Unknown: c.stats.unknown.Load()}
 }
 
 // Wait waits for the partition goroutines to finish (after ctx is cancelled).

@@ -60,6 +60,11 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 				return
 			}
 			attempt++
+			if errors.Is(err, journal.ErrConflict) {
+				c.stats.conflicts.Add(1)
+			} else {
+				c.stats.unknown.Add(1)
+			}
 			found, fseq := c.resolve(tbl, key.pk, expect, rec, err)
 			if !found {
 				if attempt >= c.cfg.MaxAttempts {
@@ -72,6 +77,8 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 			}
 			seq = fseq
 		}
+		c.stats.records.Add(1)
+		c.stats.commands.Add(uint64(len(rec.Commands)))
 		wctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 		_, werr := tbl.WaitSeq(wctx, seq)
 		cancel()

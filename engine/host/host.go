@@ -100,6 +100,15 @@ type Host struct {
 // Views returns the host's views (for in-process readers and tests).
 func (h *Host) Views() *projections.Views { return h.views }
 
+// CommitStats returns the committer's counters (zero before the host is
+// ready).
+func (h *Host) CommitStats() commit.Stats {
+	if h.comm == nil {
+		return commit.Stats{}
+	}
+	return h.comm.Stats()
+}
+
 // ClientURL returns the URL clients connect to.
 func (h *Host) ClientURL() string {
 	if h.ns != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/host"
 	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/projections"
 )
 
 // startSecondHost starts another host on the NATS server of first.
@@ -95,15 +96,30 @@ func TestTwoHosts(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	sa, sb := a.h.CommitStats(), b.CommitStats()
+	t.Logf("host a: %+v; host b: %+v", sa, sb)
+	if sa.Commands == 0 || sb.Commands == 0 {
+		t.Errorf("one host committed nothing: the queue group did not share the work")
+	}
 	// Both hosts' views converge on the same state.
 	for _, h := range []*host.Host{a.h, b} {
 		tv, ok := h.Views().Table(tb)
 		if !ok {
 			t.Fatal("table missing from a host's catalog")
 		}
-		var snap = tv.Snapshot()
+		// The other host's last write may still be on its way to this
+		// view: wait for it (a lost update would never arrive).
+		counter := func(s *projections.Snapshot) int64 {
+			e, ok := s.Get("c", "1")
+			if !ok {
+				return -1
+			}
+			n, _ := e.Get("N")
+			return n.Int()
+		}
+		snap := tv.Snapshot()
 		deadline := time.Now().Add(10 * time.Second)
-		for snap.Len() != 1+workers*perWorker && time.Now().Before(deadline) {
+		for (snap.Len() != 1+workers*perWorker || counter(snap) != workers*perWorker) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 			snap = tv.Snapshot()
 		}
