@@ -58,6 +58,8 @@ func TestValidateLimits(t *testing.T) {
 		{"reserved Timestamp", NewEntity("p", "r", Property{Name: "Timestamp", Value: Bool(true)}), CodePropertyNameInvalid},
 		{"reserved PartitionKey", NewEntity("p", "r", Property{Name: "PartitionKey", Value: String("x")}), CodePropertyNameInvalid},
 		{"duplicate names", NewEntity("p", "r", Property{Name: "A", Value: Bool(true)}, Property{Name: "A", Value: Bool(false)}), CodeDuplicatePropertiesSpecified},
+		{"duplicate names, unsorted", &Entity{PartitionKey: "p", RowKey: "r", Properties: []Property{{Name: "B", Value: Bool(true)}, {Name: "A", Value: Bool(true)}, {Name: "B", Value: Bool(false)}}}, CodeDuplicatePropertiesSpecified},
+		{"unsorted, no duplicate", &Entity{PartitionKey: "p", RowKey: "r", Properties: []Property{{Name: "B", Value: Bool(true)}, {Name: "A", Value: Bool(true)}}}, ""},
 		{"invalid type", NewEntity("p", "r", Property{Name: "A"}), CodeInvalidValueType},
 		{"string of 32768 units", NewEntity("p", "r", Property{Name: "S", Value: String(strings.Repeat("x", 32768))}), ""},
 		{"string of 32769 units", NewEntity("p", "r", Property{Name: "S", Value: String(strings.Repeat("x", 32769))}), CodePropertyValueTooLarge},

@@ -68,8 +68,15 @@ func ValidateProperties(props []Property) error {
 	if len(props) > MaxUserProperties {
 		return Errorf(CodeTooManyProperties, "the entity has %d properties; the limit is %d besides PartitionKey, RowKey and Timestamp", len(props), MaxUserProperties)
 	}
-	seen := make(map[string]struct{}, len(props))
-	for _, p := range props {
+	// Properties are normally sorted by name (NewEntity, the decoders), so
+	// a duplicate is next to its twin; only unsorted input needs a set.
+	var seen map[string]struct{}
+	for i := 1; i < len(props) && seen == nil; i++ {
+		if props[i-1].Name > props[i].Name {
+			seen = make(map[string]struct{}, len(props))
+		}
+	}
+	for i, p := range props {
 		switch {
 		case utf8.RuneCountInString(p.Name) > MaxPropertyNameLen:
 			return Errorf(CodePropertyNameTooLong, "property name %.40q… is %d characters long; the limit is %d", p.Name, utf8.RuneCountInString(p.Name), MaxPropertyNameLen)
@@ -78,10 +85,14 @@ func ValidateProperties(props []Property) error {
 		case !validName(p.Name):
 			return Errorf(CodePropertyNameInvalid, "property name %q is not an identifier (a letter or _, then letters, digits or _)", p.Name)
 		}
-		if _, dup := seen[p.Name]; dup {
+		dup := i > 0 && props[i-1].Name == p.Name
+		if seen != nil {
+			_, dup = seen[p.Name]
+			seen[p.Name] = struct{}{}
+		}
+		if dup {
 			return Errorf(CodeDuplicatePropertiesSpecified, "property %q is given twice", p.Name)
 		}
-		seen[p.Name] = struct{}{}
 		if err := validateValue(p.Name, p.Value); err != nil {
 			return err
 		}

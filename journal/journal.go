@@ -290,7 +290,20 @@ func (j *Journal) FindRecord(ctx context.Context, table string, epoch uint64, pk
 // a record that cannot be decoded is never skipped). pending is the number
 // of records the stream holds beyond this one.
 func (j *Journal) Consume(ctx context.Context, table string, epoch uint64, from uint64, fn func(seq uint64, rec *Record, pending uint64) error) error {
+	return j.ConsumeKnown(ctx, table, epoch, from, nil, fn)
+}
+
+// ConsumeKnown is Consume with a shortcut: known(seq), when it returns a
+// record, is used instead of decoding the message. A host that appended a
+// record still holds it decoded; it must be exactly the record stored at
+// seq (Append's return), never a record that merely might be.
+func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, from uint64, known func(seq uint64) *Record, fn func(seq uint64, rec *Record, pending uint64) error) error {
 	return j.consume(ctx, StreamName(j.cfg.Prefix, table, epoch), from, func(seq uint64, data []byte, pending uint64) error {
+		if known != nil {
+			if rec := known(seq); rec != nil {
+				return fn(seq, rec, pending)
+			}
+		}
 		rec, err := DecodeRecord(data)
 		if err != nil {
 			return fmt.Errorf("journal: %s record %d: %w", table, seq, err)

@@ -38,6 +38,10 @@ type Table struct {
 
 	snap atomic.Pointer[Snapshot]
 
+	// appended holds records this host appended, by sequence, so that the
+	// applier need not decode what the committer already has in memory.
+	appended sync.Map
+
 	mu     sync.Mutex
 	notify chan struct{} // closed and replaced on every Publish or Fail
 	failed error
@@ -192,6 +196,22 @@ func (t *Table) evict(now int64) {
 			t.expiry = append([]*CommandRecord(nil), t.expiry...)
 		}
 	}
+}
+
+// NoteAppended tells the view that rec is the record stored at seq (this
+// host appended it). The applier uses it instead of decoding the message;
+// ForgetAppended drops it if the applier got there first.
+func (t *Table) NoteAppended(seq uint64, rec *journal.Record) { t.appended.Store(seq, rec) }
+
+// ForgetAppended drops what NoteAppended stored for seq.
+func (t *Table) ForgetAppended(seq uint64) { t.appended.Delete(seq) }
+
+// takeAppended returns and forgets the record noted for seq.
+func (t *Table) takeAppended(seq uint64) *journal.Record {
+	if v, ok := t.appended.LoadAndDelete(seq); ok {
+		return v.(*journal.Record)
+	}
+	return nil
 }
 
 // Seq returns the writer's applied position (applier goroutine only).

@@ -79,9 +79,11 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 		}
 		c.stats.records.Add(1)
 		c.stats.commands.Add(uint64(len(rec.Commands)))
+		tbl.NoteAppended(seq, rec)
 		wctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 		_, werr := tbl.WaitSeq(wctx, seq)
 		cancel()
+		tbl.ForgetAppended(seq)
 		if werr != nil {
 			c.log.Error("committed record not visible", "table", tbl.Name(), "seq", seq, "err", werr)
 			failAll(group[:len(outs)], engine.Errorf(engine.CodeInternalError,
