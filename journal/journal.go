@@ -293,15 +293,17 @@ func (j *Journal) Consume(ctx context.Context, table string, epoch uint64, from 
 	return j.ConsumeKnown(ctx, table, epoch, from, nil, fn)
 }
 
-// ConsumeKnown is Consume with a shortcut: known(seq), when it returns a
-// record, is used instead of decoding the message. A host that appended a
-// record still holds it decoded; it must be exactly the record stored at
-// seq (Append's return), never a record that merely might be.
-func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, from uint64, known func(seq uint64) *Record, fn func(seq uint64, rec *Record, pending uint64) error) error {
+// ConsumeKnown is Consume with a shortcut for records this host appended:
+// known(nonce) may return the record with that nonce, still decoded in
+// memory, which is then used instead of decoding the message. Nonces are
+// unique, so the record is exactly the one stored.
+func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, from uint64, known func(nonce string) *Record, fn func(seq uint64, rec *Record, pending uint64) error) error {
 	return j.consume(ctx, StreamName(j.cfg.Prefix, table, epoch), from, func(seq uint64, data []byte, pending uint64) error {
 		if known != nil {
-			if rec := known(seq); rec != nil {
-				return fn(seq, rec, pending)
+			if nonce, ok := PeekNonce(data); ok {
+				if rec := known(nonce); rec != nil {
+					return fn(seq, rec, pending)
+				}
 			}
 		}
 		rec, err := DecodeRecord(data)

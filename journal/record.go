@@ -223,6 +223,37 @@ func DecodeRecord(data []byte) (*Record, error) {
 	return r, nil
 }
 
+// PeekNonce reads a commit record's nonce without decoding the rest (the
+// writer puts it among the first fields). ok is false when there is none
+// or the data is not a commit record of a known version.
+func PeekNonce(data []byte) (nonce string, ok bool) {
+	dec := msgpack.NewDecoder(bytes.NewReader(data))
+	n, err := dec.DecodeMapLen()
+	if err != nil || n < 0 || n > 1<<10 {
+		return "", false
+	}
+	for i := 0; i < n; i++ {
+		key, err := dec.DecodeString()
+		if err != nil {
+			return "", false
+		}
+		switch key {
+		case "v":
+			if v, err := dec.DecodeUint64(); err != nil || v == 0 || v > FormatVersion {
+				return "", false
+			}
+		case "n":
+			s, err := dec.DecodeString()
+			return s, err == nil && s != ""
+		default:
+			if dec.Skip() != nil {
+				return "", false
+			}
+		}
+	}
+	return "", false
+}
+
 // DecodeCatalogRecord decodes a catalog record of any known version.
 func DecodeCatalogRecord(data []byte) (*CatalogRecord, error) {
 	r := &CatalogRecord{}

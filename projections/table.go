@@ -38,7 +38,7 @@ type Table struct {
 
 	snap atomic.Pointer[Snapshot]
 
-	// appended holds records this host appended, by sequence, so that the
+	// appended holds records this host is appending, by nonce, so that the
 	// applier need not decode what the committer already has in memory.
 	appended sync.Map
 
@@ -198,17 +198,18 @@ func (t *Table) evict(now int64) {
 	}
 }
 
-// NoteAppended tells the view that rec is the record stored at seq (this
-// host appended it). The applier uses it instead of decoding the message;
-// ForgetAppended drops it if the applier got there first.
-func (t *Table) NoteAppended(seq uint64, rec *journal.Record) { t.appended.Store(seq, rec) }
+// NoteAppending tells the view that this host is appending rec (whose
+// Nonce is unique). If the record is stored, the applier takes it from here
+// instead of decoding the message; ForgetAppending drops it afterwards
+// either way.
+func (t *Table) NoteAppending(rec *journal.Record) { t.appended.Store(rec.Nonce, rec) }
 
-// ForgetAppended drops what NoteAppended stored for seq.
-func (t *Table) ForgetAppended(seq uint64) { t.appended.Delete(seq) }
+// ForgetAppending drops what NoteAppending stored.
+func (t *Table) ForgetAppending(rec *journal.Record) { t.appended.Delete(rec.Nonce) }
 
-// takeAppended returns and forgets the record noted for seq.
-func (t *Table) takeAppended(seq uint64) *journal.Record {
-	if v, ok := t.appended.LoadAndDelete(seq); ok {
+// appendedRecord returns the record being appended with that nonce.
+func (t *Table) appendedRecord(nonce string) *journal.Record {
+	if v, ok := t.appended.Load(nonce); ok {
 		return v.(*journal.Record)
 	}
 	return nil

@@ -201,7 +201,7 @@ func (v *Views) follow(ctx context.Context, e *entry, t *Table) error {
 		markReady()
 	}
 	sinceSnap := 0
-	return v.j.ConsumeKnown(ctx, t.Name(), t.Epoch(), 1, t.takeAppended, func(seq uint64, rec *journal.Record, pending uint64) error {
+	return v.j.ConsumeKnown(ctx, t.Name(), t.Epoch(), 1, t.appendedRecord, func(seq uint64, rec *journal.Record, pending uint64) error {
 		t.Apply(seq, rec)
 		sinceSnap++
 		if pending == 0 || sinceSnap >= v.cfg.PublishEvery {

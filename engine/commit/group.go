@@ -53,9 +53,11 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 			group = rest
 			continue
 		}
+		tbl.NoteAppending(rec)
 		seq, err := c.j.Append(ctx, tbl.Name(), tbl.Epoch(), rec, expect)
 		if err != nil {
 			if errors.Is(err, journal.ErrTableGone) {
+				tbl.ForgetAppending(rec)
 				failAll(group, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", tbl.Name()))
 				return
 			}
@@ -67,6 +69,7 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 			}
 			found, fseq := c.resolve(tbl, key.pk, expect, rec, err)
 			if !found {
+				tbl.ForgetAppending(rec)
 				if attempt >= c.cfg.MaxAttempts {
 					c.log.Error("append failed", "table", tbl.Name(), "attempts", attempt, "err", err)
 					failAll(group, engine.Errorf(engine.CodeServerBusy, "could not commit to %s after %d attempts: %v", tbl.Name(), attempt, err))
@@ -79,11 +82,10 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 		}
 		c.stats.records.Add(1)
 		c.stats.commands.Add(uint64(len(rec.Commands)))
-		tbl.NoteAppended(seq, rec)
 		wctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 		_, werr := tbl.WaitSeq(wctx, seq)
 		cancel()
-		tbl.ForgetAppended(seq)
+		tbl.ForgetAppending(rec)
 		if werr != nil {
 			c.log.Error("committed record not visible", "table", tbl.Name(), "seq", seq, "err", werr)
 			failAll(group[:len(outs)], engine.Errorf(engine.CodeInternalError,

@@ -262,10 +262,7 @@ func (d *decoder) request(depth int) (*engine.Request, error) {
 		case "table":
 			r.Table, err = d.str(k)
 		case "entity":
-			r.Entity, err = d.entity()
-			if err == nil {
-				r.Entity = engine.NewEntity(r.Entity.PartitionKey, r.Entity.RowKey, r.Entity.Properties...)
-			}
+			r.Entity, err = d.entity() // properties come sorted by name
 		case "ops":
 			if depth > 0 {
 				return nil, invalid("operations of a batch cannot have \"ops\"")
