@@ -248,3 +248,20 @@ func BenchmarkDecodeRecord(b *testing.B) {
 		}
 	}
 }
+
+func TestPeekNonce(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "golden", "commit-v1.msgpack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := PeekNonce(data); !ok || n != "n0nce" {
+		t.Fatalf("PeekNonce = %q, %v", n, ok)
+	}
+	cat, _ := EncodeCatalogRecord(sampleCatalog(CatalogTableCreated))
+	newer, _ := msgpack.Marshal(map[string]any{"v": 2, "n": "x"})
+	for _, b := range [][]byte{nil, cat, newer, {0xc1}} {
+		if n, ok := PeekNonce(b); ok {
+			t.Fatalf("%x: nonce %q", b, n)
+		}
+	}
+}
