@@ -232,6 +232,7 @@ func PeekNonce(data []byte) (nonce string, ok bool) {
 	if err != nil || n < 0 || n > 1<<10 {
 		return "", false
 	}
+	known := false // the version comes first in every record this code writes
 	for i := 0; i < n; i++ {
 		key, err := dec.DecodeString()
 		if err != nil {
@@ -239,10 +240,15 @@ func PeekNonce(data []byte) (nonce string, ok bool) {
 		}
 		switch key {
 		case "v":
-			if v, err := dec.DecodeUint64(); err != nil || v == 0 || v > FormatVersion {
+			v, err := dec.DecodeUint64()
+			if err != nil || v == 0 || v > FormatVersion {
 				return "", false
 			}
+			known = true
 		case "n":
+			if !known {
+				return "", false
+			}
 			s, err := dec.DecodeString()
 			return s, err == nil && s != ""
 		default:
