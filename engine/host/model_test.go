@@ -1,16 +1,19 @@
 package host_test
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/client"
 )
 
 var (
@@ -333,40 +336,8 @@ func TestConcurrentConditionalWrites(t *testing.T) {
 	if _, err := th.c.Insert(ctx, tb, engine.NewEntity("c", "1", engine.Property{Name: "N", Value: engine.Int64(0)})); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	conflicts := 0
-	errs := make(chan error, workers)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for done := 0; done < perWorker; {
-				e, rep, err := th.c.Retrieve(ctx, tb, "c", "1")
-				if err != nil {
-					errs <- err
-					return
-				}
-				n, _ := e.Get("N")
-				_, err = th.c.Replace(ctx, tb, engine.NewEntity("c", "1", engine.Property{Name: "N", Value: engine.Int64(n.Int() + 1)}), rep.ETag)
-				var ce *engine.Error
-				switch {
-				case err == nil:
-					done++
-				case errors.As(err, &ce) && ce.Code == engine.CodeUpdateConditionNotSatisfied:
-					mu.Lock()
-					conflicts++
-					mu.Unlock()
-				default:
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	conflicts, err := incrementConcurrently(ctx, th.c, tb, workers, perWorker, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	e, _, err := th.c.Retrieve(ctx, tb, "c", "1")
@@ -377,4 +348,48 @@ func TestConcurrentConditionalWrites(t *testing.T) {
 		t.Fatalf("counter = %d, want %d (%d conflicts)", n.Int(), workers*perWorker, conflicts)
 	}
 	t.Logf("%d increments, %d conflicts retried", workers*perWorker, conflicts)
+}
+
+// incrementConcurrently has workers goroutines each add perWorker to the
+// counter (table, "c", "1") by read-modify-write under If-Match, retrying
+// on UpdateConditionNotSatisfied. between, if set, runs between the read
+// and the write. It returns the number of conflicts retried.
+func incrementConcurrently(ctx context.Context, c *client.Client, table string, workers, perWorker int, between func(w, done int) error) (int64, error) {
+	var wg sync.WaitGroup
+	var conflicts atomic.Int64
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for done := 0; done < perWorker; {
+				e, rep, err := c.Retrieve(ctx, table, "c", "1")
+				if err != nil {
+					errs <- err
+					return
+				}
+				n, _ := e.Get("N")
+				if between != nil {
+					if err := between(w, done); err != nil {
+						errs <- err
+						return
+					}
+				}
+				_, err = c.Replace(ctx, table, engine.NewEntity("c", "1", engine.Property{Name: "N", Value: engine.Int64(n.Int() + 1)}), rep.ETag)
+				var ce *engine.Error
+				switch {
+				case err == nil:
+					done++
+				case errors.As(err, &ce) && ce.Code == engine.CodeUpdateConditionNotSatisfied:
+					conflicts.Add(1)
+				default:
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return conflicts.Load(), <-errs
 }

@@ -59,41 +59,13 @@ func TestTwoHosts(t *testing.T) {
 	if _, err := a.c.Insert(ctx, tb, engine.NewEntity("c", "1", engine.Property{Name: "N", Value: engine.Int64(0)})); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for done := 0; done < perWorker; {
-				e, rep, err := a.c.Retrieve(ctx, tb, "c", "1")
-				if err != nil {
-					errs <- err
-					return
-				}
-				n, _ := e.Get("N")
-				// Blind inserts on other rows of the partition race with
-				// the counter's writes on the other host.
-				if _, err := a.c.InsertOrReplace(ctx, tb, engine.NewEntity("c", fmt.Sprintf("w%d-%d", w, done))); err != nil {
-					errs <- err
-					return
-				}
-				_, err = a.c.Replace(ctx, tb, engine.NewEntity("c", "1", engine.Property{Name: "N", Value: engine.Int64(n.Int() + 1)}), rep.ETag)
-				var ce *engine.Error
-				switch {
-				case err == nil:
-					done++
-				case errors.As(err, &ce) && ce.Code == engine.CodeUpdateConditionNotSatisfied:
-				default:
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	// Blind inserts on other rows of the partition race with the
+	// counter's writes on the other host.
+	_, err := incrementConcurrently(ctx, a.c, tb, workers, perWorker, func(w, done int) error {
+		_, err := a.c.InsertOrReplace(ctx, tb, engine.NewEntity("c", fmt.Sprintf("w%d-%d", w, done)))
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	sa, sb := a.h.CommitStats(), b.CommitStats()
