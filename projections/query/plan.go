@@ -1,0 +1,210 @@
+package query
+
+import (
+	"time"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/projections"
+)
+
+// Kind is how a query reads the table, fastest first.
+type Kind int
+
+// The kinds of query of the Table service's design guide.
+const (
+	Point         Kind = iota // PartitionKey and RowKey equal
+	Range                     // PartitionKey equal, RowKey bounded
+	PartitionScan             // PartitionKey equal
+	TableScan                 // anything else (a PartitionKey range narrows it)
+)
+
+func (k Kind) String() string {
+	return [...]string{"point", "range", "partition scan", "table scan"}[k]
+}
+
+// bound is one end of a key range.
+type bound struct {
+	set       bool
+	key       string
+	inclusive bool
+}
+
+// keyRange is the set of strings between lo and hi.
+type keyRange struct{ lo, hi bound }
+
+// narrow intersects r with `key op v`.
+func (r *keyRange) narrow(op Op, v string) {
+	raise := func(b bound) {
+		if !r.lo.set || b.key > r.lo.key || b.key == r.lo.key && !b.inclusive {
+			r.lo = b
+		}
+	}
+	lower := func(b bound) {
+		if !r.hi.set || b.key < r.hi.key || b.key == r.hi.key && !b.inclusive {
+			r.hi = b
+		}
+	}
+	switch op {
+	case Eq:
+		raise(bound{true, v, true})
+		lower(bound{true, v, true})
+	case Gt:
+		raise(bound{true, v, false})
+	case Ge:
+		raise(bound{true, v, true})
+	case Lt:
+		lower(bound{true, v, false})
+	case Le:
+		lower(bound{true, v, true})
+	}
+}
+
+func (r *keyRange) single() (string, bool) {
+	return r.lo.key, r.lo.set && r.hi.set && r.lo.inclusive && r.hi.inclusive && r.lo.key == r.hi.key
+}
+
+func (r *keyRange) empty() bool {
+	if !r.lo.set || !r.hi.set {
+		return false
+	}
+	return r.lo.key > r.hi.key || r.lo.key == r.hi.key && !(r.lo.inclusive && r.hi.inclusive)
+}
+
+func (r *keyRange) below(k string) bool { // k is past the upper end
+	return r.hi.set && (k > r.hi.key || k == r.hi.key && !r.hi.inclusive)
+}
+
+func (r *keyRange) above(k string) bool { // k is before the lower end
+	return r.lo.set && (k < r.lo.key || k == r.lo.key && !r.lo.inclusive)
+}
+
+// Plan is a filter with the key ranges derived from it.
+type Plan struct {
+	Filter Expr // nil: every entity
+	Kind   Kind
+	pk, rk keyRange
+	none   bool // the key conditions contradict each other
+}
+
+// NewPlan derives the B-tree range a filter needs: conditions on
+// PartitionKey and RowKey joined by `and` at the top of the filter bound the
+// walk; everything else (including `or`) is checked on each entity walked.
+func NewPlan(f Expr) *Plan {
+	p := &Plan{Filter: f}
+	var walk func(e Expr)
+	walk = func(e Expr) {
+		switch x := e.(type) {
+		case *And:
+			walk(x.L)
+			walk(x.R)
+		case *Compare:
+			if x.Value.Type() != engine.TypeString || x.Op == Ne {
+				return
+			}
+			switch x.Property {
+			case "PartitionKey":
+				p.pk.narrow(x.Op, x.Value.Str())
+			case "RowKey":
+				p.rk.narrow(x.Op, x.Value.Str())
+			}
+		}
+	}
+	if f != nil {
+		walk(f)
+	}
+	p.none = p.pk.empty() || p.rk.empty()
+	_, onePK := p.pk.single()
+	_, oneRK := p.rk.single()
+	switch {
+	case onePK && oneRK:
+		p.Kind = Point
+	case onePK && (p.rk.lo.set || p.rk.hi.set):
+		p.Kind = Range
+	case onePK:
+		p.Kind = PartitionScan
+	default:
+		p.Kind = TableScan
+	}
+	return p
+}
+
+// Page is one page of results.
+type Page struct {
+	Entities []*engine.Entity
+	// NextPartitionKey and NextRowKey are the continuation: the key of the
+	// first entity not returned. More is false when nothing remains.
+	NextPartitionKey, NextRowKey string
+	More                         bool
+	// Examined counts the entities walked (returned or not).
+	Examined int
+}
+
+// Options bound one page.
+type Options struct {
+	// Limit is the most entities in the page (1,000 at most, as Azure).
+	Limit int
+	// Deadline ends the page early (Azure's 5 s budget); zero: none.
+	Deadline time.Time
+	// From resumes after an earlier page: the continuation it returned.
+	From *Continuation
+}
+
+// Continuation is where a query resumes.
+type Continuation struct{ PartitionKey, RowKey string }
+
+// MaxPage is the Table service's page size limit.
+const MaxPage = 1000
+
+// Run reads one page from snap in key order, walking only the range the
+// plan allows.
+func (p *Plan) Run(snap *projections.Snapshot, o Options) Page {
+	var pg Page
+	if p.none {
+		return pg
+	}
+	limit := o.Limit
+	if limit <= 0 || limit > MaxPage {
+		limit = MaxPage
+	}
+	// The first key to look at: the range's start, or the continuation if
+	// it is further on.
+	startPK, startRK := "", ""
+	if p.pk.lo.set {
+		startPK = p.pk.lo.key
+		if onePK, ok := p.pk.single(); ok && p.rk.lo.set {
+			startPK, startRK = onePK, p.rk.lo.key
+		}
+	}
+	if c := o.From; c != nil && (c.PartitionKey > startPK || c.PartitionKey == startPK && c.RowKey > startRK) {
+		startPK, startRK = c.PartitionKey, c.RowKey
+	}
+	onePK, single := p.pk.single()
+	checkDeadline := !o.Deadline.IsZero()
+	snap.Ascend(startPK, startRK, func(e *engine.Entity) bool {
+		if p.pk.below(e.PartitionKey) {
+			return false
+		}
+		if single && e.PartitionKey != onePK {
+			return false
+		}
+		if p.pk.above(e.PartitionKey) {
+			return true
+		}
+		if single && p.rk.below(e.RowKey) {
+			return false
+		}
+		if len(pg.Entities) == limit || checkDeadline && pg.Examined%256 == 255 && time.Now().After(o.Deadline) {
+			pg.More, pg.NextPartitionKey, pg.NextRowKey = true, e.PartitionKey, e.RowKey
+			return false
+		}
+		pg.Examined++
+		if p.rk.above(e.RowKey) || p.rk.below(e.RowKey) {
+			return true
+		}
+		if p.Filter == nil || p.Filter.Match(e) {
+			pg.Entities = append(pg.Entities, e)
+		}
+		return true
+	})
+	return pg
+}
