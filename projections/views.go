@@ -296,6 +296,35 @@ func (v *Views) Table(name string) (*Table, bool) {
 	return e.table, true
 }
 
+// Lookup returns the view of a live table like Table, but when this host
+// does not know the name it first catches up with the catalog: a table
+// just created through another host is then found (and its view made
+// ready) instead of being reported missing.
+func (v *Views) Lookup(ctx context.Context, name string) (*Table, bool, error) {
+	if t, ok := v.Table(name); ok {
+		return t, true, nil
+	}
+	last, err := v.j.LastCatalogSeq(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := v.WaitCatalog(ctx, last); err != nil {
+		return nil, false, err
+	}
+	_, info, live := v.CatalogEntry(name)
+	if !live {
+		return nil, false, nil
+	}
+	if err := v.WaitTableReady(ctx, name, info.Epoch); err != nil {
+		if engine.ErrorCode(err) == engine.CodeTableNotFound {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	t, ok := v.Table(name)
+	return t, ok, nil
+}
+
 // CatalogEntry returns what the catalog knows of a table name: the sequence
 // of its last catalog record (0 if none), its info, and whether it is live.
 func (v *Views) CatalogEntry(name string) (seq uint64, info engine.TableInfo, live bool) {

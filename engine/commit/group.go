@@ -36,7 +36,11 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 			failAll(group, engine.Errorf(engine.CodeServerBusy, "the host is shutting down"))
 			return
 		}
-		tbl, ok := c.views.Table(key.table)
+		tbl, ok, err := c.lookup(key.table)
+		if err != nil {
+			failAll(group, err)
+			return
+		}
 		if !ok {
 			failAll(group, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", group[0].cmd.Table))
 			return
@@ -95,6 +99,14 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 		}
 		group, attempt = rest, 0
 	}
+}
+
+// lookup finds a table's view, catching up with the catalog when this host
+// does not know the table yet.
+func (c *Committer) lookup(table string) (*projections.Table, bool, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
+	defer cancel()
+	return c.views.Lookup(ctx, table)
 }
 
 // decide builds the record of one round: every command of the group that

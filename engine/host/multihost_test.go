@@ -56,17 +56,37 @@ func TestTwoHosts(t *testing.T) {
 	if _, err := a.c.CreateTable(ctx, tb); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.c.Insert(ctx, tb, engine.NewEntity("c", "1", engine.Property{Name: "N", Value: engine.Int64(0)})); err != nil {
+	rep, err := a.c.Insert(ctx, tb, engine.NewEntity("c", "1", engine.Property{Name: "N", Value: engine.Int64(0)}))
+	if err != nil {
 		t.Fatal(err)
+	}
+	// A reply promises visibility on the replying host only; let the other
+	// host's view reach the counter before reads may go there.
+	for _, h := range []*host.Host{a.h, b} {
+		tv, ok, err := h.Views().Lookup(ctx, tb)
+		if err != nil || !ok {
+			t.Fatalf("table on a host: %v %v", ok, err)
+		}
+		if _, err := tv.WaitSeq(ctx, rep.Seq); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Blind inserts on other rows of the partition race with the
 	// counter's writes on the other host.
-	_, err := incrementConcurrently(ctx, a.c, tb, workers, perWorker, func(w, done int) error {
+	_, err = incrementConcurrently(ctx, a.c, tb, workers, perWorker, func(w, done int) error {
 		_, err := a.c.InsertOrReplace(ctx, tb, engine.NewEntity("c", fmt.Sprintf("w%d-%d", w, done)))
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A table created through one host is found at once by the other,
+	// which catches up with the catalog on a miss.
+	if _, err := a.c.CreateTable(ctx, "Fresh"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := b.Views().Lookup(ctx, "fresh"); !ok || err != nil {
+		t.Fatalf("new table not found on the other host: %v %v", ok, err)
 	}
 	sa, sb := a.h.CommitStats(), b.CommitStats()
 	t.Logf("host a: %+v; host b: %+v", sa, sb)

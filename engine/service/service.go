@@ -146,7 +146,12 @@ func (s *Service) retrieve(table string, req *engine.Request) *engine.Reply {
 	if req.Entity != nil {
 		pk, rk = req.Entity.PartitionKey, req.Entity.RowKey
 	}
-	t, ok := s.views.Table(table)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.TableTimeout)
+	defer cancel()
+	t, ok, err := s.views.Lookup(ctx, table)
+	if err != nil {
+		return errReply(err)
+	}
 	if !ok {
 		return errReply(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", table))
 	}
