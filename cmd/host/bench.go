@@ -306,6 +306,9 @@ func (b *bencher) run(ctx context.Context, h *host.Host) error {
 	if b.only != "" {
 		return nil
 	}
+	if err := b.echo(size); err != nil {
+		return err
+	}
 	// Latency: command to visible, one command at a time, and under the
 	// many-partition load above.
 	table, err := b.newTable(ctx, "Latency")
@@ -330,6 +333,40 @@ func (b *bencher) run(ctx context.Context, h *host.Host) error {
 		percentile(loadLat, .5).Round(time.Microsecond), percentile(loadLat, .99).Round(time.Microsecond))
 
 	return b.replay(ctx, h, replayTable)
+}
+
+// echo measures plain NATS request/reply to a responder that answers at
+// once, with the same window and body size: the ceiling of any protocol
+// that answers each command, before JetStream is involved.
+func (b *bencher) echo(size int) error {
+	nc, err := nats.Connect(b.nc.ConnectedUrl())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	subj := "benchecho." + nuid.Next()
+	reply := []byte{0x80}
+	sub, err := nc.Subscribe(subj, func(m *nats.Msg) { _ = m.Respond(reply) })
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	_ = sub.SetPendingLimits(-1, -1)
+	if err := nc.Flush(); err != nil {
+		return err
+	}
+	body := &engine.Request{Op: "Insert", Entity: sampleEntity("p", "r")}
+	var rates []float64
+	for r := 0; r < b.rounds; r++ {
+		res, err := b.pipelined(b.n, b.window, subj, func(int) *engine.Request { return body })
+		if err != nil {
+			return err
+		}
+		rates = append(rates, res.rate)
+	}
+	fmt.Printf("| for scale: NATS request/reply to an echo responder, no JetStream | %.0f requests/s | | | |\n", median(rates))
+	_ = size
+	return nil
 }
 
 // rawLatency measures synchronous JetStream publishes one at a time.

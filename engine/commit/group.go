@@ -86,9 +86,7 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 		}
 		c.stats.records.Add(1)
 		c.stats.commands.Add(uint64(len(rec.Commands)))
-		wctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-		_, werr := tbl.WaitSeq(wctx, seq)
-		cancel()
+		werr := c.waitVisible(tbl, seq)
 		tbl.ForgetAppending(rec)
 		if werr != nil {
 			c.log.Error("committed record not visible", "table", tbl.Name(), "seq", seq, "err", werr)
@@ -101,9 +99,24 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 	}
 }
 
+// waitVisible waits until the view shows seq (without a timer when it
+// already does, the common case under load).
+func (c *Committer) waitVisible(tbl *projections.Table, seq uint64) error {
+	if tbl.Snapshot().Seq >= seq {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
+	defer cancel()
+	_, err := tbl.WaitSeq(ctx, seq)
+	return err
+}
+
 // lookup finds a table's view, catching up with the catalog when this host
 // does not know the table yet.
 func (c *Committer) lookup(table string) (*projections.Table, bool, error) {
+	if t, ok := c.views.Table(table); ok {
+		return t, true, nil
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
 	defer cancel()
 	return c.views.Lookup(ctx, table)
@@ -117,7 +130,10 @@ func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, p
 	rec := &journal.Record{Time: ts, PartitionKey: pk, Nonce: nuid.Next()}
 	ov := engine.NewOverlay(snap.PartitionState(pk))
 	outs := make([]outcome, 0, len(group))
-	seen := make(map[string]int, len(group))
+	var seen map[string]int // ids decided in this round; only groups of several need it
+	if len(group) > 1 {
+		seen = make(map[string]int, len(group))
+	}
 	size := 0
 	for i, p := range group {
 		o := outcome{p: p, ref: -1, sameAs: -1}
@@ -153,7 +169,9 @@ func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, p
 		rec.Commands = append(rec.Commands, ref)
 		rec.Events = append(rec.Events, events...)
 		rec.Messages = append(rec.Messages, p.cmd.Messages...)
-		seen[id] = o.ref
+		if seen != nil {
+			seen[id] = o.ref
+		}
 		size += n
 		outs = append(outs, o)
 	}
