@@ -153,12 +153,43 @@ func (j *Journal) tableStreamConfig(table string, epoch uint64) jetstream.Stream
 }
 
 // EnsureTableStream creates a table incarnation's stream if it does not
-// exist (idempotent; every host calls it for every live table).
+// exist (idempotent). The host that creates the table calls it; the others
+// call WaitTableStream first, so that a cluster does not see several
+// creations of one stream racing.
 func (j *Journal) EnsureTableStream(ctx context.Context, table string, epoch uint64) error {
-	if _, err := j.js.CreateOrUpdateStream(ctx, j.tableStreamConfig(table, epoch)); err != nil {
+	name := StreamName(j.cfg.Prefix, table, epoch)
+	if _, err := j.js.Stream(ctx, name); err == nil {
+		return nil
+	}
+	_, err := j.js.CreateStream(ctx, j.tableStreamConfig(table, epoch))
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		return fmt.Errorf("journal: create stream of %s: %w", table, err)
 	}
 	return nil
+}
+
+// WaitTableStream waits up to d for a table incarnation's stream to exist
+// and reports whether it does.
+func (j *Journal) WaitTableStream(ctx context.Context, table string, epoch uint64, d time.Duration) (bool, error) {
+	name := StreamName(j.cfg.Prefix, table, epoch)
+	deadline := time.Now().Add(d)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		_, err := j.js.Stream(ctx, name)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return false, fmt.Errorf("journal: stream of %s: %w", table, err)
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
 }
 
 // DeleteTableStream deletes a table incarnation's stream with everything in

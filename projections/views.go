@@ -176,8 +176,17 @@ func (v *Views) startLocked(ctx context.Context, e *entry) {
 
 // follow replays and then tails one table's journal into its view.
 func (v *Views) follow(ctx context.Context, e *entry, t *Table) error {
-	if err := v.j.EnsureTableStream(ctx, t.Name(), t.Epoch()); err != nil {
+	// The host that created the table creates its stream right after the
+	// catalog record; only if it does not appear (that host crashed in
+	// between) does this host create it.
+	exists, err := v.j.WaitTableStream(ctx, t.Name(), t.Epoch(), 5*time.Second)
+	if err != nil {
 		return err
+	}
+	if !exists {
+		if err := v.j.EnsureTableStream(ctx, t.Name(), t.Epoch()); err != nil {
+			return err
+		}
 	}
 	target, err := v.j.LastStreamSeq(ctx, t.Name(), t.Epoch())
 	if err != nil {

@@ -183,8 +183,11 @@ func Run(ctx context.Context, cfg Config, ready func(*Host)) error {
 	if err := svc.Start(); err != nil {
 		return fail(err)
 	}
-	log.Info("cairn host ready", "nats", h.ClientURL(), "commands", service.CommandSubject(cfg.Prefix, "<Table>"),
-		"tables", service.TablesSubject(cfg.Prefix), "data", cfg.DataDir)
+	attrs := []any{"nats", h.ClientURL(), "commands", service.CommandSubject(cfg.Prefix, "<Table>"), "tables", service.TablesSubject(cfg.Prefix)}
+	if h.ns != nil {
+		attrs = append(attrs, "data", cfg.DataDir)
+	}
+	log.Info("cairn host ready", attrs...)
 	if ready != nil {
 		ready(h)
 	}
