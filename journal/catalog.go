@@ -34,15 +34,15 @@ func (j *Journal) LastCatalogSeq(ctx context.Context) (uint64, error) {
 	return s.CachedInfo().State.LastSeq, nil
 }
 
-// WatchCatalog delivers every catalog record from the first on to fn, then
-// follows new ones, until ctx ends (nil) or fn or decoding fails. pending
+// WatchCatalog delivers every catalog record from sequence from on to fn,
+// then follows new ones, until ctx ends (nil) or fn or decoding fails. pending
 // is the number of records beyond this one; fn is not called at all while
 // the catalog is empty (see LastCatalogSeq).
-func (j *Journal) WatchCatalog(ctx context.Context, fn func(seq uint64, rec *CatalogRecord, pending uint64) error) error {
-	return j.consume(ctx, CatalogStreamName(j.cfg.Prefix), 1, func(seq uint64, data []byte, pending uint64) error {
+func (j *Journal) WatchCatalog(ctx context.Context, from uint64, fn func(seq uint64, rec *CatalogRecord, pending uint64) error) error {
+	return j.consume(ctx, CatalogStreamName(j.cfg.Prefix), from, func(seq uint64, data []byte, pending uint64) error {
 		rec, err := DecodeCatalogRecord(data)
 		if err != nil {
-			return fmt.Errorf("journal: catalog record %d: %w", seq, err)
+			return fmt.Errorf("journal: catalog record %d: %w: %v", seq, ErrCorrupt, err)
 		}
 		return fn(seq, rec, pending)
 	})

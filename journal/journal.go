@@ -56,6 +56,9 @@ var (
 	// ErrTableGone: the table's stream does not exist (the table was
 	// deleted); nothing was stored.
 	ErrTableGone = errors.New("journal: the table's stream does not exist")
+	// ErrCorrupt: a stored record cannot be decoded (damaged, or written by
+	// a newer version). Readers stop rather than skip it.
+	ErrCorrupt = errors.New("undecodable record")
 )
 
 // Journal is Cairn's journal on JetStream. It starts no goroutines of its
@@ -174,12 +177,19 @@ func (j *Journal) WaitTableStream(ctx context.Context, table string, epoch uint6
 	name := StreamName(j.cfg.Prefix, table, epoch)
 	deadline := time.Now().Add(d)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
-		_, err := j.js.Stream(ctx, name)
+		// A stream being created on a cluster may not answer until its
+		// leader is elected: a short timeout counts as "not yet".
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := j.js.Stream(sctx, name)
+		cancel()
 		if err == nil {
 			return true, nil
 		}
-		if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		if !errors.Is(err, jetstream.ErrStreamNotFound) && !errors.Is(err, context.DeadlineExceeded) {
 			return false, fmt.Errorf("journal: stream of %s: %w", table, err)
+		}
+		if ctx.Err() != nil {
+			return false, ctx.Err()
 		}
 		if time.Now().After(deadline) {
 			return false, nil
@@ -339,7 +349,7 @@ func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, 
 		}
 		rec, err := DecodeRecord(data)
 		if err != nil {
-			return fmt.Errorf("journal: %s record %d: %w", table, seq, err)
+			return fmt.Errorf("journal: %s record %d: %w: %v", table, seq, ErrCorrupt, err)
 		}
 		return fn(seq, rec, pending)
 	})

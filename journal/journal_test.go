@@ -180,7 +180,7 @@ func TestCatalog(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	var got []*journal.CatalogRecord
-	err = j.WatchCatalog(cctx, func(seq uint64, rec *journal.CatalogRecord, pending uint64) error {
+	err = j.WatchCatalog(cctx, 1, func(seq uint64, rec *journal.CatalogRecord, pending uint64) error {
 		got = append(got, rec)
 		if pending == 0 {
 			cancel()

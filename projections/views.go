@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -73,20 +74,33 @@ func NewViews(j *journal.Journal, log *slog.Logger, cfg Config) *Views {
 // every view has caught up.
 func (v *Views) Run(ctx context.Context) error {
 	start := time.Now()
-	last, err := v.j.LastCatalogSeq(ctx)
-	if err != nil {
+	var last uint64
+	err := v.retry(ctx, "read the catalog's length", "", func() error {
+		var err error
+		last, err = v.j.LastCatalogSeq(ctx)
 		return err
-	}
-	if last == 0 {
-		v.catalogCaughtUp(ctx, start)
-	}
-	err = v.j.WatchCatalog(ctx, func(seq uint64, rec *journal.CatalogRecord, pending uint64) error {
-		v.applyCatalog(ctx, seq, rec)
-		if pending == 0 || seq >= last {
+	})
+	if err == nil {
+		if last == 0 {
 			v.catalogCaughtUp(ctx, start)
 		}
-		return nil
-	})
+		err = v.retry(ctx, "follow the catalog", "", func() error {
+			v.mu.RLock()
+			from := v.catalogSeq + 1
+			v.mu.RUnlock()
+			err := v.j.WatchCatalog(ctx, from, func(seq uint64, rec *journal.CatalogRecord, pending uint64) error {
+				v.applyCatalog(ctx, seq, rec)
+				if pending == 0 || seq >= last {
+					v.catalogCaughtUp(ctx, start)
+				}
+				return nil
+			})
+			if err == nil && ctx.Err() == nil {
+				err = errors.New("consumer ended")
+			}
+			return err
+		})
+	}
 	v.wg.Wait()
 	if ctx.Err() != nil {
 		return nil
@@ -97,6 +111,9 @@ func (v *Views) Run(ctx context.Context) error {
 func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *journal.CatalogRecord) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if seq <= v.catalogSeq {
+		return // delivered again after a resumed consumer
+	}
 	lower := Lower(rec.Name)
 	e := v.entries[lower]
 	if e == nil {
@@ -174,21 +191,46 @@ func (v *Views) startLocked(ctx context.Context, e *entry) {
 	}()
 }
 
-// follow replays and then tails one table's journal into its view.
+// retry runs fn until it succeeds, ctx ends (false) or fn fails
+// permanently: JetStream errors such as a timeout during a leader election
+// pass, and a view must not stop for good because of one.
+func (v *Views) retry(ctx context.Context, what, table string, fn func() error) error {
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		err := fn()
+		if err == nil || ctx.Err() != nil || errors.Is(err, journal.ErrCorrupt) {
+			return err
+		}
+		v.log.Warn("retrying", "what", what, "table", table, "in", wait, "err", err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// follow replays and then tails one table's journal into its view. It
+// returns only when ctx ends or a record cannot be decoded.
 func (v *Views) follow(ctx context.Context, e *entry, t *Table) error {
 	// The host that created the table creates its stream right after the
 	// catalog record; only if it does not appear (that host crashed in
 	// between) does this host create it.
-	exists, err := v.j.WaitTableStream(ctx, t.Name(), t.Epoch(), 5*time.Second)
+	err := v.retry(ctx, "find the table's stream", t.Name(), func() error {
+		exists, err := v.j.WaitTableStream(ctx, t.Name(), t.Epoch(), 5*time.Second)
+		if err == nil && !exists {
+			err = v.j.EnsureTableStream(ctx, t.Name(), t.Epoch())
+		}
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	if !exists {
-		if err := v.j.EnsureTableStream(ctx, t.Name(), t.Epoch()); err != nil {
-			return err
-		}
-	}
-	target, err := v.j.LastStreamSeq(ctx, t.Name(), t.Epoch())
+	var target uint64
+	err = v.retry(ctx, "read the stream's length", t.Name(), func() error {
+		var err error
+		target, err = v.j.LastStreamSeq(ctx, t.Name(), t.Epoch())
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -210,7 +252,7 @@ func (v *Views) follow(ctx context.Context, e *entry, t *Table) error {
 		markReady()
 	}
 	sinceSnap := 0
-	return v.j.ConsumeKnown(ctx, t.Name(), t.Epoch(), 1, t.appendedRecord, func(seq uint64, rec *journal.Record, pending uint64) error {
+	apply := func(seq uint64, rec *journal.Record, pending uint64) error {
 		t.Apply(seq, rec)
 		sinceSnap++
 		if pending == 0 || sinceSnap >= v.cfg.PublishEvery {
@@ -230,6 +272,14 @@ func (v *Views) follow(ctx context.Context, e *entry, t *Table) error {
 			}
 		}
 		return nil
+	}
+	return v.retry(ctx, "follow the journal", t.Name(), func() error {
+		// After an interruption, resume right after the last record applied.
+		err := v.j.ConsumeKnown(ctx, t.Name(), t.Epoch(), t.Seq()+1, t.appendedRecord, apply)
+		if err == nil && ctx.Err() == nil {
+			err = errors.New("consumer ended")
+		}
+		return err
 	})
 }
 
