@@ -45,6 +45,10 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 			failAll(group, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", group[0].cmd.Table))
 			return
 		}
+		if err := tbl.Err(); err != nil {
+			failAll(group, engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", tbl.Name(), err))
+			return
+		}
 		group = c.dropExpired(group)
 		if len(group) == 0 {
 			return

@@ -155,6 +155,10 @@ func (s *Service) retrieve(table string, req *engine.Request) *engine.Reply {
 	if !ok {
 		return errReply(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", table))
 	}
+	if err := t.Err(); err != nil {
+		// A stopped view is stale for good: say so rather than answer.
+		return errReply(engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", t.Name(), err))
+	}
 	snap := t.Snapshot()
 	e, ok := snap.Get(pk, rk)
 	if !ok {
