@@ -3,6 +3,8 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -40,6 +42,16 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	}
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
+	}
+	if cfg.Port > 0 {
+		// The server reports a busy port only after its start-up timeout;
+		// find out at once.
+		addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("journal: embedded server cannot listen on %s (another host or NATS server there?): %w", addr, err)
+		}
+		l.Close()
 	}
 	opts := &server.Options{
 		ServerName: cfg.ServerName,

@@ -95,6 +95,8 @@ type Host struct {
 	j     *journal.Journal
 	views *projections.Views
 	comm  *commit.Committer
+
+	unlock func() // releases the data directory
 }
 
 // Views returns the host's views (for in-process readers and tests).
@@ -230,6 +232,11 @@ func (h *Host) connect() error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("host: data directory: %w", err)
 	}
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	h.unlock = unlock
 	ns, err := journal.StartEmbedded(journal.EmbeddedConfig{
 		StoreDir:   filepath.Join(cfg.DataDir, "jetstream"),
 		Host:       hostName,
@@ -238,12 +245,14 @@ func (h *Host) connect() error {
 		NoLog:      true,
 	})
 	if err != nil {
+		unlock()
 		return fmt.Errorf("host: embedded NATS server: %w", err)
 	}
 	h.ns = ns
 	nc, err := nats.Connect(ns.ClientURL(), append(opts, nats.InProcessServer(ns))...)
 	if err != nil {
 		ns.Shutdown()
+		unlock()
 		return fmt.Errorf("host: connect to the embedded server: %w", err)
 	}
 	h.nc = nc
@@ -258,5 +267,8 @@ func (h *Host) close() {
 	if h.ns != nil {
 		h.ns.Shutdown()
 		h.ns.WaitForShutdown()
+	}
+	if h.unlock != nil {
+		h.unlock()
 	}
 }

@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/engine/host"
 )
 
 func wantCode(t *testing.T, err error, code engine.Code) *engine.Error {
@@ -338,5 +340,15 @@ func TestJSONProtocol(t *testing.T) {
 	r = do("cairn.cmd.Employees", `{not json`)
 	if r["error"] == nil {
 		t.Fatalf("garbage reply %v", r)
+	}
+}
+
+// TestDataDirectoryLocked refuses a second host on a data directory in use:
+// two servers on one JetStream store would corrupt it.
+func TestDataDirectoryLocked(t *testing.T) {
+	th := startHost(t, "")
+	err := host.Run(context.Background(), host.Config{DataDir: th.dir, NATSListen: "127.0.0.1:0", HTTP: "127.0.0.1:0", Log: quietLog()}, nil)
+	if err == nil || !strings.Contains(err.Error(), "in use by another host") {
+		t.Fatalf("second host on the same data directory: %v", err)
 	}
 }
