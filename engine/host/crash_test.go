@@ -255,3 +255,63 @@ func TestCrashRecovery(t *testing.T) {
 		t.Logf("host log:\n%s", c2.tail())
 	}
 }
+
+// TestGracefulShutdown sends SIGTERM to a host process under load: it must
+// stop on its own, exit 0, and every command it took must have been
+// answered or be recognised by its id after a restart.
+func TestGracefulShutdown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts host processes")
+	}
+	dir, listen := t.TempDir(), freeAddr(t)
+	c1 := startChild(t, dir, listen, 1)
+	nc, err := nats.Connect("nats://"+listen, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	cl := client.New(nc, client.WithTimeout(2*time.Second), client.WithAttempts(100))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := cl.CreateTable(ctx, "Graceful"); err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var acked atomic.Int64
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; !stop.Load(); k++ {
+				id := fmt.Sprintf("w%d-%d", w, k)
+				if _, err := cl.Insert(ctx, "Graceful", engine.NewEntity(fmt.Sprint(w), fmt.Sprintf("%06d", k)), client.WithID(id)); err != nil {
+					errs <- fmt.Errorf("%s: %w", id, err)
+					return
+				}
+				acked.Add(1)
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	if err := c1.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.cmd.Wait(); err != nil {
+		t.Fatalf("host exited with %v after SIGTERM:\n%s", err, c1.tail())
+	}
+	t.Logf("stopped %v after SIGTERM with %d commands acknowledged", time.Since(start).Round(time.Millisecond), acked.Load())
+	if !strings.Contains(c1.tail(), "msg=stopped") {
+		t.Fatalf("no clean stop in the log:\n%s", c1.tail())
+	}
+	startChild(t, dir, listen, 2)
+	time.Sleep(300 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
