@@ -1,29 +1,70 @@
 // Package journal is Cairn's journal on NATS JetStream: the only source of
 // truth, from which every view is rebuilt.
 //
-// Layout (prefix "cairn" by default):
+// # Layout
 //
-//   - The catalog stream CAIRN_CATALOG, one subject per table name,
+// With the prefix "cairn" (the default; Config.Prefix, [a-z0-9_-]):
+//
+//   - The catalog stream CAIRN_CATALOG holds one subject per table name,
 //     cairn.catalog.<lowercase name>, with table.created and table.deleted
-//     records. The sequence of a table.created record is the table's epoch.
-//   - One stream per table incarnation, CAIRN_T_<lowercase name>_<epoch>,
-//     one subject per partition: cairn.j.<lowercase name>.<epoch>.<token>,
-//     where the token is EncodePartition(PartitionKey).
+//     records. Table names are case-insensitive, hence lower case in
+//     subjects; the record keeps the name as its creator spelled it. The
+//     sequence of a table.created record is the table's epoch.
+//   - Each table incarnation has its own stream,
+//     CAIRN_T_<lowercase name>_<epoch>, with subjects
+//     cairn.j.<lowercase name>.<epoch>.>; a partition's journal is the
+//     subject cairn.j.<lowercase name>.<epoch>.<token>, where the token is
+//     EncodePartition(PartitionKey): "k" and the key in unpadded base64url,
+//     so that '.', '*', '>', whitespace and the empty key are safe.
+//     Deleting a table deletes its stream, at a cost independent of the
+//     number of entities; a table created again under the same name gets a
+//     new epoch and a new, empty stream.
+//
+// Streams use file storage, limits retention without limits, discard old,
+// a two-minute duplicate window, Replicas from Config; tables' streams
+// allow direct get.
+//
+// # Concurrency check
 //
 // Every append carries the expected last sequence of its subject
-// (Nats-Expected-Last-Subject-Sequence; 0 for a subject with no message).
-// If the partition has moved on, JetStream stores nothing and Append returns
-// ErrConflict; two writers can never both append on the same state.
+// (jetstream.WithExpectLastSequencePerSubject; 0 for a subject without a
+// message). If the partition has moved on, JetStream stores nothing and
+// Append returns ErrConflict: two writers can never both append on the same
+// state. The catalog works the same way per table name, so of two hosts
+// creating one table exactly one wins. Appends are published
+// asynchronously over the connection's shared reply subscription, so many
+// goroutines appending to different partitions do not wait for each other.
 //
-// Records are msgpack maps with a format version "v" and a type "t" (see
-// record.go). Fields a version does not know are kept and written back. A
-// record of a newer version than this code knows is an error, never
-// skipped. testdata/golden holds a record of every version ever written;
-// the test decodes them all, and golden files are only ever added.
+// On failure: ErrConflict and ErrTableGone (the table's stream does not
+// exist) mean nothing was stored. Any other error (timeout after
+// Config.AppendTimeout, lost connection, cancelled context) leaves the
+// outcome unknown: the record may have been stored, which FindRecord can
+// tell by the record's nonce.
 //
-// Durability: an append returns once JetStream has stored the record. On a
-// single server (R1) that means written to the operating system, which
-// survives a crash of the process; JetStream fsyncs every two minutes unless
-// the server runs with SyncAlways, so a power loss can lose up to that
-// interval. With replicas, a majority of servers has stored it.
+// # Records
+//
+// Records are msgpack maps with a format version "v" and a type "t"; the
+// fields of each version are listed at FormatVersion. The codec is written
+// by hand on msgpack's Encoder and Decoder (no reflection), since every
+// record is decoded again on every replay. The versioning rule:
+//
+//   - Fields a version does not know are kept (Record.Extra) and written
+//     back when the record is encoded again.
+//   - A record of a newer version than this code knows is an error, never
+//     skipped: readers (Consume, WatchCatalog) stop with ErrCorrupt.
+//   - The encoder refuses a record the decoder would refuse, so a journal
+//     never holds a record its readers stop at.
+//   - testdata/golden holds a record of every version ever written; a test
+//     decodes them all. Golden files are only ever added (go test -run
+//     Golden -golden-add writes the missing ones), never regenerated.
+//
+// # Durability
+//
+// An append returns once JetStream has stored the record. On a single
+// server (R1) that means written to the operating system, which survives a
+// crash of the process; JetStream fsyncs every two minutes unless the
+// server runs with SyncAlways (EmbeddedConfig.SyncAlways: every write is
+// fsynced before its acknowledgement, at a large cost in throughput), so a
+// power loss can lose up to that interval. With replicas, an append
+// returns once a majority of the servers has stored it.
 package journal

@@ -160,6 +160,26 @@ func TestLargeRecord(t *testing.T) {
 	if _, err := j.Append(ctx, "Big", 1, rec, 0); err != nil {
 		t.Fatalf("append of a 4.5 MB record: %v", err)
 	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	err := j.Consume(cctx, "Big", 1, 1, func(seq uint64, got *journal.Record, pending uint64) error {
+		if len(got.Events) != 100 || len(got.Events[99].Properties[0].Value.Bytes()) != 45_000 {
+			t.Errorf("the large record came back with %d events", len(got.Events))
+		}
+		cancel()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Beyond the server's maximum payload the append fails at once.
+	huge := &journal.Record{Time: 1, PartitionKey: "p", Events: []engine.Event{{Kind: engine.EventPut, RowKey: "r",
+		Properties: []engine.Property{{Name: "B", Value: engine.Binary(make([]byte, 9<<20))}}}}}
+	if _, err := j.Append(ctx, "Big", 1, huge, 1); err == nil || errors.Is(err, journal.ErrConflict) || errors.Is(err, journal.ErrTableGone) {
+		t.Fatalf("append of a 9 MiB record: %v", err)
+	} else {
+		t.Logf("9 MiB record: %v", err)
+	}
 }
 
 func TestCatalog(t *testing.T) {

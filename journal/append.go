@@ -1,0 +1,125 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Append stores rec in the partition's journal if the partition's last
+// sequence is still expectLast (0: the partition has no record yet) and
+// returns the record's sequence. ErrConflict and ErrTableGone mean nothing
+// was stored; any other error leaves the outcome unknown (see FindRecord).
+// Appends to different partitions run concurrently over one connection.
+func (j *Journal) Append(ctx context.Context, table string, epoch uint64, rec *Record, expectLast uint64) (uint64, error) {
+	data, err := EncodeRecord(rec)
+	if err != nil {
+		return 0, err
+	}
+	subj := j.PartitionSubject(table, epoch, rec.PartitionKey)
+	seq, err := j.publish(ctx, subj, data, expectLast)
+	if err != nil {
+		if errors.Is(err, errNoStream) {
+			if _, serr := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch)); errors.Is(serr, jetstream.ErrStreamNotFound) {
+				return 0, ErrTableGone
+			}
+		}
+		if errors.Is(err, ErrConflict) {
+			return 0, err
+		}
+		return 0, fmt.Errorf("journal: append %s/%q: %w", table, rec.PartitionKey, err)
+	}
+	return seq, nil
+}
+
+var errNoStream = errors.New("no stream answered")
+
+func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectLast uint64) (uint64, error) {
+	f, err := j.js.PublishMsgAsync(&nats.Msg{Subject: subj, Data: data}, jetstream.WithExpectLastSequencePerSubject(expectLast))
+	if err != nil {
+		return 0, err
+	}
+	t := time.NewTimer(j.cfg.AppendTimeout)
+	defer t.Stop()
+	select {
+	case ack := <-f.Ok():
+		return ack.Sequence, nil
+	case err := <-f.Err():
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			return 0, ErrConflict
+		}
+		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
+			return 0, fmt.Errorf("%w: %v", errNoStream, err)
+		}
+		return 0, err
+	case <-t.C:
+		return 0, fmt.Errorf("no acknowledgement within %v", j.cfg.AppendTimeout)
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// LastSeq returns the sequence of the partition's last record (0: none).
+func (j *Journal) LastSeq(ctx context.Context, table string, epoch uint64, pk string) (uint64, error) {
+	s, err := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return 0, ErrTableGone
+		}
+		return 0, fmt.Errorf("journal: last sequence of %s/%q: %w", table, pk, err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, j.PartitionSubject(table, epoch, pk))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("journal: last sequence of %s/%q: %w", table, pk, err)
+	}
+	return m.Sequence, nil
+}
+
+// LastStreamSeq returns the last sequence of a table's whole stream.
+func (j *Journal) LastStreamSeq(ctx context.Context, table string, epoch uint64) (uint64, error) {
+	s, err := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return 0, ErrTableGone
+		}
+		return 0, fmt.Errorf("journal: stream of %s: %w", table, err)
+	}
+	return s.CachedInfo().State.LastSeq, nil
+}
+
+// FindRecord looks for the record with the given nonce among the
+// partition's records after sequence after: how a committer learns whether
+// an append whose acknowledgement was lost did land.
+func (j *Journal) FindRecord(ctx context.Context, table string, epoch uint64, pk string, after uint64, nonce string) (uint64, bool, error) {
+	s, err := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch))
+	if err != nil {
+		return 0, false, fmt.Errorf("journal: find record in %s/%q: %w", table, pk, err)
+	}
+	subj := j.PartitionSubject(table, epoch, pk)
+	for seq := after + 1; ; {
+		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return 0, false, nil
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("journal: find record in %s/%q: %w", table, pk, err)
+		}
+		rec, err := DecodeRecord(m.Data)
+		if err != nil {
+			return 0, false, fmt.Errorf("journal: find record in %s/%q at %d: %w", table, pk, m.Sequence, err)
+		}
+		if rec.Nonce == nonce {
+			return m.Sequence, true, nil
+		}
+		seq = m.Sequence + 1
+	}
+}

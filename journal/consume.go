@@ -1,0 +1,76 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Consume delivers the table's records from sequence from on, in journal
+// order, to fn, until ctx ends (nil) or fn or decoding fails (that error:
+// a record that cannot be decoded is never skipped). pending is the number
+// of records the stream holds beyond this one.
+func (j *Journal) Consume(ctx context.Context, table string, epoch uint64, from uint64, fn func(seq uint64, rec *Record, pending uint64) error) error {
+	return j.ConsumeKnown(ctx, table, epoch, from, nil, fn)
+}
+
+// ConsumeKnown is Consume with a shortcut for records this host appended:
+// known(nonce) may return the record with that nonce, still decoded in
+// memory, which is then used instead of decoding the message. Nonces are
+// unique, so the record is exactly the one stored.
+func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, from uint64, known func(nonce string) *Record, fn func(seq uint64, rec *Record, pending uint64) error) error {
+	return j.consume(ctx, StreamName(j.cfg.Prefix, table, epoch), from, func(seq uint64, data []byte, pending uint64) error {
+		if known != nil {
+			if nonce, ok := PeekNonce(data); ok {
+				if rec := known(nonce); rec != nil {
+					return fn(seq, rec, pending)
+				}
+			}
+		}
+		rec, err := DecodeRecord(data)
+		if err != nil {
+			return fmt.Errorf("journal: %s record %d: %w: %v", table, seq, ErrCorrupt, err)
+		}
+		return fn(seq, rec, pending)
+	})
+}
+
+// consume runs an ordered consumer on stream from sequence from.
+func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn func(seq uint64, data []byte, pending uint64) error) error {
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	if from > 1 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	}
+	cons, err := j.js.OrderedConsumer(ctx, stream, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("journal: consume %s: %w", stream, err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
+	if err != nil {
+		return fmt.Errorf("journal: consume %s: %w", stream, err)
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	defer it.Stop()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			return fmt.Errorf("journal: consume %s: %w", stream, err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("journal: consume %s: %w", stream, err)
+		}
+		if err := fn(md.Sequence.Stream, m.Data(), md.NumPending); err != nil {
+			return err
+		}
+	}
+}

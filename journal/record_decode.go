@@ -1,0 +1,453 @@
+package journal
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cairn-dev/cairn/engine"
+)
+
+// Field bits of a record, to report missing and repeated fields without a
+// map.
+const (
+	fVersion = 1 << iota
+	fType
+	fTime
+	fPartition
+	fNonce
+	fCommands
+	fEvents
+	fOut
+	fName
+)
+
+// Smallest encodings of the array elements, which bound an array's length
+// by the bytes left: a corrupt length prefix cannot allocate more than the
+// record's own size warrants.
+const (
+	minCommandBytes = 4 // [id, first, count]
+	minEventBytes   = 4 // [kind, rowKey, props]
+	minMessageBytes = 4 // [queue, id, body]
+	maxFields       = 1 << 10
+)
+
+// DecodeRecord decodes a commit record of any known version. It fails,
+// saying why, on a record of a newer version than FormatVersion, on a
+// missing or repeated field, on a field of the wrong shape, and on trailing
+// bytes; it never panics, whatever data holds.
+func DecodeRecord(data []byte) (*Record, error) {
+	d := getDecoder(data)
+	r, err := d.record()
+	if err != nil {
+		return nil, fmt.Errorf("journal: decode record: %w", err)
+	}
+	putDecoder(d)
+	return r, nil
+}
+
+// DecodeCatalogRecord decodes a catalog record of any known version; it
+// fails as DecodeRecord does.
+func DecodeCatalogRecord(data []byte) (*CatalogRecord, error) {
+	d := getDecoder(data)
+	r, err := d.catalog()
+	if err != nil {
+		return nil, fmt.Errorf("journal: decode catalog record: %w", err)
+	}
+	putDecoder(d)
+	return r, nil
+}
+
+// PeekNonce reads a commit record's nonce without decoding the rest (the
+// writer puts it among the first fields). ok is false when there is none
+// or the data is not a commit record of a known version.
+func PeekNonce(data []byte) (nonce string, ok bool) {
+	d := getDecoder(data)
+	nonce, ok = d.peekNonce()
+	if ok {
+		putDecoder(d)
+	}
+	return nonce, ok
+}
+
+// decoder is a pooled msgpack decoder reading from a bytes.Reader, which
+// makes the bytes left known and spares the decoder its own buffering.
+type decoder struct {
+	r   bytes.Reader
+	dec *msgpack.Decoder
+	key [32]byte
+}
+
+var decoders = sync.Pool{New: func() any {
+	d := &decoder{}
+	d.dec = msgpack.NewDecoder(&d.r)
+	return d
+}}
+
+func getDecoder(data []byte) *decoder {
+	d := decoders.Get().(*decoder)
+	d.r.Reset(data)
+	return d
+}
+
+// putDecoder returns a decoder to the pool. Only decoders that finished
+// cleanly go back: one that failed may be in the middle of a raw value.
+func putDecoder(d *decoder) {
+	d.r.Reset(nil)
+	decoders.Put(d)
+}
+
+// readKey reads a field name or a type. The bytes are valid until the next
+// readKey.
+func (d *decoder) readKey() ([]byte, error) {
+	n, err := d.dec.DecodeBytesLen()
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 {
+		return nil, errors.New("nil where a name was expected")
+	}
+	if n > d.r.Len() {
+		return nil, io.ErrUnexpectedEOF
+	}
+	b := d.key[:0]
+	if n > len(d.key) {
+		b = make([]byte, n)
+	}
+	b = b[:n]
+	if err := d.dec.ReadFull(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// header reads the map length of a record.
+func (d *decoder) header() (int, error) {
+	n, err := d.dec.DecodeMapLen()
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 || n > maxFields {
+		return 0, fmt.Errorf("record map of %d fields", n)
+	}
+	return n, nil
+}
+
+// version reads and checks the "v" field's value.
+func (d *decoder) version() error {
+	v, err := d.dec.DecodeUint64()
+	if err != nil {
+		return fmt.Errorf("version: %w", err)
+	}
+	if v == 0 || v > FormatVersion {
+		return fmt.Errorf("record version %d is newer than this host understands (max %d)", v, FormatVersion)
+	}
+	return nil
+}
+
+// extra keeps an unknown field's value raw.
+func (d *decoder) extra(extra *map[string]msgpack.RawMessage, key []byte) error {
+	k := string(key)
+	if _, dup := (*extra)[k]; dup {
+		return fmt.Errorf("field %q twice", k)
+	}
+	raw, err := d.dec.DecodeRaw()
+	if err != nil {
+		return fmt.Errorf("field %q: %w", k, err)
+	}
+	if *extra == nil {
+		*extra = map[string]msgpack.RawMessage{}
+	}
+	(*extra)[k] = raw
+	return nil
+}
+
+func (d *decoder) end() error {
+	if d.r.Len() != 0 {
+		return fmt.Errorf("%d bytes after the record", d.r.Len())
+	}
+	return nil
+}
+
+func (d *decoder) record() (*Record, error) {
+	n, err := d.header()
+	if err != nil {
+		return nil, err
+	}
+	r := &Record{}
+	var seen uint
+	for i := 0; i < n; i++ {
+		key, err := d.readKey()
+		if err != nil {
+			return nil, fmt.Errorf("field name: %w", err)
+		}
+		var bit uint
+		switch string(key) {
+		case "v":
+			bit, err = fVersion, d.version()
+		case "t":
+			bit = fType
+			var t []byte
+			if t, err = d.readKey(); err == nil && string(t) != typeCommit {
+				err = fmt.Errorf("record type %q, want %q", t, typeCommit)
+			}
+		case "ts":
+			bit = fTime
+			r.Time, err = d.dec.DecodeInt64()
+		case "pk":
+			bit = fPartition
+			r.PartitionKey, err = d.dec.DecodeString()
+		case "n":
+			bit = fNonce
+			r.Nonce, err = d.dec.DecodeString()
+		case "cmds":
+			bit = fCommands
+			r.Commands, err = d.commands()
+		case "ev":
+			bit = fEvents
+			r.Events, err = d.events()
+		case "out":
+			bit = fOut
+			r.Messages, err = d.messages()
+		default:
+			if err := d.extra(&r.Extra, key); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if seen&bit != 0 {
+			return nil, fmt.Errorf("field %q twice", key)
+		}
+		seen |= bit
+		if err != nil {
+			return nil, fmt.Errorf("field %q: %w", key, err)
+		}
+	}
+	if err := d.end(); err != nil {
+		return nil, err
+	}
+	const required = fVersion | fType | fTime | fPartition | fCommands | fEvents
+	if seen&required != required {
+		return nil, fmt.Errorf("field %s missing", missing(seen&required^required))
+	}
+	for i, c := range r.Commands {
+		if uint64(c.First)+uint64(c.Count) > uint64(len(r.Events)) {
+			return nil, fmt.Errorf("command %d refers to events %d..%d of %d", i, c.First, uint64(c.First)+uint64(c.Count), len(r.Events))
+		}
+	}
+	return r, nil
+}
+
+func (d *decoder) catalog() (*CatalogRecord, error) {
+	n, err := d.header()
+	if err != nil {
+		return nil, err
+	}
+	r := &CatalogRecord{}
+	var seen uint
+	for i := 0; i < n; i++ {
+		key, err := d.readKey()
+		if err != nil {
+			return nil, fmt.Errorf("field name: %w", err)
+		}
+		var bit uint
+		switch string(key) {
+		case "v":
+			bit, err = fVersion, d.version()
+		case "t":
+			bit = fType
+			var t []byte
+			if t, err = d.readKey(); err == nil {
+				switch string(t) {
+				case typeTableCreated:
+					r.Kind = CatalogTableCreated
+				case typeTableDeleted:
+					r.Kind = CatalogTableDeleted
+				default:
+					err = fmt.Errorf("record type %q is not a catalog record", t)
+				}
+			}
+		case "name":
+			bit = fName
+			r.Name, err = d.dec.DecodeString()
+		case "ts":
+			bit = fTime
+			r.Time, err = d.dec.DecodeInt64()
+		default:
+			if err := d.extra(&r.Extra, key); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if seen&bit != 0 {
+			return nil, fmt.Errorf("field %q twice", key)
+		}
+		seen |= bit
+		if err != nil {
+			return nil, fmt.Errorf("field %q: %w", key, err)
+		}
+	}
+	if err := d.end(); err != nil {
+		return nil, err
+	}
+	const required = fVersion | fType | fName | fTime
+	if seen&required != required {
+		return nil, fmt.Errorf("field %s missing", missing(seen&required^required))
+	}
+	return r, nil
+}
+
+// missing names the first field of a set of field bits.
+func missing(bits uint) string {
+	names := []string{"v", "t", "ts", "pk", "n", "cmds", "ev", "out", "name"}
+	for i, name := range names {
+		if bits&(1<<i) != 0 {
+			return fmt.Sprintf("%q", name)
+		}
+	}
+	return "?"
+}
+
+func (d *decoder) peekNonce() (string, bool) {
+	n, err := d.header()
+	if err != nil {
+		return "", false
+	}
+	known := false // the version comes first in every record this code writes
+	for i := 0; i < n; i++ {
+		key, err := d.readKey()
+		if err != nil {
+			return "", false
+		}
+		switch string(key) {
+		case "v":
+			if d.version() != nil {
+				return "", false
+			}
+			known = true
+		case "n":
+			if !known {
+				return "", false
+			}
+			s, err := d.dec.DecodeString()
+			return s, err == nil && s != ""
+		default:
+			if d.dec.Skip() != nil {
+				return "", false
+			}
+		}
+	}
+	return "", false
+}
+
+// arrayLen reads an array length and bounds it by the bytes left.
+func (d *decoder) arrayLen(minElem int) (int, error) {
+	n, err := d.dec.DecodeArrayLen()
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, nil
+	}
+	if n > d.r.Len()/minElem {
+		return 0, fmt.Errorf("array of %d elements in %d bytes", n, d.r.Len())
+	}
+	return n, nil
+}
+
+func (d *decoder) tuple(want int) error {
+	n, err := d.dec.DecodeArrayLen()
+	if err != nil {
+		return err
+	}
+	if n != want {
+		return fmt.Errorf("tuple of %d elements, want %d", n, want)
+	}
+	return nil
+}
+
+func (d *decoder) commands() ([]CommandRef, error) {
+	n, err := d.arrayLen(minCommandBytes)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CommandRef, n)
+	for i := range out {
+		c := &out[i]
+		err := d.tuple(3)
+		if err == nil {
+			c.ID, err = d.dec.DecodeString()
+		}
+		if err == nil {
+			c.First, err = d.dec.DecodeUint32()
+		}
+		if err == nil {
+			c.Count, err = d.dec.DecodeUint32()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("command %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+func (d *decoder) events() ([]engine.Event, error) {
+	n, err := d.arrayLen(minEventBytes)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Event, n)
+	for i := range out {
+		ev := &out[i]
+		if err := d.tuple(3); err != nil {
+			return nil, fmt.Errorf("event %d: %w", i, err)
+		}
+		k, err := d.dec.DecodeUint8()
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", i, err)
+		}
+		ev.Kind = engine.EventKind(k)
+		if ev.Kind != engine.EventPut && ev.Kind != engine.EventDelete {
+			return nil, fmt.Errorf("event %d: unknown kind %d", i, k)
+		}
+		if ev.RowKey, err = d.dec.DecodeString(); err != nil {
+			return nil, fmt.Errorf("event %d: row key: %w", i, err)
+		}
+		if ev.Properties, err = engine.DecodeProperties(d.dec); err != nil {
+			return nil, fmt.Errorf("event %d (row %q): %w", i, ev.RowKey, err)
+		}
+		if ev.Kind == engine.EventDelete {
+			ev.Properties = nil
+		}
+	}
+	return out, nil
+}
+
+func (d *decoder) messages() ([]engine.Message, error) {
+	n, err := d.arrayLen(minMessageBytes)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Message, n)
+	for i := range out {
+		m := &out[i]
+		err := d.tuple(3)
+		if err == nil {
+			m.Queue, err = d.dec.DecodeString()
+		}
+		if err == nil {
+			m.ID, err = d.dec.DecodeString()
+		}
+		if err == nil {
+			m.Body, err = d.dec.DecodeBytes()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
