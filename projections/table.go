@@ -347,6 +347,10 @@ func (s *Snapshot) Descend(pk, rk string, fn func(*engine.Entity) bool) {
 // Scan calls fn for every entity in key order until fn returns false.
 func (s *Snapshot) Scan(fn func(*engine.Entity) bool) { s.rows.Scan(fn) }
 
+// Reverse calls fn for every entity in reverse key order until fn returns
+// false.
+func (s *Snapshot) Reverse(fn func(*engine.Entity) bool) { s.rows.Reverse(fn) }
+
 // PartitionState returns the partition pk of the snapshot as the decider's
 // state.
 func (s *Snapshot) PartitionState(pk string) engine.PartitionState {

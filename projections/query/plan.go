@@ -145,8 +145,12 @@ type Options struct {
 	Limit int
 	// Deadline ends the page early (Azure's 5 s budget); zero: none.
 	Deadline time.Time
-	// From resumes after an earlier page: the continuation it returned.
+	// From resumes an earlier page: the continuation it returned (the
+	// first entity not yet returned).
 	From *Continuation
+	// Descending walks the keys from the highest down (a Cairn extension
+	// for the log-tail pattern; Azure only ascends).
+	Descending bool
 }
 
 // Continuation is where a query resumes.
@@ -155,8 +159,12 @@ type Continuation struct{ PartitionKey, RowKey string }
 // MaxPage is the Table service's page size limit.
 const MaxPage = 1000
 
-// Run reads one page from snap in key order, walking only the range the
-// plan allows.
+// afterKeys is greater than every key of partition pk: keys cannot hold
+// control characters, so pk+"\x00" is the next possible partition.
+func afterKeys(pk string) string { return pk + "\x00" }
+
+// Run reads one page from snap in key order (or reverse key order), walking
+// only the range the plan allows.
 func (p *Plan) Run(snap *projections.Snapshot, o Options) Page {
 	var pg Page
 	if p.none {
@@ -166,31 +174,24 @@ func (p *Plan) Run(snap *projections.Snapshot, o Options) Page {
 	if limit <= 0 || limit > MaxPage {
 		limit = MaxPage
 	}
-	// The first key to look at: the range's start, or the continuation if
-	// it is further on.
-	startPK, startRK := "", ""
-	if p.pk.lo.set {
-		startPK = p.pk.lo.key
-		if onePK, ok := p.pk.single(); ok && p.rk.lo.set {
-			startPK, startRK = onePK, p.rk.lo.key
-		}
-	}
-	if c := o.From; c != nil && (c.PartitionKey > startPK || c.PartitionKey == startPK && c.RowKey > startRK) {
-		startPK, startRK = c.PartitionKey, c.RowKey
-	}
 	onePK, single := p.pk.single()
+	// In the walk's direction: is the entity before the range's start
+	// (skip it) or past its end (stop)?
+	before, past := p.pk.above, p.pk.below
+	rkPast := p.rk.below
+	if o.Descending {
+		before, past = p.pk.below, p.pk.above
+		rkPast = p.rk.above
+	}
 	checkDeadline := !o.Deadline.IsZero()
-	snap.Ascend(startPK, startRK, func(e *engine.Entity) bool {
-		if p.pk.below(e.PartitionKey) {
+	visit := func(e *engine.Entity) bool {
+		if past(e.PartitionKey) || single && e.PartitionKey != onePK {
 			return false
 		}
-		if single && e.PartitionKey != onePK {
-			return false
-		}
-		if p.pk.above(e.PartitionKey) {
+		if before(e.PartitionKey) {
 			return true
 		}
-		if single && p.rk.below(e.RowKey) {
+		if single && rkPast(e.RowKey) {
 			return false
 		}
 		if len(pg.Entities) == limit || checkDeadline && pg.Examined%256 == 255 && time.Now().After(o.Deadline) {
@@ -205,6 +206,48 @@ func (p *Plan) Run(snap *projections.Snapshot, o Options) Page {
 			pg.Entities = append(pg.Entities, e)
 		}
 		return true
-	})
+	}
+	if o.Descending {
+		p.descend(snap, o.From, visit)
+	} else {
+		p.ascend(snap, o.From, visit)
+	}
 	return pg
+}
+
+// ascend starts at the range's lower end, or at the continuation if it is
+// further on.
+func (p *Plan) ascend(snap *projections.Snapshot, from *Continuation, visit func(*engine.Entity) bool) {
+	startPK, startRK := "", ""
+	if p.pk.lo.set {
+		startPK = p.pk.lo.key
+		if onePK, ok := p.pk.single(); ok && p.rk.lo.set {
+			startPK, startRK = onePK, p.rk.lo.key
+		}
+	}
+	if c := from; c != nil && (c.PartitionKey > startPK || c.PartitionKey == startPK && c.RowKey > startRK) {
+		startPK, startRK = c.PartitionKey, c.RowKey
+	}
+	snap.Ascend(startPK, startRK, visit)
+}
+
+// descend starts at the range's upper end, or at the continuation if it is
+// further down.
+func (p *Plan) descend(snap *projections.Snapshot, from *Continuation, visit func(*engine.Entity) bool) {
+	var start *Continuation
+	if p.pk.hi.set {
+		start = &Continuation{PartitionKey: afterKeys(p.pk.hi.key)}
+		if onePK, ok := p.pk.single(); ok && p.rk.hi.set {
+			start = &Continuation{PartitionKey: onePK, RowKey: p.rk.hi.key}
+		}
+	}
+	if c := from; c != nil && (start == nil || c.PartitionKey < start.PartitionKey ||
+		c.PartitionKey == start.PartitionKey && c.RowKey < start.RowKey) {
+		start = c
+	}
+	if start == nil {
+		snap.Reverse(visit)
+		return
+	}
+	snap.Descend(start.PartitionKey, start.RowKey, visit)
 }

@@ -102,16 +102,22 @@ func TestAgainstBruteForce(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
+		desc := r.IntN(3) == 0
 		var want []*engine.Entity
-		snap.Scan(func(e *engine.Entity) bool {
+		collect := func(e *engine.Entity) bool {
 			if f.Match(e) {
 				want = append(want, e)
 			}
 			return true
-		})
+		}
+		if desc {
+			snap.Reverse(collect)
+		} else {
+			snap.Scan(collect)
+		}
 		plan := NewPlan(f)
 		var got []*engine.Entity
-		o := Options{Limit: 1 + r.IntN(7)}
+		o := Options{Limit: 1 + r.IntN(7), Descending: desc}
 		for pages := 0; ; pages++ {
 			if pages > 1000 {
 				t.Fatalf("%s: paging does not end", src)
@@ -124,11 +130,11 @@ func TestAgainstBruteForce(t *testing.T) {
 			o.From = &Continuation{pg.NextPartitionKey, pg.NextRowKey}
 		}
 		if len(got) != len(want) {
-			t.Fatalf("%s (%s): %d entities, brute force %d", src, plan.Kind, len(got), len(want))
+			t.Fatalf("%s (%s, descending %v): %d entities, brute force %d", src, plan.Kind, desc, len(got), len(want))
 		}
 		for k := range got {
 			if got[k] != want[k] {
-				t.Fatalf("%s: entity %d differs", src, k)
+				t.Fatalf("%s (descending %v): entity %d differs", src, desc, k)
 			}
 		}
 	}
