@@ -42,6 +42,8 @@ type Table struct {
 	// applier need not decode what the committer already has in memory.
 	appended sync.Map
 
+	reads readLoad
+
 	mu     sync.Mutex
 	notify chan struct{} // closed and replaced on every Publish or Fail
 	failed error

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	"github.com/cairn-dev/cairn/engine/service"
 	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/projections"
+	"github.com/cairn-dev/cairn/projections/httpapi"
 )
 
 // Config is a host's configuration. The zero value plus DataDir is a
@@ -37,8 +39,11 @@ type Config struct {
 	NATSURL string
 	// Replicas is the replica count of the streams (1; 3 on a cluster).
 	Replicas int
-	// HTTP is the address reserved for the HTTP API ("127.0.0.1:10002").
+	// HTTP is the HTTP API's address ("127.0.0.1:10002"; port 0 picks a
+	// free port; "off" serves no HTTP).
 	HTTP string
+	// API tunes the HTTP API (accounts, page budget, read-your-writes wait).
+	API httpapi.Config
 	// Prefix is the first token of every subject and stream ("cairn").
 	Prefix string
 	// SyncAlways makes the embedded server fsync every write before it
@@ -78,7 +83,9 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.NATSListen); err != nil {
 		return fmt.Errorf("host: nats-listen %q: %v", c.NATSListen, err)
 	}
-	if _, _, err := net.SplitHostPort(c.HTTP); err != nil {
+	if c.HTTP == "off" {
+		// no HTTP API
+	} else if _, _, err := net.SplitHostPort(c.HTTP); err != nil {
 		return fmt.Errorf("host: http %q: %v", c.HTTP, err)
 	}
 	if c.Log == nil {
@@ -97,6 +104,16 @@ type Host struct {
 	comm  *commit.Committer
 
 	unlock func() // releases the data directory
+	httpLn net.Listener
+}
+
+// HTTPURL returns the base URL of the HTTP API ("http://127.0.0.1:10002"),
+// or "" when it is off.
+func (h *Host) HTTPURL() string {
+	if h.httpLn == nil {
+		return ""
+	}
+	return "http://" + h.httpLn.Addr().String()
 }
 
 // Views returns the host's views (for in-process readers and tests).
@@ -128,6 +145,15 @@ func Run(ctx context.Context, cfg Config, ready func(*Host)) error {
 	}
 	h := &Host{cfg: cfg}
 	log := cfg.Log
+	if cfg.HTTP != "off" {
+		// Listen first: a busy port is reported before anything starts.
+		ln, err := net.Listen("tcp", cfg.HTTP)
+		if err != nil {
+			return fmt.Errorf("host: http: %w", err)
+		}
+		h.httpLn = ln
+		defer ln.Close()
+	}
 	if err := h.connect(); err != nil {
 		return err
 	}
@@ -185,7 +211,21 @@ func Run(ctx context.Context, cfg Config, ready func(*Host)) error {
 	if err := svc.Start(); err != nil {
 		return fail(err)
 	}
+	var web *http.Server
+	webDone := make(chan error, 1)
+	if h.httpLn != nil {
+		web = &http.Server{
+			Handler:           httpapi.New(h.views, h.comm, log, cfg.API),
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+		go func() { webDone <- web.Serve(h.httpLn) }()
+	}
 	attrs := []any{"nats", h.ClientURL(), "commands", service.CommandSubject(cfg.Prefix, "<Table>"), "tables", service.TablesSubject(cfg.Prefix)}
+	if web != nil {
+		attrs = append(attrs, "http", h.HTTPURL()+"/"+httpapi.DevAccountName)
+	}
 	if h.ns != nil {
 		attrs = append(attrs, "data", cfg.DataDir)
 	}
@@ -195,6 +235,17 @@ func Run(ctx context.Context, cfg Config, ready func(*Host)) error {
 	}
 	<-runCtx.Done()
 	log.Info("shutting down")
+	if web != nil {
+		// Requests in flight finish (their writes are answered); new
+		// connections are refused.
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := web.Shutdown(sctx); err != nil {
+			log.Warn("http requests still in flight after 10s; closing them", "err", err)
+			web.Close()
+		}
+		cancel()
+		<-webDone
+	}
 	svc.Stop()
 	// Commands already taken get their answers before the journal goes.
 	done := make(chan struct{})

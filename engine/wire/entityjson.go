@@ -396,3 +396,6 @@ func parseValue(raw json.RawMessage, typ string) (engine.Value, error) {
 	}
 	return engine.Value{}, invalid("unknown type %q (use Edm.String, Edm.Int32, Edm.Int64, Edm.Double, Edm.Boolean, Edm.DateTime, Edm.Guid or Edm.Binary)", typ)
 }
+
+// AppendJSONString appends s as a JSON string.
+func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s) }

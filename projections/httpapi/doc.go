@@ -1,0 +1,28 @@
+// Package httpapi serves the views over HTTP in the Azure Tables REST
+// protocol, so that the official SDKs (Go aztables, JavaScript
+// @azure/data-tables, .NET, Python) work against Cairn with nothing changed
+// but the endpoint.
+//
+// Reads come from the views' snapshots and never take a writer's lock.
+// Writes are a gateway: each request becomes the same engine.Command a NATS
+// client would send and goes through the committer, so both front doors
+// share ETags, conflicts, idempotency and the journal.
+//
+// A request is handled in these steps:
+//
+//  1. The path names the account (path-style, like the Azure emulator:
+//     /<account>/<resource>); the account's key verifies the SharedKey or
+//     SharedKeyLite signature, or a shared access signature in the query.
+//  2. The resource selects the operation: Tables, Tables('t'), $batch,
+//     t or t() (query or insert), t(PartitionKey='p',RowKey='r').
+//  3. A read waits, if the request names a journal position
+//     (X-Cairn-Position), until the table's view has reached it, then reads
+//     one snapshot. A query holds its snapshot for the next pages: the
+//     continuation token names it, so paging through a table that is being
+//     written sees neither duplicates nor gaps.
+//  4. A write is submitted to the committer and answered when it is
+//     visible in this host's view; the reply carries its journal position.
+//
+// The extensions to the protocol (read-your-writes positions, descending
+// order, load counters, /metrics) are described in docs/HTTP.md.
+package httpapi

@@ -1,0 +1,239 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/wire"
+	"github.com/cairn-dev/cairn/projections"
+)
+
+// PositionHeader carries a journal position: on a write's reply, the
+// position of its commit in the table's journal; on a read, the position
+// the view must have reached before it answers (read-your-writes across
+// processes and hosts).
+const PositionHeader = "X-Cairn-Position"
+
+// keyPath is the entity's path segment, t(PartitionKey='…',RowKey='…').
+func keyPath(table, pk, rk string) string {
+	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	return table + "(PartitionKey=" + q(pk) + ",RowKey=" + q(rk) + ")"
+}
+
+// appendEntity appends e's JSON. element adds the odata.metadata of a single
+// entity; full metadata adds the entity's type, id and edit link.
+func (c *call) appendEntity(b []byte, table string, e *engine.Entity, etag string, element bool) []byte {
+	if c.meta == wire.NoMetadata || !element && c.meta != wire.FullMetadata {
+		return wire.AppendEntityJSON(b, e, etag, c.meta)
+	}
+	b = append(b, '{')
+	if element {
+		b = append(b, `"odata.metadata":`...)
+		b = wire.AppendJSONString(b, c.base()+"/$metadata#"+table+"/@Element")
+		b = append(b, ',')
+	}
+	if c.meta == wire.FullMetadata {
+		link := keyPath(table, e.PartitionKey, e.RowKey)
+		b = append(b, `"odata.type":`...)
+		b = wire.AppendJSONString(b, c.account+"."+table)
+		b = append(b, `,"odata.id":`...)
+		b = wire.AppendJSONString(b, c.base()+"/"+link)
+		b = append(b, `,"odata.editLink":`...)
+		b = wire.AppendJSONString(b, link)
+		b = append(b, ',')
+	}
+	ent := wire.AppendEntityJSON(nil, e, etag, c.meta)
+	return append(b, ent[1:]...)
+}
+
+// view returns the table's view, refusing a missing table or a stopped view.
+func (c *call) view(table string) (*projections.Table, error) {
+	t, ok, err := c.s.views.Lookup(c.r.Context(), table)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", table)
+	}
+	if err := t.Err(); err != nil {
+		return nil, engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", t.Name(), err)
+	}
+	return t, nil
+}
+
+// snapshot returns the view's snapshot, after waiting for the position the
+// request names (X-Cairn-Position), if any.
+func (c *call) snapshot(t *projections.Table) (*projections.Snapshot, error) {
+	pos := c.r.Header.Get(PositionHeader)
+	if pos == "" {
+		return t.Snapshot(), nil
+	}
+	seq, err := strconv.ParseUint(pos, 10, 64)
+	if err != nil {
+		return nil, engine.Errorf(codeInvalidHeaderValue, "%s must be a journal position (a whole number), not %q", PositionHeader, pos)
+	}
+	if s := t.Snapshot(); s.Seq >= seq {
+		return s, nil
+	}
+	ctx, cancel := context.WithTimeout(c.r.Context(), c.s.cfg.PositionWait)
+	defer cancel()
+	s, err := t.WaitSeq(ctx, seq)
+	if err != nil {
+		return nil, engine.Errorf(codePositionNotReached, "the view of %s has not reached position %d within %v (it is at %d): retry, or check that the position belongs to this table",
+			t.Name(), seq, c.s.cfg.PositionWait, t.Snapshot().Seq)
+	}
+	return s, nil
+}
+
+func (c *call) get(table string, k keys) {
+	c.op = "Retrieve"
+	if err := c.allow(table, 'r'); err != nil {
+		c.fail(err)
+		return
+	}
+	if err := c.checkKey(k.pk, k.rk); err != nil {
+		c.fail(err)
+		return
+	}
+	t, err := c.view(table)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	snap, err := c.snapshot(t)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	e, ok := snap.Get(k.pk, k.rk)
+	if !ok {
+		c.fail(engine.Errorf(engine.CodeResourceNotFound, "The specified resource does not exist: (%q, %q) in %s.", k.pk, k.rk, t.Name()))
+		return
+	}
+	t.NoteRead(k.pk, 1)
+	if sel, err := parseSelection(c.r.URL.Query().Get("$select")); err != nil {
+		c.fail(err)
+		return
+	} else if sel != nil {
+		e = sel.project(e)
+	}
+	etag := engine.ETag(t.Epoch(), e.Version)
+	c.w.Header().Set("ETag", etag)
+	c.w.Header().Set(PositionHeader, strconv.FormatUint(snap.Seq, 10))
+	c.writeJSON(http.StatusOK, c.appendEntity(nil, t.Name(), e, etag, true))
+}
+
+// entityBody parses the request's entity; keys, if given, come from the
+// URL and override the body's.
+func (c *call) entityBody(k *keys) (*engine.Entity, error) {
+	body, err := c.body()
+	if err != nil {
+		return nil, err
+	}
+	e, err := wire.ParseEntityJSON(body)
+	if err != nil {
+		return nil, err
+	}
+	if k != nil {
+		e.PartitionKey, e.RowKey = k.pk, k.rk
+	}
+	return e, nil
+}
+
+func (c *call) insert(table string) {
+	c.op = "Insert"
+	if err := c.allow(table, 'a'); err != nil {
+		c.fail(err)
+		return
+	}
+	e, err := c.entityBody(nil)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if err := c.checkKey(e.PartitionKey, e.RowKey); err != nil {
+		c.fail(err)
+		return
+	}
+	reply, err := c.submit(table, engine.Operation{Op: engine.OpInsert, Entity: e})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.Header().Set("Location", c.base()+"/"+keyPath(table, e.PartitionKey, e.RowKey))
+	if c.noContent() {
+		c.w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	e.Timestamp = reply.Timestamp
+	c.writeJSON(http.StatusCreated, c.appendEntity(nil, table, e, reply.ETag, true))
+}
+
+// update serves PUT (replace) and PATCH/MERGE (merge); without If-Match they
+// are upserts.
+func (c *call) update(table string, k keys, merge bool) {
+	ifMatch := c.r.Header.Get("If-Match")
+	var op engine.Op
+	switch {
+	case merge && ifMatch == "":
+		op = engine.OpInsertOrMerge
+	case merge:
+		op = engine.OpMerge
+	case ifMatch == "":
+		op = engine.OpInsertOrReplace
+	default:
+		op = engine.OpReplace
+	}
+	c.op = op.String()
+	perm := byte('u')
+	if ifMatch == "" {
+		// An upsert may insert: Azure asks for both.
+		if err := c.allow(table, 'a'); err != nil {
+			c.fail(err)
+			return
+		}
+	}
+	if err := c.allow(table, perm); err != nil {
+		c.fail(err)
+		return
+	}
+	if err := c.checkKey(k.pk, k.rk); err != nil {
+		c.fail(err)
+		return
+	}
+	e, err := c.entityBody(&k)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if _, err := c.submit(table, engine.Operation{Op: op, Entity: e, IfMatch: ifMatch}); err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.WriteHeader(http.StatusNoContent)
+}
+
+func (c *call) delete(table string, k keys) {
+	c.op = "Delete"
+	if err := c.allow(table, 'd'); err != nil {
+		c.fail(err)
+		return
+	}
+	if err := c.checkKey(k.pk, k.rk); err != nil {
+		c.fail(err)
+		return
+	}
+	ifMatch := c.r.Header.Get("If-Match")
+	if ifMatch == "" {
+		c.fail(engine.Errorf(codeMissingRequiredHeader, "a delete needs If-Match: the entity's ETag, or * for any version"))
+		return
+	}
+	if _, err := c.submit(table, engine.Operation{Op: engine.OpDelete, Entity: engine.NewEntity(k.pk, k.rk), IfMatch: ifMatch}); err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.WriteHeader(http.StatusNoContent)
+}

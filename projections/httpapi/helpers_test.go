@@ -1,0 +1,204 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/cairn-dev/cairn/engine/host"
+	"github.com/cairn-dev/cairn/projections/httpapi"
+)
+
+// server is a host started for a test, with its HTTP endpoint.
+type server struct {
+	h        *host.Host
+	endpoint string // http://127.0.0.1:port/devstoreaccount1
+}
+
+func quietLog() *slog.Logger {
+	if os.Getenv("CAIRN_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// startServer starts a host with an embedded NATS server and the HTTP API
+// on a free port; it stops when the test ends.
+func startServer(t testing.TB, api httpapi.Config) *server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	ready := make(chan *host.Host, 1)
+	go func() {
+		done <- host.Run(ctx, host.Config{DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", HTTP: "127.0.0.1:0",
+			API: api, Log: quietLog()}, func(h *host.Host) { ready <- h })
+	}()
+	var h *host.Host
+	select {
+	case h = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("host did not start: %v", err)
+	case <-time.After(60 * time.Second):
+		cancel()
+		t.Fatal("host did not become ready within 60s")
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("host stopped with %v", err)
+		}
+	})
+	return &server{h: h, endpoint: h.HTTPURL() + "/" + httpapi.DevAccountName}
+}
+
+func clientOptions() *aztables.ClientOptions {
+	return &aztables.ClientOptions{ClientOptions: azcore.ClientOptions{
+		InsecureAllowCredentialWithHTTP: true,
+		Retry:                           policy.RetryOptions{MaxRetries: -1},
+	}}
+}
+
+// service returns an SDK client signing with key (the development key when
+// empty).
+func (s *server) service(t testing.TB, key string) *aztables.ServiceClient {
+	t.Helper()
+	if key == "" {
+		key = httpapi.DevAccountKey
+	}
+	cred, err := aztables.NewSharedKeyCredential(httpapi.DevAccountName, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := aztables.NewServiceClientWithSharedKey(s.endpoint, cred, clientOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// table creates a table and returns its SDK client.
+func (s *server) table(t testing.TB, name string) *aztables.Client {
+	t.Helper()
+	svc := s.service(t, "")
+	if _, err := svc.CreateTable(context.Background(), name, nil); err != nil {
+		t.Fatalf("create table %s: %v", name, err)
+	}
+	return svc.NewClient(name)
+}
+
+// code returns the Azure error code of an SDK error ("" if none).
+func code(err error) string {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re.ErrorCode
+	}
+	return ""
+}
+
+func status(err error) int {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re.StatusCode
+	}
+	return 0
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func entity(pk, rk string, props map[string]any) []byte {
+	b, err := json.Marshal(aztables.EDMEntity{Entity: aztables.Entity{PartitionKey: pk, RowKey: rk}, Properties: props})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// raw sends a request signed with SharedKey (not Lite, which the SDK uses)
+// and returns the response with its body read.
+func (s *server) raw(t testing.TB, method, path string, body []byte, header map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.endpoint+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("x-ms-date", time.Now().UTC().Format(http.TimeFormat))
+	req.Header.Set("Accept", "application/json;odata=minimalmetadata")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	if _, ok := header["Authorization"]; !ok {
+		key, _ := base64.StdEncoding.DecodeString(httpapi.DevAccountKey)
+		res := "/" + httpapi.DevAccountName + req.URL.EscapedPath()
+		if comp := req.URL.Query().Get("comp"); comp != "" {
+			res += "?comp=" + comp
+		}
+		sts := strings.Join([]string{method, "", req.Header.Get("Content-Type"), req.Header.Get("x-ms-date"), res}, "\n")
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(sts))
+		req.Header.Set("Authorization", "SharedKey "+httpapi.DevAccountName+":"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// list pages through a query with the SDK and returns the entities.
+func list(t testing.TB, c *aztables.Client, opts *aztables.ListEntitiesOptions) []aztables.EDMEntity {
+	t.Helper()
+	return listCtx(t, context.Background(), c, opts)
+}
+
+func listCtx(t testing.TB, ctx context.Context, c *aztables.Client, opts *aztables.ListEntitiesOptions) []aztables.EDMEntity {
+	t.Helper()
+	var out []aztables.EDMEntity
+	p := c.NewListEntitiesPager(opts)
+	for p.More() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatalf("list: %v", err)
+		}
+		for _, raw := range page.Entities {
+			var e aztables.EDMEntity
+			if err := json.Unmarshal(raw, &e); err != nil {
+				t.Fatalf("entity %s: %v", raw, err)
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }

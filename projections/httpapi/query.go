@@ -1,0 +1,195 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/wire"
+	"github.com/cairn-dev/cairn/projections/query"
+)
+
+// OrderHeader and the query option cairn-order ask for descending key order
+// ("desc"); the default is ascending, as in Azure.
+const OrderHeader = "X-Cairn-Order"
+
+// selection is a $select: the properties to return besides the keys,
+// Timestamp and ETag, which always come back.
+type selection map[string]bool
+
+func parseSelection(s string) (selection, error) {
+	if strings.TrimSpace(s) == "" || strings.TrimSpace(s) == "*" {
+		return nil, nil
+	}
+	sel := selection{}
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			return nil, engine.Errorf(codeInvalidQueryParameter, "$select has an empty property name: %q", s)
+		}
+		sel[name] = true
+	}
+	return sel, nil
+}
+
+// project returns a copy of e with only the selected properties.
+func (sel selection) project(e *engine.Entity) *engine.Entity {
+	p := *e
+	p.Properties = nil
+	for _, prop := range e.Properties {
+		if sel[prop.Name] {
+			p.Properties = append(p.Properties, prop)
+		}
+	}
+	return &p
+}
+
+// descending reads the order option from the query or the header.
+func (c *call) descending() (bool, error) {
+	v := c.r.URL.Query().Get("cairn-order")
+	if v == "" {
+		v = c.r.Header.Get(OrderHeader)
+	}
+	switch strings.ToLower(v) {
+	case "", "asc":
+		return false, nil
+	case "desc":
+		return true, nil
+	}
+	return false, engine.Errorf(codeInvalidQueryParameter, "the order must be asc or desc, not %q", v)
+}
+
+// sasRange narrows f to the key range of the request's SAS.
+func (c *call) sasRange(f query.Expr) query.Expr {
+	g := c.sas
+	if g == nil || !g.rangeBound {
+		return f
+	}
+	and := func(a, b query.Expr) query.Expr {
+		if a == nil {
+			return b
+		}
+		return &query.And{L: a, R: b}
+	}
+	if g.spk != "" {
+		f = and(&query.Compare{Property: "PartitionKey", Op: query.Ge, Value: engine.String(g.spk)}, f)
+	}
+	if g.epk != "" {
+		f = and(&query.Compare{Property: "PartitionKey", Op: query.Le, Value: engine.String(g.epk)}, f)
+	}
+	return f
+}
+
+func (c *call) query(table string) {
+	c.op = "Query"
+	if err := c.allow(table, 'r'); err != nil {
+		c.fail(err)
+		return
+	}
+	q := c.r.URL.Query()
+	var filter query.Expr
+	if src := q.Get("$filter"); src != "" {
+		var err error
+		if filter, err = query.Parse(src); err != nil {
+			c.fail(engine.Errorf(engine.CodeInvalidInput, "%v", err))
+			return
+		}
+	}
+	top, err := topOf(q.Get("$top"))
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	sel, err := parseSelection(q.Get("$select"))
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	desc, err := c.descending()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	var tok *token
+	if npk := q.Get("NextPartitionKey"); npk != "" {
+		t, err := parseToken(npk, q.Get("NextRowKey"))
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		if t.desc != desc {
+			c.fail(badToken("belongs to a query in the other order"))
+			return
+		}
+		tok = &t
+	}
+	t, err := c.view(table)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	snap := t.Snapshot()
+	var hold uint64
+	if tok != nil {
+		if s, ok := c.s.held.get(tok.hold, t.Name(), t.Epoch()); ok {
+			snap, hold = s, tok.hold
+		}
+	}
+	if hold == 0 {
+		if snap, err = c.snapshot(t); err != nil {
+			c.fail(err)
+			return
+		}
+	}
+	plan := query.NewPlan(c.sasRange(filter))
+	o := query.Options{Limit: top, Deadline: time.Now().Add(c.s.cfg.PageBudget), Descending: desc}
+	if tok != nil {
+		o.From = &tok.from
+	}
+	pg := plan.Run(snap, o)
+	h := c.w.Header()
+	if pg.More {
+		hold = c.s.held.put(hold, snap)
+		npk, nrk := token{hold: hold, desc: desc, from: query.Continuation{PartitionKey: pg.NextPartitionKey, RowKey: pg.NextRowKey}}.format()
+		h.Set("x-ms-continuation-NextPartitionKey", npk)
+		h.Set("x-ms-continuation-NextRowKey", nrk)
+	} else if hold != 0 {
+		c.s.held.release(hold)
+	}
+	h.Set(PositionHeader, strconv.FormatUint(snap.Seq, 10))
+	b := make([]byte, 0, 64+len(pg.Entities)*256)
+	b = append(b, '{')
+	if c.meta != wire.NoMetadata {
+		b = append(b, `"odata.metadata":`...)
+		b = wire.AppendJSONString(b, c.base()+"/$metadata#"+t.Name())
+		b = append(b, ',')
+	}
+	b = append(b, `"value":[`...)
+	n, lastPK, run := 0, "", 0
+	for _, e := range pg.Entities {
+		if !c.sas.inRange(e.PartitionKey, e.RowKey) {
+			continue
+		}
+		if e.PartitionKey != lastPK && run > 0 {
+			t.NoteRead(lastPK, run)
+			run = 0
+		}
+		lastPK = e.PartitionKey
+		run++
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		etag := engine.ETag(t.Epoch(), e.Version)
+		if sel != nil {
+			e = sel.project(e)
+		}
+		b = c.appendEntity(b, t.Name(), e, etag, false)
+	}
+	t.NoteRead(lastPK, run)
+	b = append(b, "]}"...)
+	c.s.metrics.scanned(pg.Examined)
+	c.writeJSON(http.StatusOK, b)
+}

@@ -1,0 +1,295 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nuid"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/commit"
+	"github.com/cairn-dev/cairn/engine/wire"
+	"github.com/cairn-dev/cairn/projections"
+)
+
+// Account is a storage account: the first segment of every path and the key
+// that signs its requests.
+type Account struct {
+	Name string
+	Key  []byte
+}
+
+// The development account of the Azure emulators, with its well-known
+// public key: enabled by default so that the development connection string
+// works out of the box.
+const (
+	DevAccountName = "devstoreaccount1"
+	DevAccountKey  = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+// DevAccount returns the development account.
+func DevAccount() Account {
+	key, _ := base64.StdEncoding.DecodeString(DevAccountKey)
+	return Account{Name: DevAccountName, Key: key}
+}
+
+// ParseAccount parses "name:base64key".
+func ParseAccount(s string) (Account, error) {
+	name, key, ok := strings.Cut(s, ":")
+	if !ok || name == "" {
+		return Account{}, fmt.Errorf("account %q: want name:base64key", s)
+	}
+	k, err := base64.StdEncoding.DecodeString(key)
+	if err != nil || len(k) == 0 {
+		return Account{}, fmt.Errorf("account %s: the key is not base64", name)
+	}
+	return Account{Name: name, Key: k}, nil
+}
+
+// Config tunes the server. The zero value serves the development account
+// with the defaults below.
+type Config struct {
+	// Accounts that may sign requests (default: the development account).
+	Accounts []Account
+	// PageBudget ends a query page early when walking takes longer (5 s, as
+	// Azure); the page then carries a continuation.
+	PageBudget time.Duration
+	// PositionWait is the longest a read waits for the view to reach the
+	// journal position named by X-Cairn-Position (10 s).
+	PositionWait time.Duration
+	// WriteTimeout bounds a write from request to reply (30 s).
+	WriteTimeout time.Duration
+	// HoldSnapshot is how long a query's snapshot stays held for its next
+	// page after the last page was served (30 s); HeldSnapshots caps how
+	// many are held at once (4096; the oldest is released first).
+	HoldSnapshot  time.Duration
+	HeldSnapshots int
+	// MaxBody caps a request body (a $batch may carry 4 MiB of entities
+	// plus its framing: 5 MiB).
+	MaxBody int64
+}
+
+func (c *Config) defaults() {
+	if len(c.Accounts) == 0 {
+		c.Accounts = []Account{DevAccount()}
+	}
+	if c.PageBudget <= 0 {
+		c.PageBudget = 5 * time.Second
+	}
+	if c.PositionWait <= 0 {
+		c.PositionWait = 10 * time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 30 * time.Second
+	}
+	if c.HoldSnapshot <= 0 {
+		c.HoldSnapshot = 30 * time.Second
+	}
+	if c.HeldSnapshots <= 0 {
+		c.HeldSnapshots = 4096
+	}
+	if c.MaxBody <= 0 {
+		c.MaxBody = 5 << 20
+	}
+}
+
+// Server is the HTTP API. It is an http.Handler; it starts no goroutines.
+type Server struct {
+	cfg      Config
+	views    *projections.Views
+	comm     *commit.Committer
+	log      *slog.Logger
+	accounts map[string]Account
+	held     *holds
+	metrics  *metrics
+}
+
+// New returns a server reading from views and writing through c.
+func New(views *projections.Views, c *commit.Committer, log *slog.Logger, cfg Config) *Server {
+	cfg.defaults()
+	s := &Server{cfg: cfg, views: views, comm: c, log: log, accounts: map[string]Account{},
+		held: newHolds(cfg.HoldSnapshot, cfg.HeldSnapshots), metrics: newMetrics()}
+	for _, a := range cfg.Accounts {
+		s.accounts[a.Name] = a
+	}
+	return s
+}
+
+// call is one request being served.
+type call struct {
+	s       *Server
+	w       http.ResponseWriter
+	r       *http.Request
+	account string
+	sas     *sas // the request's shared access signature, if it used one
+	meta    wire.Metadata
+	id      string // x-ms-request-id
+	op      string // for the request counters
+	table   string
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/metrics" && r.Method == http.MethodGet {
+		s.serveMetrics(w)
+		return
+	}
+	c := &call{s: s, w: w, r: r, id: nuid.Next(), meta: wire.MinimalMetadata}
+	h := w.Header()
+	h.Set("x-ms-request-id", c.id)
+	h.Set("x-ms-version", "2019-02-02")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	if id := r.Header.Get("x-ms-client-request-id"); id != "" {
+		h.Set("x-ms-client-request-id", id)
+	}
+	defer func() { s.metrics.request(c.op, c.table) }()
+	if r.Method == http.MethodOptions {
+		c.preflight()
+		return
+	}
+	account, resource, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if !ok && account == "" {
+		c.fail(errInvalidURI("the path must start with the account, as in /%s/Tables", DevAccountName))
+		return
+	}
+	c.account = account
+	if h := r.Header.Get("Origin"); h != "" {
+		w.Header().Set("Access-Control-Allow-Origin", h)
+		w.Header().Set("Access-Control-Expose-Headers", "*")
+	}
+	if err := c.authenticate(resource); err != nil {
+		c.fail(err)
+		return
+	}
+	meta, err := metadataLevel(r)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.meta = meta
+	c.route(resource)
+}
+
+// route dispatches on the resource path (after the account).
+func (c *call) route(resource string) {
+	r := c.r
+	switch {
+	case resource == "Tables" || resource == "Tables()":
+		switch r.Method {
+		case http.MethodGet:
+			c.listTables()
+		case http.MethodPost:
+			c.createTable()
+		default:
+			c.fail(errMethod(r.Method, "Tables"))
+		}
+		return
+	case strings.HasPrefix(resource, "Tables("):
+		name, err := parseTableRef(resource)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		switch r.Method {
+		case http.MethodGet:
+			c.getTable(name)
+		case http.MethodDelete:
+			c.deleteTable(name)
+		default:
+			c.fail(errMethod(r.Method, "Tables('name')"))
+		}
+		return
+	case resource == "$batch":
+		if r.Method != http.MethodPost {
+			c.fail(errMethod(r.Method, "$batch"))
+			return
+		}
+		c.batch()
+		return
+	case resource == "$load":
+		c.load()
+		return
+	case resource == "":
+		c.fail(notImplemented("service properties and statistics"))
+		return
+	}
+	table, keys, err := parseEntityPath(resource)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.table = table
+	if r.URL.Query().Get("comp") != "" {
+		c.fail(notImplemented("table access policies (?comp=acl)"))
+		return
+	}
+	if keys == nil {
+		switch r.Method {
+		case http.MethodGet:
+			c.query(table)
+		case http.MethodPost:
+			c.insert(table)
+		default:
+			c.fail(errMethod(r.Method, table))
+		}
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		c.get(table, *keys)
+	case http.MethodPut:
+		c.update(table, *keys, false)
+	case http.MethodPatch, "MERGE":
+		c.update(table, *keys, true)
+	case http.MethodDelete:
+		c.delete(table, *keys)
+	default:
+		c.fail(errMethod(r.Method, table+"(PartitionKey,RowKey)"))
+	}
+}
+
+// preflight answers a browser's CORS preflight: the API is meant for local
+// and trusted clients, so every origin may call it (it still signs).
+func (c *call) preflight() {
+	h := c.w.Header()
+	h.Set("Access-Control-Allow-Origin", c.r.Header.Get("Origin"))
+	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, MERGE, DELETE, OPTIONS")
+	if req := c.r.Header.Get("Access-Control-Request-Headers"); req != "" {
+		h.Set("Access-Control-Allow-Headers", req)
+	}
+	h.Set("Access-Control-Max-Age", "86400")
+	c.w.WriteHeader(http.StatusOK)
+}
+
+// metadataLevel reads the OData metadata level from $format or Accept.
+func metadataLevel(r *http.Request) (wire.Metadata, error) {
+	v := r.URL.Query().Get("$format")
+	if v == "" {
+		v = r.Header.Get("Accept")
+	}
+	switch {
+	case strings.Contains(v, "odata=nometadata"):
+		return wire.NoMetadata, nil
+	case strings.Contains(v, "odata=fullmetadata"):
+		return wire.FullMetadata, nil
+	case v == "" || strings.Contains(v, "json") || strings.Contains(v, "*/*"):
+		return wire.MinimalMetadata, nil
+	case strings.Contains(v, "atom") || strings.Contains(v, "xml"):
+		return 0, engine.Errorf(engine.CodeInvalidInput, "only JSON is served (Accept: application/json;odata=minimalmetadata), not %q", v)
+	}
+	return wire.MinimalMetadata, nil
+}
+
+// base is the URL the OData metadata links are built on.
+func (c *call) base() string {
+	scheme := "http"
+	if c.r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + c.r.Host + "/" + c.account
+}

@@ -1,0 +1,210 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/wire"
+	"github.com/cairn-dev/cairn/projections/query"
+)
+
+func (c *call) writeContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.r.Context(), c.s.cfg.WriteTimeout)
+}
+
+// appendTable appends a table's JSON object.
+func (c *call) appendTable(b []byte, name string, element bool) []byte {
+	b = append(b, '{')
+	if element && c.meta != wire.NoMetadata {
+		b = append(b, `"odata.metadata":`...)
+		b = wire.AppendJSONString(b, c.base()+"/$metadata#Tables/@Element")
+		b = append(b, ',')
+	}
+	if c.meta == wire.FullMetadata {
+		b = append(b, `"odata.type":`...)
+		b = wire.AppendJSONString(b, c.account+".Tables")
+		b = append(b, `,"odata.id":`...)
+		b = wire.AppendJSONString(b, c.base()+"/Tables('"+name+"')")
+		b = append(b, `,"odata.editLink":`...)
+		b = wire.AppendJSONString(b, "Tables('"+name+"')")
+		b = append(b, ',')
+	}
+	b = append(b, `"TableName":`...)
+	b = wire.AppendJSONString(b, name)
+	return append(b, '}')
+}
+
+func (c *call) writeJSON(code int, body []byte) {
+	h := c.w.Header()
+	h.Set("Content-Type", contentType(c.meta))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("DataServiceVersion", "3.0;")
+	c.w.WriteHeader(code)
+	_, _ = c.w.Write(body)
+}
+
+func contentType(m wire.Metadata) string {
+	switch m {
+	case wire.NoMetadata:
+		return "application/json;odata=nometadata;streaming=true;charset=utf-8"
+	case wire.FullMetadata:
+		return "application/json;odata=fullmetadata;streaming=true;charset=utf-8"
+	}
+	return "application/json;odata=minimalmetadata;streaming=true;charset=utf-8"
+}
+
+// noContent reports whether the client asked for no body (Prefer:
+// return-no-content) and acknowledges it.
+func (c *call) noContent() bool {
+	switch strings.TrimSpace(c.r.Header.Get("Prefer")) {
+	case "return-no-content":
+		c.w.Header().Set("Preference-Applied", "return-no-content")
+		return true
+	case "return-content":
+		c.w.Header().Set("Preference-Applied", "return-content")
+	}
+	return false
+}
+
+func (c *call) listTables() {
+	c.op = "ListTables"
+	if err := c.allowTables('l'); err != nil {
+		c.fail(err)
+		return
+	}
+	q := c.r.URL.Query()
+	var filter query.Expr
+	if f := q.Get("$filter"); f != "" {
+		var err error
+		if filter, err = query.Parse(f); err != nil {
+			c.fail(engine.Errorf(engine.CodeInvalidInput, "%v", err))
+			return
+		}
+	}
+	top, err := topOf(q.Get("$top"))
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	tables := c.s.views.Tables()
+	sort.Slice(tables, func(i, j int) bool { return tables[i].Name < tables[j].Name })
+	next := q.Get("NextTableName")
+	b := []byte(`{`)
+	if c.meta != wire.NoMetadata {
+		b = append(b, `"odata.metadata":`...)
+		b = wire.AppendJSONString(b, c.base()+"/$metadata#Tables")
+		b = append(b, ',')
+	}
+	b = append(b, `"value":[`...)
+	n := 0
+	for _, t := range tables {
+		if t.Name < next {
+			continue
+		}
+		if filter != nil && !filter.Match(engine.NewEntity("", "", engine.Property{Name: "TableName", Value: engine.String(t.Name)})) {
+			continue
+		}
+		if n == top {
+			c.w.Header().Set("x-ms-continuation-NextTableName", t.Name)
+			break
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = c.appendTable(b, t.Name, false)
+		n++
+	}
+	b = append(b, "]}"...)
+	c.writeJSON(http.StatusOK, b)
+}
+
+// topOf parses $top: 1..1000, default 1000.
+func topOf(s string) (int, error) {
+	if s == "" {
+		return query.MaxPage, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > query.MaxPage {
+		return 0, engine.Errorf(codeInvalidQueryParameter, "$top must be a whole number from 1 to %d, not %q", query.MaxPage, s)
+	}
+	return n, nil
+}
+
+func (c *call) createTable() {
+	c.op = "CreateTable"
+	if err := c.allowTables('c'); err != nil {
+		c.fail(err)
+		return
+	}
+	body, err := c.body()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	var req struct{ TableName *string }
+	if err := json.Unmarshal(body, &req); err != nil || req.TableName == nil {
+		c.fail(engine.Errorf(engine.CodeInvalidInput, `the body must be {"TableName":"…"}`))
+		return
+	}
+	c.table = *req.TableName
+	ctx, cancel := c.writeContext()
+	defer cancel()
+	info, err := c.s.comm.CreateTable(ctx, *req.TableName)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.Header().Set("Location", c.base()+"/Tables('"+info.Name+"')")
+	if c.noContent() {
+		c.w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	c.writeJSON(http.StatusCreated, c.appendTable(nil, info.Name, true))
+}
+
+func (c *call) getTable(name string) {
+	c.op, c.table = "GetTable", name
+	if err := c.allowTables('l'); err != nil {
+		c.fail(err)
+		return
+	}
+	_, info, live := c.s.views.CatalogEntry(name)
+	if !live {
+		c.fail(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", name))
+		return
+	}
+	c.writeJSON(http.StatusOK, c.appendTable(nil, info.Name, true))
+}
+
+func (c *call) deleteTable(name string) {
+	c.op, c.table = "DeleteTable", name
+	if err := c.allowTables('d'); err != nil {
+		c.fail(err)
+		return
+	}
+	ctx, cancel := c.writeContext()
+	defer cancel()
+	if err := c.s.comm.DeleteTable(ctx, name); err != nil {
+		c.fail(err)
+		return
+	}
+	c.w.WriteHeader(http.StatusNoContent)
+}
+
+// body reads the request body, refusing one larger than MaxBody.
+func (c *call) body() ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, c.s.cfg.MaxBody))
+	if err != nil {
+		if _, ok := err.(*http.MaxBytesError); ok {
+			return nil, engine.Errorf(engine.CodeRequestBodyTooLarge, "the request body is larger than %d bytes", c.s.cfg.MaxBody)
+		}
+		return nil, engine.Errorf(engine.CodeInvalidInput, "reading the request body: %v", err)
+	}
+	return b, nil
+}
