@@ -281,7 +281,9 @@ func (c *call) batch() {
 			b.Write(entity)
 			b.WriteString("\r\n")
 		} else {
-			b.WriteString("\r\n")
+			// The blank line ending the headers, then the CRLF that
+			// belongs to the next boundary.
+			b.WriteString("\r\n\r\n")
 		}
 	}
 	c.batchEnd(&b, cs)

@@ -202,3 +202,12 @@ func listCtx(t testing.TB, ctx context.Context, c *aztables.Client, opts *aztabl
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func readAll(t testing.TB, resp *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
