@@ -67,11 +67,11 @@ func (c *call) sasRange(f query.Expr) query.Expr {
 	if g == nil || !g.rangeBound {
 		return f
 	}
-	and := func(a, b query.Expr) query.Expr {
-		if a == nil {
-			return b
+	and := func(bound, f query.Expr) query.Expr {
+		if f == nil {
+			return bound
 		}
-		return &query.And{L: a, R: b}
+		return &query.And{L: bound, R: f}
 	}
 	if g.spk != "" {
 		f = and(&query.Compare{Property: "PartitionKey", Op: query.Ge, Value: engine.String(g.spk)}, f)
