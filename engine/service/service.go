@@ -161,6 +161,7 @@ func (s *Service) retrieve(table string, req *engine.Request) *engine.Reply {
 	}
 	snap := t.Snapshot()
 	e, ok := snap.Get(pk, rk)
+	t.NoteRead(pk, 1)
 	if !ok {
 		return errReply(engine.Errorf(engine.CodeResourceNotFound, "entity (%q, %q) does not exist in %s", pk, rk, t.Name()))
 	}

@@ -220,7 +220,7 @@ func (c *call) batch() {
 	parts, err := parseBatch(body, c.r.Header.Get("Content-Type"))
 	if err != nil {
 		if e := engine.AsError(err); e.Index >= 0 {
-			c.batchFailure(parts, e)
+			c.batchFailure(e)
 			return
 		}
 		c.fail(err)
@@ -230,13 +230,13 @@ func (c *call) batch() {
 	for i := range parts {
 		table, op, err := c.toOperation(&parts[i])
 		if err != nil {
-			c.batchFailure(parts, engine.AsError(err).AtIndex(i))
+			c.batchFailure(engine.AsError(err).AtIndex(i))
 			return
 		}
 		if i == 0 {
 			cmd.Table, c.table = table, table
 		} else if !strings.EqualFold(table, cmd.Table) {
-			c.batchFailure(parts, engine.Errorf(engine.CodeInvalidInput, "all operations of a batch must be on one table: %s, then %s", cmd.Table, table).AtIndex(i))
+			c.batchFailure(engine.Errorf(engine.CodeInvalidInput, "all operations of a batch must be on one table: %s, then %s", cmd.Table, table).AtIndex(i))
 			return
 		}
 		cmd.Ops[i] = op
@@ -248,7 +248,7 @@ func (c *call) batch() {
 			c.fail(err)
 			return
 		}
-		c.batchFailure(parts, e)
+		c.batchFailure(e)
 		return
 	}
 	var b bytes.Buffer
@@ -310,7 +310,7 @@ func (c *call) batchEnd(b *bytes.Buffer, cs string) {
 
 // batchFailure answers a failed transaction: 202 with one part, the failing
 // operation's status and Azure's error JSON.
-func (c *call) batchFailure(parts []batchPart, e *engine.Error) {
+func (c *call) batchFailure(e *engine.Error) {
 	index := max(e.Index, 0)
 	c.s.metrics.failure(e.Code)
 	var b bytes.Buffer

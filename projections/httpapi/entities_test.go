@@ -100,6 +100,14 @@ func TestEntityOperations(t *testing.T) {
 	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Preference-Applied") != "return-no-content" || resp.Header.Get("ETag") == "" || len(body) != 0 {
 		t.Fatalf("insert without content: %d %v %s", resp.StatusCode, resp.Header, body)
 	}
+	// A retry with the same x-ms-client-request-id is answered from the
+	// first attempt, not refused as a conflict.
+	retry := map[string]string{"x-ms-client-request-id": "3d2c9a4e-retry"}
+	first, _ := s.raw(t, "POST", "/Employees", []byte(`{"PartitionKey":"Sales","RowKey":"4"}`), retry)
+	again, body := s.raw(t, "POST", "/Employees", []byte(`{"PartitionKey":"Sales","RowKey":"4"}`), retry)
+	if first.StatusCode != http.StatusCreated || again.StatusCode != http.StatusCreated || again.Header.Get("ETag") != first.Header.Get("ETag") {
+		t.Fatalf("retried insert: %d then %d %s", first.StatusCode, again.StatusCode, body)
+	}
 	// A key with a quote, addressed in the URL (the SDK doubles quotes in
 	// the body of inserts, so the entity is written raw).
 	resp, body = s.raw(t, "POST", "/Employees", []byte(`{"PartitionKey":"O'Brien","RowKey":"a'b"}`), nil)
