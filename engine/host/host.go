@@ -83,10 +83,13 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.NATSListen); err != nil {
 		return fmt.Errorf("host: nats-listen %q: %v", c.NATSListen, err)
 	}
-	if c.HTTP == "off" {
-		// no HTTP API
-	} else if _, _, err := net.SplitHostPort(c.HTTP); err != nil {
-		return fmt.Errorf("host: http %q: %v", c.HTTP, err)
+	if c.HTTP != "off" {
+		if _, _, err := net.SplitHostPort(c.HTTP); err != nil {
+			return fmt.Errorf("host: http %q: %v", c.HTTP, err)
+		}
+		if err := c.API.Validate(); err != nil {
+			return fmt.Errorf("host: %w", err)
+		}
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()

@@ -352,3 +352,28 @@ func TestDataDirectoryLocked(t *testing.T) {
 		t.Fatalf("second host on the same data directory: %v", err)
 	}
 }
+
+// TestHTTPAddress: a busy HTTP port is reported at once; "off" serves no
+// HTTP.
+func TestHTTPAddress(t *testing.T) {
+	th := startHost(t, "")
+	busy := strings.TrimPrefix(th.h.HTTPURL(), "http://")
+	err := host.Run(context.Background(), host.Config{DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", HTTP: busy, Log: quietLog()}, nil)
+	if err == nil || !strings.Contains(err.Error(), "http") || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("a host on a busy HTTP port: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- host.Run(ctx, host.Config{DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", HTTP: "off", Log: quietLog()}, func(h *host.Host) {
+			if h.HTTPURL() != "" {
+				t.Errorf("HTTP off, yet served at %s", h.HTTPURL())
+			}
+			cancel()
+		})
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -53,8 +54,11 @@ func ParseAccount(s string) (Account, error) {
 // Config tunes the server. The zero value serves the development account
 // with the defaults below.
 type Config struct {
-	// Accounts that may sign requests (default: the development account).
+	// Accounts that may sign requests, besides the development account.
 	Accounts []Account
+	// NoDevAccount turns off the development account (devstoreaccount1
+	// with its well-known key, served by default like the emulators).
+	NoDevAccount bool
 	// PageBudget ends a query page early when walking takes longer (5 s, as
 	// Azure); the page then carries a continuation.
 	PageBudget time.Duration
@@ -73,9 +77,30 @@ type Config struct {
 	MaxBody int64
 }
 
+// Validate checks the accounts: at least one, names unique and valid.
+func (c *Config) Validate() error {
+	seen := map[string]bool{}
+	if !c.NoDevAccount {
+		seen[DevAccountName] = true
+	}
+	for _, a := range c.Accounts {
+		if a.Name == "" || strings.ContainsAny(a.Name, "/?#%: ") || len(a.Key) == 0 {
+			return fmt.Errorf("http: account %q needs a name without / ? # %% : or spaces, and a key", a.Name)
+		}
+		if seen[a.Name] {
+			return fmt.Errorf("http: account %s is configured twice", a.Name)
+		}
+		seen[a.Name] = true
+	}
+	if len(seen) == 0 {
+		return errors.New("http: no account can sign requests: add accounts or keep the development account")
+	}
+	return nil
+}
+
 func (c *Config) defaults() {
-	if len(c.Accounts) == 0 {
-		c.Accounts = []Account{DevAccount()}
+	if !c.NoDevAccount {
+		c.Accounts = append([]Account{DevAccount()}, c.Accounts...)
 	}
 	if c.PageBudget <= 0 {
 		c.PageBudget = 5 * time.Second
