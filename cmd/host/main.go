@@ -4,6 +4,7 @@
 //	go run ./cmd/host                 # serve (the default subcommand)
 //	go run ./cmd/host serve -data /var/lib/cairn
 //	go run ./cmd/host bench           # end-to-end benchmarks, see docs/PERFORMANCE.md
+//	go run ./cmd/host bench-http      # the HTTP API side by side with Azurite
 //
 // Every flag can also be set by an environment variable CAIRN_<NAME>, with
 // the flag's name upper-cased and dashes turned into underscores
@@ -18,10 +19,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/cairn-dev/cairn/engine/host"
+	"github.com/cairn-dev/cairn/projections/httpapi"
 )
 
 func main() {
@@ -37,6 +40,7 @@ func main() {
 func usage() {
 	fmt.Fprintf(os.Stderr, `usage: host [serve] [flags]   run a host (default)
        host bench [flags]     run the end-to-end benchmarks
+       host bench-http [flags] run the HTTP benchmarks side by side with Azurite
 
 Run "host serve -h" or "host bench -h" for the flags.
 `)
@@ -52,6 +56,8 @@ func run(args []string) error {
 		return serve(args)
 	case "bench":
 		return bench(args)
+	case "bench-http":
+		return benchHTTP(args)
 	case "help":
 		usage()
 		return nil
@@ -67,10 +73,62 @@ func hostFlags(fs *flag.FlagSet) *host.Config {
 	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "use this NATS server or cluster instead of the embedded one")
 	fs.IntVar(&cfg.Replicas, "replicas", 1, "stream replicas (3 on a cluster)")
-	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:10002", "address reserved for the HTTP query API")
+	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:10002", "address of the HTTP API (Azure Tables protocol); \"off\" for none")
+	fs.Var((*accountsFlag)(&cfg.API.Accounts), "accounts", "further storage accounts for the HTTP API, as name:base64key,… (the development account "+httpapi.DevAccountName+" is served too unless -dev-account=false)")
+	fs.Var(invertedBool{&cfg.API.NoDevAccount}, "dev-account", "serve the development account "+httpapi.DevAccountName+" with its well-known key (default true)")
 	fs.StringVar(&cfg.Prefix, "prefix", "cairn", "first token of every subject and stream name")
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "fsync every journal write before acknowledging it (embedded server)")
 	return cfg
+}
+
+// invertedBool is a boolean flag stored negated (-dev-account sets
+// NoDevAccount).
+type invertedBool struct{ no *bool }
+
+func (b invertedBool) IsBoolFlag() bool { return true }
+
+func (b invertedBool) String() string {
+	if b.no == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*b.no)
+}
+
+func (b invertedBool) Set(v string) error {
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	*b.no = !on
+	return nil
+}
+
+// accountsFlag parses -accounts name:base64key,….
+type accountsFlag []httpapi.Account
+
+func (a *accountsFlag) String() string {
+	if a == nil {
+		return ""
+	}
+	names := make([]string, len(*a))
+	for i, acct := range *a {
+		names[i] = acct.Name + ":…"
+	}
+	return strings.Join(names, ",")
+}
+
+func (a *accountsFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		acct, err := httpapi.ParseAccount(s)
+		if err != nil {
+			return err
+		}
+		*a = append(*a, acct)
+	}
+	return nil
 }
 
 // parse parses args into fs after applying CAIRN_<NAME> environment variables.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"io"
 	"strings"
 	"testing"
 
@@ -46,6 +47,39 @@ func TestConfigValidate(t *testing.T) {
 	ok := host.Config{}
 	if err := ok.Validate(); err != nil || ok.DataDir != "./data" || ok.Replicas != 1 || ok.Prefix != "cairn" {
 		t.Fatalf("defaults: %+v, %v", ok, err)
+	}
+}
+
+func TestAccountFlags(t *testing.T) {
+	t.Setenv("CAIRN_ACCOUNTS", "prod:cHJvZGtleQ==,test:dGVzdGtleQ==")
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg := hostFlags(fs)
+	if err := parse(fs, []string{"-dev-account=false"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.API.Accounts) != 2 || cfg.API.Accounts[0].Name != "prod" || string(cfg.API.Accounts[1].Key) != "testkey" || !cfg.API.NoDevAccount {
+		t.Fatalf("accounts %+v, no dev account %v", cfg.API.Accounts, cfg.API.NoDevAccount)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for args, want := range map[string]string{
+		"-accounts=nokey":         "name:base64key",
+		"-accounts=a:!!":          "not base64",
+		"-dev-account=false":      "no account can sign",
+		"-accounts=a:eA==,a:eA==": "twice",
+	} {
+		t.Setenv("CAIRN_ACCOUNTS", "")
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		cfg := hostFlags(fs)
+		err := parse(fs, strings.Fields(args))
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error about %q", args, err, want)
+		}
 	}
 }
 

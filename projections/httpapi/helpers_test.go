@@ -136,6 +136,9 @@ func entity(pk, rk string, props map[string]any) []byte {
 	return b
 }
 
+// rawClient keeps connections for many requests in flight.
+var rawClient = &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 64}}
+
 // raw sends a request signed with SharedKey (not Lite, which the SDK uses)
 // and returns the response with its body read.
 func (s *server) raw(t testing.TB, method, path string, body []byte, header map[string]string) (*http.Response, []byte) {
@@ -163,7 +166,7 @@ func (s *server) raw(t testing.TB, method, path string, body []byte, header map[
 		m.Write([]byte(sts))
 		req.Header.Set("Authorization", "SharedKey "+httpapi.DevAccountName+":"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := rawClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
