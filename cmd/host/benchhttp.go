@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,8 +23,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/cairn-dev/cairn/engine/host"
@@ -60,23 +59,39 @@ func benchHTTP(args []string) error {
 	noAzurite := fs.Bool("no-azurite", false, "measure Cairn alone")
 	noCairn := fs.Bool("no-cairn", false, "measure Azurite alone")
 	settle := fs.Duration("settle", 15*time.Second, "wait after loading before the memory reading, so that caches expiring by then (JetStream's block cache: 10s) do not count")
+	client := fs.String("client", "lean", "the client both servers are driven with: lean (a minimal hand-written one, so that the figures are the servers') or sdk (the official Go SDK, whose own CPU dominates on a small machine)")
 	warmup := fs.Int("warmup", 300, "n of an uncounted first round of the selected workloads but memory, which warms node's JIT (0: none)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run (the lean or SDK client and the Cairn host share the process) to this file")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench-http: unexpected arguments %q", fs.Args())
 	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *n < 1 || *rounds < 1 {
 		return errors.New("bench-http: -n and -rounds must be positive")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if _, err := newTablesClient(*client, "http://127.0.0.1:1/x", nil); err != nil {
+		return err
+	}
 	doer := sharedHTTPClient()
 
 	var cairn, azure *target
 	if !*noAzurite {
-		t, stop, err := azuriteTarget(ctx, *dir, doer)
+		t, stop, err := azuriteTarget(ctx, *dir, *client, doer)
 		if err != nil {
 			return err
 		}
@@ -84,7 +99,7 @@ func benchHTTP(args []string) error {
 		azure = t
 	}
 	if !*noCairn {
-		t, stop, err := cairnTarget(ctx, doer)
+		t, stop, err := cairnTarget(ctx, *client, doer)
 		if err != nil {
 			return err
 		}
@@ -102,8 +117,12 @@ func benchHTTP(args []string) error {
 	case azure != nil:
 		desc = fmt.Sprintf("Cairn vs Azurite %s (node %s, in memory)", azuriteVersion, nodeVersion())
 	}
-	fmt.Printf("# cairn bench-http: %s, through the Go SDK (aztables); GOMAXPROCS=%d, %s/%s, %s, n=%d, rounds=%d (median)\n\n",
-		desc, runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *n, *rounds)
+	via := "the lean client"
+	if *client == "sdk" {
+		via = "the Go SDK (aztables)"
+	}
+	fmt.Printf("# cairn bench-http: %s, through %s; GOMAXPROCS=%d, %s/%s, %s, n=%d, rounds=%d (median)\n\n",
+		desc, via, runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *n, *rounds)
 	fmt.Printf("entity: %d bytes of JSON: PartitionKey, RowKey, %d typed properties and a padding string\n\n",
 		len(benchEntity(key("p", 0), key("r", 0), 0)), len(entityProperties(0)))
 	fmt.Println("| workload | Cairn | Azurite | ratio (Cairn/Azurite) | goal |")
@@ -134,7 +153,7 @@ func benchHTTP(args []string) error {
 // azuriteTarget installs Azurite into dir if needed and starts it. When npm
 // is missing or the install fails it says so and returns a nil target: the
 // Cairn side then runs alone. stop kills the process.
-func azuriteTarget(ctx context.Context, dir string, doer *http.Client) (t *target, stop func(), err error) {
+func azuriteTarget(ctx context.Context, dir, client string, doer *http.Client) (t *target, stop func(), err error) {
 	if err := installAzurite(ctx, dir); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, err
@@ -147,7 +166,7 @@ func azuriteTarget(ctx context.Context, dir string, doer *http.Client) (t *targe
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench-http: %w", err)
 	}
-	if t, err = newTarget("Azurite", a.endpoint(httpapi.DevAccountName), doer, a.memory); err != nil {
+	if t, err = newTarget("Azurite", a.endpoint(httpapi.DevAccountName), client, doer, a.memory); err != nil {
 		a.stop()
 		return nil, nil, err
 	}
@@ -155,12 +174,12 @@ func azuriteTarget(ctx context.Context, dir string, doer *http.Client) (t *targe
 }
 
 // cairnTarget starts an in-process Cairn host; stop shuts it down.
-func cairnTarget(ctx context.Context, doer *http.Client) (t *target, stop func(), err error) {
+func cairnTarget(ctx context.Context, client string, doer *http.Client) (t *target, stop func(), err error) {
 	h, stop, err := startCairn(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench-http: start Cairn: %w", err)
 	}
-	if t, err = newTarget("Cairn", h.HTTPURL()+"/"+httpapi.DevAccountName, doer, cairnMemory); err != nil {
+	if t, err = newTarget("Cairn", h.HTTPURL()+"/"+httpapi.DevAccountName, client, doer, cairnMemory); err != nil {
 		stop()
 		return nil, nil, err
 	}
@@ -205,7 +224,7 @@ func sharedHTTPClient() *http.Client {
 // target is one server under test.
 type target struct {
 	name   string // "Cairn" or "Azurite"
-	svc    *aztables.ServiceClient
+	client tablesClient
 	memory func() (memSample, error) // what the server holds now
 	tables int                       // tables created so far, for fresh names
 }
@@ -228,23 +247,13 @@ type memSample struct {
 	rss  uint64 // resident set size of the process (0: unknown)
 }
 
-// newTarget returns a target whose SDK client signs with the development
-// account's key, sends through doer and never retries, so that every error
-// surfaces.
-func newTarget(name, endpoint string, doer *http.Client, memory func() (memSample, error)) (*target, error) {
-	cred, err := aztables.NewSharedKeyCredential(httpapi.DevAccountName, httpapi.DevAccountKey)
-	if err != nil {
-		return nil, err
-	}
-	svc, err := aztables.NewServiceClientWithSharedKey(endpoint, cred, &aztables.ClientOptions{ClientOptions: azcore.ClientOptions{
-		InsecureAllowCredentialWithHTTP: true,
-		Retry:                           policy.RetryOptions{MaxRetries: -1},
-		Transport:                       doer,
-	}})
+// newTarget returns a target driven by the client named kind.
+func newTarget(name, endpoint, kind string, doer *http.Client, memory func() (memSample, error)) (*target, error) {
+	c, err := newTablesClient(kind, endpoint, doer)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &target{name: name, svc: svc, memory: memory}, nil
+	return &target{name: name, client: c, memory: memory}, nil
 }
 
 // cairnMemory returns the live heap of this process after a collection:
@@ -268,9 +277,9 @@ type httpWorkload struct {
 	// Azurite/Cairn when lowerIsBetter.
 	goal          float64
 	lowerIsBetter bool
-	// run loads what the workload needs into tc, a fresh table of t, and
-	// returns the figure it measures.
-	run func(ctx context.Context, t *target, tc *aztables.Client) (float64, error)
+	// run loads what the workload needs into table, a fresh table of t,
+	// and returns the figure it measures.
+	run func(ctx context.Context, t *target, table string) (float64, error)
 }
 
 // httpWorkloads returns the workloads; n sizes the insert workloads and the
@@ -278,51 +287,49 @@ type httpWorkload struct {
 func httpWorkloads(n int, settle time.Duration) []httpWorkload {
 	return []httpWorkload{
 		{name: fmt.Sprintf("insert, %d concurrent (AddEntity, %d partitions)", writers, partitions), unit: "entities/s", goal: 10,
-			run: func(ctx context.Context, _ *target, tc *aztables.Client) (float64, error) {
+			run: func(ctx context.Context, t *target, table string) (float64, error) {
 				rows := makeRows(n, func(i int) string { return key("p", i%partitions) })
 				return rate(ctx, writers, n, 1, func(ctx context.Context, i int) error {
-					_, err := tc.AddEntity(ctx, rows[i].body, nil)
-					return err
+					return t.client.Insert(ctx, table, rows[i].body)
 				})
 			}},
 		{name: fmt.Sprintf("batch of %d, one partition each, %d concurrent", batchSize, batchWriters), unit: "entities/s", goal: 10,
-			run: func(ctx context.Context, _ *target, tc *aztables.Client) (float64, error) {
+			run: func(ctx context.Context, t *target, table string) (float64, error) {
 				batches := toBatches(makeRows(max(n/batchSize, 1)*batchSize, byBatch))
-				return rate(ctx, batchWriters, len(batches), batchSize, submitter(tc, batches))
+				return rate(ctx, batchWriters, len(batches), batchSize, submitter(t, table, batches))
 			}},
 		{name: fmt.Sprintf("point read, %d concurrent (GetEntity, random keys)", writers), unit: "entities/s", goal: 20,
-			run: func(ctx context.Context, _ *target, tc *aztables.Client) (float64, error) {
+			run: func(ctx context.Context, t *target, table string) (float64, error) {
 				rows := makeRows(n, byBatch)
-				if err := load(ctx, tc, rows); err != nil {
+				if err := load(ctx, t, table, rows); err != nil {
 					return 0, err
 				}
 				pick := randomIndexes(n, len(rows))
 				return rate(ctx, writers, n, 1, func(ctx context.Context, i int) error {
 					r := rows[pick[i]]
-					_, err := tc.GetEntity(ctx, r.pk, r.rk, nil)
-					return err
+					return t.client.Get(ctx, table, r.pk, r.rk)
 				})
 			}},
 		{name: fmt.Sprintf("range query, %d rows of one partition, %d concurrent", rangeRows, queryWorkers), unit: "entities/s", goal: 10,
-			run: func(ctx context.Context, _ *target, tc *aztables.Client) (float64, error) {
+			run: func(ctx context.Context, t *target, table string) (float64, error) {
 				// Rows 100 to 1099 of 1200 in partition "p".
-				if err := load(ctx, tc, makeRows(rangeRows+200, func(int) string { return "p" })); err != nil {
+				if err := load(ctx, t, table, makeRows(rangeRows+200, func(int) string { return "p" })); err != nil {
 					return 0, err
 				}
 				filter := fmt.Sprintf("PartitionKey eq 'p' and RowKey ge '%s' and RowKey lt '%s'", key("r", 100), key("r", 100+rangeRows))
-				return rate(ctx, queryWorkers, max(n/100, 5), rangeRows, querier(tc, filter, rangeRows))
+				return rate(ctx, queryWorkers, max(n/100, 5), rangeRows, querier(t, table, filter, rangeRows))
 			}},
 		{name: fmt.Sprintf("filtered scan of %d entities, 1%% match, %d concurrent", scanEntities, queryWorkers), unit: "entities examined/s", goal: 10,
-			run: func(ctx context.Context, _ *target, tc *aztables.Client) (float64, error) {
-				if err := load(ctx, tc, makeRows(scanEntities, byBatch)); err != nil {
+			run: func(ctx context.Context, t *target, table string) (float64, error) {
+				if err := load(ctx, t, table, makeRows(scanEntities, byBatch)); err != nil {
 					return 0, err
 				}
 				filter := fmt.Sprintf("Bucket eq %d", scanBuckets/2)
-				return rate(ctx, queryWorkers, max(n/500, 3), scanEntities, querier(tc, filter, scanEntities/scanBuckets))
+				return rate(ctx, queryWorkers, max(n/50, 20), scanEntities, querier(t, table, filter, scanEntities/scanBuckets))
 			}},
 		{name: fmt.Sprintf("memory per entity, %d entities (live heap after GC)", scanEntities), unit: "bytes", goal: 10, lowerIsBetter: true,
-			run: func(ctx context.Context, t *target, tc *aztables.Client) (float64, error) {
-				return memoryPerEntity(ctx, t, tc, makeRows(scanEntities, byBatch), settle)
+			run: func(ctx context.Context, t *target, table string) (float64, error) {
+				return memoryPerEntity(ctx, t, table, makeRows(scanEntities, byBatch), settle)
 			}},
 	}
 }
@@ -378,14 +385,14 @@ func (w httpWorkload) report(ctx context.Context, t *target, round string) (floa
 func (w httpWorkload) once(ctx context.Context, t *target) (float64, error) {
 	t.tables++
 	name := fmt.Sprintf("bench%d", t.tables)
-	if _, err := t.svc.CreateTable(ctx, name, nil); err != nil {
+	if err := t.client.CreateTable(ctx, name); err != nil {
 		return 0, fmt.Errorf("create table %s: %w", name, err)
 	}
-	v, err := w.run(ctx, t, t.svc.NewClient(name))
+	v, err := w.run(ctx, t, name)
 	if err != nil {
 		return 0, err
 	}
-	if _, err := t.svc.DeleteTable(ctx, name, nil); err != nil {
+	if err := t.client.DeleteTable(ctx, name); err != nil {
 		return 0, fmt.Errorf("delete table %s: %w", name, err)
 	}
 	return v, nil
@@ -428,7 +435,7 @@ func medianOrZero(xs []float64) float64 {
 // t holds settle after, per entity. The growth of its resident set, which
 // also counts memory the runtime keeps but does not use, is printed to
 // stderr.
-func memoryPerEntity(ctx context.Context, t *target, tc *aztables.Client, rows []benchRow, settle time.Duration) (float64, error) {
+func memoryPerEntity(ctx context.Context, t *target, table string, rows []benchRow, settle time.Duration) (float64, error) {
 	// Built before the first reading and kept alive past the second, so
 	// that the client's own data is in both.
 	batches := toBatches(rows)
@@ -436,7 +443,7 @@ func memoryPerEntity(ctx context.Context, t *target, tc *aztables.Client, rows [
 	if err != nil {
 		return 0, err
 	}
-	if err := parallel(ctx, batchWriters, len(batches), submitter(tc, batches)); err != nil {
+	if err := parallel(ctx, batchWriters, len(batches), submitter(t, table, batches)); err != nil {
 		return 0, err
 	}
 	if err := sleep(ctx, settle); err != nil {
@@ -549,46 +556,38 @@ func mustMarshal(v any) []byte {
 
 // toBatches groups rows into insert transactions of up to batchSize rows,
 // cutting wherever the partition changes.
-func toBatches(rows []benchRow) [][]aztables.TransactionAction {
-	var out [][]aztables.TransactionAction
+func toBatches(rows []benchRow) [][][]byte {
+	var out [][][]byte
 	for i, r := range rows {
 		if i == 0 || len(out[len(out)-1]) == batchSize || r.pk != rows[i-1].pk {
-			out = append(out, make([]aztables.TransactionAction, 0, batchSize))
+			out = append(out, make([][]byte, 0, batchSize))
 		}
-		out[len(out)-1] = append(out[len(out)-1], aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd, Entity: r.body})
+		out[len(out)-1] = append(out[len(out)-1], r.body)
 	}
 	return out
 }
 
-// submitter returns an operation submitting batches[i] to tc.
-func submitter(tc *aztables.Client, batches [][]aztables.TransactionAction) func(context.Context, int) error {
-	return func(ctx context.Context, i int) error {
-		_, err := tc.SubmitTransaction(ctx, batches[i], nil)
-		return err
-	}
+// submitter returns an operation submitting batches[i] to table.
+func submitter(t *target, table string, batches [][][]byte) func(context.Context, int) error {
+	return func(ctx context.Context, i int) error { return t.client.Batch(ctx, table, batches[i]) }
 }
 
-// load inserts rows into tc with transactions, batchWriters in flight.
-func load(ctx context.Context, tc *aztables.Client, rows []benchRow) error {
+// load inserts rows into table with transactions, batchWriters in flight.
+func load(ctx context.Context, t *target, table string, rows []benchRow) error {
 	batches := toBatches(rows)
-	if err := parallel(ctx, batchWriters, len(batches), submitter(tc, batches)); err != nil {
+	if err := parallel(ctx, batchWriters, len(batches), submitter(t, table, batches)); err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
 	return nil
 }
 
-// querier returns an operation that pages through the entities of tc
+// querier returns an operation that pages through the entities of table
 // matching filter and fails unless there are want of them.
-func querier(tc *aztables.Client, filter string, want int) func(context.Context, int) error {
+func querier(t *target, table, filter string, want int) func(context.Context, int) error {
 	return func(ctx context.Context, _ int) error {
-		pager := tc.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
-		got := 0
-		for pager.More() {
-			page, err := pager.NextPage(ctx)
-			if err != nil {
-				return err
-			}
-			got += len(page.Entities)
+		got, err := t.client.Query(ctx, table, filter)
+		if err != nil {
+			return err
 		}
 		if got != want {
 			return fmt.Errorf("query %q returned %d entities, want %d", filter, got, want)

@@ -144,6 +144,12 @@ func New(views *projections.Views, c *commit.Committer, log *slog.Logger, cfg Co
 	return s
 }
 
+// Header values shared by every response (never modified).
+var (
+	apiVersion = []string{"2019-02-02"}
+	noSniff    = []string{"nosniff"}
+)
+
 // call is one request being served.
 type call struct {
 	s       *Server
@@ -164,13 +170,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &call{s: s, w: w, r: r, id: nuid.Next(), meta: wire.MinimalMetadata}
+	// Canonical keys set directly: this runs on every request. net/http
+	// adds Date.
 	h := w.Header()
-	h.Set("x-ms-request-id", c.id)
-	h.Set("x-ms-version", "2019-02-02")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
-	if id := r.Header.Get("x-ms-client-request-id"); id != "" {
-		h.Set("x-ms-client-request-id", id)
+	h["X-Ms-Request-Id"] = []string{c.id}
+	h["X-Ms-Version"] = apiVersion
+	h["X-Content-Type-Options"] = noSniff
+	if id := r.Header["X-Ms-Client-Request-Id"]; len(id) > 0 {
+		h["X-Ms-Client-Request-Id"] = id[:1]
 	}
 	defer func() { s.metrics.request(c.op, c.table) }()
 	if r.Method == http.MethodOptions {
