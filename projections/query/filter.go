@@ -12,6 +12,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-dev/cairn/engine"
@@ -63,6 +64,10 @@ type Compare struct {
 	Property string
 	Op       Op
 	Value    engine.Value
+
+	// hint is where Property was in the last entity matched (see
+	// engine.Entity.GetHinted); atomic, as a filter may be shared.
+	hint atomic.Int32
 }
 
 // And, Or and Not combine filters.
@@ -76,7 +81,7 @@ type (
 // of another type, does not match (not even ne), as in the Table service.
 // Int32 and Int64 compare with each other by value.
 func (c *Compare) Match(e *engine.Entity) bool {
-	v, ok := property(e, c.Property)
+	v, ok := c.property(e)
 	if !ok {
 		return false
 	}
@@ -99,8 +104,8 @@ func (c *Compare) Match(e *engine.Entity) bool {
 	return r <= 0
 }
 
-func property(e *engine.Entity, name string) (engine.Value, bool) {
-	switch name {
+func (c *Compare) property(e *engine.Entity) (engine.Value, bool) {
+	switch c.Property {
 	case "PartitionKey":
 		return engine.String(e.PartitionKey), true
 	case "RowKey":
@@ -108,7 +113,12 @@ func property(e *engine.Entity, name string) (engine.Value, bool) {
 	case "Timestamp":
 		return engine.DateTimeTicks(e.Timestamp), true
 	}
-	return e.Get(name)
+	hint := int(c.hint.Load())
+	v, at, ok := e.GetHinted(c.Property, hint)
+	if ok && at != hint {
+		c.hint.Store(int32(at))
+	}
+	return v, ok
 }
 
 // Match implements Expr.
