@@ -52,12 +52,13 @@ func TestPagingWhileWriting(t *testing.T) {
 	s := startServer(t, httpapiDefaults)
 	c := s.table(t, "Big")
 	fill(t, c, 4000, 4)
-	stop := make(chan struct{})
+	stop, firstPage := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		ctx := context.Background()
+		<-firstPage // the query's snapshot is taken: write from now on
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
@@ -84,6 +85,9 @@ func TestPagingWhileWriting(t *testing.T) {
 			t.Fatal(err)
 		}
 		pages++
+		if pages == 1 {
+			close(firstPage)
+		}
 		for _, raw := range page.Entities {
 			var e aztables.EDMEntity
 			if err := json.Unmarshal(raw, &e); err != nil {
