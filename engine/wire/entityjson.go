@@ -27,7 +27,41 @@ const (
 const timeLayout = "2006-01-02T15:04:05.0000000Z"
 
 // FormatTime formats ticks as Azure does: UTC with seven fractional digits.
-func FormatTime(ticks int64) string { return engine.TicksToTime(ticks).Format(timeLayout) }
+func FormatTime(ticks int64) string { return string(appendTime(nil, ticks)) }
+
+// appendTime appends ticks as FormatTime does, without time.Format's
+// layout interpretation for the years 0 to 9999.
+func appendTime(dst []byte, ticks int64) []byte {
+	t := engine.TicksToTime(ticks).UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(dst, timeLayout)
+	}
+	hour, min, sec := t.Clock()
+	frac := t.Nanosecond() / 100
+	var b [28]byte
+	put := func(at, width, v int) {
+		for i := at + width - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	put(0, 4, year)
+	b[4] = '-'
+	put(5, 2, int(month))
+	b[7] = '-'
+	put(8, 2, day)
+	b[10] = 'T'
+	put(11, 2, hour)
+	b[13] = ':'
+	put(14, 2, min)
+	b[16] = ':'
+	put(17, 2, sec)
+	b[19] = '.'
+	put(20, 7, frac)
+	b[27] = 'Z'
+	return append(dst, b[:]...)
+}
 
 // ParseTime parses an RFC 3339 time with up to seven fractional digits
 // (more are truncated to 100 ns) into ticks.
@@ -74,7 +108,7 @@ func AppendEntityJSON(dst []byte, e *engine.Entity, etag string, meta Metadata) 
 			annotate("Timestamp", "Edm.DateTime")
 		}
 		key("Timestamp")
-		dst = appendString(dst, FormatTime(e.Timestamp))
+		dst = append(appendTime(append(dst, '"'), e.Timestamp), '"')
 	}
 	for _, p := range e.Properties {
 		v := p.Value
@@ -117,7 +151,7 @@ func AppendEntityJSON(dst []byte, e *engine.Entity, etag string, meta Metadata) 
 		case engine.TypeDateTime:
 			annotate(p.Name, "Edm.DateTime")
 			key(p.Name)
-			dst = appendString(dst, FormatTime(v.Ticks()))
+			dst = append(appendTime(append(dst, '"'), v.Ticks()), '"')
 		case engine.TypeGuid:
 			annotate(p.Name, "Edm.Guid")
 			key(p.Name)
@@ -147,41 +181,51 @@ func appendDouble(dst []byte, f float64) []byte {
 const hexDigits = "0123456789abcdef"
 
 // appendString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
+// Runs of bytes that need no escaping are copied whole: entity values are
+// mostly plain text, and this runs for every value a query returns.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	start := 0 // s[start:i] is plain and not yet copied
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c < 0x20:
-				switch c {
-				case '\n':
-					dst = append(dst, '\\', 'n')
-				case '\r':
-					dst = append(dst, '\\', 'r')
-				case '\t':
-					dst = append(dst, '\\', 't')
-				default:
-					dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-				}
-			default:
-				dst = append(dst, c)
-			}
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
 			i++
 			continue
 		}
+		if c < utf8.RuneSelf {
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
-		} else if r == '\u2028' || r == '\u2029' {
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
 			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		} else {
-			dst = append(dst, s[i:i+size]...)
+		default:
+			i += size
+			continue // valid UTF-8 is copied as it is
 		}
 		i += size
+		start = i
 	}
+	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
 
