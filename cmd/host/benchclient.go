@@ -12,7 +12,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -160,9 +162,9 @@ func (c *leanClient) release(lc *leanConn) {
 
 // leanResponse is what the workloads need of a response.
 type leanResponse struct {
-	status int
-	header http.Header
-	body   []byte
+	status   int
+	npk, nrk string // the continuation headers of a query page
+	body     []byte
 }
 
 // do sends one request: path is after the account, already escaped. A
@@ -187,11 +189,18 @@ func (c *leanClient) try(ctx context.Context, method, path string, header map[st
 	res, _, _ := strings.Cut(full, "?")
 	m := hmac.New(sha256.New, c.key)
 	m.Write([]byte(date + "\n/" + httpapi.DevAccountName + res))
+	var sig [sha256.Size]byte
 	w := lc.w
-	fmt.Fprintf(w, "%s %s HTTP/1.1\r\nHost: %s\r\nx-ms-date: %s\r\nx-ms-version: 2019-02-02\r\nDataServiceVersion: 3.0\r\nAccept: application/json;odata=nometadata\r\nAuthorization: SharedKeyLite %s:%s\r\nContent-Length: %d\r\n",
-		method, full, c.addr, date, httpapi.DevAccountName, base64.StdEncoding.EncodeToString(m.Sum(nil)), len(body))
+	for _, part := range []string{method, " ", full, " HTTP/1.1\r\nHost: ", c.addr, "\r\nx-ms-date: ", date,
+		"\r\nx-ms-version: 2019-02-02\r\nDataServiceVersion: 3.0\r\nAccept: application/json;odata=nometadata\r\nAuthorization: SharedKeyLite ",
+		httpapi.DevAccountName, ":", base64.StdEncoding.EncodeToString(m.Sum(sig[:0])), "\r\nContent-Length: ", strconv.Itoa(len(body)), "\r\n"} {
+		w.WriteString(part)
+	}
 	for k, v := range header {
-		fmt.Fprintf(w, "%s: %s\r\n", k, v)
+		w.WriteString(k)
+		w.WriteString(": ")
+		w.WriteString(v)
+		w.WriteString("\r\n")
 	}
 	w.WriteString("\r\n")
 	w.Write(body)
@@ -200,22 +209,77 @@ func (c *leanClient) try(ctx context.Context, method, path string, header map[st
 		lc.c.Close()
 		return nil, reused, err
 	}
-	resp, err := http.ReadResponse(lc.r, &http.Request{Method: method})
+	resp, keep, err := readResponse(lc.r, method)
 	if err != nil {
 		lc.c.Close()
 		return nil, reused, err
 	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil || resp.Close {
-		lc.c.Close()
-	} else {
+	if keep {
 		c.release(lc)
+	} else {
+		lc.c.Close()
 	}
+	return resp, false, nil
+}
+
+// readResponse reads one HTTP/1.1 response: the status, the headers the
+// workloads need, and the body (Content-Length or chunked). keep is false
+// when the server closes the connection.
+func readResponse(r *bufio.Reader, method string) (resp *leanResponse, keep bool, err error) {
+	line, err := r.ReadSlice('\n')
 	if err != nil {
 		return nil, false, err
 	}
-	return &leanResponse{status: resp.StatusCode, header: resp.Header, body: b}, false, nil
+	f := strings.Fields(string(line))
+	if len(f) < 2 || !strings.HasPrefix(f[0], "HTTP/1.") {
+		return nil, false, fmt.Errorf("bad status line %q", line)
+	}
+	resp = &leanResponse{}
+	if resp.status, err = strconv.Atoi(f[1]); err != nil {
+		return nil, false, fmt.Errorf("bad status line %q", line)
+	}
+	keep = f[0] == "HTTP/1.1"
+	length, chunked := -1, false
+	for {
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return nil, false, err
+		}
+		k, v, ok := bytes.Cut(bytes.TrimRight(line, "\r\n"), []byte(":"))
+		if !ok {
+			break // the blank line
+		}
+		v = bytes.TrimSpace(v)
+		switch {
+		case bytes.EqualFold(k, []byte("Content-Length")):
+			if length, err = strconv.Atoi(string(v)); err != nil {
+				return nil, false, fmt.Errorf("bad Content-Length %q", v)
+			}
+		case bytes.EqualFold(k, []byte("Transfer-Encoding")):
+			chunked = bytes.EqualFold(v, []byte("chunked"))
+		case bytes.EqualFold(k, []byte("Connection")):
+			keep = keep && !bytes.EqualFold(v, []byte("close"))
+		case bytes.EqualFold(k, []byte("x-ms-continuation-NextPartitionKey")):
+			resp.npk = string(v)
+		case bytes.EqualFold(k, []byte("x-ms-continuation-NextRowKey")):
+			resp.nrk = string(v)
+		}
+	}
+	switch {
+	case method == "HEAD" || resp.status == http.StatusNoContent || resp.status == http.StatusNotModified:
+	case chunked:
+		resp.body, err = io.ReadAll(httputil.NewChunkedReader(r))
+		if err == nil {
+			_, err = r.ReadString('\n') // the trailer's blank line
+		}
+	case length >= 0:
+		resp.body = make([]byte, length)
+		_, err = io.ReadFull(r, resp.body)
+	default:
+		resp.body, err = io.ReadAll(r)
+		keep = false
+	}
+	return resp, keep && err == nil, err
 }
 
 // expect sends a request and turns an unexpected status into an error
@@ -288,7 +352,7 @@ func (c *leanClient) Query(ctx context.Context, table, filter string) (int, erro
 			return n, err
 		}
 		n += bytes.Count(r.body, rowKeyField)
-		npk, nrk := r.header.Get("x-ms-continuation-NextPartitionKey"), r.header.Get("x-ms-continuation-NextRowKey")
+		npk, nrk := r.npk, r.nrk
 		if npk == "" && nrk == "" {
 			return n, nil
 		}
