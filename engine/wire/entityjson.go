@@ -180,6 +180,25 @@ func appendDouble(dst []byte, f float64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// Bit tricks on eight bytes at once (SWAR): lsb has the low bit of every
+// byte set, msb the high bit.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// plain8 reports whether none of the 8 bytes of s needs escaping: no
+// control character, quote, backslash or non-ASCII byte.
+func plain8(s string) bool {
+	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	hasZero := func(v uint64) uint64 { return (v - lsb) & ^v & msb }
+	special := x&msb | // non-ASCII
+		(x-lsb*0x20)&^x&msb | // a byte below 0x20
+		hasZero(x^(lsb*'"')) | hasZero(x^(lsb*'\\'))
+	return special == 0
+}
+
 // appendString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
 // Runs of bytes that need no escaping are copied whole: entity values are
 // mostly plain text, and this runs for every value a query returns.
@@ -187,6 +206,10 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0 // s[start:i] is plain and not yet copied
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && plain8(s[i:i+8]) {
+			i += 8
+			continue
+		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
 			i++
