@@ -2,7 +2,7 @@ package engine
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -45,7 +45,7 @@ func NewEntity(pk, rk string, props ...Property) *Entity {
 }
 
 func (e *Entity) sortProperties() {
-	sort.SliceStable(e.Properties, func(i, j int) bool { return e.Properties[i].Name < e.Properties[j].Name })
+	slices.SortStableFunc(e.Properties, func(a, b Property) int { return strings.Compare(a.Name, b.Name) })
 }
 
 // Get returns the named property's value.

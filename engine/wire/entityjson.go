@@ -252,8 +252,10 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// ParseEntityJSON parses an Azure Tables entity JSON object.
-func ParseEntityJSON(data []byte) (*engine.Entity, error) {
+// parseEntityJSONDecoded parses an entity through encoding/json: the
+// reference for ParseEntityJSON, and its path for input that is not valid
+// JSON (so that errors read as before).
+func parseEntityJSONDecoded(data []byte) (*engine.Entity, error) {
 	var m map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&m); err != nil || m == nil {
@@ -331,11 +333,15 @@ func parseValue(raw json.RawMessage, typ string) (engine.Value, error) {
 	}
 	var str string
 	if kind == "string" {
-		if err := json.Unmarshal(raw, &str); err != nil {
+		var err error
+		if str, err = jsonString(raw); err != nil {
 			return engine.Value{}, invalid("bad string: %v", err)
 		}
 	}
 	num := func() (json.Number, error) {
+		if validNumber(raw) {
+			return json.Number(raw), nil
+		}
 		var n json.Number
 		d := json.NewDecoder(bytes.NewReader(raw))
 		d.UseNumber()
