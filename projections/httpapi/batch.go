@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -104,16 +103,22 @@ func parseBatch(body []byte, contentType string) ([]batchPart, error) {
 // the body.
 func parseBatchRequest(raw []byte) (batchPart, error) {
 	var bp batchPart
-	r := bufio.NewReader(bytes.NewReader(raw))
-	line := ""
-	for line == "" {
-		l, err := r.ReadString('\n')
-		line = strings.TrimSpace(l)
-		if err != nil && line == "" {
+	// nextLine returns the next line without its CR LF (or LF) and the rest.
+	nextLine := func(b []byte) (line, rest []byte, ok bool) {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return bytes.TrimRight(b, "\r"), nil, len(b) > 0
+		}
+		return bytes.TrimRight(b[:i], "\r"), b[i+1:], true
+	}
+	var line []byte
+	rest, ok := raw, true
+	for len(bytes.TrimSpace(line)) == 0 {
+		if line, rest, ok = nextLine(rest); !ok {
 			return bp, errBatchFormat("an operation has no request line")
 		}
 	}
-	f := strings.Fields(line)
+	f := strings.Fields(string(line))
 	if len(f) != 3 || !strings.HasPrefix(f[2], "HTTP/") {
 		return bp, errBatchFormat("bad request line %q: want VERB URL HTTP/1.1", line)
 	}
@@ -126,23 +131,17 @@ func parseBatchRequest(raw []byte) (batchPart, error) {
 	_, bp.resource, _ = strings.Cut(path, "/") // drop the account
 	bp.header = http.Header{}
 	for {
-		l, err := r.ReadString('\n')
-		l = strings.TrimRight(l, "\r\n")
-		if l == "" {
+		if line, rest, ok = nextLine(rest); !ok || len(line) == 0 {
 			break
 		}
-		k, v, ok := strings.Cut(l, ":")
-		if !ok {
-			return bp, errBatchFormat("bad header line %q", l)
+		k, v, found := bytes.Cut(line, []byte(":"))
+		if !found {
+			return bp, errBatchFormat("bad header line %q", line)
 		}
-		if v = strings.TrimSpace(v); v != "" {
-			bp.header.Add(textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(k)), v)
-		}
-		if err != nil {
-			break
+		if v = bytes.TrimSpace(v); len(v) > 0 {
+			bp.header[textproto.CanonicalMIMEHeaderKey(string(bytes.TrimSpace(k)))] = []string{string(v)}
 		}
 	}
-	rest, _ := io.ReadAll(r)
 	bp.body = bytes.TrimSpace(rest)
 	return bp, nil
 }
