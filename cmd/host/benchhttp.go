@@ -38,7 +38,7 @@ const (
 	scanEntities = 10000 // entities of the filtered-scan and memory tables
 	scanBuckets  = 100   // values of the Bucket property: a filter on one matches 1%
 	writers      = 16    // goroutines of the single-entity workloads
-	batchWriters = 16     // transactions in flight
+	batchWriters = 16    // transactions in flight
 	queryWorkers = 4     // queries in flight
 )
 
