@@ -187,18 +187,6 @@ const (
 	msb = 0x8080808080808080
 )
 
-// plain8 reports whether none of the 8 bytes of s needs escaping: no
-// control character, quote, backslash or non-ASCII byte.
-func plain8(s string) bool {
-	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-	hasZero := func(v uint64) uint64 { return (v - lsb) & ^v & msb }
-	special := x&msb | // non-ASCII
-		(x-lsb*0x20)&^x&msb | // a byte below 0x20
-		hasZero(x^(lsb*'"')) | hasZero(x^(lsb*'\\'))
-	return special == 0
-}
-
 // appendString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
 // Runs of bytes that need no escaping are copied whole: entity values are
 // mostly plain text, and this runs for every value a query returns.
@@ -206,9 +194,20 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0 // s[start:i] is plain and not yet copied
 	for i := 0; i < len(s); {
-		if i+8 <= len(s) && plain8(s[i:i+8]) {
-			i += 8
-			continue
+		// Eight bytes at a time while none needs escaping: no control
+		// character, quote, backslash or non-ASCII byte (a byte of v is
+		// zero exactly when (v-lsb)&^v&msb has its high bit).
+		for ; i+8 <= len(s); i += 8 {
+			w := s[i : i+8] // one bounds check; the loads combine into one
+			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+			q, bs := x^(lsb*'"'), x^(lsb*'\\')
+			if (x|(x-lsb*0x20)&^x|(q-lsb)&^q|(bs-lsb)&^bs)&msb != 0 {
+				break
+			}
+		}
+		if i >= len(s) {
+			break
 		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
