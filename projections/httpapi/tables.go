@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"sort"
@@ -199,7 +200,21 @@ func (c *call) deleteTable(name string) {
 
 // body reads the request body, refusing one larger than MaxBody.
 func (c *call) body() ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, c.s.cfg.MaxBody))
+	r := http.MaxBytesReader(c.w, c.r.Body, c.s.cfg.MaxBody)
+	var b []byte
+	var err error
+	if n := c.r.ContentLength; n > 0 && n <= c.s.cfg.MaxBody {
+		// Read into a buffer of the announced size, not a growing one.
+		b = make([]byte, n)
+		if _, err = io.ReadFull(r, b); err == nil {
+			var extra [1]byte
+			if m, _ := r.Read(extra[:]); m > 0 {
+				err = errors.New("the body is longer than its Content-Length")
+			}
+		}
+	} else {
+		b, err = io.ReadAll(r)
+	}
 	if err != nil {
 		if _, ok := err.(*http.MaxBytesError); ok {
 			return nil, engine.Errorf(engine.CodeRequestBodyTooLarge, "the request body is larger than %d bytes", c.s.cfg.MaxBody)
