@@ -227,7 +227,11 @@ func Run(ctx context.Context, cfg Config, ready func(*Host)) error {
 	}
 	attrs := []any{"nats", h.ClientURL(), "commands", service.CommandSubject(cfg.Prefix, "<Table>"), "tables", service.TablesSubject(cfg.Prefix)}
 	if web != nil {
-		attrs = append(attrs, "http", h.HTTPURL()+"/"+httpapi.DevAccountName)
+		account := httpapi.DevAccountName
+		if cfg.API.NoDevAccount {
+			account = cfg.API.Accounts[0].Name // Validate made sure there is one
+		}
+		attrs = append(attrs, "http", h.HTTPURL()+"/"+account)
 	}
 	if h.ns != nil {
 		attrs = append(attrs, "data", cfg.DataDir)
