@@ -64,6 +64,35 @@ func TestTables(t *testing.T) {
 	if _, err := svc.CreateTable(ctx, "Gamma", nil); err != nil {
 		t.Fatal(err)
 	}
+	// One table by name, and the listing with full metadata.
+	resp, body := s.raw(t, "GET", "/Tables('alpha')", nil, nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"TableName":"Alpha"`) {
+		t.Fatalf("get a table: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := s.raw(t, "GET", "/Tables('Nope')", nil, nil); resp.StatusCode != http.StatusNotFound || resp.Header.Get("x-ms-error-code") != "TableNotFound" {
+		t.Fatalf("get a missing table: %d", resp.StatusCode)
+	}
+	resp, body = s.raw(t, "GET", "/Tables?$top=1", nil, map[string]string{"Accept": "application/json;odata=fullmetadata"})
+	for _, want := range []string{`"odata.type":"devstoreaccount1.Tables"`, `"odata.editLink":"Tables('Alpha')"`, `"TableName":"Alpha"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("%s not in %s", want, body)
+		}
+	}
+	if next := resp.Header.Get("x-ms-continuation-NextTableName"); next != "Epsilon" {
+		t.Errorf("NextTableName %q", next)
+	}
+	// Not implemented, and unsupported verbs, say so.
+	for _, c := range []struct{ method, path, code string }{
+		{"GET", "/?restype=service&comp=properties", "NotImplemented"},
+		{"PUT", "/Tables", "UnsupportedHttpVerb"},
+		{"GET", "/Alpha?comp=acl", "NotImplemented"},
+		{"GET", "/Alpha(PartitionKey='a')", "InvalidUri"},
+	} {
+		resp, body := s.raw(t, c.method, c.path, nil, nil)
+		if resp.Header.Get("x-ms-error-code") != c.code {
+			t.Errorf("%s %s: %d %s", c.method, c.path, resp.StatusCode, body)
+		}
+	}
 }
 
 func TestAuthentication(t *testing.T) {
