@@ -2,361 +2,262 @@ package wire
 
 import (
 	"bytes"
-	"encoding/json"
+	"cmp"
+	"encoding/binary"
+	"slices"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/cairn-dev/cairn/engine"
 )
 
-// ParseEntityJSON parses an Azure Tables entity JSON object.
+// annotationSuffix ends the name of a member that gives a property's type.
+const annotationSuffix = "@odata.type"
+
+// ParseEntityJSON parses an Azure Tables entity JSON object: PartitionKey
+// and RowKey, and properties with their optional Name@odata.type
+// annotations. Timestamp and odata.* members are the server's and are
+// ignored; null values are skipped.
 //
 // It is on the path of every HTTP insert and of every operation of a
-// $batch, so it avoids encoding/json's reflection: one validating scan
-// splits the object into its members, and each value is read where it
-// lies. Anything the scan does not accept (invalid JSON, or JSON that is
-// not an object) takes the encoding/json path, whose errors it reports.
+// $batch, so it reads the text once and without reflection: a jsonScanner
+// validates the object and notes where each member's name and value lie;
+// the members are put in name order (the last of a repeated name winning,
+// as when encoding/json decodes into a map); annotations are matched with
+// their properties; and each value is read where it lies.
 func ParseEntityJSON(data []byte) (*engine.Entity, error) {
-	sc := scanner{data: data}
-	members, ok := sc.object()
-	if !ok {
-		return parseEntityJSONDecoded(data)
+	// Most entities fit: no allocation for the members.
+	var buf [32]member
+	var orderBuf [32]nameKey
+	ms, err := scanMembers(data, buf[:0])
+	if err != nil {
+		return nil, err
 	}
-	return entityFromMembers(members)
+	order := lastWins(ms, orderBuf[:0])
+	if err := linkAnnotations(ms, order); err != nil {
+		return nil, err
+	}
+	return buildEntity(ms, order)
 }
 
-// member is one name and value of a JSON object; raw is the value's text.
-type member struct {
-	name string
-	raw  []byte
-}
+// role is what a member of an entity object is, by its name.
+type role uint8
 
-// members are an object's members, the last of a repeated name winning
-// (as encoding/json does when decoding into a map).
-type members []member
+const (
+	roleProperty role = iota
+	rolePartitionKey
+	roleRowKey
+	roleIgnored    // Timestamp and odata.*
+	roleAnnotation // Name@odata.type
+)
 
-func (ms members) get(name string) ([]byte, bool) {
-	if i := ms.index(name); i >= 0 {
-		return ms[i].raw, true
-	}
-	return nil, false
-}
-
-// annotation returns the value of name@odata.type, without building that
-// name.
-func (ms members) annotation(name string) ([]byte, bool) {
-	const suffix = "@odata.type"
-	for i := range ms {
-		n := ms[i].name
-		if len(n) == len(name)+len(suffix) && strings.HasPrefix(n, name) && strings.HasSuffix(n, suffix) {
-			return ms[i].raw, true
-		}
-	}
-	return nil, false
-}
-
-func (ms members) index(name string) int {
-	for i := range ms {
-		if ms[i].name == name {
-			return i
-		}
-	}
-	return -1
-}
-
-// scanner reads one JSON text. It accepts only valid JSON: whatever it
-// refuses is left to encoding/json to explain.
-type scanner struct {
-	data  []byte
-	i     int
-	depth int
-}
-
-// maxScanDepth bounds nesting; deeper input goes to encoding/json.
-const maxScanDepth = 1000
-
-func (s *scanner) space() {
-	for s.i < len(s.data) {
-		switch s.data[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-// peek returns the next byte after white space (0 at the end).
-func (s *scanner) peek() byte {
-	s.space()
-	if s.i < len(s.data) {
-		return s.data[s.i]
-	}
-	return 0
-}
-
-// object reads the whole input as one object and returns its members.
-func (s *scanner) object() (members, bool) {
-	if s.peek() != '{' {
-		return nil, false
-	}
-	s.i++
-	ms := make(members, 0, 16)
-	if s.peek() == '}' {
-		s.i++
-		return ms, s.peek() == 0 && s.i == len(s.data)
-	}
-	for {
-		if s.peek() != '"' {
-			return nil, false
-		}
-		start := s.i
-		if !s.str() {
-			return nil, false
-		}
-		name, err := jsonString(s.data[start:s.i])
-		if err != nil || s.peek() != ':' {
-			return nil, false
-		}
-		s.i++
-		s.space()
-		start = s.i
-		if !s.value() {
-			return nil, false
-		}
-		m := member{name: name, raw: s.data[start:s.i]}
-		if j := ms.index(name); j >= 0 {
-			ms[j] = m
-		} else {
-			ms = append(ms, m)
-		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return ms, s.peek() == 0 && s.i == len(s.data)
-		default:
-			return nil, false
-		}
-	}
-}
-
-// value reads any JSON value at s.i.
-func (s *scanner) value() bool {
-	if s.i >= len(s.data) {
-		return false
-	}
-	switch c := s.data[s.i]; {
-	case c == '"':
-		return s.str()
-	case c == '{' || c == '[':
-		return s.nested(c)
-	case c == '-' || c >= '0' && c <= '9':
-		return s.number()
-	case c == 't':
-		return s.literal("true")
-	case c == 'f':
-		return s.literal("false")
-	case c == 'n':
-		return s.literal("null")
-	}
-	return false
-}
-
-func (s *scanner) literal(word string) bool {
-	if !bytes.HasPrefix(s.data[s.i:], []byte(word)) {
-		return false
-	}
-	s.i += len(word)
-	return true
-}
-
-// nested reads an object or array (open is '{' or '[').
-func (s *scanner) nested(open byte) bool {
-	if s.depth++; s.depth > maxScanDepth {
-		return false
-	}
-	defer func() { s.depth-- }()
-	close := byte('}')
-	if open == '[' {
-		close = ']'
-	}
-	s.i++
-	if s.peek() == close {
-		s.i++
-		return true
-	}
-	for {
-		if open == '{' {
-			if s.peek() != '"' || !s.str() || s.peek() != ':' {
-				return false
-			}
-			s.i++
-		}
-		s.space()
-		if !s.value() {
-			return false
-		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case close:
-			s.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// str reads a string: no control characters, only JSON's escapes.
-func (s *scanner) str() bool {
-	d := s.data
-	for i := s.i + 1; i < len(d); i++ {
-		switch c := d[i]; {
-		case c == '"':
-			s.i = i + 1
-			return true
-		case c < 0x20:
-			return false
-		case c == '\\':
-			if i++; i >= len(d) {
-				return false
-			}
-			switch d[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if i+4 >= len(d) {
-					return false
-				}
-				for _, h := range d[i+1 : i+5] {
-					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
-						return false
-					}
-				}
-				i += 4
-			default:
-				return false
-			}
-		}
-	}
-	return false
-}
-
-// number reads -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-func (s *scanner) number() bool {
-	d, i := s.data, s.i
-	digits := func() bool {
-		start := i
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
-		return i > start
-	}
-	if i < len(d) && d[i] == '-' {
-		i++
-	}
+// roleOf classifies a member by its name.
+func roleOf(name []byte) role {
 	switch {
-	case i < len(d) && d[i] == '0':
-		i++
-	case !digits():
-		return false
+	case string(name) == "PartitionKey":
+		return rolePartitionKey
+	case string(name) == "RowKey":
+		return roleRowKey
+	case string(name) == "Timestamp", bytes.HasPrefix(name, []byte("odata.")):
+		return roleIgnored
+	case bytes.HasSuffix(name, []byte(annotationSuffix)):
+		return roleAnnotation
 	}
-	if i < len(d) && d[i] == '.' {
-		i++
-		if !digits() {
-			return false
-		}
-	}
-	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		i++
-		if i < len(d) && (d[i] == '+' || d[i] == '-') {
-			i++
-		}
-		if !digits() {
-			return false
-		}
-	}
-	s.i = i
-	return true
+	return roleProperty
 }
 
-// jsonString returns the text of a JSON string literal: its bytes when it
-// has no escapes and is valid UTF-8, else encoding/json's reading of it
-// (escapes resolved, invalid UTF-8 as U+FFFD).
-func jsonString(raw []byte) (string, error) {
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
-		body := raw[1 : len(raw)-1]
-		if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
-			return string(body), nil
+// member is one member of an entity object.
+type member struct {
+	name  []byte // decoded
+	value jsonValue
+	role  role
+	// annotation is the index of a property's Name@odata.type member
+	// plus one, or 0 (set by linkAnnotations).
+	annotation int
+}
+
+// scanMembers reads data as one JSON object and nothing else, appending
+// its members to ms in the order they come.
+func scanMembers(data []byte, ms []member) ([]member, error) {
+	s := jsonScanner{data: data}
+	s.space()
+	if !s.at('{') {
+		if s.pos == len(data) {
+			return nil, invalid("the entity is empty: it must be a JSON object")
 		}
+		return nil, invalid("the entity is not a JSON object: it starts with %q", data[s.pos])
 	}
-	var s string
-	err := json.Unmarshal(raw, &s)
-	return s, err
+	ok := s.object(func(name, value jsonValue) {
+		n := name.str()
+		ms = append(ms, member{name: n, value: value, role: roleOf(n)})
+	})
+	if !ok {
+		return nil, invalid("the entity is not valid JSON: %s at offset %d", s.err, s.errAt)
+	}
+	s.space()
+	if s.pos != len(data) {
+		return nil, invalid("the entity has data after its JSON object (at offset %d)", s.pos)
+	}
+	return ms, nil
 }
 
-// validNumber reports whether raw is one JSON number and nothing else.
-func validNumber(raw []byte) bool {
-	s := scanner{data: raw}
-	return len(raw) > 0 && s.number() && s.i == len(raw)
+// nameKey is a member's place in name order: its index, and the first
+// eight bytes of its name as a big-endian number (zero-padded), which
+// orders most names without comparing them.
+type nameKey struct {
+	prefix uint64
+	i      int
 }
 
-var nullLiteral = []byte("null")
+// namePrefix is a nameKey's prefix for name.
+func namePrefix(name []byte) uint64 {
+	var b [8]byte
+	copy(b[:], name)
+	return binary.BigEndian.Uint64(b[:])
+}
 
-// entityFromMembers builds the entity: keys, properties with their Edm
-// annotations; Timestamp and odata.* members are the server's and are
-// ignored, null values are skipped.
-func entityFromMembers(ms members) (*engine.Entity, error) {
-	var pk, rk string
-	props := make([]engine.Property, 0, len(ms))
-	for _, m := range ms {
-		k := m.name
+// compareName orders the member of key k against name, whose prefix is
+// prefix.
+func compareName(ms []member, k nameKey, name []byte, prefix uint64) int {
+	if k.prefix != prefix {
+		return cmp.Compare(k.prefix, prefix)
+	}
+	return bytes.Compare(ms[k.i].name, name)
+}
+
+// lastWins appends to order the keys of the members in name order,
+// keeping of a repeated name only the last, as decoding into a map does.
+// (Keys are sorted rather than members: they move cheaply.)
+func lastWins(ms []member, order []nameKey) []nameKey {
+	for i := range ms {
+		order = append(order, nameKey{namePrefix(ms[i].name), i})
+	}
+	sortKeys(ms, order)
+	kept := order[:0]
+	for k, key := range order {
+		if k+1 < len(order) && order[k+1].prefix == key.prefix && bytes.Equal(ms[key.i].name, ms[order[k+1].i].name) {
+			continue // a later one of this name follows
+		}
+		kept = append(kept, key)
+	}
+	return kept
+}
+
+// sortKeys sorts keys by name, stably: by insertion for the few members of
+// most entities (quicker than slices' generic code), else by
+// slices.SortStableFunc.
+func sortKeys(ms []member, keys []nameKey) {
+	if len(keys) > 32 {
+		slices.SortStableFunc(keys, func(a, b nameKey) int {
+			return compareName(ms, a, ms[b.i].name, b.prefix)
+		})
+		return
+	}
+	less := func(a, b nameKey) bool {
+		return a.prefix < b.prefix || a.prefix == b.prefix && bytes.Compare(ms[a.i].name, ms[b.i].name) < 0
+	}
+	for i := 1; i < len(keys); i++ {
+		k, j := keys[i], i
+		for ; j > 0 && less(k, keys[j-1]); j-- {
+			keys[j] = keys[j-1]
+		}
+		keys[j] = k
+	}
+}
+
+// linkAnnotations points each property at its annotation. An annotation
+// must name a member of the object (or Timestamp, which clients may
+// annotate without sending).
+func linkAnnotations(ms []member, order []nameKey) error {
+	for k, key := range order {
+		a := &ms[key.i]
+		if a.role != roleAnnotation {
+			continue
+		}
+		name := a.name[:len(a.name)-len(annotationSuffix)]
+		prefix := namePrefix(name)
+		// The named member sorts before its annotation.
+		j, found := slices.BinarySearchFunc(order[:k], name, func(k nameKey, name []byte) int {
+			return compareName(ms, k, name, prefix)
+		})
 		switch {
-		case k == "PartitionKey" || k == "RowKey":
-			s := ""
-			if !bytes.Equal(m.raw, nullLiteral) {
-				if m.raw[0] != '"' {
-					return nil, engine.Errorf(engine.CodeInvalidValueType, "%s must be a string", k)
-				}
-				var err error
-				if s, err = jsonString(m.raw); err != nil {
-					return nil, engine.Errorf(engine.CodeInvalidValueType, "%s must be a string", k)
-				}
+		case found:
+			if p := &ms[order[j].i]; p.role == roleProperty {
+				p.annotation = key.i + 1
 			}
-			if k == "PartitionKey" {
+		case string(name) != "Timestamp":
+			return invalid("annotation %q names no property", a.name)
+		}
+	}
+	return nil
+}
+
+// buildEntity reads the keys and the properties' values, taking the
+// members in name order.
+func buildEntity(ms []member, order []nameKey) (*engine.Entity, error) {
+	var pk, rk string
+	n := 0
+	for _, key := range order {
+		if m := &ms[key.i]; m.role == roleProperty && m.value.kind != kindNull {
+			n++
+		}
+	}
+	props := make([]engine.Property, 0, n)
+	for _, key := range order {
+		m := &ms[key.i]
+		switch m.role {
+		case rolePartitionKey, roleRowKey:
+			s, err := keyValue(m)
+			if err != nil {
+				return nil, err
+			}
+			if m.role == rolePartitionKey {
 				pk = s
 			} else {
 				rk = s
 			}
-		case k == "Timestamp", strings.HasPrefix(k, "odata."):
-		case strings.HasSuffix(k, "@odata.type"):
-			name := strings.TrimSuffix(k, "@odata.type")
-			if _, ok := ms.get(name); !ok && name != "Timestamp" {
-				return nil, invalid("annotation %q names no property", k)
-			}
-		default:
-			if bytes.Equal(m.raw, nullLiteral) {
+		case roleProperty:
+			if m.value.kind == kindNull {
 				continue
 			}
-			typ := ""
-			if a, ok := ms.annotation(k); ok && !bytes.Equal(a, nullLiteral) {
-				var err error
-				if a[0] != '"' {
-					return nil, invalid("annotation %q must be a string", k+"@odata.type")
-				}
-				if typ, err = jsonString(a); err != nil {
-					return nil, invalid("annotation %q must be a string", k+"@odata.type")
-				}
-			}
-			v, err := parseValue(m.raw, typ)
+			v, err := propertyValue(ms, m)
 			if err != nil {
-				return nil, at("property "+strconv.Quote(k), err)
+				return nil, err
 			}
-			props = append(props, engine.Property{Name: k, Value: v})
+			props = append(props, engine.Property{Name: string(m.name), Value: v})
 		}
 	}
+	// The properties are in name order already: NewEntity's sort is a scan.
 	return engine.NewEntity(pk, rk, props...), nil
+}
+
+// keyValue reads PartitionKey or RowKey: a string, or null for "".
+func keyValue(m *member) (string, error) {
+	switch m.value.kind {
+	case kindString:
+		return string(m.value.str()), nil
+	case kindNull:
+		return "", nil
+	}
+	return "", engine.Errorf(engine.CodeInvalidValueType, "%s must be a string", m.name)
+}
+
+// propertyValue reads a property's value with the type its annotation
+// gives, if any.
+func propertyValue(ms []member, m *member) (engine.Value, error) {
+	var typ []byte
+	if m.annotation > 0 {
+		a := &ms[m.annotation-1]
+		switch a.value.kind {
+		case kindString:
+			typ = a.value.str()
+		case kindNull:
+		default:
+			return engine.Value{}, invalid("annotation %q must be a string", a.name)
+		}
+	}
+	v, err := parseValue(m.value, typ)
+	if err != nil {
+		return engine.Value{}, at("property "+strconv.Quote(string(m.name)), err)
+	}
+	return v, nil
 }
