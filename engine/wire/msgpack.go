@@ -409,3 +409,17 @@ func (d *decoder) error() (*engine.Error, error) {
 	}
 	return e, nil
 }
+
+// EncodeEntity writes an entity in the msgpack form of the protocol
+// ({"pk", "rk", "ts", "p"}); other msgpack formats (the function ABI) embed
+// entities this way.
+func EncodeEntity(enc *msgpack.Encoder, ent *engine.Entity) error {
+	e := &encoder{enc: enc}
+	e.entity(ent)
+	return e.err
+}
+
+// DecodeEntity reads an entity written by EncodeEntity.
+func DecodeEntity(dec *msgpack.Decoder) (*engine.Entity, error) {
+	return (&decoder{dec: dec}).entity()
+}

@@ -1,0 +1,279 @@
+// Package abi is the contract between the function host and a function
+// compiled to WebAssembly: the names of the imports and exports, the
+// operations a guest may call, and the msgpack messages they exchange.
+// docs/FUNCTIONS.md describes it for authors of guests in other languages.
+//
+// The package is used on both sides: by the host's sandbox
+// (functions/wasm) and by the Go guest SDK (functions/sdk), which is
+// compiled with GOOS=wasip1 GOARCH=wasm. It does no I/O.
+//
+// # The calls
+//
+// A guest exports its linear memory as "memory", the reactor initialiser
+// "_initialize" (Go's -buildmode=c-shared adds it) and
+//
+//	cairn_handle() -> i32
+//
+// which runs one invocation and returns StatusOK, or StatusFailed after
+// calling OpFail with the reason. It imports from the module "cairn":
+//
+//	call(op, req_ptr, req_len, out_ptr, out_cap i32) -> i32
+//	take(out_ptr, out_cap i32) -> i32
+//
+// call performs operation op with the request msgpack in memory at
+// [req_ptr, req_ptr+req_len). Its answer is a Response in msgpack. If the
+// answer fits in out_cap bytes it is written at out_ptr; call returns the
+// answer's length either way. A guest whose buffer was too small allocates
+// one of that length and calls take, which copies the kept answer and
+// returns its length (or -1 when nothing is kept). The host keeps only the
+// latest answer. A negative return of call is an ABI misuse (bad pointer,
+// unknown op); the guest should fail the invocation.
+//
+// Nothing else is imported but WASI preview 1 ("wasi_snapshot_preview1"),
+// which the host gives without a filesystem or network: clocks, a random
+// source seeded by the trigger's id, and stdout/stderr into the host's log.
+package abi
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/wire"
+)
+
+// Version is this ABI's version, named in manifests and error messages.
+// A change that old guests cannot follow gets a new version.
+const Version = 1
+
+// Names of the imports and exports.
+const (
+	Module       = "cairn"        // the host module the guest imports
+	ImportCall   = "call"         // (op, req_ptr, req_len, out_ptr, out_cap i32) -> i32
+	ImportTake   = "take"         // (out_ptr, out_cap i32) -> i32
+	ExportHandle = "cairn_handle" // () -> i32
+	ExportMemory = "memory"
+	ExportInit   = "_initialize" // optional; run once when an instance starts
+	WASIModule   = "wasi_snapshot_preview1"
+)
+
+// Status is what cairn_handle returns.
+const (
+	StatusOK     = 0
+	StatusFailed = 1
+)
+
+// Op is an operation a guest calls.
+type Op int32
+
+// The operations. Requests and answers are msgpack (see each type).
+const (
+	// OpTrigger: no request; answers Response.Trigger.
+	OpTrigger Op = 1
+	// OpGet: a GetRequest; answers Response.Entity (nil when absent).
+	OpGet Op = 2
+	// OpQuery: a QueryRequest; answers Response.Entities.
+	OpQuery Op = 3
+	// OpWrite: a WriteRequest; answers an empty Response or an error
+	// (a refused write: a bad entity, a second write of one entity).
+	OpWrite Op = 4
+	// OpEnqueue: an EnqueueRequest; answers an empty Response.
+	OpEnqueue Op = 5
+	// OpOutput: the request is the raw reply of a direct invocation
+	// (not msgpack); answers an empty Response.
+	OpOutput Op = 6
+	// OpLog: the request is a raw line of text for the host's log.
+	OpLog Op = 7
+	// OpFail: the request is the raw text of the invocation's error.
+	OpFail Op = 8
+)
+
+func (o Op) String() string {
+	switch o {
+	case OpTrigger:
+		return "trigger"
+	case OpGet:
+		return "get"
+	case OpQuery:
+		return "query"
+	case OpWrite:
+		return "write"
+	case OpEnqueue:
+		return "enqueue"
+	case OpOutput:
+		return "output"
+	case OpLog:
+		return "log"
+	case OpFail:
+		return "fail"
+	}
+	return fmt.Sprintf("op(%d)", int32(o))
+}
+
+// Trigger kinds.
+const (
+	KindQueue  = "queue"  // a message on a queue
+	KindChange = "change" // a committed change of a table
+	KindTimer  = "timer"  // a tick of a timer (delivered through a queue)
+	KindInvoke = "invoke" // a direct request over NATS
+)
+
+// Trigger is what started an invocation.
+type Trigger struct {
+	// ID identifies the trigger (a queue message's stream sequence, a
+	// change's journal position, a request's id). A retried invocation
+	// has the same ID; the host derives its writes' command ids from it.
+	ID       string `msgpack:"id"`
+	Kind     string `msgpack:"kind"`
+	Function string `msgpack:"fn"`
+	Version  int    `msgpack:"ver"`
+	// Queue is the queue of a queue or timer trigger.
+	Queue string `msgpack:"q,omitempty"`
+	// Body is the message (queue, timer) or the request (invoke).
+	Body []byte `msgpack:"b,omitempty"`
+	// DequeueCount counts the deliveries of this trigger, this one
+	// included (1 on the first), crashes and timeouts too.
+	DequeueCount int `msgpack:"dq"`
+	// Time is when the message was enqueued or the change committed, in
+	// ticks (100 ns since the Unix epoch).
+	Time int64 `msgpack:"ts"`
+	// Change is the committed change of a change trigger.
+	Change *Change `msgpack:"ch,omitempty"`
+}
+
+// Change is one committed change of a table.
+type Change struct {
+	Table string `msgpack:"t"`
+	// Seq is the journal position of the change's record; Index its
+	// place in the record.
+	Seq   uint64 `msgpack:"seq"`
+	Index int    `msgpack:"i"`
+	// Deleted is set when the entity was deleted; Entity then has only
+	// its keys.
+	Deleted bool   `msgpack:"del,omitempty"`
+	Entity  Entity `msgpack:"e"`
+	ETag    string `msgpack:"etag"`
+}
+
+// GetRequest reads one entity.
+type GetRequest struct {
+	Table        string `msgpack:"t"`
+	PartitionKey string `msgpack:"pk"`
+	RowKey       string `msgpack:"rk"`
+}
+
+// QueryRequest reads the entities of one partition, in RowKey order,
+// that match Filter (OData, as over HTTP; empty: all), at most Top (0:
+// no limit but the host's).
+type QueryRequest struct {
+	Table        string `msgpack:"t"`
+	PartitionKey string `msgpack:"pk"`
+	Filter       string `msgpack:"f,omitempty"`
+	Top          int    `msgpack:"top,omitempty"`
+}
+
+// WriteRequest is one write: Op is an engine operation name (Insert,
+// Replace, Merge, InsertOrReplace, InsertOrMerge, Delete); IfMatch as in
+// the command protocol. Entity carries the keys (and for all but Delete,
+// the properties).
+type WriteRequest struct {
+	Table   string `msgpack:"t"`
+	Op      string `msgpack:"op"`
+	Entity  Entity `msgpack:"e"`
+	IfMatch string `msgpack:"if,omitempty"`
+}
+
+// EnqueueRequest sends a message to a queue once the invocation succeeds.
+type EnqueueRequest struct {
+	Queue string `msgpack:"q"`
+	Body  []byte `msgpack:"b"`
+}
+
+// Response answers a call: an error, or the operation's result.
+type Response struct {
+	Error    *Error   `msgpack:"err,omitempty"`
+	Trigger  *Trigger `msgpack:"trig,omitempty"`
+	Entity   *Entity  `msgpack:"e,omitempty"`
+	Entities []Entity `msgpack:"es,omitempty"`
+}
+
+// Error is an engine error as a guest sees it: an Azure code and a message.
+type Error struct {
+	Code    string `msgpack:"c"`
+	Message string `msgpack:"m"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// ErrorOf converts an error for a Response.
+func ErrorOf(err error) *Error {
+	if e := engine.AsError(err); e != nil {
+		return &Error{Code: string(e.Code), Message: e.Message}
+	}
+	return &Error{Code: string(engine.CodeInvalidInput), Message: err.Error()}
+}
+
+// Entity is an entity in the protocol's msgpack form ({"pk", "rk", "ts",
+// "p"}), plus its ETag when read.
+type Entity struct {
+	*engine.Entity
+	ETag string
+}
+
+var (
+	_ msgpack.CustomEncoder = Entity{}
+	_ msgpack.CustomDecoder = (*Entity)(nil)
+)
+
+// EncodeMsgpack writes [entity, etag]; a nil entity is nil.
+func (e Entity) EncodeMsgpack(enc *msgpack.Encoder) error {
+	if e.Entity == nil {
+		return enc.EncodeNil()
+	}
+	if err := enc.EncodeArrayLen(2); err != nil {
+		return err
+	}
+	if err := wire.EncodeEntity(enc, e.Entity); err != nil {
+		return err
+	}
+	return enc.EncodeString(e.ETag)
+}
+
+// DecodeMsgpack reads what EncodeMsgpack wrote.
+func (e *Entity) DecodeMsgpack(dec *msgpack.Decoder) error {
+	n, err := dec.DecodeArrayLen()
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		*e = Entity{}
+		return nil
+	}
+	if n != 2 {
+		return fmt.Errorf("abi: entity: want [entity, etag], got %d items", n)
+	}
+	if e.Entity, err = wire.DecodeEntity(dec); err != nil {
+		return err
+	}
+	e.ETag, err = dec.DecodeString()
+	return err
+}
+
+// Marshal encodes a message.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.UseCompactInts(true)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Unmarshal decodes a message; unknown fields are skipped, so that a newer
+// host or guest can add fields.
+func Unmarshal(data []byte, v any) error {
+	return msgpack.Unmarshal(data, v)
+}
