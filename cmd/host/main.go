@@ -41,6 +41,10 @@ func usage() {
 	fmt.Fprintf(os.Stderr, `usage: host [serve] [flags]   run a host (default)
        host bench [flags]     run the end-to-end benchmarks
        host bench-http [flags] run the HTTP benchmarks side by side with Azurite
+       host deploy [flags] <dir|file.wasm>  build and deploy a function to the running hosts
+       host functions list|history|undeploy|rollback …
+       host poison list|show|requeue|delete <queue> …
+       host enqueue <queue> <message>…
 
 Run "host serve -h" or "host bench -h" for the flags.
 `)
@@ -58,6 +62,14 @@ func run(args []string) error {
 		return bench(args)
 	case "bench-http":
 		return benchHTTP(args)
+	case "deploy":
+		return deploy(args)
+	case "functions":
+		return functionsCmd(args)
+	case "poison":
+		return poisonCmd(args)
+	case "enqueue":
+		return enqueue(args)
 	case "help":
 		usage()
 		return nil
@@ -78,6 +90,8 @@ func hostFlags(fs *flag.FlagSet) *host.Config {
 	fs.Var(invertedBool{&cfg.API.NoDevAccount}, "dev-account", "serve the development account "+httpapi.DevAccountName+" with its well-known key (default true)")
 	fs.StringVar(&cfg.Prefix, "prefix", "cairn", "first token of every subject and stream name")
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "fsync every journal write before acknowledging it (embedded server)")
+	fs.Var(invertedBool{&cfg.Functions.NoBuiltins}, "builtins", "run the built-in functions (archive on the queue \"archive\") (default true)")
+	fs.StringVar(&cfg.Functions.Failpoint, "failpoint", "", "for crash tests: kill the process at this step (functions.between-commits)")
 	return cfg
 }
 

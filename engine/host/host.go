@@ -21,6 +21,7 @@ import (
 
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/engine/service"
+	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/projections"
 	"github.com/cairn-dev/cairn/projections/httpapi"
@@ -55,6 +56,17 @@ type Config struct {
 	// Views and Commit tune those components; zero values are defaults.
 	Views  projections.Config
 	Commit commit.Config
+	// Functions configures the function host (built-ins, failpoints).
+	Functions FunctionsConfig
+}
+
+// FunctionsConfig is the part of functions.Config a host's user sets; the
+// rest comes from the host.
+type FunctionsConfig struct {
+	// NoBuiltins leaves the built-in functions (archive) off.
+	NoBuiltins bool
+	// Failpoint kills the process at a named step (crash tests).
+	Failpoint string
 }
 
 // Validate fills defaults and checks the configuration.
@@ -105,6 +117,7 @@ type Host struct {
 	j     *journal.Journal
 	views *projections.Views
 	comm  *commit.Committer
+	fns   *functions.Host
 
 	unlock func() // releases the data directory
 	httpLn net.Listener
@@ -118,6 +131,9 @@ func (h *Host) HTTPURL() string {
 	}
 	return "http://" + h.httpLn.Addr().String()
 }
+
+// Functions returns the host's function host (nil before it is ready).
+func (h *Host) Functions() *functions.Host { return h.fns }
 
 // Views returns the host's views (for in-process readers and tests).
 func (h *Host) Views() *projections.Views { return h.views }
@@ -214,11 +230,31 @@ func Run(ctx context.Context, cfg Config, ready func(*Host)) error {
 	if err := svc.Start(); err != nil {
 		return fail(err)
 	}
+	fctx, stopFunctions := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopFunctions()
+	h.fns, err = functions.New(h.nc, h.j, h.views, h.comm, functions.Config{
+		Prefix:     cfg.Prefix,
+		Replicas:   cfg.Replicas,
+		Sandbox:    newSandbox(ctx, cfg.DataDir, log),
+		NoBuiltins: cfg.Functions.NoBuiltins,
+		Failpoint:  cfg.Functions.Failpoint,
+		Log:        log,
+	})
+	if err == nil {
+		err = h.fns.Start(fctx)
+	}
+	if err != nil {
+		svc.Stop()
+		return fail(fmt.Errorf("host: functions: %w", err))
+	}
 	var web *http.Server
 	webDone := make(chan error, 1)
 	if h.httpLn != nil {
+		mux := http.NewServeMux()
+		mux.Handle(functions.AdminPrefix, h.fns.AdminHandler())
+		mux.Handle("/", httpapi.New(h.views, h.comm, log, cfg.API))
 		web = &http.Server{
-			Handler:           httpapi.New(h.views, h.comm, log, cfg.API),
+			Handler:           mux,
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -254,6 +290,8 @@ func Run(ctx context.Context, cfg Config, ready func(*Host)) error {
 		<-webDone
 	}
 	svc.Stop()
+	stopFunctions()
+	h.fns.Wait()
 	// Commands already taken get their answers before the journal goes.
 	done := make(chan struct{})
 	go func() { h.comm.Wait(); close(done) }()

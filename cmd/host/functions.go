@@ -1,0 +1,423 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/wasm"
+)
+
+// ManifestFile is the manifest's name next to a function's source.
+const ManifestFile = "cairn.json"
+
+// connFlags are the flags of the subcommands that talk to a running host's
+// NATS server.
+type connFlags struct {
+	url    string
+	prefix string
+}
+
+func (c *connFlags) declare(fs *flag.FlagSet) {
+	fs.StringVar(&c.url, "nats-url", nats.DefaultURL, "NATS server of the host")
+	fs.StringVar(&c.prefix, "prefix", "cairn", "first token of every subject and stream name")
+}
+
+// connect returns the queues and registry of the host's NATS server.
+func (c *connFlags) connect(ctx context.Context) (*nats.Conn, *functions.Queues, *functions.Registry, error) {
+	nc, err := nats.Connect(c.url, nats.Name("cairn-cli"))
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("connect to %s (is the host running? -nats-url): %w", c.url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, nil, err
+	}
+	q, err := functions.OpenQueues(ctx, js, c.prefix, 0)
+	if err == nil {
+		var r *functions.Registry
+		if r, err = functions.OpenRegistry(ctx, js, c.prefix, 0); err == nil {
+			return nc, q, r, nil
+		}
+	}
+	nc.Close()
+	return nil, nil, nil, err
+}
+
+// deploy builds a function package (or takes a .wasm file) and deploys it.
+func deploy(args []string) error {
+	fs := flag.NewFlagSet("deploy", flag.ContinueOnError)
+	var conn connFlags
+	conn.declare(fs)
+	var m functions.Manifest
+	manifest := fs.String("manifest", "", "manifest file (default: "+ManifestFile+" in the package directory, or next to the .wasm file)")
+	fs.StringVar(&m.Name, "name", "", "function name (overrides the manifest)")
+	fs.StringVar(&m.Trigger.Queue, "queue", "", "trigger: a queue")
+	fs.StringVar(&m.Trigger.Table, "table", "", "trigger: the changes of a table")
+	every := fs.Duration("every", 0, "trigger: a timer interval")
+	fs.IntVar(&m.MaxDequeueCount, "max-dequeue-count", 0, "deliveries before a failing message moves to the poison queue (5)")
+	timeout := fs.Duration("timeout", 0, "limit of one invocation (30s)")
+	fs.IntVar(&m.Concurrency, "concurrency", 0, "invocations at once per host (4)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: host deploy [flags] <package directory | module.wasm>\n\nBuilds a Go function package to WebAssembly (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared),\nchecks it against the function ABI and deploys it to the running hosts.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("deploy: give one package directory or .wasm file")
+	}
+	src := fs.Arg(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	mf := *manifest
+	if mf == "" {
+		if strings.HasSuffix(src, ".wasm") {
+			mf = strings.TrimSuffix(src, ".wasm") + ".json"
+		} else {
+			mf = filepath.Join(src, ManifestFile)
+		}
+		if _, err := os.Stat(mf); err != nil {
+			mf = ""
+		}
+	}
+	base := functions.Manifest{}
+	if mf != "" {
+		b, err := os.ReadFile(mf)
+		if err != nil {
+			return err
+		}
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&base); err != nil {
+			return fmt.Errorf("manifest %s: %w", mf, err)
+		}
+	}
+	// Flags override the file.
+	if m.Name != "" {
+		base.Name = m.Name
+	}
+	if m.Trigger.Queue != "" || m.Trigger.Table != "" || *every != 0 {
+		base.Trigger = functions.Trigger{Queue: m.Trigger.Queue, Table: m.Trigger.Table, Every: functions.Duration(*every)}
+	}
+	if m.MaxDequeueCount != 0 {
+		base.MaxDequeueCount = m.MaxDequeueCount
+	}
+	if *timeout != 0 {
+		base.Timeout = functions.Duration(*timeout)
+	}
+	if m.Concurrency != 0 {
+		base.Concurrency = m.Concurrency
+	}
+	if base.Name == "" {
+		base.Name = strings.TrimSuffix(filepath.Base(filepath.Clean(src)), ".wasm")
+	}
+	if err := base.Validate(); err != nil {
+		return err
+	}
+
+	module, err := moduleOf(ctx, src)
+	if err != nil {
+		return err
+	}
+	rt, err := wasm.NewRuntime(ctx, wasm.Config{})
+	if err != nil {
+		return err
+	}
+	defer rt.Close(ctx)
+	if err := rt.Validate(ctx, module); err != nil {
+		return fmt.Errorf("refused: %w", err)
+	}
+	nc, _, reg, err := conn.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	d, err := reg.Deploy(ctx, base, module)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("deployed %s version %d (%d bytes, sha256 %s…), trigger %s\n", d.Name, d.Version, d.Size, d.Digest[:12], describeTrigger(d))
+	return nil
+}
+
+// moduleOf reads a .wasm file or builds a Go package into one.
+func moduleOf(ctx context.Context, src string) ([]byte, error) {
+	if strings.HasSuffix(src, ".wasm") {
+		return os.ReadFile(src)
+	}
+	if st, err := os.Stat(src); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%s: not a package directory or a .wasm file", src)
+	}
+	out, err := os.MkdirTemp("", "cairn-deploy-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(out)
+	wasmPath := filepath.Join(out, "function.wasm")
+	fmt.Fprintf(os.Stderr, "building %s (GOOS=wasip1 GOARCH=wasm)…\n", src)
+	cmd := exec.CommandContext(ctx, "go", "build", "-buildmode=c-shared", "-o", wasmPath, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("build %s: %w", src, err)
+	}
+	return os.ReadFile(wasmPath)
+}
+
+func describeTrigger(m functions.Manifest) string {
+	switch m.Trigger.Kind() {
+	case "queue":
+		return "queue " + m.Trigger.Queue
+	case "table":
+		return "changes of table " + m.Trigger.Table
+	case "timer":
+		return "every " + m.Trigger.Every.D().String()
+	}
+	return "direct invocation only"
+}
+
+// functionsCmd lists, undeploys and rolls back functions.
+func functionsCmd(args []string) error {
+	fs := flag.NewFlagSet("functions", flag.ContinueOnError)
+	var conn connFlags
+	conn.declare(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: host functions list | history <name> | undeploy <name> | rollback <name> [version]\n\n")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	a := fs.Args()
+	if len(a) == 0 {
+		a = []string{"list"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nc, _, reg, err := conn.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	need := func(n int) error {
+		if len(a) < n {
+			fs.Usage()
+			return fmt.Errorf("functions %s: missing arguments", a[0])
+		}
+		return nil
+	}
+	switch a[0] {
+	case "list":
+		ms, err := reg.List(ctx)
+		if err != nil {
+			return err
+		}
+		printManifests(os.Stdout, ms)
+	case "history":
+		if err := need(2); err != nil {
+			return err
+		}
+		ms, err := reg.History(ctx, a[1])
+		if err != nil {
+			return err
+		}
+		printManifests(os.Stdout, ms)
+	case "undeploy":
+		if err := need(2); err != nil {
+			return err
+		}
+		if err := reg.Undeploy(ctx, a[1]); err != nil {
+			return err
+		}
+		fmt.Printf("undeployed %s (its queue keeps its messages)\n", a[1])
+	case "rollback":
+		if err := need(2); err != nil {
+			return err
+		}
+		v := 0
+		if len(a) > 2 {
+			if v, err = strconv.Atoi(a[2]); err != nil {
+				return fmt.Errorf("rollback: version %q is not a number", a[2])
+			}
+		}
+		m, err := reg.Rollback(ctx, a[1], v)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s is now version %d, with the module of an earlier version (sha256 %s…)\n", m.Name, m.Version, m.Digest[:12])
+	default:
+		fs.Usage()
+		return fmt.Errorf("functions: unknown command %q", a[0])
+	}
+	return nil
+}
+
+func printManifests(w io.Writer, ms []functions.Manifest) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tVERSION\tTRIGGER\tMAX DEQUEUE\tTIMEOUT\tCONCURRENCY\tDEPLOYED\tSHA256")
+	for _, m := range ms {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%v\t%d\t%s\t%.12s\n", m.Name, m.Version, describeTrigger(m), m.MaxDequeueCount, m.Timeout.D(), m.Concurrency, m.Deployed.Format(time.RFC3339), m.Digest)
+	}
+	tw.Flush()
+}
+
+// poisonCmd inspects, requeues and deletes poison messages.
+func poisonCmd(args []string) error {
+	fs := flag.NewFlagSet("poison", flag.ContinueOnError)
+	var conn connFlags
+	conn.declare(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: host poison list <queue> | show <queue> <seq> | requeue <queue> <seq|all> | delete <queue> <seq|all>\n\n<queue> is the queue or its poison queue (orders or orders-poison).\n\n")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	a := fs.Args()
+	if len(a) < 2 || (a[0] != "list" && len(a) < 3) {
+		fs.Usage()
+		return errors.New("poison: missing arguments")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	nc, q, _, err := conn.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	queue := a[1]
+	seqs := func() ([]uint64, error) {
+		if a[2] != "all" {
+			s, err := strconv.ParseUint(a[2], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not a message sequence number (or all)", a[2])
+			}
+			return []uint64{s}, nil
+		}
+		ps, err := q.Poison(ctx, queue, 0, 1<<20)
+		var out []uint64
+		for _, p := range ps {
+			out = append(out, p.Seq)
+		}
+		return out, err
+	}
+	switch a[0] {
+	case "list":
+		ps, err := q.Poison(ctx, queue, 0, 1000)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SEQ\tQUEUE\tFUNCTION\tATTEMPTS\tENQUEUED\tPOISONED\tERROR")
+		for _, p := range ps {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", p.Seq, p.Queue, p.Function, p.Attempts, p.Enqueued.Format(time.RFC3339), p.Poisoned.Format(time.RFC3339), firstLine(p.Error, 80))
+		}
+		tw.Flush()
+		fmt.Fprintf(os.Stderr, "%d message(s)\n", len(ps))
+	case "show":
+		s, err := strconv.ParseUint(a[2], 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a message sequence number", a[2])
+		}
+		p, err := q.PoisonMessage(ctx, queue, s)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("seq:       %d\nqueue:     %s\nfunction:  %s\nattempts:  %d\nenqueued:  %s\npoisoned:  %s\nerror:     %s\nbody:      %s\n",
+			p.Seq, p.Queue, p.Function, p.Attempts, p.Enqueued.Format(time.RFC3339Nano), p.Poisoned.Format(time.RFC3339Nano), p.Error, p.Body)
+	case "requeue", "delete":
+		ss, err := seqs()
+		if err != nil {
+			return err
+		}
+		for _, s := range ss {
+			if a[0] == "requeue" {
+				err = q.Requeue(ctx, queue, s)
+			} else {
+				err = q.Delete(ctx, queue, s)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		fmt.Printf("%sd %d message(s)\n", a[0], len(ss))
+	default:
+		fs.Usage()
+		return fmt.Errorf("poison: unknown command %q", a[0])
+	}
+	return nil
+}
+
+func firstLine(s string, n int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+// enqueue sends messages to a queue: the arguments, or stdin's lines.
+func enqueue(args []string) error {
+	fs := flag.NewFlagSet("enqueue", flag.ContinueOnError)
+	var conn connFlags
+	conn.declare(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: host enqueue <queue> <message>…   (no message: one per line of standard input)\n\n")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 {
+		fs.Usage()
+		return errors.New("enqueue: name a queue")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	nc, q, _, err := conn.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	msgs := fs.Args()[1:]
+	if len(msgs) == 0 {
+		b, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.TrimSpace(l) != "" {
+				msgs = append(msgs, l)
+			}
+		}
+	}
+	for _, m := range msgs {
+		if err := q.Enqueue(ctx, fs.Arg(0), []byte(m)); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("enqueued %d message(s) on %s\n", len(msgs), fs.Arg(0))
+	return nil
+}

@@ -1,0 +1,115 @@
+package functions
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// AdminPrefix is the path under which the host serves the operators' API
+// of functions and queues (docs/FUNCTIONS.md):
+//
+//	GET    /$cairn/functions                          deployed functions
+//	POST   /$cairn/queues/<queue>                     enqueue the body
+//	GET    /$cairn/queues/<queue>-poison[?from=&limit=] poison messages
+//	GET    /$cairn/queues/<queue>-poison/<seq>        one of them
+//	POST   /$cairn/queues/<queue>-poison/<seq>/requeue
+//	DELETE /$cairn/queues/<queue>-poison/<seq>
+const AdminPrefix = "/$cairn/"
+
+// AdminHandler serves the operators' API. Like /metrics it is not
+// authenticated: the HTTP listener is on loopback unless configured
+// otherwise.
+func (h *Host) AdminHandler() http.Handler { return http.HandlerFunc(h.admin) }
+
+func (h *Host) admin(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, AdminPrefix), "/"), "/")
+	fail := func(status int, err error) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+	}
+	reply := func(v any) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(v)
+	}
+	status := func(err error) int {
+		switch {
+		case errors.Is(err, ErrNoMessage), errors.Is(err, ErrNotDeployed):
+			return http.StatusNotFound
+		}
+		return http.StatusBadRequest
+	}
+	ctx := r.Context()
+	switch {
+	case len(parts) == 1 && parts[0] == "functions" && r.Method == http.MethodGet:
+		ms, err := h.registry.List(ctx)
+		if err != nil {
+			fail(http.StatusInternalServerError, err)
+			return
+		}
+		if ms == nil {
+			ms = []Manifest{}
+		}
+		reply(ms)
+	case len(parts) == 2 && parts[0] == "queues" && r.Method == http.MethodPost && !strings.HasSuffix(parts[1], PoisonSuffix):
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessage+1))
+		if err == nil {
+			err = h.queues.Enqueue(ctx, parts[1], body)
+		}
+		if err != nil {
+			fail(http.StatusBadRequest, err)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	case len(parts) == 2 && parts[0] == "queues" && r.Method == http.MethodGet:
+		from, _ := strconv.ParseUint(r.URL.Query().Get("from"), 10, 64)
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		if limit <= 0 || limit > 1000 {
+			limit = 100
+		}
+		ps, err := h.queues.Poison(ctx, parts[1], from, limit)
+		if err != nil {
+			fail(status(err), err)
+			return
+		}
+		if ps == nil {
+			ps = []PoisonMessage{}
+		}
+		reply(ps)
+	case (len(parts) == 3 || len(parts) == 4) && parts[0] == "queues":
+		seq, err := strconv.ParseUint(parts[2], 10, 64)
+		if err != nil {
+			fail(http.StatusBadRequest, errors.New("a poison message is named by its sequence number"))
+			return
+		}
+		switch {
+		case len(parts) == 3 && r.Method == http.MethodGet:
+			p, err := h.queues.PoisonMessage(ctx, parts[1], seq)
+			if err != nil {
+				fail(status(err), err)
+				return
+			}
+			reply(p)
+		case len(parts) == 3 && r.Method == http.MethodDelete:
+			if err := h.queues.Delete(ctx, parts[1], seq); err != nil {
+				fail(status(err), err)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		case len(parts) == 4 && parts[3] == "requeue" && r.Method == http.MethodPost:
+			if err := h.queues.Requeue(ctx, parts[1], seq); err != nil {
+				fail(status(err), err)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			fail(http.StatusMethodNotAllowed, errors.New("use GET or DELETE on a poison message, POST on …/requeue"))
+		}
+	default:
+		fail(http.StatusNotFound, errors.New("unknown path: see docs/FUNCTIONS.md for the operators' API"))
+	}
+}

@@ -1,0 +1,264 @@
+package functions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/functions/abi"
+)
+
+// function is a deployed function on this host: its current version and
+// the goroutine that feeds it from its trigger.
+type function struct {
+	h    *Host
+	name string
+	cur  atomic.Pointer[version]
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// version is one loaded version of a function.
+type version struct {
+	m       Manifest
+	handler Handler
+	// inflight counts the invocations using the handler; retire closes
+	// it once they are done.
+	inflight sync.WaitGroup
+	retired  atomic.Bool
+}
+
+// acquire marks an invocation starting on v.
+func (v *version) acquire() { v.inflight.Add(1) }
+func (v *version) release() { v.inflight.Done() }
+
+// retire closes v's handler once its invocations have finished.
+func (v *version) retire() {
+	if v.retired.Swap(true) {
+		return
+	}
+	go func() {
+		v.inflight.Wait()
+		v.handler.Close(context.Background())
+	}()
+}
+
+// sameRunner reports whether m can run on f's trigger goroutine as it is.
+func (f *function) sameRunner(m *Manifest) bool {
+	c := f.cur.Load().m
+	return c.Trigger == m.Trigger && c.Concurrency == m.Concurrency && c.AckWait() == m.AckWait()
+}
+
+// take returns the current version, marked in use; release it.
+func (f *function) take() *version {
+	for {
+		v := f.cur.Load()
+		v.acquire()
+		if f.cur.Load() == v {
+			return v
+		}
+		v.release() // swapped meanwhile: use the new one
+	}
+}
+
+func (f *function) start() {
+	ctx, cancel := context.WithCancel(f.h.ctx)
+	f.cancel, f.done = cancel, make(chan struct{})
+	m := f.cur.Load().m
+	f.h.wg.Add(1)
+	go func() {
+		defer f.h.wg.Done()
+		defer close(f.done)
+		var err error
+		switch m.Trigger.Kind() {
+		case "queue":
+			err = f.consumeQueue(ctx, m.Trigger.Queue)
+		case "timer":
+			err = f.runTimer(ctx, m)
+		case "table":
+			err = f.followTable(ctx, m.Trigger.Table)
+		default:
+			<-ctx.Done() // direct invocations only
+		}
+		if err != nil && ctx.Err() == nil {
+			f.h.log.Error("function stopped", "function", f.name, "err", err)
+		}
+	}()
+}
+
+// stop stops the trigger goroutine and retires the current version.
+func (f *function) stop() {
+	if f.cancel == nil {
+		return
+	}
+	f.cancel()
+	<-f.done
+	f.cur.Load().retire()
+}
+
+// retryWait pauses after a failure of the trigger machinery itself (not
+// of the function), so that a lost connection does not spin.
+func retryWait(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// consumeQueue feeds the function from a queue: a durable consumer shared by
+// every host, at most Concurrency invocations at once on this host.
+func (f *function) consumeQueue(ctx context.Context, queue string) error {
+	h := f.h
+	m := f.cur.Load().m
+	subject := QueueSubject(h.cfg.Prefix, queue)
+	var cons jetstream.Consumer
+	for {
+		var err error
+		cons, err = h.js.CreateOrUpdateConsumer(ctx, StreamName(h.cfg.Prefix), jetstream.ConsumerConfig{
+			Durable:       "fn-" + f.name,
+			Description:   "function " + f.name + " on queue " + queue,
+			FilterSubject: subject,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       m.AckWait(),
+			MaxDeliver:    -1, // the host poisons; see handle
+			MaxAckPending: 4096,
+			Replicas:      h.cfg.Replicas,
+		})
+		if err == nil {
+			break
+		}
+		h.log.Error("function: cannot consume its queue", "function", f.name, "queue", queue, "err", err)
+		if !retryWait(ctx, 5*time.Second) {
+			return nil
+		}
+	}
+	iter, err := cons.Messages(jetstream.PullMaxMessages(m.Concurrency), jetstream.PullExpiry(5*time.Second))
+	if err != nil {
+		return err
+	}
+	defer iter.Stop()
+	go func() { <-ctx.Done(); iter.Stop() }()
+	slots := make(chan struct{}, m.Concurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		msg, err := iter.Next()
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+			if msg != nil {
+				_ = msg.Nak()
+			}
+			return nil
+		}
+		if err != nil {
+			h.log.Warn("function: queue read failed", "function", f.name, "err", err)
+			continue
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			f.handle(ctx, queue, msg)
+		}()
+	}
+}
+
+// handle runs one delivery of a queue message and settles it: ack on
+// success; on failure, delivered again after a back-off, or moved to the
+// poison queue once its dequeue count reaches the maximum.
+func (f *function) handle(ctx context.Context, queue string, msg jetstream.Msg) {
+	h := f.h
+	md, err := msg.Metadata()
+	if err != nil {
+		h.log.Error("function: message without metadata", "function", f.name, "err", err)
+		_ = msg.Term()
+		return
+	}
+	v := f.take()
+	defer v.release()
+	m := v.m
+	n := int(md.NumDelivered)
+	if n > m.MaxDequeueCount {
+		// Earlier deliveries never settled: the host running them died
+		// or lost its connection. Do not run it again.
+		f.poison(ctx, queue, msg, md, n-1, fmt.Sprintf("delivered %d times without finishing (the host running it stopped, or the invocation never returned); not run again", n-1))
+		return
+	}
+	trig := abi.Trigger{
+		ID:           "q:" + queue + ":" + strconv.FormatUint(md.Sequence.Stream, 10),
+		Kind:         abi.KindQueue,
+		Function:     f.name,
+		Version:      m.Version,
+		Queue:        queue,
+		Body:         msg.Data(),
+		DequeueCount: n,
+		Time:         triggerTime(md.Timestamp),
+	}
+	if id := msg.Headers().Get(HeaderTrigger); id != "" {
+		trig.ID, trig.Kind = id, abi.KindTimer
+	}
+	_, err = h.run(ctx, v, trig)
+	if err == nil {
+		if aerr := msg.DoubleAck(ctx); aerr != nil {
+			// Delivered again later; the writes are answered as duplicates.
+			h.log.Warn("function: ack failed", "function", f.name, "trigger", trig.ID, "err", aerr)
+		}
+		return
+	}
+	if ctx.Err() != nil {
+		// Stopping (shutdown, undeploy, new trigger): let another host
+		// or the next start have it. This delivery counted.
+		_ = msg.Nak()
+		return
+	}
+	if n >= m.MaxDequeueCount {
+		f.poison(ctx, queue, msg, md, n, err.Error())
+		return
+	}
+	delay := m.Backoff(n)
+	h.log.Info("function failed; retrying after back-off", "function", f.name, "trigger", trig.ID, "dequeueCount", n, "backoff", delay, "err", err)
+	_ = msg.NakWithDelay(delay)
+}
+
+// poison moves a message to <queue>-poison with its error, attempts and
+// times, then removes it from its queue. The move carries an id derived
+// from the message's sequence, so doing it twice stores it once.
+func (f *function) poison(ctx context.Context, queue string, msg jetstream.Msg, md *jetstream.MsgMetadata, attempts int, reason string) {
+	h := f.h
+	if len(reason) > 2048 {
+		reason = reason[:2048] + "…"
+	}
+	hdr := nats.Header{}
+	hdr.Set(HeaderError, reason)
+	hdr.Set(HeaderAttempts, strconv.Itoa(attempts))
+	hdr.Set(HeaderQueue, queue)
+	hdr.Set(HeaderFunction, f.name)
+	hdr.Set(HeaderEnqueued, md.Timestamp.UTC().Format(time.RFC3339Nano))
+	hdr.Set(HeaderPoisoned, h.now().UTC().Format(time.RFC3339Nano))
+	hdr.Set(HeaderSource, strconv.FormatUint(md.Sequence.Stream, 10))
+	if id := msg.Headers().Get(HeaderTrigger); id != "" {
+		hdr.Set(HeaderTrigger, id)
+	}
+	id := "poison:" + queue + ":" + strconv.FormatUint(md.Sequence.Stream, 10)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := h.queues.publish(pctx, queue+PoisonSuffix, msg.Data(), id, hdr); err != nil {
+		h.log.Error("function: could not move a message to its poison queue; it will be delivered again", "function", f.name, "queue", queue, "err", err)
+		_ = msg.NakWithDelay(f.cur.Load().m.BackoffMax.D())
+		return
+	}
+	if err := msg.TermWithReason("poisoned: " + reason); err != nil {
+		h.log.Warn("function: term failed", "function", f.name, "err", err)
+	}
+	h.stats.Poisoned.Add(1)
+	h.log.Warn("message moved to the poison queue", "function", f.name, "queue", queue+PoisonSuffix, "attempts", attempts, "err", reason)
+}

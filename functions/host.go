@@ -1,0 +1,345 @@
+package functions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/commit"
+	"github.com/cairn-dev/cairn/functions/abi"
+	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/projections"
+)
+
+// Handler runs invocations of one version of a function: a WebAssembly
+// module in the sandbox, or native Go (the built-ins).
+type Handler interface {
+	// Invoke runs the function on inv. ctx carries the invocation's
+	// deadline. An error fails the invocation and discards what it
+	// collected.
+	Invoke(ctx context.Context, inv *Invocation) error
+	// Close releases the handler once no invocation uses it.
+	Close(ctx context.Context) error
+}
+
+// NativeFunc is a function written in Go, run in the host's process. It
+// must return when ctx ends; a panic fails the invocation.
+type NativeFunc func(ctx context.Context, inv *Invocation) error
+
+// Invoke implements Handler.
+func (f NativeFunc) Invoke(ctx context.Context, inv *Invocation) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return f(ctx, inv)
+}
+
+// Close implements Handler.
+func (NativeFunc) Close(context.Context) error { return nil }
+
+// Sandbox loads deployed modules: functions/wasm behind an adapter (see
+// engine/host). Keeping it an interface keeps the delivery machinery
+// independent of the WebAssembly runtime.
+type Sandbox interface {
+	// Load prepares a module to run with m's limits (memory, concurrency).
+	Load(ctx context.Context, module []byte, m Manifest) (Handler, error)
+	Close(ctx context.Context) error
+}
+
+// Config configures the function host.
+type Config struct {
+	// Prefix is the first token of subjects and the base of stream names.
+	Prefix   string
+	Replicas int
+	// Sandbox runs deployed modules; nil: only native functions run.
+	Sandbox Sandbox
+	// NoBuiltins leaves the built-in functions (archive) off.
+	NoBuiltins bool
+	// Failpoint, when it names a point in the code (for example
+	// "functions.between-commits"), kills the process with SIGKILL when it
+	// is reached: how crash tests stop a host at an exact step.
+	Failpoint string
+	Log       *slog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Host runs functions: it watches the registry, loads each deployed
+// version, and feeds it from its trigger. Every host runs every function;
+// queue deliveries are shared between hosts by JetStream.
+type Host struct {
+	cfg      Config
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	views    *projections.Views
+	comm     *commit.Committer
+	log      *slog.Logger
+	j        *journal.Journal
+	queues   *Queues
+	registry *Registry
+
+	mu  sync.Mutex
+	fns map[string]*function
+	wg  sync.WaitGroup
+	ctx context.Context
+
+	stats Stats
+}
+
+// Stats counts a host's invocations.
+type Stats struct {
+	Invocations atomic.Uint64 // runs of a function, retries included
+	Failures    atomic.Uint64 // runs that failed
+	Poisoned    atomic.Uint64 // messages moved to a poison queue
+}
+
+// New returns a function host; Run starts it.
+func New(nc *nats.Conn, j *journal.Journal, views *projections.Views, comm *commit.Committer, cfg Config) (*Host, error) {
+	if cfg.Prefix == "" {
+		cfg.Prefix = "cairn"
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	return &Host{cfg: cfg, nc: nc, js: js, j: j, views: views, comm: comm, log: cfg.Log, fns: map[string]*function{}}, nil
+}
+
+// Stats returns the host's counters.
+func (h *Host) Stats() *Stats { return &h.stats }
+
+// Queues returns the queue stream (nil before Start).
+func (h *Host) Queues() *Queues { return h.queues }
+
+// Registry returns the registry (nil before Start).
+func (h *Host) Registry() *Registry { return h.registry }
+
+func (h *Host) now() time.Time { return h.cfg.Now() }
+
+// failpoint kills the process if the configuration names this point.
+func (h *Host) failpoint(name string) {
+	if h.cfg.Failpoint != name {
+		return
+	}
+	h.log.Warn("failpoint reached: killing the process", "failpoint", name)
+	p, _ := os.FindProcess(os.Getpid())
+	_ = p.Kill()
+	select {} // SIGKILL is not handled; wait for it
+}
+
+// Start opens the queue stream and the registry, starts the sandbox, the
+// built-ins and every deployed function, and returns once they are
+// loaded. The functions run until ctx ends; then call Wait.
+func (h *Host) Start(ctx context.Context) error {
+	h.ctx = ctx
+	var err error
+	if h.queues, err = OpenQueues(ctx, h.js, h.cfg.Prefix, h.cfg.Replicas); err != nil {
+		return err
+	}
+	if h.registry, err = OpenRegistry(ctx, h.js, h.cfg.Prefix, h.cfg.Replicas); err != nil {
+		return err
+	}
+	if !h.cfg.NoBuiltins {
+		m := ArchiveManifest()
+		h.install(&m, NativeFunc(Archive))
+	}
+	if err := h.serveDirect(); err != nil {
+		return err
+	}
+	ready := make(chan struct{})
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		for {
+			err := h.registry.Watch(ctx, h.deployed, func() { close(ready) })
+			if ctx.Err() != nil {
+				return
+			}
+			h.log.Warn("functions: registry watch failed; watching again", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			ready = make(chan struct{}) // closed by the next watch
+		}
+	}()
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Register runs a native function on this host, as if deployed: from its
+// trigger, with the same delivery rules. Programs that embed a host use it
+// for functions written in Go; a deployed function of the same name
+// replaces it.
+func (h *Host) Register(m Manifest, fn Handler) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	if m.Builtin == "" {
+		m.Builtin = "native"
+	}
+	h.install(&m, fn)
+	return nil
+}
+
+// Wait waits, after ctx ended, for the functions to stop and releases the
+// sandbox.
+func (h *Host) Wait() {
+	h.mu.Lock()
+	fns := make([]*function, 0, len(h.fns))
+	for _, f := range h.fns {
+		fns = append(fns, f)
+	}
+	h.mu.Unlock()
+	for _, f := range fns {
+		f.stop()
+	}
+	h.wg.Wait()
+	if h.cfg.Sandbox != nil {
+		h.cfg.Sandbox.Close(context.Background())
+	}
+}
+
+// deployed reacts to a registry change: load the new version, or stop an
+// undeployed function.
+func (h *Host) deployed(name string, m *Manifest) {
+	if m == nil {
+		h.mu.Lock()
+		f := h.fns[name]
+		delete(h.fns, name)
+		h.mu.Unlock()
+		if f != nil {
+			f.stop()
+			h.log.Info("function undeployed", "function", name)
+		}
+		return
+	}
+	if err := m.Validate(); err != nil {
+		h.log.Error("function not loaded: bad manifest", "function", name, "err", err)
+		return
+	}
+	if cur := h.current(name); cur != nil && cur.m.Version == m.Version && cur.m.Digest == m.Digest && cur.m.Builtin == "" {
+		return
+	}
+	start := time.Now()
+	module, err := h.registry.Module(h.ctx, *m)
+	if err != nil {
+		h.log.Error("function not loaded", "function", name, "version", m.Version, "err", err)
+		return
+	}
+	if h.cfg.Sandbox == nil {
+		h.log.Error("function not loaded: this host runs no sandbox", "function", name)
+		return
+	}
+	handler, err := h.cfg.Sandbox.Load(h.ctx, module, *m)
+	if err != nil {
+		h.log.Error("function not loaded", "function", name, "version", m.Version, "err", err)
+		return
+	}
+	h.install(m, handler)
+	h.log.Info("function loaded", "function", name, "version", m.Version, "trigger", m.Trigger.Kind(), "elapsed", time.Since(start).Round(time.Millisecond))
+}
+
+func (h *Host) current(name string) *version {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if f := h.fns[name]; f != nil {
+		return f.cur.Load()
+	}
+	return nil
+}
+
+// install makes a version current: in place when its trigger and delivery
+// settings are the running ones (in-flight invocations finish on the old
+// version, none is lost or run twice), else by restarting the trigger.
+func (h *Host) install(m *Manifest, handler Handler) {
+	v := &version{m: *m, handler: handler}
+	h.mu.Lock()
+	f := h.fns[m.Name]
+	if f != nil && f.sameRunner(m) {
+		old := f.cur.Swap(v)
+		h.mu.Unlock()
+		old.retire()
+		return
+	}
+	nf := &function{h: h, name: m.Name}
+	nf.cur.Store(v)
+	h.fns[m.Name] = nf
+	h.mu.Unlock()
+	if f != nil {
+		f.stop()
+	}
+	nf.start()
+}
+
+// submit runs a command through the committer and waits for its reply.
+func (h *Host) submit(ctx context.Context, cmd *engine.Command) *engine.Reply {
+	ch := make(chan *engine.Reply, 1)
+	h.comm.Submit(cmd, func(r *engine.Reply) { ch <- r })
+	select {
+	case r := <-ch:
+		return r
+	case <-ctx.Done():
+		return &engine.Reply{Error: engine.Errorf(engine.CodeOperationTimedOut, "the commit did not finish: %v", ctx.Err())}
+	}
+}
+
+// maxConflictRuns bounds how often one delivery runs a function whose
+// commit keeps conflicting with other writers.
+const maxConflictRuns = 3
+
+// run invokes a function for a trigger and commits what it collected. A
+// commit that conflicts with a concurrent writer runs the function again
+// (at most maxConflictRuns times) after a short pause.
+func (h *Host) run(ctx context.Context, v *version, trig abi.Trigger) (*Invocation, error) {
+	for n := 1; ; n++ {
+		h.stats.Invocations.Add(1)
+		inv := &Invocation{env: h, trigger: trig}
+		ictx, cancel := context.WithTimeout(ctx, v.m.Timeout.D())
+		err := v.handler.Invoke(ictx, inv)
+		cancel()
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err = inv.commit(cctx)
+			cancel()
+		}
+		if err == nil {
+			return inv, nil
+		}
+		h.stats.Failures.Add(1)
+		var ce *ConflictError
+		if !errors.As(err, &ce) || n >= maxConflictRuns {
+			return inv, err
+		}
+		select {
+		case <-ctx.Done():
+			return inv, err
+		case <-time.After(time.Duration(n*n) * 20 * time.Millisecond):
+		}
+	}
+}

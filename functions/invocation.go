@@ -1,0 +1,344 @@
+package functions
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/functions/abi"
+	"github.com/cairn-dev/cairn/projections"
+	"github.com/cairn-dev/cairn/projections/query"
+)
+
+// Limits of one invocation.
+const (
+	// MaxQueryRows bounds a Query's answer; page with "RowKey gt '…'".
+	MaxQueryRows = 1000
+	// MaxWrites bounds the writes of one invocation.
+	MaxWrites = 1000
+	// MaxEnqueues bounds the messages one invocation sends.
+	MaxEnqueues = 1000
+	// MaxOutput bounds a direct invocation's reply.
+	MaxOutput = 1 << 20
+)
+
+// Invocation is one run of a function: its trigger, what it reads, and the
+// writes and messages it collects. Nothing it collects takes effect until
+// the function has returned successfully and Commit runs; a failed
+// invocation leaves no trace.
+//
+// Like a Reliable Collections transaction, reads see the invocation's own
+// pending writes. Each write is decided when it is made, against the
+// partition as it was first read plus the writes before it, so a write that
+// cannot succeed (EntityAlreadyExists, a stale ETag) fails at once with its
+// code; Commit decides it again against the partition as it is then.
+//
+// An Invocation is used by one goroutine.
+type Invocation struct {
+	env     *Host
+	trigger abi.Trigger
+	parts   []*pendingPartition // in the order first written
+	writes  int
+	msgs    []pendingMessage
+	output  []byte
+	logs    int
+	// failure is the text a guest gave with OpFail.
+	failure string
+}
+
+// pendingPartition is the invocation's writes to one partition.
+type pendingPartition struct {
+	table   *projections.Table
+	pk      string
+	overlay *engine.Overlay
+	ops     []engine.Operation
+	written map[string]bool // RowKeys written
+}
+
+type pendingMessage struct {
+	queue string
+	body  []byte
+}
+
+// Trigger returns what started the invocation.
+func (inv *Invocation) Trigger() *abi.Trigger { return &inv.trigger }
+
+// lookup finds a table's view.
+func (inv *Invocation) lookup(ctx context.Context, table string) (*projections.Table, error) {
+	t, ok, err := inv.env.views.Lookup(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, engine.Errorf(engine.CodeTableNotFound, "table %q does not exist", table)
+	}
+	return t, nil
+}
+
+// partition returns the pending writes of (table, pk), if any.
+func (inv *Invocation) partition(t *projections.Table, pk string) *pendingPartition {
+	for _, p := range inv.parts {
+		if p.table == t && p.pk == pk {
+			return p
+		}
+	}
+	return nil
+}
+
+// Get reads an entity as the invocation sees it: its pending write, or the
+// view. The ETag of an entity the invocation wrote is empty (it has none
+// until committed).
+func (inv *Invocation) Get(ctx context.Context, table, pk, rk string) (*engine.Entity, string, error) {
+	t, err := inv.lookup(ctx, table)
+	if err != nil {
+		return nil, "", err
+	}
+	if p := inv.partition(t, pk); p != nil && p.written[rk] {
+		e, ok := p.overlay.Entity(rk)
+		if !ok {
+			return nil, "", nil
+		}
+		return withPK(e, pk), "", nil
+	}
+	snap := t.Snapshot()
+	t.NoteRead(pk, 1)
+	e, ok := snap.Get(pk, rk)
+	if !ok {
+		return nil, "", nil
+	}
+	return e, engine.ETag(t.Epoch(), e.Version), nil
+}
+
+// withPK gives a pending entity its PartitionKey (the overlay does not
+// know it for an entity that did not exist).
+func withPK(e *engine.Entity, pk string) *engine.Entity {
+	if e.PartitionKey == pk {
+		return e
+	}
+	c := *e
+	c.PartitionKey = pk
+	return &c
+}
+
+// Query reads the entities of one partition that match filter (OData; ""
+// for all), in RowKey order, at most top (0 or more than MaxQueryRows:
+// MaxQueryRows), with the invocation's pending writes applied.
+func (inv *Invocation) Query(ctx context.Context, table, pk, filter string, top int) ([]abi.Entity, error) {
+	t, err := inv.lookup(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	var match query.Expr
+	if filter != "" {
+		if match, err = query.Parse(filter); err != nil {
+			return nil, engine.Errorf(engine.CodeInvalidInput, "filter: %v", err)
+		}
+	}
+	if top <= 0 || top > MaxQueryRows {
+		top = MaxQueryRows
+	}
+	p := inv.partition(t, pk)
+	var out []abi.Entity
+	keep := func(e *engine.Entity, etag string) {
+		if match == nil || match.Match(e) {
+			out = append(out, abi.Entity{Entity: e, ETag: etag})
+		}
+	}
+	snap := t.Snapshot()
+	examined := 0
+	snap.Ascend(pk, "", func(e *engine.Entity) bool {
+		if e.PartitionKey != pk {
+			return false
+		}
+		examined++
+		if p == nil || !p.written[e.RowKey] {
+			keep(e, engine.ETag(t.Epoch(), e.Version))
+		}
+		// The first top of the unwritten entities suffice: pending
+		// writes are merged in below, and the whole cut to top.
+		return len(out) < top
+	})
+	t.NoteRead(pk, examined)
+	for rk := range inv.writtenIn(p) {
+		if e, ok := p.overlay.Entity(rk); ok {
+			keep(withPK(e, pk), "")
+		}
+	}
+	slices.SortFunc(out, func(a, b abi.Entity) int { return cmp.Compare(a.RowKey, b.RowKey) })
+	if len(out) > top {
+		out = out[:top]
+	}
+	return out, nil
+}
+
+func (inv *Invocation) writtenIn(p *pendingPartition) map[string]bool {
+	if p == nil {
+		return nil
+	}
+	return p.written
+}
+
+// Write collects one write. It is decided at once against what the
+// invocation sees, and refused with its engine error if it cannot succeed;
+// an invocation writes each entity at most once, and at most 100 entities
+// of one partition (the rules of an entity group transaction, which is
+// what each partition's writes become).
+func (inv *Invocation) Write(ctx context.Context, table string, op engine.Operation) error {
+	if op.Entity == nil {
+		return engine.Errorf(engine.CodeInvalidInput, "a write needs an entity (at least its keys)")
+	}
+	if inv.writes >= MaxWrites {
+		return engine.Errorf(engine.CodeInvalidInput, "an invocation makes at most %d writes", MaxWrites)
+	}
+	cmd := &engine.Command{Table: table, Ops: []engine.Operation{op}}
+	if err := engine.ValidateCommand(cmd); err != nil {
+		return err
+	}
+	t, err := inv.lookup(ctx, table)
+	if err != nil {
+		return err
+	}
+	pk, rk := op.Entity.PartitionKey, op.Entity.RowKey
+	p := inv.partition(t, pk)
+	if p == nil {
+		snap := t.Snapshot()
+		p = &pendingPartition{table: t, pk: pk, overlay: engine.NewOverlay(snap.PartitionState(pk)), written: map[string]bool{}}
+		inv.parts = append(inv.parts, p)
+	}
+	if p.written[rk] {
+		return engine.Errorf(engine.CodeInvalidDuplicateRow, "the invocation already writes %q/%q: write each entity once (combine the changes)", pk, rk)
+	}
+	if len(p.ops) >= engine.MaxBatchOps {
+		return engine.Errorf(engine.CodeInvalidInput, "an invocation writes at most %d entities of one partition", engine.MaxBatchOps)
+	}
+	events, err := engine.Decide(p.overlay, t.Epoch(), cmd)
+	if err != nil {
+		return err
+	}
+	// Serialised now: the function cannot change what it handed over.
+	op.Entity = op.Entity.Clone()
+	p.overlay.Apply(events, engine.TimeToTicks(inv.env.now()))
+	p.ops = append(p.ops, op)
+	p.written[rk] = true
+	inv.writes++
+	return nil
+}
+
+// Enqueue collects a message for a queue, sent once the invocation's
+// writes are committed.
+func (inv *Invocation) Enqueue(queue string, body []byte) error {
+	if err := ValidateName("queue", queue); err != nil {
+		return engine.Errorf(engine.CodeInvalidInput, "%v", err)
+	}
+	if len(inv.msgs) >= MaxEnqueues {
+		return engine.Errorf(engine.CodeInvalidInput, "an invocation sends at most %d messages", MaxEnqueues)
+	}
+	if len(body) > MaxMessage {
+		return engine.Errorf(engine.CodeRequestBodyTooLarge, "a message is at most %d bytes, got %d", MaxMessage, len(body))
+	}
+	inv.msgs = append(inv.msgs, pendingMessage{queue: queue, body: slices.Clone(body)})
+	return nil
+}
+
+// SetOutput sets the reply of a direct invocation.
+func (inv *Invocation) SetOutput(b []byte) error {
+	if len(b) > MaxOutput {
+		return engine.Errorf(engine.CodeRequestBodyTooLarge, "a reply is at most %d bytes, got %d", MaxOutput, len(b))
+	}
+	inv.output = slices.Clone(b)
+	return nil
+}
+
+// Output is the reply set by the function.
+func (inv *Invocation) Output() []byte { return inv.output }
+
+// Log writes a line of the function's to the host's log (at most 100 per
+// invocation, each cut to 4 KiB).
+func (inv *Invocation) Log(line string) {
+	inv.logs++
+	if inv.logs > 100 {
+		return
+	}
+	if len(line) > 4096 {
+		line = line[:4096] + "…"
+	}
+	inv.env.log.Info("function log", "function", inv.trigger.Function, "trigger", inv.trigger.ID, "line", line)
+}
+
+// CommandID is the command id of the invocation's writes to one partition:
+// derived from the function and the trigger, so that a retried invocation
+// (same trigger) whose earlier attempt committed those writes is answered
+// from that commit instead of applying them again.
+func CommandID(function, triggerID, table, pk string) string {
+	h := sha256.New()
+	for _, s := range []string{triggerID, projections.Lower(table), pk} {
+		h.Write([]byte(strconv.Itoa(len(s))))
+		h.Write([]byte{':'})
+		h.Write([]byte(s))
+	}
+	return "fn:" + function + ":" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:18])
+}
+
+// retryable reports whether a commit failed because the state changed since
+// the invocation read it: running the function again may succeed.
+func retryable(err error) bool {
+	switch engine.ErrorCode(err) {
+	case engine.CodeUpdateConditionNotSatisfied, engine.CodeEntityAlreadyExists, engine.CodeResourceNotFound:
+		return true
+	}
+	return false
+}
+
+// ConflictError is a commit refused because the partition changed after the
+// function read it; the invocation is run again.
+type ConflictError struct{ Err error }
+
+func (e *ConflictError) Error() string {
+	return "the data changed while the function ran: " + e.Err.Error()
+}
+func (e *ConflictError) Unwrap() error { return e.Err }
+
+// commit applies the collected writes, partition by partition in the order
+// they were first written, each as one command (atomic within its
+// partition) with an id derived from the trigger; then sends the messages.
+// If it fails part-way, the partitions already committed stay committed: the
+// retried invocation's commands for them are answered as duplicates.
+func (inv *Invocation) commit(ctx context.Context) error {
+	for i, p := range inv.parts {
+		if i > 0 {
+			inv.env.failpoint("functions.between-commits")
+		}
+		cmd := &engine.Command{
+			ID:    CommandID(inv.trigger.Function, inv.trigger.ID, p.table.Name(), p.pk),
+			Table: p.table.Name(),
+			Ops:   p.ops,
+			Batch: len(p.ops) > 1,
+		}
+		r := inv.env.submit(ctx, cmd)
+		if r.Error != nil {
+			if retryable(r.Error) {
+				return &ConflictError{Err: r.Error}
+			}
+			return fmt.Errorf("commit to %s/%q: %w", p.table.Name(), p.pk, r.Error)
+		}
+	}
+	for i, m := range inv.msgs {
+		id := "fn:" + inv.trigger.Function + ":" + inv.trigger.ID + ":" + strconv.Itoa(i)
+		if err := inv.env.queues.publish(ctx, m.queue, m.body, id, nil); err != nil {
+			return fmt.Errorf("enqueue to %s: %w", m.queue, err)
+		}
+	}
+	return nil
+}
+
+// triggerTime is a trigger's time in ticks.
+func triggerTime(t time.Time) int64 { return engine.TimeToTicks(t) }
+
+// Failure is the reason a WebAssembly guest gave for failing (abi.OpFail).
+func (inv *Invocation) Failure() string { return inv.failure }
