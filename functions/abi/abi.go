@@ -25,13 +25,15 @@
 // answer fits in out_cap bytes it is written at out_ptr; call returns the
 // answer's length either way. A guest whose buffer was too small allocates
 // one of that length and calls take, which copies the kept answer and
-// returns its length (or -1 when nothing is kept). The host keeps only the
+// returns its length (or -1 when nothing is kept; a buffer still too small
+// gets the length and nothing copied). The host keeps only the
 // latest answer. A negative return of call is an ABI misuse (bad pointer,
 // unknown op); the guest should fail the invocation.
 //
 // Nothing else is imported but WASI preview 1 ("wasi_snapshot_preview1"),
-// which the host gives without a filesystem or network: clocks, a random
-// source seeded by the trigger's id, and stdout/stderr into the host's log.
+// which the host gives without a filesystem or network: clocks, random_get
+// seeded from the trigger's id for each invocation, and stdout/stderr into
+// the host's log.
 package abi
 
 import (
@@ -207,12 +209,11 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
-// ErrorOf converts an error for a Response.
+// ErrorOf converts an error for a Response: an engine error keeps its
+// code; any other error is an InternalError.
 func ErrorOf(err error) *Error {
-	if e := engine.AsError(err); e != nil {
-		return &Error{Code: string(e.Code), Message: e.Message}
-	}
-	return &Error{Code: string(engine.CodeInvalidInput), Message: err.Error()}
+	e := engine.AsError(err)
+	return &Error{Code: string(e.Code), Message: e.Message}
 }
 
 // Entity is an entity in the protocol's msgpack form ({"pk", "rk", "ts",

@@ -1,4 +1,46 @@
-// Package wasm is the function sandbox: WebAssembly modules run with wazero.
+// Package wasm is the function sandbox: it runs functions compiled to
+// WebAssembly (see functions/abi for the contract, functions/sdk for the Go
+// side) with wazero, each invocation on an instance that no other
+// invocation uses at the same time.
+//
+// # Steps
+//
+//  1. NewRuntime prepares wazero: the compiler (the interpreter where the
+//     compiler is unsupported), a compilation cache, WASI without a
+//     filesystem or network, and the host module "cairn".
+//  2. Validate compiles a module and checks its imports and exports against
+//     the ABI; a deploy calls it so that a bad module is refused with a
+//     sentence saying what is wrong.
+//  3. Load compiles (from the cache when it can) and starts one instance,
+//     so that a module whose initialisation fails is refused at once.
+//  4. Invoke takes an idle instance from the module's pool (starting one
+//     if the pool has room, waiting otherwise), points it at the
+//     invocation's call function, reseeds its random source, and calls
+//     cairn_handle. The instance goes back to the pool after a success or
+//     a failure the guest reported (*GuestError); after anything else —
+//     a panic, a trap, running out of memory, the deadline — it is closed
+//     and never reused.
+//
+// # Costs and limits
+//
+// Measured on 2 cores (amd64) with the echo test guest, a 3.9 MB Go module:
+// a cold compile takes about 2 s, a reload from the on-disk cache about
+// 0.1 s; an instance starts in 7–25 ms with 3.5 MB of memory, which settles
+// near 8 MB. A call into a warm instance costs about 1 µs and each host
+// call about 4 µs more; the echo invocation (trigger, reply, a log line)
+// about 55 µs. Runaway guests are stopped at the context's deadline by
+// wazero's close-on-context-done, which is not free: the compiler checks
+// at every loop header with a call out of the compiled code, about 45 ns,
+// and a Go guest has a loop in every function, so CPU-bound guest code
+// runs several times slower than without it (it is still mandatory: a
+// guest that could not be stopped froze the whole process at the next
+// GC). Memory is capped per instance; wazero sets the cap per runtime, so
+// the sandbox keeps one wazero runtime per distinct cap, all sharing one
+// compilation cache.
+//
+// WASI gives clocks (the real ones), a random source reseeded from each
+// invocation's seed, and stdout and stderr, whose lines go to the log
+// (at most 100 lines of 4 KiB per invocation). Sleeping is bounded by the
+// invocation's context. There is no filesystem, network, argument or
+// environment variable.
 package wasm
-
-import _ "github.com/tetratelabs/wazero"

@@ -1,0 +1,109 @@
+package sdk
+
+import (
+	"fmt"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/functions/abi"
+)
+
+// Context is one invocation: its trigger, and the store, queues and reply
+// as the function sees them. It is valid only during the handler's call.
+//
+// Reads see the committed state of the store plus this invocation's own
+// writes. Writes and messages take effect together, once, when the
+// handler returns nil.
+type Context struct {
+	trigger *abi.Trigger
+}
+
+// Trigger is what started the invocation. It is fetched from the host on
+// the first call; it panics if the host does not give it (a broken host).
+func (c *Context) Trigger() *abi.Trigger {
+	if c.trigger == nil {
+		resp, err := do(abi.OpTrigger, nil)
+		if err != nil {
+			panic(err)
+		}
+		if resp.Trigger == nil {
+			panic(errNoTrigger)
+		}
+		c.trigger = resp.Trigger
+	}
+	return c.trigger
+}
+
+// Get reads one entity and its ETag; it returns (nil, "", nil) when the
+// entity does not exist.
+func (c *Context) Get(table, pk, rk string) (*engine.Entity, string, error) {
+	resp, err := do(abi.OpGet, &abi.GetRequest{Table: table, PartitionKey: pk, RowKey: rk})
+	if err != nil || resp.Entity == nil || resp.Entity.Entity == nil {
+		return nil, "", err
+	}
+	return resp.Entity.Entity, resp.Entity.ETag, nil
+}
+
+// Query reads the entities of one partition, in RowKey order, that match
+// filter (an OData filter as over HTTP; "" matches all), at most top of
+// them (0: no limit but the host's).
+func (c *Context) Query(table, pk, filter string, top int) ([]abi.Entity, error) {
+	resp, err := do(abi.OpQuery, &abi.QueryRequest{Table: table, PartitionKey: pk, Filter: filter, Top: top})
+	return resp.Entities, err
+}
+
+// Insert adds an entity that must not exist.
+func (c *Context) Insert(table string, e *engine.Entity) error {
+	return c.write(table, engine.OpInsert, e, "")
+}
+
+// Replace replaces an existing entity; ifMatch is its ETag, or "*" for
+// any version.
+func (c *Context) Replace(table string, e *engine.Entity, ifMatch string) error {
+	return c.write(table, engine.OpReplace, e, ifMatch)
+}
+
+// Merge merges e's properties into an existing entity; ifMatch is its
+// ETag, or "*" for any version.
+func (c *Context) Merge(table string, e *engine.Entity, ifMatch string) error {
+	return c.write(table, engine.OpMerge, e, ifMatch)
+}
+
+// InsertOrReplace writes e whether or not it exists.
+func (c *Context) InsertOrReplace(table string, e *engine.Entity) error {
+	return c.write(table, engine.OpInsertOrReplace, e, "")
+}
+
+// InsertOrMerge inserts e, or merges its properties into the existing
+// entity.
+func (c *Context) InsertOrMerge(table string, e *engine.Entity) error {
+	return c.write(table, engine.OpInsertOrMerge, e, "")
+}
+
+// Delete deletes an entity; ifMatch is its ETag, or "*" for any version.
+func (c *Context) Delete(table, pk, rk, ifMatch string) error {
+	return c.write(table, engine.OpDelete, engine.NewEntity(pk, rk), ifMatch)
+}
+
+func (c *Context) write(table string, op engine.Op, e *engine.Entity, ifMatch string) error {
+	_, err := do(abi.OpWrite, &abi.WriteRequest{Table: table, Op: op.String(), Entity: abi.Entity{Entity: e}, IfMatch: ifMatch})
+	return err
+}
+
+// Enqueue sends body to queue once the invocation succeeds.
+func (c *Context) Enqueue(queue string, body []byte) error {
+	_, err := do(abi.OpEnqueue, &abi.EnqueueRequest{Queue: queue, Body: body})
+	return err
+}
+
+// Reply sets the reply of a direct invocation (the last call wins); other
+// triggers have no one to reply to and ignore it.
+func (c *Context) Reply(body []byte) error {
+	_, err := do(abi.OpOutput, body)
+	return err
+}
+
+// Logf writes a line to the host's log, with the function's name and the
+// trigger's id. The host keeps a bounded number of lines per invocation.
+func (c *Context) Logf(format string, args ...any) {
+	_, _ = do(abi.OpLog, []byte(fmt.Sprintf(format, args...)))
+}

@@ -1,0 +1,261 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/functions/abi"
+)
+
+// A guest is a program under testdata built once per test binary.
+type guest struct {
+	once sync.Once
+	wasm []byte
+	err  error
+}
+
+var guests = map[string]*guest{"echo": {}, "badimport": {}, "noexport": {}}
+
+// buildGuest builds testdata/<name> for wasip1: as a reactor
+// (-buildmode=c-shared) except noexport, a plain command.
+func buildGuest(t testing.TB, name string) []byte {
+	t.Helper()
+	g := guests[name]
+	g.once.Do(func() {
+		dir, err := os.MkdirTemp("", "cairn-guest-")
+		if err != nil {
+			g.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		out := filepath.Join(dir, name+".wasm")
+		args := []string{"build", "-o", out}
+		if name != "noexport" {
+			args = append(args, "-buildmode=c-shared")
+		}
+		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(args, "./testdata/"+name)...)
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			g.err = &buildError{name, err, string(b)}
+			return
+		}
+		g.wasm, g.err = os.ReadFile(out)
+	})
+	if g.err != nil {
+		t.Fatal(g.err)
+	}
+	return g.wasm
+}
+
+type buildError struct {
+	name   string
+	err    error
+	output string
+}
+
+func (e *buildError) Error() string {
+	return "build " + e.name + ": " + e.err.Error() + "\n" + e.output
+}
+
+// logs collects what the shared runtime logs.
+var logs syncBuffer
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var shared struct {
+	once sync.Once
+	rt   *Runtime
+	err  error
+}
+
+// sharedRuntime is one runtime for the tests.
+func sharedRuntime(t testing.TB) *Runtime {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.rt, shared.err = NewRuntime(context.Background(), Config{
+			Log: slog.New(slog.NewTextHandler(&logs, nil)),
+		})
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.rt
+}
+
+var pinned sync.Map // guest name -> struct{}
+
+// pin compiles a guest on the shared runtime and never closes it, so that
+// the tests' Loads and Validates reuse the compiled code instead of
+// compiling again when the last module using it is closed (runtimes of
+// other memory limits share the compilation cache).
+func pin(t testing.TB, name string) []byte {
+	t.Helper()
+	module := buildGuest(t, name)
+	if _, done := pinned.LoadOrStore(name, struct{}{}); !done {
+		rt := sharedRuntime(t)
+		e, err := rt.engine(context.Background(), rt.cfg.MemoryLimitPages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.rt.CompileModule(context.Background(), module); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return module
+}
+
+// loadEcho loads the echo guest on the shared runtime.
+func loadEcho(t testing.TB, o LoadOptions) *Module {
+	t.Helper()
+	if o.Name == "" {
+		o.Name = "echo"
+	}
+	m, err := sharedRuntime(t).Load(context.Background(), pin(t, "echo"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	return m
+}
+
+// fakeHost is the host side of the ABI for one invocation, as the
+// function host implements it, over a map instead of the store.
+type fakeHost struct {
+	trigger  abi.Trigger
+	rows     map[string]*engine.Entity // by pk + "/" + rk
+	etags    int
+	writes   []abi.WriteRequest
+	queries  []abi.QueryRequest
+	enqueued []abi.EnqueueRequest
+	output   []byte
+	logs     []string
+	failure  string
+	ops      []abi.Op
+}
+
+func newFakeHost(body string) *fakeHost {
+	return &fakeHost{
+		trigger: abi.Trigger{ID: "t-1", Kind: abi.KindInvoke, Function: "echo", Version: 1, Body: []byte(body), DequeueCount: 1},
+		rows:    map[string]*engine.Entity{},
+	}
+}
+
+func (h *fakeHost) call(op abi.Op, req []byte) []byte {
+	h.ops = append(h.ops, op)
+	resp, err := h.serve(op, req)
+	if err != nil {
+		resp = abi.Response{Error: abi.ErrorOf(err)}
+	}
+	b, err := abi.Marshal(&resp)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func (h *fakeHost) serve(op abi.Op, req []byte) (abi.Response, error) {
+	switch op {
+	case abi.OpTrigger:
+		return abi.Response{Trigger: &h.trigger}, nil
+	case abi.OpGet:
+		var r abi.GetRequest
+		if err := abi.Unmarshal(req, &r); err != nil {
+			return abi.Response{}, err
+		}
+		e := h.rows[r.PartitionKey+"/"+r.RowKey]
+		if e == nil {
+			return abi.Response{}, nil
+		}
+		return abi.Response{Entity: &abi.Entity{Entity: e, ETag: "etag-" + e.RowKey}}, nil
+	case abi.OpQuery:
+		var r abi.QueryRequest
+		if err := abi.Unmarshal(req, &r); err != nil {
+			return abi.Response{}, err
+		}
+		h.queries = append(h.queries, r)
+		var es []abi.Entity
+		for k, e := range h.rows {
+			if strings.HasPrefix(k, r.PartitionKey+"/") {
+				es = append(es, abi.Entity{Entity: e})
+			}
+		}
+		sort.Slice(es, func(i, j int) bool { return es[i].RowKey < es[j].RowKey })
+		if r.Top > 0 && len(es) > r.Top {
+			es = es[:r.Top]
+		}
+		return abi.Response{Entities: es}, nil
+	case abi.OpWrite:
+		var r abi.WriteRequest
+		if err := abi.Unmarshal(req, &r); err != nil {
+			return abi.Response{}, err
+		}
+		h.writes = append(h.writes, r)
+		e := r.Entity.Entity
+		key := e.PartitionKey + "/" + e.RowKey
+		cur := h.rows[key]
+		switch r.Op {
+		case "Insert":
+			if cur != nil {
+				return abi.Response{}, engine.Errorf(engine.CodeEntityAlreadyExists, "the entity exists")
+			}
+		case "Replace", "Merge", "Delete":
+			if cur == nil {
+				return abi.Response{}, engine.Errorf(engine.CodeResourceNotFound, "no entity")
+			}
+		}
+		switch r.Op {
+		case "Delete":
+			delete(h.rows, key)
+		case "Merge", "InsertOrMerge":
+			if cur != nil {
+				e = engine.NewEntity(e.PartitionKey, e.RowKey, engine.Merged(cur.Properties, e.Properties)...)
+			}
+			h.rows[key] = e
+		default:
+			h.rows[key] = e
+		}
+		return abi.Response{}, nil
+	case abi.OpEnqueue:
+		var r abi.EnqueueRequest
+		if err := abi.Unmarshal(req, &r); err != nil {
+			return abi.Response{}, err
+		}
+		h.enqueued = append(h.enqueued, r)
+		return abi.Response{}, nil
+	case abi.OpOutput:
+		h.output = req
+		return abi.Response{}, nil
+	case abi.OpLog:
+		h.logs = append(h.logs, string(req))
+		return abi.Response{}, nil
+	case abi.OpFail:
+		h.failure = string(req)
+		return abi.Response{}, nil
+	}
+	return abi.Response{}, engine.Errorf(engine.CodeInvalidInput, "unknown operation %d", int32(op))
+}
