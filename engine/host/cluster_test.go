@@ -89,6 +89,7 @@ func TestReplicatedCluster(t *testing.T) {
 		t.Skip("starts a cluster")
 	}
 	urls := startCluster(t)
+	var hosts []*host.Host
 	for i := 0; i < 2; i++ {
 		ctx, cancel := context.WithCancel(context.Background())
 		ready := make(chan *host.Host, 1)
@@ -104,7 +105,8 @@ func TestReplicatedCluster(t *testing.T) {
 			}
 		})
 		select {
-		case <-ready:
+		case h := <-ready:
+			hosts = append(hosts, h)
 		case err := <-done:
 			t.Fatalf("host %d: %v", i, err)
 		case <-time.After(60 * time.Second):
@@ -134,10 +136,22 @@ func TestReplicatedCluster(t *testing.T) {
 	// Concurrent conditional writes through both hosts on one partition:
 	// on R3 JetStream allows one conditional write per subject in flight,
 	// and the loser's refusal is handled like any conflict.
-	if _, err := c.Insert(ctx, "Replicated", engine.NewEntity("c", "1", engine.Property{Name: "N", Value: engine.Int64(0)})); err != nil {
+	r, err := c.Insert(ctx, "Replicated", engine.NewEntity("c", "1", engine.Property{Name: "N", Value: engine.Int64(0)}))
+	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // let both views see the counter
+	for _, h := range hosts { // both views see the counter before it is read
+		tb, ok, err := h.Views().Lookup(ctx, "Replicated")
+		if err == nil && !ok {
+			t.Fatal("a host does not know table Replicated")
+		}
+		if err == nil {
+			_, err = tb.WaitSeq(ctx, r.Seq)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	const workers, per = 4, 10
 	if _, err := incrementConcurrently(ctx, c, "Replicated", workers, per, nil); err != nil {
 		t.Fatal(err)
