@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/functions/abi"
+	"github.com/cairn-dev/cairn/journal"
 )
 
 // function is a deployed function on this host: its current version and
@@ -94,6 +95,36 @@ func (f *function) start() {
 	}()
 }
 
+// consumerOf names the durable consumer a manifest's trigger uses: its
+// stream ("" for none) and name.
+func (h *Host) consumerOf(m Manifest) (stream string) {
+	switch m.Trigger.Kind() {
+	case "queue", "timer":
+		return StreamName(h.cfg.Prefix)
+	case "table":
+		if t, ok := h.views.Table(m.Trigger.Table); ok {
+			return journal.StreamName(h.cfg.Prefix, t.Name(), t.Epoch())
+		}
+	}
+	return ""
+}
+
+// dropConsumer deletes the durable consumer of a function that no longer
+// uses it (undeployed, or moved to another trigger), so that its queue can
+// be given to another function. Every host tries; the first succeeds.
+func (h *Host) dropConsumer(m Manifest) {
+	stream := h.consumerOf(m)
+	if stream == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := h.js.DeleteConsumer(ctx, stream, "fn-"+m.Name)
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		h.log.Warn("function: could not delete its consumer", "function", m.Name, "stream", stream, "err", err)
+	}
+}
+
 // stop stops the trigger goroutine and retires the current version.
 func (f *function) stop() {
 	if f.cancel == nil {
@@ -167,7 +198,10 @@ func (f *function) consumeQueue(ctx context.Context, queue string) error {
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			f.handle(ctx, queue, msg)
+			// A delivery taken is finished even when the function is
+			// stopping (its timeout bounds it): cutting it short would
+			// cost the message a delivery.
+			f.handle(context.WithoutCancel(ctx), queue, msg)
 		}()
 	}
 }
@@ -212,12 +246,6 @@ func (f *function) handle(ctx context.Context, queue string, msg jetstream.Msg) 
 			// Delivered again later; the writes are answered as duplicates.
 			h.log.Warn("function: ack failed", "function", f.name, "trigger", trig.ID, "err", aerr)
 		}
-		return
-	}
-	if ctx.Err() != nil {
-		// Stopping (shutdown, undeploy, new trigger): let another host
-		// or the next start have it. This delivery counted.
-		_ = msg.Nak()
 		return
 	}
 	if n >= m.MaxDequeueCount {

@@ -235,6 +235,7 @@ func (h *Host) deployed(name string, m *Manifest) {
 		h.mu.Unlock()
 		if f != nil {
 			f.stop()
+			h.dropConsumer(f.cur.Load().m)
 			h.log.Info("function undeployed", "function", name)
 		}
 		return
@@ -265,6 +266,15 @@ func (h *Host) deployed(name string, m *Manifest) {
 	h.log.Info("function loaded", "function", name, "version", m.Version, "trigger", m.Trigger.Kind(), "elapsed", time.Since(start).Round(time.Millisecond))
 }
 
+// Version returns the version of a function this host runs (0 for a
+// native one), and whether it runs it.
+func (h *Host) Version(name string) (int, bool) {
+	if v := h.current(name); v != nil {
+		return v.m.Version, true
+	}
+	return 0, false
+}
+
 func (h *Host) current(name string) *version {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -293,6 +303,9 @@ func (h *Host) install(m *Manifest, handler Handler) {
 	h.mu.Unlock()
 	if f != nil {
 		f.stop()
+		if old := f.cur.Load().m; old.Trigger != m.Trigger {
+			h.dropConsumer(old)
+		}
 	}
 	nf.start()
 }

@@ -232,10 +232,15 @@ func Run(ctx context.Context, cfg Config, ready func(*Host)) error {
 	}
 	fctx, stopFunctions := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopFunctions()
+	sb, err := newSandbox(fctx, cfg.DataDir, log)
+	if err != nil {
+		svc.Stop()
+		return fail(err)
+	}
 	h.fns, err = functions.New(h.nc, h.j, h.views, h.comm, functions.Config{
 		Prefix:     cfg.Prefix,
 		Replicas:   cfg.Replicas,
-		Sandbox:    newSandbox(ctx, cfg.DataDir, log),
+		Sandbox:    sb,
 		NoBuiltins: cfg.Functions.NoBuiltins,
 		Failpoint:  cfg.Functions.Failpoint,
 		Log:        log,

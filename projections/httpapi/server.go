@@ -32,6 +32,13 @@ const (
 	DevAccountKey  = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
 
+// DevConnectionString is the Azure storage connection string of the
+// development account on a host whose HTTP API is at baseURL
+// ("http://127.0.0.1:10002").
+func DevConnectionString(baseURL string) string {
+	return "DefaultEndpointsProtocol=http;AccountName=" + DevAccountName + ";AccountKey=" + DevAccountKey + ";TableEndpoint=" + baseURL + "/" + DevAccountName + ";"
+}
+
 // DevAccount returns the development account.
 func DevAccount() Account {
 	key, _ := base64.StdEncoding.DecodeString(DevAccountKey)
