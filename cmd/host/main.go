@@ -41,6 +41,7 @@ func usage() {
 	fmt.Fprintf(os.Stderr, `usage: host [serve] [flags]   run a host (default)
        host bench [flags]     run the end-to-end benchmarks
        host bench-http [flags] run the HTTP benchmarks side by side with Azurite
+       host bench-functions   benchmark the function host (run from the repository's root)
        host deploy [flags] <dir|file.wasm>  build and deploy a function to the running hosts
        host functions list|history|undeploy|rollback …
        host poison list|show|requeue|delete <queue> …
@@ -62,6 +63,8 @@ func run(args []string) error {
 		return bench(args)
 	case "bench-http":
 		return benchHTTP(args)
+	case "bench-functions":
+		return benchFunctions(args)
 	case "deploy":
 		return deploy(args)
 	case "functions":

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/engine/host"
+)
+
+// cli runs a subcommand as the binary would and returns what it printed.
+func cli(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	out := make(chan string)
+	go func() { b, _ := io.ReadAll(r); out <- string(b) }()
+	err = run(args)
+	w.Close()
+	os.Stdout = stdout
+	return <-out, err
+}
+
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestExamplesWalkthrough follows examples/README.md with the commands it
+// gives: deploy the archive function, hire employees, archive two, deploy
+// the failing function, see its message poisoned, requeue and delete it.
+func TestExamplesWalkthrough(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan *host.Host, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- host.Run(ctx, host.Config{DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", HTTP: "127.0.0.1:0",
+			Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, func(h *host.Host) { ready <- h })
+	}()
+	var h *host.Host
+	select {
+	case h = <-ready:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	defer func() { cancel(); <-done }()
+	url := h.ClientURL()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c := client.New(nc)
+
+	out, err := cli(t, "deploy", "-nats-url", url, "../../examples/archive")
+	if err != nil || !strings.Contains(out, "deployed archive-employee version 1") {
+		t.Fatalf("deploy: %v\n%s", err, out)
+	}
+	// What "go run ./examples/employees seed" does.
+	for _, tb := range []string{"Current", "Archive"} {
+		if _, err := c.CreateTable(ctx, tb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"000001", "000003"} {
+		if _, err := c.Insert(ctx, "Current", engine.NewEntity("Sales", id, engine.Property{Name: "FirstName", Value: engine.String("E" + id)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 60*time.Second, "archive-employee loaded", func() bool { _, ok := h.Functions().Version("archive-employee"); return ok })
+	if out, err := cli(t, "enqueue", "-nats-url", url, "archive-employee", `{"department":"Sales","id":"000003"}`); err != nil || !strings.Contains(out, "enqueued 1") {
+		t.Fatalf("enqueue: %v %s", err, out)
+	}
+	gone := func(table, id string) bool {
+		_, _, err := c.Retrieve(ctx, table, "Sales", id)
+		return engine.ErrorCode(err) == engine.CodeResourceNotFound
+	}
+	eventually(t, 30*time.Second, "000003 archived", func() bool { return gone("Current", "000003") && !gone("Archive", "000003") })
+	if gone("Current", "000001") {
+		t.Fatal("000001 was archived too")
+	}
+	out, err = cli(t, "functions", "-nats-url", url, "list")
+	if err != nil || !strings.Contains(out, "archive-employee") || !strings.Contains(out, "queue archive-employee") {
+		t.Fatalf("functions list: %v\n%s", err, out)
+	}
+
+	// The failing function: five attempts with back-off (1+2+4+8 s), then poison.
+	if out, err := cli(t, "deploy", "-nats-url", url, "../../examples/failing"); err != nil {
+		t.Fatalf("deploy failing: %v\n%s", err, out)
+	}
+	eventually(t, 60*time.Second, "always-fails loaded", func() bool { _, ok := h.Functions().Version("always-fails"); return ok })
+	if _, err := cli(t, "enqueue", "-nats-url", url, "doomed", "order 42"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the message in doomed-poison", func() bool {
+		out, _ := cli(t, "poison", "-nats-url", url, "list", "doomed")
+		return strings.Contains(out, "always-fails")
+	})
+	out, _ = cli(t, "poison", "-nats-url", url, "list", "doomed")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], "this function always fails") || strings.Fields(lines[1])[3] != "5" {
+		t.Fatalf("poison list:\n%s", out)
+	}
+	seq := strings.Fields(lines[1])[0]
+	if out, err := cli(t, "poison", "-nats-url", url, "show", "doomed", seq); err != nil || !strings.Contains(out, "order 42") || !strings.Contains(out, "attempts:  5") {
+		t.Fatalf("poison show: %v\n%s", err, out)
+	}
+	if out, err := cli(t, "poison", "-nats-url", url, "requeue", "doomed", seq); err != nil || !strings.Contains(out, "requeued 1") {
+		t.Fatalf("poison requeue: %v\n%s", err, out)
+	}
+	eventually(t, 60*time.Second, "the requeued message poisoned again", func() bool {
+		out, _ := cli(t, "poison", "-nats-url", url, "list", "doomed")
+		return strings.Contains(out, "always-fails") && !strings.Contains(out, "\n"+seq+" ")
+	})
+	if out, err := cli(t, "poison", "-nats-url", url, "delete", "doomed", "all"); err != nil || !strings.Contains(out, "deleted 1") {
+		t.Fatalf("poison delete: %v\n%s", err, out)
+	}
+	if out, err := cli(t, "functions", "-nats-url", url, "undeploy", "always-fails"); err != nil || !strings.Contains(out, "undeployed") {
+		t.Fatalf("undeploy: %v\n%s", err, out)
+	}
+}
+
+// TestDeployRefusesNonFunctions: a module without the ABI's export, and a
+// file that is not WebAssembly, are refused before anything is uploaded
+// (no host is even contacted).
+func TestDeployRefusesNonFunctions(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain.wasm")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", plain, ".")
+	cmd.Dir = "testdata/noexport"
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	garbage := filepath.Join(dir, "garbage.wasm")
+	os.WriteFile(garbage, []byte("#!/bin/sh\necho not wasm\n"), 0o644)
+	for file, want := range map[string]string{plain: "does not export cairn_handle", garbage: "not a WebAssembly module"} {
+		_, err := cli(t, "deploy", "-nats-url", "nats://127.0.0.1:1", "-name", "bad", file)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "connect") {
+			t.Errorf("%s: %v, want a refusal mentioning %q", filepath.Base(file), err, want)
+		}
+	}
+}
