@@ -190,6 +190,9 @@ func (f *function) consumeQueue(ctx context.Context, queue string) error {
 			}
 			return nil
 		}
+		if errors.Is(err, jetstream.ErrNoHeartbeat) {
+			continue // a busy moment: the iterator pulls again
+		}
 		if err != nil {
 			h.log.Warn("function: queue read failed", "function", f.name, "err", err)
 			continue
@@ -257,6 +260,18 @@ func (f *function) handle(ctx context.Context, queue string, msg jetstream.Msg) 
 	_ = msg.NakWithDelay(delay)
 }
 
+// poisonHeader is the header of a poison message: why, after how many
+// deliveries, when, by which function, from which stream sequence.
+func (f *function) poisonHeader(reason string, attempts int, source uint64) nats.Header {
+	hdr := nats.Header{}
+	hdr.Set(HeaderError, reason)
+	hdr.Set(HeaderAttempts, strconv.Itoa(attempts))
+	hdr.Set(HeaderFunction, f.name)
+	hdr.Set(HeaderPoisoned, f.h.now().UTC().Format(time.RFC3339Nano))
+	hdr.Set(HeaderSource, strconv.FormatUint(source, 10))
+	return hdr
+}
+
 // poison moves a message to <queue>-poison with its error, attempts and
 // times, then removes it from its queue. The move carries an id derived
 // from the message's sequence, so doing it twice stores it once.
@@ -265,14 +280,9 @@ func (f *function) poison(ctx context.Context, queue string, msg jetstream.Msg, 
 	if len(reason) > 2048 {
 		reason = reason[:2048] + "…"
 	}
-	hdr := nats.Header{}
-	hdr.Set(HeaderError, reason)
-	hdr.Set(HeaderAttempts, strconv.Itoa(attempts))
+	hdr := f.poisonHeader(reason, attempts, md.Sequence.Stream)
 	hdr.Set(HeaderQueue, queue)
-	hdr.Set(HeaderFunction, f.name)
 	hdr.Set(HeaderEnqueued, md.Timestamp.UTC().Format(time.RFC3339Nano))
-	hdr.Set(HeaderPoisoned, h.now().UTC().Format(time.RFC3339Nano))
-	hdr.Set(HeaderSource, strconv.FormatUint(md.Sequence.Stream, 10))
 	if id := msg.Headers().Get(HeaderTrigger); id != "" {
 		hdr.Set(HeaderTrigger, id)
 	}

@@ -3,9 +3,11 @@ package functions_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -114,8 +116,22 @@ func TestPoisonAndRequeue(t *testing.T) {
 		t.Fatalf("work still holds %d messages", n)
 	}
 	// Inspect over HTTP, then requeue there.
-	if err := fh.Queues().Requeue(ctx, "work-poison", p.Seq); err != nil {
-		t.Fatal(err)
+	admin := th.h.HTTPURL() + functions.AdminPrefix + "queues/work-poison"
+	var listed []functions.PoisonMessage
+	getJSON(t, admin, &listed)
+	if len(listed) != 1 || listed[0].Seq != p.Seq || string(listed[0].Body) != "order 7" || listed[0].Attempts != 5 {
+		t.Fatalf("GET %s: %+v", admin, listed)
+	}
+	var one functions.PoisonMessage
+	getJSON(t, fmt.Sprintf("%s/%d", admin, p.Seq), &one)
+	if one.Error != p.Error {
+		t.Fatalf("one poison message over HTTP: %+v", one)
+	}
+	if code := httpDo(t, "GET", fmt.Sprintf("%s/%d", admin, p.Seq+1000)); code != http.StatusNotFound {
+		t.Fatalf("unknown poison message: %d", code)
+	}
+	if code := httpDo(t, "POST", fmt.Sprintf("%s/%d/requeue", admin, p.Seq)); code != http.StatusNoContent {
+		t.Fatalf("requeue over HTTP: %d", code)
 	}
 	eventually(t, 30*time.Second, "the requeued message poisoned again", func() bool {
 		ps, err := fh.Queues().Poison(ctx, "work", 0, 10)
@@ -129,6 +145,32 @@ func TestPoisonAndRequeue(t *testing.T) {
 	if _, err := fh.Queues().PoisonMessage(ctx, "work", p.Seq); !errors.Is(err, functions.ErrNoMessage) {
 		t.Fatalf("the requeued poison message is still there: %v", err)
 	}
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func httpDo(t *testing.T, method, url string) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // TestPoisonCrashAndHang: a function that panics, or hangs past its

@@ -125,6 +125,22 @@ func (r *Registry) Deploy(ctx context.Context, m Manifest, module []byte) (Manif
 	if len(module) == 0 {
 		return m, errors.New("the module is empty")
 	}
+	if q := m.Trigger.Queue; q != "" {
+		// A queue feeds one function (JetStream refuses two consumers of
+		// one subject of a work queue).
+		if q == ArchiveManifest().Trigger.Queue {
+			return m, fmt.Errorf("queue %q belongs to the built-in archive function; choose another", q)
+		}
+		others, err := r.List(ctx)
+		if err != nil {
+			return m, err
+		}
+		for _, o := range others {
+			if o.Name != m.Name && o.Trigger.Queue == q {
+				return m, fmt.Errorf("queue %q already feeds function %q: undeploy it first, or choose another queue", q, o.Name)
+			}
+		}
+	}
 	last, rev, err := r.lastVersion(ctx, m.Name)
 	if err != nil {
 		return m, err

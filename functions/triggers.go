@@ -114,6 +114,9 @@ func (f *function) consumeTable(ctx context.Context, table string, epoch uint64)
 		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
 			return nil
 		}
+		if errors.Is(err, jetstream.ErrNoHeartbeat) {
+			continue // a busy moment: the iterator pulls again
+		}
 		if err != nil {
 			h.log.Warn("function: table feed read failed", "function", f.name, "err", err)
 			continue
@@ -183,12 +186,7 @@ func (f *function) handleRecord(ctx context.Context, table string, epoch uint64,
 // poisonChange records a skipped journal record in <function>-changes-poison.
 func (f *function) poisonChange(ctx context.Context, table string, seq uint64, attempts int, reason string) {
 	queue := f.name + "-changes"
-	hdr := nats.Header{}
-	hdr.Set(HeaderError, reason)
-	hdr.Set(HeaderAttempts, strconv.Itoa(attempts))
-	hdr.Set(HeaderFunction, f.name)
-	hdr.Set(HeaderPoisoned, f.h.now().UTC().Format(time.RFC3339Nano))
-	hdr.Set(HeaderSource, strconv.FormatUint(seq, 10))
+	hdr := f.poisonHeader(reason, attempts, seq)
 	body := fmt.Appendf(nil, `{"table":%q,"seq":%d}`, table, seq)
 	id := "poison:" + queue + ":" + table + ":" + strconv.FormatUint(seq, 10)
 	if err := f.h.queues.publish(context.WithoutCancel(ctx), queue+PoisonSuffix, body, id, hdr); err != nil {

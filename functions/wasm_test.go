@@ -221,6 +221,12 @@ func TestHotDeploy(t *testing.T) {
 		r, err := th.nc.Request(functions.DirectSubject("cairn", "hot"), []byte("version"), 5*time.Second)
 		return err == nil && string(r.Data) == "1"
 	})
+	// A queue feeds one function.
+	for _, other := range []functions.Manifest{{Name: "hot-two", Trigger: functions.Trigger{Queue: "hot"}}, {Name: "mine", Trigger: functions.Trigger{Queue: "archive"}}, {Name: "archive"}} {
+		if _, err := th.h.Functions().Registry().Deploy(ctx, other, v2module); err == nil {
+			t.Errorf("deploying %s on queue %q was accepted", other.Name, other.Trigger.Queue)
+		}
+	}
 	// Undeploy: the function stops; its queue keeps new messages.
 	if err := th.h.Functions().Registry().Undeploy(ctx, "hot"); err != nil {
 		t.Fatal(err)
