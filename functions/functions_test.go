@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-dev/cairn/engine/client"
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/journal/jstest"
 )
 
 // TestArchiveBuiltin: an archive message moves an employee from Current to
@@ -511,12 +512,23 @@ func (c *childProc) log() string {
 	return c.buf.String()
 }
 
-// startChild starts this test binary as a host process and waits until it
-// is ready.
+// startChildOn starts a host process connected to the NATS server at url.
+func startChildOn(t *testing.T, url, failpoint string) *childProc {
+	t.Helper()
+	return startChildEnv(t, failpoint, "CAIRN_DATA="+t.TempDir(), "CAIRN_NATS_URL="+url)
+}
+
+// startChild starts this test binary as a host process with an embedded
+// server in dir and waits until it is ready.
 func startChild(t *testing.T, dir, listen, failpoint string) *childProc {
 	t.Helper()
+	return startChildEnv(t, failpoint, "CAIRN_DATA="+dir, "CAIRN_NATS_LISTEN="+listen)
+}
+
+func startChildEnv(t *testing.T, failpoint string, env ...string) *childProc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "CAIRN_CHILD=1", "CAIRN_DATA="+dir, "CAIRN_NATS_LISTEN="+listen, "CAIRN_FAILPOINT="+failpoint)
+	cmd.Env = append(append(os.Environ(), "CAIRN_CHILD=1", "CAIRN_FAILPOINT="+failpoint), env...)
 	stdout, _ := cmd.StdoutPipe()
 	c := &childProc{cmd: cmd}
 	stderr, _ := cmd.StderrPipe()
@@ -557,4 +569,52 @@ func startChild(t *testing.T, dir, listen, failpoint string) *childProc {
 		t.Fatalf("child host not ready:\n%s", c.log())
 	}
 	return c
+}
+
+// TestMessageThatKillsItsHost: a message whose every delivery takes its
+// host down (SIGKILL as the invocation starts) is poisoned, not retried
+// forever: the deliveries cut short count, and once the count is past the
+// maximum the message is moved without being run. The NATS server runs
+// apart from the hosts (as in a deployment of several hosts), so it
+// outlives them.
+func TestMessageThatKillsItsHost(t *testing.T) {
+	ns, nc := jstest.Server(t)
+	url := ns.ClientURL()
+	ctx := ctxT(t)
+	child := startChildOn(t, url, "functions.invoke")
+	js, _ := jetstream.New(nc)
+	reg, err := functions.OpenRegistry(ctx, js, "cairn", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := functions.Manifest{Name: "deadly", Trigger: functions.Trigger{Queue: "deadly"}, MaxDequeueCount: 2, Timeout: functions.Duration(time.Second)}
+	if _, err := reg.Deploy(ctx, m, buildGuest(t, "testdata/guest", "")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, functions.QueueSubject("cairn", "deadly"), []byte("version")); err != nil {
+		t.Fatal(err)
+	}
+	// Two hosts die on it, one after the other: this one as soon as it
+	// runs it, the next once the first delivery's ack wait has passed.
+	for i := range 2 {
+		if i > 0 {
+			child = startChildOn(t, url, "functions.invoke")
+		}
+		if err := child.cmd.Wait(); err == nil || !strings.Contains(child.log(), "failpoint reached") {
+			t.Fatalf("host %d did not die at the failpoint: %v\n%s", i+1, err, child.log())
+		}
+	}
+	child = startChildOn(t, url, "")
+	q, err := functions.OpenQueues(ctx, js, "cairn", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []functions.PoisonMessage
+	eventually(t, 60*time.Second, "the deadly message in the poison queue", func() bool {
+		ps, _ = q.Poison(ctx, "deadly", 0, 10)
+		return len(ps) == 1
+	})
+	if ps[0].Attempts != 2 || !strings.Contains(ps[0].Error, "without finishing") || string(ps[0].Body) != "version" {
+		t.Fatalf("poison message: %+v\n%s", ps[0], child.log())
+	}
 }

@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 		err := host.Run(ctx, host.Config{
 			DataDir:    os.Getenv("CAIRN_DATA"),
 			NATSListen: os.Getenv("CAIRN_NATS_LISTEN"),
+			NATSURL:    os.Getenv("CAIRN_NATS_URL"),
 			HTTP:       "off",
 			Functions:  host.FunctionsConfig{Failpoint: os.Getenv("CAIRN_FAILPOINT")},
 			Log:        slog.New(slog.NewTextHandler(os.Stderr, nil)),

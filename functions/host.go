@@ -66,9 +66,11 @@ type Config struct {
 	Sandbox Sandbox
 	// NoBuiltins leaves the built-in functions (archive) off.
 	NoBuiltins bool
-	// Failpoint, when it names a point in the code (for example
-	// "functions.between-commits"), kills the process with SIGKILL when it
-	// is reached: how crash tests stop a host at an exact step.
+	// Failpoint, when it names a point in the code, kills the process with
+	// SIGKILL when it is reached: how crash tests stop a host at an exact
+	// step. "functions.invoke": as an invocation starts;
+	// "functions.between-commits": after the first partition's commit of an
+	// invocation that writes several.
 	Failpoint string
 	Log       *slog.Logger
 	// Now is the clock (time.Now when nil).
@@ -333,6 +335,7 @@ func (h *Host) run(ctx context.Context, v *version, trig abi.Trigger) (*Invocati
 	for n := 1; ; n++ {
 		h.stats.Invocations.Add(1)
 		inv := &Invocation{env: h, trigger: trig}
+		h.failpoint("functions.invoke")
 		ictx, cancel := context.WithTimeout(ctx, v.m.Timeout.D())
 		err := v.handler.Invoke(ictx, inv)
 		cancel()

@@ -94,7 +94,7 @@ func hostFlags(fs *flag.FlagSet) *host.Config {
 	fs.StringVar(&cfg.Prefix, "prefix", "cairn", "first token of every subject and stream name")
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "fsync every journal write before acknowledging it (embedded server)")
 	fs.Var(invertedBool{&cfg.Functions.NoBuiltins}, "builtins", "run the built-in functions (archive on the queue \"archive\") (default true)")
-	fs.StringVar(&cfg.Functions.Failpoint, "failpoint", "", "for crash tests: kill the process at this step (functions.between-commits)")
+	fs.StringVar(&cfg.Functions.Failpoint, "failpoint", "", "for crash tests: kill the process at this step (functions.invoke, functions.between-commits)")
 	return cfg
 }
 
