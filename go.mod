@@ -8,6 +8,7 @@ require (
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/nats-io/nuid v1.0.1
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/tidwall/btree v1.8.2
 	github.com/vmihailenco/msgpack/v5 v5.4.1

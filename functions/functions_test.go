@@ -392,10 +392,26 @@ func TestChangeFeedAndTimer(t *testing.T) {
 	if got := strings.Join(rows, " "); got != "put:0 put:1 put:2 put:3 put:4 delete:2" {
 		t.Fatalf("audit %s", got)
 	}
-	eventually(t, 10*time.Second, "two timer ticks", func() bool {
-		n := 0
-		ticks.Range(func(k, v any) bool { n++; return true })
-		return n >= 2
+	if err := fh.Register(functions.Manifest{Name: "cron-ticker", Trigger: functions.Trigger{Cron: "@every 1s"}}, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+		ticks.Store("cron:"+inv.Trigger().ID, inv.Trigger().Kind)
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "two ticks of each timer", func() bool {
+		every, cron := 0, 0
+		ticks.Range(func(k, v any) bool {
+			if v != "timer" {
+				t.Errorf("tick %v has kind %v", k, v)
+			}
+			if strings.HasPrefix(k.(string), "cron:") {
+				cron++
+			} else {
+				every++
+			}
+			return true
+		})
+		return every >= 2 && cron >= 2
 	})
 }
 

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // Manifest describes a deployed function: what triggers it and how its
@@ -51,6 +53,22 @@ type Trigger struct {
 	// Every: a tick at each multiple of the interval (at least 1s),
 	// delivered through the queue timer-<name>, once for all hosts.
 	Every Duration `json:"every,omitempty"`
+	// Cron: a tick at each time of a cron schedule ("*/5 * * * *",
+	// "@hourly", "CRON_TZ=Europe/Paris 0 9 * * 1-5"), delivered as Every's.
+	Cron string `json:"cron,omitempty"`
+}
+
+// schedule returns the timer's schedule: the next tick after a time.
+func (t Trigger) schedule() (func(time.Time) time.Time, error) {
+	if t.Cron != "" {
+		s, err := cron.ParseStandard(t.Cron)
+		if err != nil {
+			return nil, fmt.Errorf("trigger: cron %q: %v", t.Cron, err)
+		}
+		return s.Next, nil
+	}
+	every := t.Every.D()
+	return func(now time.Time) time.Time { return now.Truncate(every).Add(every) }, nil
 }
 
 // Kind names the trigger ("queue", "table", "timer" or "invoke").
@@ -60,7 +78,7 @@ func (t Trigger) Kind() string {
 		return "queue"
 	case t.Table != "":
 		return "table"
-	case t.Every > 0:
+	case t.Every > 0, t.Cron != "":
 		return "timer"
 	}
 	return "invoke"
@@ -136,13 +154,13 @@ func (m *Manifest) Validate() error {
 	}
 	t := m.Trigger
 	set := 0
-	for _, b := range []bool{t.Queue != "", t.Table != "", t.Every != 0} {
+	for _, b := range []bool{t.Queue != "", t.Table != "", t.Every != 0, t.Cron != ""} {
 		if b {
 			set++
 		}
 	}
 	if set > 1 {
-		errs = append(errs, errors.New("trigger: give one of queue, table and every"))
+		errs = append(errs, errors.New("trigger: give one of queue, table, every and cron"))
 	}
 	if t.Queue != "" {
 		if err := ValidateName("queue", t.Queue); err != nil {
@@ -151,6 +169,11 @@ func (m *Manifest) Validate() error {
 	}
 	if t.Every != 0 && t.Every.D() < time.Second {
 		errs = append(errs, fmt.Errorf("trigger: every %v is below the minimum of 1s", t.Every.D()))
+	}
+	if t.Cron != "" {
+		if _, err := t.schedule(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if m.MaxDequeueCount < 1 || m.MaxDequeueCount > 100 {
 		errs = append(errs, fmt.Errorf("maxDequeueCount %d: use 1..100", m.MaxDequeueCount))

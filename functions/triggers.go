@@ -18,17 +18,21 @@ import (
 // TimerQueue is the queue that carries a timer function's ticks.
 func TimerQueue(function string) string { return "timer-" + function }
 
-// runTimer publishes a tick at each multiple of the interval to the
-// function's timer queue, from every host, with an id naming the tick:
+// runTimer publishes a tick at each time of the schedule (each multiple of
+// the interval, or each time of the cron schedule) to the function's timer
+// queue, from every host, with an id naming the tick:
 // JetStream keeps one of each. The ticks are then delivered like any
 // queue message (dequeue counts, back-off, poison).
 func (f *function) runTimer(ctx context.Context, m Manifest) error {
 	queue := TimerQueue(f.name)
+	next, err := m.Trigger.schedule()
+	if err != nil {
+		return err
+	}
 	go func() {
-		every := m.Trigger.Every.D()
 		for {
 			now := f.h.now()
-			next := now.Truncate(every).Add(every)
+			next := next(now)
 			select {
 			case <-ctx.Done():
 				return

@@ -70,6 +70,7 @@ func deploy(args []string) error {
 	fs.StringVar(&m.Trigger.Queue, "queue", "", "trigger: a queue")
 	fs.StringVar(&m.Trigger.Table, "table", "", "trigger: the changes of a table")
 	every := fs.Duration("every", 0, "trigger: a timer interval")
+	cronSpec := fs.String("cron", "", `trigger: a cron schedule ("*/5 * * * *", "@hourly")`)
 	fs.IntVar(&m.MaxDequeueCount, "max-dequeue-count", 0, "deliveries before a failing message moves to the poison queue (5)")
 	timeout := fs.Duration("timeout", 0, "limit of one invocation (30s)")
 	fs.IntVar(&m.Concurrency, "concurrency", 0, "invocations at once per host (4)")
@@ -115,8 +116,8 @@ func deploy(args []string) error {
 	if m.Name != "" {
 		base.Name = m.Name
 	}
-	if m.Trigger.Queue != "" || m.Trigger.Table != "" || *every != 0 {
-		base.Trigger = functions.Trigger{Queue: m.Trigger.Queue, Table: m.Trigger.Table, Every: functions.Duration(*every)}
+	if m.Trigger.Queue != "" || m.Trigger.Table != "" || *every != 0 || *cronSpec != "" {
+		base.Trigger = functions.Trigger{Queue: m.Trigger.Queue, Table: m.Trigger.Table, Every: functions.Duration(*every), Cron: *cronSpec}
 	}
 	if m.MaxDequeueCount != 0 {
 		base.MaxDequeueCount = m.MaxDequeueCount
@@ -191,6 +192,9 @@ func describeTrigger(m functions.Manifest) string {
 	case "table":
 		return "changes of table " + m.Trigger.Table
 	case "timer":
+		if m.Trigger.Cron != "" {
+			return "cron " + m.Trigger.Cron
+		}
 		return "every " + m.Trigger.Every.D().String()
 	}
 	return "direct invocation only"
