@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -138,6 +139,15 @@ func TestPoisonAndRequeue(t *testing.T) {
 		ps, err := fh.Queues().Poison(ctx, "work", 0, 10)
 		return err == nil && len(ps) == 1 && ps[0].Seq != p.Seq
 	})
+	resp, err := http.Get(th.h.HTTPURL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), "\ncairn_function_poisoned_total 2\n") || !strings.Contains(string(metrics), "\ncairn_function_failures_total 10\n") {
+		t.Errorf("/metrics:\n%s", metrics)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(attempts) != 10 || attempts[5].n != 1 || attempts[5].id == got[0].id {

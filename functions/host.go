@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -125,6 +126,25 @@ func New(nc *nats.Conn, j *journal.Journal, views *projections.Views, comm *comm
 		return nil, err
 	}
 	return &Host{cfg: cfg, nc: nc, js: js, j: j, views: views, comm: comm, log: cfg.Log, fns: map[string]*function{}}, nil
+}
+
+// WriteMetrics writes the host's function counters in the Prometheus text
+// format (appended to /metrics).
+func (h *Host) WriteMetrics(w io.Writer) {
+	h.mu.Lock()
+	loaded := len(h.fns)
+	h.mu.Unlock()
+	for _, m := range []struct {
+		name, help, kind string
+		v                uint64
+	}{
+		{"cairn_functions_loaded", "Functions this host runs (built-ins included).", "gauge", uint64(loaded)},
+		{"cairn_function_invocations_total", "Invocations run by this host, retries included.", "counter", h.stats.Invocations.Load()},
+		{"cairn_function_failures_total", "Invocations that failed (error, crash, timeout, commit).", "counter", h.stats.Failures.Load()},
+		{"cairn_function_poisoned_total", "Messages this host moved to a poison queue.", "counter", h.stats.Poisoned.Load()},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.kind, m.name, m.v)
+	}
 }
 
 // Stats returns the host's counters.

@@ -257,7 +257,9 @@ func Run(ctx context.Context, cfg Config, ready func(*Host)) error {
 	if h.httpLn != nil {
 		mux := http.NewServeMux()
 		mux.Handle(functions.AdminPrefix, h.fns.AdminHandler())
-		mux.Handle("/", httpapi.New(h.views, h.comm, log, cfg.API))
+		api := cfg.API
+		api.Metrics = h.fns.WriteMetrics
+		mux.Handle("/", httpapi.New(h.views, h.comm, log, api))
 		web = &http.Server{
 			Handler:           mux,
 			ReadHeaderTimeout: 10 * time.Second,

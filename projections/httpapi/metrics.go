@@ -126,6 +126,9 @@ func (s *Server) serveMetrics(w http.ResponseWriter) {
 			fmt.Fprintf(b, "cairn_partition_reads_total{table=%s,partition=%s} %d\n", label(l.Table), label(p.Key), p.Reads)
 		}
 	}
+	if s.cfg.Metrics != nil {
+		s.cfg.Metrics(b)
+	}
 }
 
 // load serves GET /<account>/$load[?table=t][&top=n]: per table the totals

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -82,6 +83,9 @@ type Config struct {
 	// MaxBody caps a request body (a $batch may carry 4 MiB of entities
 	// plus its framing: 5 MiB).
 	MaxBody int64
+	// Metrics, if set, appends further series (in the Prometheus text
+	// format) to /metrics: the host adds the function host's.
+	Metrics func(w io.Writer)
 }
 
 // Validate checks the accounts: at least one, names unique and valid.
