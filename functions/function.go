@@ -173,30 +173,10 @@ func (f *function) consumeQueue(ctx context.Context, queue string) error {
 			return nil
 		}
 	}
-	iter, err := cons.Messages(jetstream.PullMaxMessages(m.Concurrency), jetstream.PullExpiry(5*time.Second))
-	if err != nil {
-		return err
-	}
-	defer iter.Stop()
-	go func() { <-ctx.Done(); iter.Stop() }()
 	slots := make(chan struct{}, m.Concurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	for {
-		msg, err := iter.Next()
-		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
-			if msg != nil {
-				_ = msg.Nak()
-			}
-			return nil
-		}
-		if errors.Is(err, jetstream.ErrNoHeartbeat) {
-			continue // a busy moment: the iterator pulls again
-		}
-		if err != nil {
-			h.log.Warn("function: queue read failed", "function", f.name, "err", err)
-			continue
-		}
+	return f.pull(ctx, cons, m.Concurrency, "queue", func(msg jetstream.Msg) {
 		slots <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -206,6 +186,33 @@ func (f *function) consumeQueue(ctx context.Context, queue string) error {
 			// cost the message a delivery.
 			f.handle(context.WithoutCancel(ctx), queue, msg)
 		}()
+	})
+}
+
+// pull feeds a consumer's messages to handle until ctx ends, with at most
+// ahead messages pulled and not yet handled.
+func (f *function) pull(ctx context.Context, cons jetstream.Consumer, ahead int, what string, handle func(jetstream.Msg)) error {
+	iter, err := cons.Messages(jetstream.PullMaxMessages(ahead), jetstream.PullExpiry(5*time.Second))
+	if err != nil {
+		return err
+	}
+	defer iter.Stop()
+	go func() { <-ctx.Done(); iter.Stop() }()
+	for {
+		msg, err := iter.Next()
+		switch {
+		case errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil:
+			if msg != nil {
+				_ = msg.Nak()
+			}
+			return nil
+		case errors.Is(err, jetstream.ErrNoHeartbeat):
+			// A busy moment: the iterator pulls again.
+		case err != nil:
+			f.h.log.Warn("function: "+what+" read failed", "function", f.name, "err", err)
+		default:
+			handle(msg)
+		}
 	}
 }
 

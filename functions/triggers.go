@@ -2,7 +2,6 @@ package functions
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -107,26 +106,7 @@ func (f *function) consumeTable(ctx context.Context, table string, epoch uint64)
 	if err != nil {
 		return fmt.Errorf("consumer on %s: %w", stream, err)
 	}
-	iter, err := cons.Messages(jetstream.PullMaxMessages(1), jetstream.PullExpiry(5*time.Second))
-	if err != nil {
-		return err
-	}
-	defer iter.Stop()
-	go func() { <-ctx.Done(); iter.Stop() }()
-	for {
-		msg, err := iter.Next()
-		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
-			return nil
-		}
-		if errors.Is(err, jetstream.ErrNoHeartbeat) {
-			continue // a busy moment: the iterator pulls again
-		}
-		if err != nil {
-			h.log.Warn("function: table feed read failed", "function", f.name, "err", err)
-			continue
-		}
-		f.handleRecord(ctx, table, epoch, msg)
-	}
+	return f.pull(ctx, cons, 1, "table feed", func(msg jetstream.Msg) { f.handleRecord(ctx, table, epoch, msg) })
 }
 
 // handleRecord runs the function on each change of one journal record.
