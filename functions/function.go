@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/functions/abi"
 	"github.com/cairn-dev/cairn/journal"
 )
@@ -95,8 +96,8 @@ func (f *function) start() {
 	}()
 }
 
-// consumerOf names the durable consumer a manifest's trigger uses: its
-// stream ("" for none) and name.
+// consumerOf names the stream of the durable consumer "fn-<name>" that a
+// manifest's trigger uses ("" for none).
 func (h *Host) consumerOf(m Manifest) (stream string) {
 	switch m.Trigger.Kind() {
 	case "queue", "timer":
@@ -245,7 +246,7 @@ func (f *function) handle(ctx context.Context, queue string, msg jetstream.Msg) 
 		Queue:        queue,
 		Body:         msg.Data(),
 		DequeueCount: n,
-		Time:         triggerTime(md.Timestamp),
+		Time:         engine.TimeToTicks(md.Timestamp),
 	}
 	if id := msg.Headers().Get(HeaderTrigger); id != "" {
 		trig.ID, trig.Kind = id, abi.KindTimer

@@ -458,7 +458,7 @@ func TestArchiveSurvivesSIGKILL(t *testing.T) {
 	}
 
 	// Restart; the message comes back after its ack wait.
-	child = startChild(t, dir, listen, "")
+	startChild(t, dir, listen, "")
 	nc, err = nats.Connect("nats://" + listen)
 	if err != nil {
 		t.Fatal(err)

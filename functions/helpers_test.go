@@ -3,12 +3,10 @@ package functions_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
 	"github.com/cairn-dev/cairn/engine/host"
+	"github.com/cairn-dev/cairn/engine/host/hosttest"
 	"github.com/cairn-dev/cairn/functions"
 )
 
@@ -52,54 +51,17 @@ type testHost struct {
 	stop func()
 }
 
-func quietLog() *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
 // startHost starts a host with an embedded server in dir, or, with natsURL,
 // one connected to another host's server.
 func startHost(t testing.TB, dir, natsURL string) *testHost {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan *host.Host, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- host.Run(ctx, host.Config{
-			DataDir:    dir,
-			NATSListen: "127.0.0.1:0",
-			NATSURL:    natsURL,
-			HTTP:       "127.0.0.1:0",
-			Log:        quietLog(),
-		}, func(h *host.Host) { ready <- h })
-	}()
-	var h *host.Host
-	select {
-	case h = <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("host did not start: %v", err)
-	case <-time.After(60 * time.Second):
-		cancel()
-		t.Fatal("host did not start within 60s")
-	}
+	h, stop := hosttest.Start(t, host.Config{DataDir: dir, NATSURL: natsURL})
 	nc, err := nats.Connect(h.ClientURL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	th := &testHost{h: h, nc: nc, c: client.New(nc)}
-	var once sync.Once
-	th.stop = func() {
-		once.Do(func() {
-			nc.Close()
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("host stopped with %v", err)
-			}
-		})
-	}
+	th.stop = func() { nc.Close(); stop() }
 	t.Cleanup(th.stop)
 	return th
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/functions/abi"
@@ -336,9 +335,6 @@ func (inv *Invocation) commit(ctx context.Context) error {
 	}
 	return nil
 }
-
-// triggerTime is a trigger's time in ticks.
-func triggerTime(t time.Time) int64 { return engine.TimeToTicks(t) }
 
 // Failure is the reason a WebAssembly guest gave for failing (abi.OpFail).
 func (inv *Invocation) Failure() string { return inv.failure }

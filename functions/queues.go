@@ -37,10 +37,9 @@ const (
 // removed when it is acknowledged). A poison queue <name>-poison is an
 // ordinary queue of the same stream.
 type Queues struct {
-	js       jetstream.JetStream
-	prefix   string
-	replicas int
-	stream   jetstream.Stream
+	js     jetstream.JetStream
+	prefix string
+	stream jetstream.Stream
 }
 
 // StreamName is the name of the queue stream for a subject prefix.
@@ -55,7 +54,7 @@ func QueueSubject(prefix, queue string) string { return prefix + ".queue." + que
 // 0 it only opens an existing one (the command-line tools do so, to leave
 // the stream's settings alone).
 func OpenQueues(ctx context.Context, js jetstream.JetStream, prefix string, replicas int) (*Queues, error) {
-	q := &Queues{js: js, prefix: prefix, replicas: replicas}
+	q := &Queues{js: js, prefix: prefix}
 	if replicas == 0 {
 		s, err := js.Stream(ctx, StreamName(prefix))
 		if err != nil {

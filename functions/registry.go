@@ -72,43 +72,53 @@ var ErrNotDeployed = errors.New("not deployed")
 
 // Get returns a function's current manifest.
 func (r *Registry) Get(ctx context.Context, name string) (Manifest, error) {
-	m, _, err := r.get(ctx, name)
-	return m, err
-}
-
-func (r *Registry) get(ctx context.Context, name string) (Manifest, uint64, error) {
 	e, err := r.kv.Get(ctx, name)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return Manifest{}, 0, fmt.Errorf("function %q: %w", name, ErrNotDeployed)
+		return Manifest{}, fmt.Errorf("function %q: %w", name, ErrNotDeployed)
 	}
 	if err != nil {
-		return Manifest{}, 0, err
+		return Manifest{}, err
 	}
 	var m Manifest
 	if err := json.Unmarshal(e.Value(), &m); err != nil {
-		return Manifest{}, 0, fmt.Errorf("function %q: bad manifest in the registry: %w", name, err)
+		return Manifest{}, fmt.Errorf("function %q: bad manifest in the registry: %w", name, err)
 	}
-	return m, e.Revision(), nil
+	return m, nil
 }
 
-// lastVersion is the highest version a function ever had (0 if none),
-// whether it is deployed now or not.
-func (r *Registry) lastVersion(ctx context.Context, name string) (int, uint64, error) {
-	hist, err := r.History(ctx, name)
+// fnState is what the registry holds of a function, read in one request
+// (its key's history).
+type fnState struct {
+	hist []Manifest // the versions remembered, oldest first
+	cur  Manifest   // the current one (zero when undeployed)
+	rev  uint64     // the revision of the live key (0: none; Create then)
+	last int        // the highest version ever, deployed now or not
+}
+
+func (r *Registry) state(ctx context.Context, name string) (fnState, error) {
+	var st fnState
+	entries, err := r.kv.History(ctx, name)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return st, nil
+	}
 	if err != nil {
-		return 0, 0, err
+		return st, err
 	}
-	v := 0
-	for _, m := range hist {
-		v = max(v, m.Version)
+	for _, e := range entries {
+		var m Manifest
+		if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &m) != nil {
+			continue
+		}
+		st.hist = append(st.hist, m)
+		st.last = max(st.last, m.Version)
 	}
-	var rev uint64
-	if e, err := r.kv.Get(ctx, name); err == nil {
-		rev = e.Revision()
-	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, 0, err
+	if e := entries[len(entries)-1]; e.Operation() == jetstream.KeyValuePut {
+		st.rev = e.Revision()
+		if len(st.hist) > 0 {
+			st.cur = st.hist[len(st.hist)-1]
+		}
 	}
-	return v, rev, nil
+	return st, nil
 }
 
 // Deploy stores a module and makes it the function's current version.
@@ -141,12 +151,12 @@ func (r *Registry) Deploy(ctx context.Context, m Manifest, module []byte) (Manif
 			}
 		}
 	}
-	last, rev, err := r.lastVersion(ctx, m.Name)
+	st, err := r.state(ctx, m.Name)
 	if err != nil {
 		return m, err
 	}
 	sum := sha256.Sum256(module)
-	m.Version = last + 1
+	m.Version = st.last + 1
 	m.Digest = hex.EncodeToString(sum[:])
 	m.Size = int64(len(module))
 	m.Module = fmt.Sprintf("%s/v%d-%s.wasm", m.Name, m.Version, m.Digest[:12])
@@ -155,7 +165,7 @@ func (r *Registry) Deploy(ctx context.Context, m Manifest, module []byte) (Manif
 	if _, err := r.obj.PutBytes(ctx, m.Module, module); err != nil {
 		return m, fmt.Errorf("store the module: %w", err)
 	}
-	return m, r.put(ctx, m, rev)
+	return m, r.put(ctx, m, st.rev)
 }
 
 // put writes a manifest if the key is still at revision rev (0: absent).
@@ -216,24 +226,8 @@ func (r *Registry) List(ctx context.Context) ([]Manifest, error) {
 // History returns the versions of a function the registry remembers,
 // oldest first.
 func (r *Registry) History(ctx context.Context, name string) ([]Manifest, error) {
-	entries, err := r.kv.History(ctx, name)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []Manifest
-	for _, e := range entries {
-		if e.Operation() != jetstream.KeyValuePut {
-			continue
-		}
-		var m Manifest
-		if json.Unmarshal(e.Value(), &m) == nil {
-			out = append(out, m)
-		}
-	}
-	return out, nil
+	st, err := r.state(ctx, name)
+	return st.hist, err
 }
 
 // Undeploy removes a function: every host stops it. Its queue keeps its
@@ -250,18 +244,14 @@ func (r *Registry) Undeploy(ctx context.Context, name string) error {
 // the old one's module and settings. version 0 means the one before the
 // current.
 func (r *Registry) Rollback(ctx context.Context, name string, version int) (Manifest, error) {
-	hist, err := r.History(ctx, name)
+	st, err := r.state(ctx, name)
 	if err != nil {
 		return Manifest{}, err
 	}
-	cur, rev, err := r.get(ctx, name)
-	if err != nil && !errors.Is(err, ErrNotDeployed) {
-		return Manifest{}, err
-	}
 	var target *Manifest
-	for i := len(hist) - 1; i >= 0; i-- {
-		h := hist[i]
-		if (version == 0 && h.Digest != cur.Digest && h.Version < cur.Version) || (version != 0 && h.Version == version) {
+	for i := len(st.hist) - 1; i >= 0; i-- {
+		h := st.hist[i]
+		if (version == 0 && h.Digest != st.cur.Digest && h.Version < st.cur.Version) || (version != 0 && h.Version == version) {
 			target = &h
 			break
 		}
@@ -272,14 +262,10 @@ func (r *Registry) Rollback(ctx context.Context, name string, version int) (Mani
 		}
 		return Manifest{}, fmt.Errorf("function %q has no version %d in its history", name, version)
 	}
-	last, _, err := r.lastVersion(ctx, name)
-	if err != nil {
-		return Manifest{}, err
-	}
 	m := *target
-	m.Version = last + 1
+	m.Version = st.last + 1
 	m.Deployed = time.Now().UTC().Truncate(time.Millisecond)
-	return m, r.put(ctx, m, rev)
+	return m, r.put(ctx, m, st.rev)
 }
 
 // Watch calls fn with every function's manifest as it is now, then with

@@ -227,7 +227,7 @@ func (f *function) direct(msg *nats.Msg) {
 		Version:      v.m.Version,
 		Body:         msg.Data,
 		DequeueCount: 1,
-		Time:         triggerTime(f.h.now()),
+		Time:         engine.TimeToTicks(f.h.now()),
 	}
 	inv, err := f.h.run(f.h.ctx, v, trig)
 	if err != nil {

@@ -2,12 +2,7 @@ package functions_test
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,41 +10,14 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/guesttest"
 	"github.com/cairn-dev/cairn/projections/httpapi"
 )
 
-var guests sync.Map // build key → []byte or error
-
-// buildGuest builds a Go function package to WebAssembly (once per test
-// binary and key).
+// buildGuest builds a Go function package to WebAssembly.
 func buildGuest(t testing.TB, dir string, ldflags string) []byte {
 	t.Helper()
-	key := dir + "|" + ldflags
-	if v, ok := guests.Load(key); ok {
-		if err, isErr := v.(error); isErr {
-			t.Fatal(err)
-		}
-		return v.([]byte)
-	}
-	out := filepath.Join(t.TempDir(), "guest.wasm")
-	args := []string{"build", "-buildmode=c-shared", "-o", out}
-	if ldflags != "" {
-		args = append(args, "-ldflags", ldflags)
-	}
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(args, ".")...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		err = fmt.Errorf("build %s: %v\n%s", dir, err, b)
-		guests.Store(key, err)
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	guests.Store(key, b)
-	return b
+	return guesttest.Module(t, guesttest.Build{Dir: dir, LDFlags: ldflags})
 }
 
 // deploy deploys a module and waits until the host runs that version.

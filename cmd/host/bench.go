@@ -5,8 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -43,25 +41,11 @@ func bench(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *dir == "" {
-		d, err := os.MkdirTemp("", "cairn-bench-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		*dir = d
+	stopProfile, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
 	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
+	defer stopProfile()
 	// Measured before the server starts: its block caches fill and expire
 	// on their own schedule and would blur a heap measurement.
 	memPerEntity, err := viewMemory(50000)
@@ -70,19 +54,11 @@ func bench(args []string) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ready := make(chan *host.Host, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- host.Run(ctx, host.Config{DataDir: *dir, NATSListen: "127.0.0.1:0", HTTP: "127.0.0.1:0",
-			Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, func(h *host.Host) { ready <- h })
-	}()
-	var h *host.Host
-	select {
-	case h = <-ready:
-	case err := <-done:
+	h, stop, err := startCairn(ctx, *dir)
+	if err != nil {
 		return err
 	}
-	defer func() { cancel(); <-done }()
+	defer stop()
 	nc, err := nats.Connect(h.ClientURL())
 	if err != nil {
 		return err
@@ -92,6 +68,23 @@ func bench(args []string) error {
 	fmt.Printf("# cairn bench: GOMAXPROCS=%d, %s/%s, %s, n=%d, window=%d, rounds=%d (median)\n\n",
 		runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *n, *window, *rounds)
 	return b.run(ctx, h)
+}
+
+// startCPUProfile writes a CPU profile to path until stop is called ("":
+// none).
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 type bencher struct {
@@ -132,7 +125,6 @@ func (b *bencher) newTable(ctx context.Context, name string) (string, error) {
 type result struct {
 	rate      float64 // operations per second
 	latencies []time.Duration
-	errors    int64
 }
 
 // pipelined sends n requests with at most window in flight, each built by

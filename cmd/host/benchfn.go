@@ -33,9 +33,15 @@ func benchFunctions(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("bench-functions: unexpected arguments %q", fs.Args())
+	}
+	if *n < 1 || *calls < 1 || *rounds < 1 {
+		return errors.New("bench-functions: -n, -calls and -rounds must be positive")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h, stop, err := startCairn(ctx)
+	h, stop, err := startCairn(ctx, "")
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,17 +67,11 @@ func benchHTTP(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench-http: unexpected arguments %q", fs.Args())
 	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	if *n < 1 || *rounds < 1 {
 		return errors.New("bench-http: -n and -rounds must be positive")
 	}
@@ -175,7 +168,7 @@ func azuriteTarget(ctx context.Context, dir, client string, doer *http.Client) (
 
 // cairnTarget starts an in-process Cairn host; stop shuts it down.
 func cairnTarget(ctx context.Context, client string, doer *http.Client) (t *target, stop func(), err error) {
-	h, stop, err := startCairn(ctx)
+	h, stop, err := startCairn(ctx, "")
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench-http: start Cairn: %w", err)
 	}
@@ -186,13 +179,16 @@ func cairnTarget(ctx context.Context, client string, doer *http.Client) (t *targ
 	return t, stop, nil
 }
 
-// startCairn starts an in-process host with an embedded NATS server in a
-// temporary directory and its HTTP API on a free port, as bench does. stop
-// shuts it down and removes the directory.
-func startCairn(ctx context.Context) (h *host.Host, stop func(), err error) {
-	dir, err := os.MkdirTemp("", "cairn-bench-http-")
-	if err != nil {
-		return nil, nil, err
+// startCairn starts an in-process host with an embedded NATS server in
+// dir ("": a new temporary directory, removed by stop) and its HTTP API on
+// a free port. stop shuts it down.
+func startCairn(ctx context.Context, dir string) (h *host.Host, stop func(), err error) {
+	cleanup := func() {}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "cairn-bench-"); err != nil {
+			return nil, nil, err
+		}
+		cleanup = func() { os.RemoveAll(dir) }
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	ready := make(chan *host.Host, 1)
@@ -205,10 +201,10 @@ func startCairn(ctx context.Context) (h *host.Host, stop func(), err error) {
 	case h = <-ready:
 	case err = <-done:
 		cancel()
-		os.RemoveAll(dir)
+		cleanup()
 		return nil, nil, err
 	}
-	return h, func() { cancel(); <-done; os.RemoveAll(dir) }, nil
+	return h, func() { cancel(); <-done; cleanup() }, nil
 }
 
 // sharedHTTPClient returns the HTTP client both targets' SDK clients send

@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"io"
-	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +14,8 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
 	"github.com/cairn-dev/cairn/engine/host"
+	"github.com/cairn-dev/cairn/engine/host/hosttest"
+	"github.com/cairn-dev/cairn/functions/guesttest"
 )
 
 // cli runs a subcommand as the binary would and returns what it printed.
@@ -51,20 +50,8 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 // gives: deploy the archive function, hire employees, archive two, deploy
 // the failing function, see its message poisoned, requeue and delete it.
 func TestExamplesWalkthrough(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan *host.Host, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- host.Run(ctx, host.Config{DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", HTTP: "127.0.0.1:0",
-			Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, func(h *host.Host) { ready <- h })
-	}()
-	var h *host.Host
-	select {
-	case h = <-ready:
-	case err := <-done:
-		t.Fatal(err)
-	}
-	defer func() { cancel(); <-done }()
+	ctx := context.Background()
+	h, _ := hosttest.Start(t, host.Config{})
 	url := h.ClientURL()
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -147,12 +134,7 @@ func TestExamplesWalkthrough(t *testing.T) {
 func TestDeployRefusesNonFunctions(t *testing.T) {
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain.wasm")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", plain, ".")
-	cmd.Dir = "testdata/noexport"
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v\n%s", err, b)
-	}
+	os.WriteFile(plain, guesttest.Module(t, guesttest.Build{Dir: "testdata/noexport", Command: true}), 0o644)
 	garbage := filepath.Join(dir, "garbage.wasm")
 	os.WriteFile(garbage, []byte("#!/bin/sh\necho not wasm\n"), 0o644)
 	for file, want := range map[string]string{plain: "does not export cairn_handle", garbage: "not a WebAssembly module"} {

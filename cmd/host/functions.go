@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,7 +107,7 @@ func deploy(args []string) error {
 		if err != nil {
 			return err
 		}
-		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&base); err != nil {
 			return fmt.Errorf("manifest %s: %w", mf, err)

@@ -4,10 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -15,56 +11,14 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/functions/abi"
+	"github.com/cairn-dev/cairn/functions/guesttest"
 )
-
-// A guest is a program under testdata built once per test binary.
-type guest struct {
-	once sync.Once
-	wasm []byte
-	err  error
-}
-
-var guests = map[string]*guest{"echo": {}, "badimport": {}, "noexport": {}}
 
 // buildGuest builds testdata/<name> for wasip1: as a reactor
 // (-buildmode=c-shared) except noexport, a plain command.
 func buildGuest(t testing.TB, name string) []byte {
 	t.Helper()
-	g := guests[name]
-	g.once.Do(func() {
-		dir, err := os.MkdirTemp("", "cairn-guest-")
-		if err != nil {
-			g.err = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		out := filepath.Join(dir, name+".wasm")
-		args := []string{"build", "-o", out}
-		if name != "noexport" {
-			args = append(args, "-buildmode=c-shared")
-		}
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(args, "./testdata/"+name)...)
-		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			g.err = &buildError{name, err, string(b)}
-			return
-		}
-		g.wasm, g.err = os.ReadFile(out)
-	})
-	if g.err != nil {
-		t.Fatal(g.err)
-	}
-	return g.wasm
-}
-
-type buildError struct {
-	name   string
-	err    error
-	output string
-}
-
-func (e *buildError) Error() string {
-	return "build " + e.name + ": " + e.err.Error() + "\n" + e.output
+	return guesttest.Module(t, guesttest.Build{Dir: "testdata/" + name, Command: name == "noexport"})
 }
 
 // logs collects what the shared runtime logs.
@@ -148,7 +102,6 @@ func loadEcho(t testing.TB, o LoadOptions) *Module {
 type fakeHost struct {
 	trigger  abi.Trigger
 	rows     map[string]*engine.Entity // by pk + "/" + rk
-	etags    int
 	writes   []abi.WriteRequest
 	queries  []abi.QueryRequest
 	enqueued []abi.EnqueueRequest

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -11,17 +12,31 @@ import (
 // BenchmarkPointRead reads one entity through the Go SDK, client and server
 // in one process: the SDK's share is most of it (see docs/PERFORMANCE.md).
 func BenchmarkPointRead(b *testing.B) {
+	_, c := pointReadServer(b)
+	parallelReads(b, func() error {
+		_, err := c.GetEntity(context.Background(), "p", "r", nil)
+		return err
+	})
+}
+
+// pointReadServer starts a server with one entity, p/r, in table Bench.
+func pointReadServer(b *testing.B) (*server, *aztables.Client) {
 	s := startServer(b, httpapiDefaults)
 	c := s.table(b, "Bench")
 	if _, err := c.AddEntity(context.Background(), entity("p", "r", map[string]any{"Name": "x", "N": int32(1)}), nil); err != nil {
 		b.Fatal(err)
 	}
+	return s, c
+}
+
+// parallelReads runs read with 16 requests in flight on two cores.
+func parallelReads(b *testing.B, read func() error) {
 	b.ReportAllocs()
-	b.SetParallelism(8) // 16 requests in flight on two cores
+	b.SetParallelism(8)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := c.GetEntity(context.Background(), "p", "r", nil); err != nil {
+			if err := read(); err != nil {
 				b.Error(err)
 				return
 			}
@@ -31,21 +46,12 @@ func BenchmarkPointRead(b *testing.B) {
 
 // BenchmarkRawPointRead is the same read with a plain signed request.
 func BenchmarkRawPointRead(b *testing.B) {
-	s := startServer(b, httpapiDefaults)
-	c := s.table(b, "Bench")
-	if _, err := c.AddEntity(context.Background(), entity("p", "r", map[string]any{"Name": "x", "N": int32(1)}), nil); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.SetParallelism(8) // 16 requests in flight on two cores
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if resp, _ := s.raw(b, "GET", "/Bench(PartitionKey='p',RowKey='r')", nil, nil); resp.StatusCode != 200 {
-				b.Error(resp.Status)
-				return
-			}
+	s, _ := pointReadServer(b)
+	parallelReads(b, func() error {
+		if resp, _ := s.raw(b, "GET", "/Bench(PartitionKey='p',RowKey='r')", nil, nil); resp.StatusCode != 200 {
+			return errors.New(resp.Status)
 		}
+		return nil
 	})
 }
 

@@ -9,9 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/cairn-dev/cairn/engine/host"
+	"github.com/cairn-dev/cairn/engine/host/hosttest"
 	"github.com/cairn-dev/cairn/projections/httpapi"
 )
 
@@ -30,40 +29,11 @@ type server struct {
 	endpoint string // http://127.0.0.1:port/devstoreaccount1
 }
 
-func quietLog() *slog.Logger {
-	if os.Getenv("CAIRN_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, nil))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
 // startServer starts a host with an embedded NATS server and the HTTP API
 // on a free port; it stops when the test ends.
 func startServer(t testing.TB, api httpapi.Config) *server {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	ready := make(chan *host.Host, 1)
-	go func() {
-		done <- host.Run(ctx, host.Config{DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", HTTP: "127.0.0.1:0",
-			API: api, Log: quietLog()}, func(h *host.Host) { ready <- h })
-	}()
-	var h *host.Host
-	select {
-	case h = <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("host did not start: %v", err)
-	case <-time.After(60 * time.Second):
-		cancel()
-		t.Fatal("host did not become ready within 60s")
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("host stopped with %v", err)
-		}
-	})
+	h, _ := hosttest.Start(t, host.Config{API: api})
 	return &server{h: h, endpoint: h.HTTPURL() + "/" + httpapi.DevAccountName}
 }
 
@@ -117,15 +87,6 @@ func status(err error) int {
 		return re.StatusCode
 	}
 	return 0
-}
-
-func mustJSON(t testing.TB, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func entity(pk, rk string, props map[string]any) []byte {

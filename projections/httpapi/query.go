@@ -90,15 +90,7 @@ func (c *call) query(table string) {
 		return
 	}
 	q := c.r.URL.Query()
-	var filter query.Expr
-	if src := q.Get("$filter"); src != "" {
-		var err error
-		if filter, err = query.Parse(src); err != nil {
-			c.fail(engine.Errorf(engine.CodeInvalidInput, "%v", err))
-			return
-		}
-	}
-	top, err := topOf(q.Get("$top"))
+	filter, top, err := filterAndTop(q)
 	if err != nil {
 		c.fail(err)
 		return

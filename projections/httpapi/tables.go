@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,15 +81,7 @@ func (c *call) listTables() {
 		return
 	}
 	q := c.r.URL.Query()
-	var filter query.Expr
-	if f := q.Get("$filter"); f != "" {
-		var err error
-		if filter, err = query.Parse(f); err != nil {
-			c.fail(engine.Errorf(engine.CodeInvalidInput, "%v", err))
-			return
-		}
-	}
-	top, err := topOf(q.Get("$top"))
+	filter, top, err := filterAndTop(q)
 	if err != nil {
 		c.fail(err)
 		return
@@ -126,6 +119,19 @@ func (c *call) listTables() {
 }
 
 // topOf parses $top: 1..1000, default 1000.
+// filterAndTop parses a request's $filter (nil when absent) and $top.
+func filterAndTop(q url.Values) (query.Expr, int, error) {
+	var filter query.Expr
+	if src := q.Get("$filter"); src != "" {
+		var err error
+		if filter, err = query.Parse(src); err != nil {
+			return nil, 0, engine.Errorf(engine.CodeInvalidInput, "%v", err)
+		}
+	}
+	top, err := topOf(q.Get("$top"))
+	return filter, top, err
+}
+
 func topOf(s string) (int, error) {
 	if s == "" {
 		return query.MaxPage, nil
