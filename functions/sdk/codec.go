@@ -14,11 +14,11 @@ import (
 
 // The guest's msgpack codec for the ABI's messages, written out instead of
 // msgpack's reflection: in a Go guest under wazero with close-on-context-
-// done every function call and loop iteration costs an exit to the host
-// (about 45 ns), and the reflecting decoder took about 100 µs to read a
-// trigger where this takes under 20 µs. Entities, whose form engine/wire
-// defines, go through abi.Entity's own (non-reflecting) coder. codec_test.go
-// checks the result against abi.Marshal and abi.Unmarshal.
+// done every loop iteration checks in with the host, and reflection's many
+// small loops made decoding a trigger the largest part of an invocation.
+// Entities, whose form engine/wire defines, go through abi.Entity's own
+// (non-reflecting) coder. codec_test.go checks the result against
+// abi.Marshal and abi.Unmarshal.
 
 // ent encodes entities and decodes them; one of each serves the guest,
 // which runs one call at a time.

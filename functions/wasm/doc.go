@@ -23,18 +23,15 @@
 //
 // # Costs and limits
 //
-// Measured on 2 cores (amd64) with the echo test guest, a 3.9 MB Go module:
-// a cold compile takes about 2 s, a reload from the on-disk cache about
-// 0.1 s; an instance starts in 7–25 ms with 3.5 MB of memory, which settles
-// near 8 MB. A call into a warm instance costs about 1 µs and each host
-// call about 4 µs more; the echo invocation (trigger, reply, a log line)
-// about 55 µs. Runaway guests are stopped at the context's deadline by
+// A warm invocation of the echo test guest (trigger, reply, a log line)
+// costs about 50 µs on 2 cores (BenchmarkInvokeWarm); a cold compile of a
+// Go module takes seconds, a reload from the on-disk cache about a tenth
+// of a second. Runaway guests are stopped at the context's deadline by
 // wazero's close-on-context-done, which is not free: the compiler checks
-// at every loop header with a call out of the compiled code, about 45 ns,
-// and a Go guest has a loop in every function, so CPU-bound guest code
-// runs several times slower than without it (it is still mandatory: a
-// guest that could not be stopped froze the whole process at the next
-// GC). Memory is capped per instance; wazero sets the cap per runtime, so
+// at every loop header with a call out of the compiled code, and a Go
+// guest has a loop in every function, so CPU-bound guest code pays for
+// it (it is still mandatory: a guest that could not be stopped froze the
+// whole process at the next GC). Memory is capped per instance; wazero sets the cap per runtime, so
 // the sandbox keeps one wazero runtime per distinct cap, all sharing one
 // compilation cache.
 //
