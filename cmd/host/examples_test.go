@@ -11,15 +11,15 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/cairn-dev/cairn/cmd/internal/node"
+	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
-	"github.com/cairn-dev/cairn/engine/host"
-	"github.com/cairn-dev/cairn/engine/host/hosttest"
 	"github.com/cairn-dev/cairn/functions/guesttest"
 )
 
-// cli runs a subcommand as the binary would and returns what it printed.
-func cli(t *testing.T, args ...string) (string, error) {
+// runCLI runs a subcommand as the binary would and returns what it printed.
+func runCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -51,7 +51,7 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 // the failing function, see its message poisoned, requeue and delete it.
 func TestExamplesWalkthrough(t *testing.T) {
 	ctx := context.Background()
-	h, _ := hosttest.Start(t, host.Config{})
+	h, _ := nodetest.Start(t, node.Config{})
 	url := h.ClientURL()
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -60,7 +60,7 @@ func TestExamplesWalkthrough(t *testing.T) {
 	defer nc.Close()
 	c := client.New(nc)
 
-	out, err := cli(t, "deploy", "-nats-url", url, "../../examples/archive")
+	out, err := runCLI(t, "deploy", "-nats-url", url, "../../examples/archive")
 	if err != nil || !strings.Contains(out, "deployed archive-employee version 1") {
 		t.Fatalf("deploy: %v\n%s", err, out)
 	}
@@ -76,7 +76,7 @@ func TestExamplesWalkthrough(t *testing.T) {
 		}
 	}
 	eventually(t, 60*time.Second, "archive-employee loaded", func() bool { _, ok := h.Functions().Version("archive-employee"); return ok })
-	if out, err := cli(t, "enqueue", "-nats-url", url, "archive-employee", `{"department":"Sales","id":"000003"}`); err != nil || !strings.Contains(out, "enqueued 1") {
+	if out, err := runCLI(t, "enqueue", "-nats-url", url, "archive-employee", `{"department":"Sales","id":"000003"}`); err != nil || !strings.Contains(out, "enqueued 1") {
 		t.Fatalf("enqueue: %v %s", err, out)
 	}
 	gone := func(table, id string) bool {
@@ -87,43 +87,43 @@ func TestExamplesWalkthrough(t *testing.T) {
 	if gone("Current", "000001") {
 		t.Fatal("000001 was archived too")
 	}
-	out, err = cli(t, "functions", "-nats-url", url, "list")
+	out, err = runCLI(t, "functions", "-nats-url", url, "list")
 	if err != nil || !strings.Contains(out, "archive-employee") || !strings.Contains(out, "queue archive-employee") {
 		t.Fatalf("functions list: %v\n%s", err, out)
 	}
 
 	// The failing function: five attempts with back-off (1+2+4+8 s), then poison.
-	if out, err := cli(t, "deploy", "-nats-url", url, "../../examples/failing"); err != nil {
+	if out, err := runCLI(t, "deploy", "-nats-url", url, "../../examples/failing"); err != nil {
 		t.Fatalf("deploy failing: %v\n%s", err, out)
 	}
 	eventually(t, 60*time.Second, "always-fails loaded", func() bool { _, ok := h.Functions().Version("always-fails"); return ok })
-	if _, err := cli(t, "enqueue", "-nats-url", url, "doomed", "order 42"); err != nil {
+	if _, err := runCLI(t, "enqueue", "-nats-url", url, "doomed", "order 42"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "the message in doomed-poison", func() bool {
-		out, _ := cli(t, "poison", "-nats-url", url, "list", "doomed")
+		out, _ := runCLI(t, "poison", "-nats-url", url, "list", "doomed")
 		return strings.Contains(out, "always-fails")
 	})
-	out, _ = cli(t, "poison", "-nats-url", url, "list", "doomed")
+	out, _ = runCLI(t, "poison", "-nats-url", url, "list", "doomed")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[1], "this function always fails") || strings.Fields(lines[1])[3] != "5" {
 		t.Fatalf("poison list:\n%s", out)
 	}
 	seq := strings.Fields(lines[1])[0]
-	if out, err := cli(t, "poison", "-nats-url", url, "show", "doomed", seq); err != nil || !strings.Contains(out, "order 42") || !strings.Contains(out, "attempts:  5") {
+	if out, err := runCLI(t, "poison", "-nats-url", url, "show", "doomed", seq); err != nil || !strings.Contains(out, "order 42") || !strings.Contains(out, "attempts:  5") {
 		t.Fatalf("poison show: %v\n%s", err, out)
 	}
-	if out, err := cli(t, "poison", "-nats-url", url, "requeue", "doomed", seq); err != nil || !strings.Contains(out, "requeued 1") {
+	if out, err := runCLI(t, "poison", "-nats-url", url, "requeue", "doomed", seq); err != nil || !strings.Contains(out, "requeued 1") {
 		t.Fatalf("poison requeue: %v\n%s", err, out)
 	}
 	eventually(t, 60*time.Second, "the requeued message poisoned again", func() bool {
-		out, _ := cli(t, "poison", "-nats-url", url, "list", "doomed")
+		out, _ := runCLI(t, "poison", "-nats-url", url, "list", "doomed")
 		return strings.Contains(out, "always-fails") && !strings.Contains(out, "\n"+seq+" ")
 	})
-	if out, err := cli(t, "poison", "-nats-url", url, "delete", "doomed", "all"); err != nil || !strings.Contains(out, "deleted 1") {
+	if out, err := runCLI(t, "poison", "-nats-url", url, "delete", "doomed", "all"); err != nil || !strings.Contains(out, "deleted 1") {
 		t.Fatalf("poison delete: %v\n%s", err, out)
 	}
-	if out, err := cli(t, "functions", "-nats-url", url, "undeploy", "always-fails"); err != nil || !strings.Contains(out, "undeployed") {
+	if out, err := runCLI(t, "functions", "-nats-url", url, "undeploy", "always-fails"); err != nil || !strings.Contains(out, "undeployed") {
 		t.Fatalf("undeploy: %v\n%s", err, out)
 	}
 }
@@ -138,7 +138,7 @@ func TestDeployRefusesNonFunctions(t *testing.T) {
 	garbage := filepath.Join(dir, "garbage.wasm")
 	os.WriteFile(garbage, []byte("#!/bin/sh\necho not wasm\n"), 0o644)
 	for file, want := range map[string]string{plain: "does not export cairn_handle", garbage: "not a WebAssembly module"} {
-		_, err := cli(t, "deploy", "-nats-url", "nats://127.0.0.1:1", "-name", "bad", file)
+		_, err := runCLI(t, "deploy", "-nats-url", "nats://127.0.0.1:1", "-name", "bad", file)
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "connect") {
 			t.Errorf("%s: %v, want a refusal mentioning %q", filepath.Base(file), err, want)
 		}

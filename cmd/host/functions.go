@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cairn-dev/cairn/cmd/internal/cli"
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/functions/wasm"
 )
@@ -79,7 +79,7 @@ func deploy(args []string) error {
 		fmt.Fprintf(fs.Output(), "usage: host deploy [flags] <package directory | module.wasm>\n\nBuilds a Go function package to WebAssembly (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared),\nchecks it against the function ABI and deploys it to the running hosts.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -136,7 +136,7 @@ func deploy(args []string) error {
 		return err
 	}
 
-	module, err := moduleOf(ctx, src)
+	module, err := cli.Module(ctx, src)
 	if err != nil {
 		return err
 	}
@@ -159,31 +159,6 @@ func deploy(args []string) error {
 	}
 	fmt.Printf("deployed %s version %d (%d bytes, sha256 %s…), trigger %s\n", d.Name, d.Version, d.Size, d.Digest[:12], describeTrigger(d))
 	return nil
-}
-
-// moduleOf reads a .wasm file or builds a Go package into one.
-func moduleOf(ctx context.Context, src string) ([]byte, error) {
-	if strings.HasSuffix(src, ".wasm") {
-		return os.ReadFile(src)
-	}
-	if st, err := os.Stat(src); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("%s: not a package directory or a .wasm file", src)
-	}
-	out, err := os.MkdirTemp("", "cairn-deploy-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(out)
-	wasmPath := filepath.Join(out, "function.wasm")
-	fmt.Fprintf(os.Stderr, "building %s (GOOS=wasip1 GOARCH=wasm)…\n", src)
-	cmd := exec.CommandContext(ctx, "go", "build", "-buildmode=c-shared", "-o", wasmPath, ".")
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("build %s: %w", src, err)
-	}
-	return os.ReadFile(wasmPath)
 }
 
 func describeTrigger(m functions.Manifest) string {
@@ -210,7 +185,7 @@ func functionsCmd(args []string) error {
 		fmt.Fprintf(fs.Output(), "usage: host functions list | history <name> | undeploy <name> | rollback <name> [version]\n\n")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	a := fs.Args()
@@ -295,7 +270,7 @@ func poisonCmd(args []string) error {
 		fmt.Fprintf(fs.Output(), "usage: host poison list <queue> | show <queue> <seq> | requeue <queue> <seq|all> | delete <queue> <seq|all>\n\n<queue> is the queue or its poison queue (orders or orders-poison).\n\n")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	a := fs.Args()
@@ -392,7 +367,7 @@ func enqueue(args []string) error {
 		fmt.Fprintf(fs.Output(), "usage: host enqueue <queue> <message>…   (no message: one per line of standard input)\n\n")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() < 1 {

@@ -23,8 +23,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/cairn-dev/cairn/engine/host"
-	"github.com/cairn-dev/cairn/projections/httpapi"
+	"github.com/cairn-dev/cairn/cmd/internal/cli"
+	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
+	"github.com/cairn-dev/cairn/cmd/internal/node"
 )
 
 func main() {
@@ -59,12 +60,6 @@ func run(args []string) error {
 	switch sub {
 	case "serve":
 		return serve(args)
-	case "bench":
-		return bench(args)
-	case "bench-http":
-		return benchHTTP(args)
-	case "bench-functions":
-		return benchFunctions(args)
 	case "deploy":
 		return deploy(args)
 	case "functions":
@@ -82,8 +77,8 @@ func run(args []string) error {
 }
 
 // hostFlags declares the flags of a host on fs and returns the config they fill.
-func hostFlags(fs *flag.FlagSet) *host.Config {
-	cfg := &host.Config{}
+func hostFlags(fs *flag.FlagSet) *node.Config {
+	cfg := &node.Config{}
 	fs.StringVar(&cfg.DataDir, "data", "./data", "data directory (the embedded server's JetStream store)")
 	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "use this NATS server or cluster instead of the embedded one")
@@ -148,28 +143,11 @@ func (a *accountsFlag) Set(v string) error {
 	return nil
 }
 
-// parse parses args into fs after applying CAIRN_<NAME> environment variables.
-func parse(fs *flag.FlagSet, args []string) error {
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		name := "CAIRN_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(name); ok && err == nil {
-			if e := f.Value.Set(v); e != nil {
-				err = fmt.Errorf("environment %s=%q: %v", name, v, e)
-			}
-		}
-	})
-	if err != nil {
-		return err
-	}
-	return fs.Parse(args)
-}
-
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg := hostFlags(fs)
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -182,5 +160,5 @@ func serve(args []string) error {
 	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return host.Run(ctx, *cfg, nil)
+	return node.Run(ctx, *cfg, nil)
 }

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairn-dev/cairn/engine/host"
+	"github.com/cairn-dev/cairn/cmd/internal/cli"
+	"github.com/cairn-dev/cairn/cmd/internal/node"
 )
 
 func TestFlagsFromEnvironment(t *testing.T) {
@@ -15,7 +16,7 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	t.Setenv("CAIRN_REPLICAS", "3")
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg := hostFlags(fs)
-	if err := parse(fs, []string{"-data", "/flag/data"}); err != nil {
+	if err := cli.Parse(fs, []string{"-data", "/flag/data"}); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.DataDir != "/flag/data" || cfg.NATSURL != "nats://env:4222" || cfg.Replicas != 3 || cfg.HTTP != "127.0.0.1:10002" || cfg.NATSListen != "127.0.0.1:4222" {
@@ -24,27 +25,27 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	t.Setenv("CAIRN_REPLICAS", "three")
 	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
 	hostFlags(fs)
-	if err := parse(fs, nil); err == nil || !strings.Contains(err.Error(), "CAIRN_REPLICAS") {
+	if err := cli.Parse(fs, nil); err == nil || !strings.Contains(err.Error(), "CAIRN_REPLICAS") {
 		t.Fatalf("bad environment value: %v", err)
 	}
 }
 
 func TestConfigValidate(t *testing.T) {
 	for _, c := range []struct {
-		cfg  host.Config
+		cfg  node.Config
 		want string
 	}{
-		{host.Config{Replicas: 3}, "needs -nats-url"},
-		{host.Config{Replicas: 7, NATSURL: "nats://x"}, "between 1 and 5"},
-		{host.Config{NATSListen: "nonsense"}, "nats-listen"},
-		{host.Config{Prefix: "Bad.Prefix"}, "prefix"},
+		{node.Config{Replicas: 3}, "needs -nats-url"},
+		{node.Config{Replicas: 7, NATSURL: "nats://x"}, "between 1 and 5"},
+		{node.Config{NATSListen: "nonsense"}, "nats-listen"},
+		{node.Config{Prefix: "Bad.Prefix"}, "prefix"},
 	} {
 		err := c.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: got %v, want an error about %s", c.cfg, err, c.want)
 		}
 	}
-	ok := host.Config{}
+	ok := node.Config{}
 	if err := ok.Validate(); err != nil || ok.DataDir != "./data" || ok.Replicas != 1 || ok.Prefix != "cairn" {
 		t.Fatalf("defaults: %+v, %v", ok, err)
 	}
@@ -54,7 +55,7 @@ func TestAccountFlags(t *testing.T) {
 	t.Setenv("CAIRN_ACCOUNTS", "prod:cHJvZGtleQ==,test:dGVzdGtleQ==")
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg := hostFlags(fs)
-	if err := parse(fs, []string{"-dev-account=false"}); err != nil {
+	if err := cli.Parse(fs, []string{"-dev-account=false"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(cfg.API.Accounts) != 2 || cfg.API.Accounts[0].Name != "prod" || string(cfg.API.Accounts[1].Key) != "testkey" || !cfg.API.NoDevAccount {
@@ -73,7 +74,7 @@ func TestAccountFlags(t *testing.T) {
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		cfg := hostFlags(fs)
-		err := parse(fs, strings.Fields(args))
+		err := cli.Parse(fs, strings.Fields(args))
 		if err == nil {
 			err = cfg.Validate()
 		}

@@ -1,0 +1,495 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/cairn-dev/cairn/cmd/internal/cli"
+	"github.com/cairn-dev/cairn/cmd/internal/node"
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/engine/wire"
+	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/projections"
+)
+
+// bench runs the end-to-end benchmarks against an in-process host with an
+// embedded server in a temporary directory, and prints each figure next to
+// the raw JetStream figure measured in the same run.
+func bench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	n := fs.Int("n", 50000, "commands per throughput workload")
+	window := fs.Int("window", 512, "commands in flight per workload")
+	rounds := fs.Int("rounds", 3, "rounds of each workload; the median is reported")
+	dir := fs.String("dir", "", "data directory (default: a new temporary directory, removed afterwards)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (client, server and host share the process) to this file")
+	only := fs.String("only", "", "run only the workloads whose name contains this text")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	stopProfile, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	// Measured before the server starts: its block caches fill and expire
+	// on their own schedule and would blur a heap measurement.
+	memPerEntity, err := viewMemory(50000)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h, stop, err := startCairn(ctx, *dir)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	nc, err := nats.Connect(h.ClientURL())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	b := &bencher{nc: nc, cl: client.New(nc), n: *n, window: *window, rounds: *rounds, only: *only, memPerEntity: memPerEntity}
+	fmt.Printf("# cairn bench: GOMAXPROCS=%d, %s/%s, %s, n=%d, window=%d, rounds=%d (median)\n\n",
+		runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *n, *window, *rounds)
+	return b.run(ctx, h)
+}
+
+// startCPUProfile writes a CPU profile to path until stop is called ("":
+// none).
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+type bencher struct {
+	nc     *nats.Conn
+	cl     *client.Client
+	n      int
+	window int
+	rounds int
+	table  int
+	only   string
+
+	memPerEntity float64
+}
+
+// sampleEntity is a ~1 KB entity of ten properties.
+func sampleEntity(pk, rk string) *engine.Entity {
+	return engine.NewEntity(pk, rk,
+		engine.Property{Name: "Name", Value: engine.String("Jones, Margaret Anne (Sales)")},
+		engine.Property{Name: "Email", Value: engine.String("margaret.jones@contoso.example")},
+		engine.Property{Name: "Department", Value: engine.String("Sales")},
+		engine.Property{Name: "Address", Value: engine.String(strings.Repeat("12 Market Street, ", 10))},
+		engine.Property{Name: "Notes", Value: engine.String(strings.Repeat("quarterly review notes ", 26))},
+		engine.Property{Name: "Age", Value: engine.Int32(38)},
+		engine.Property{Name: "Salary", Value: engine.Double(72150.5)},
+		engine.Property{Name: "Hired", Value: engine.DateTime(time.Date(2012, 3, 1, 9, 0, 0, 0, time.UTC))},
+		engine.Property{Name: "Id", Value: engine.Guid([16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})},
+		engine.Property{Name: "Active", Value: engine.Bool(true)},
+	)
+}
+
+func (b *bencher) newTable(ctx context.Context, name string) (string, error) {
+	b.table++
+	t := fmt.Sprintf("%s%d", name, b.table)
+	_, err := b.cl.CreateTable(ctx, t)
+	return t, err
+}
+
+type result struct {
+	rate      float64 // operations per second
+	latencies []time.Duration
+}
+
+// pipelined sends n requests with at most window in flight, each built by
+// req(i), and measures the rate and each request's latency.
+func (b *bencher) pipelined(n, window int, subject string, req func(i int) *engine.Request) (result, error) {
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		body, err := wire.EncodeRequestMsgpack(req(i))
+		if err != nil {
+			return result{}, err
+		}
+		bodies[i] = body
+	}
+	inbox := "_INBOX.bench." + nuid.Next() + "."
+	starts := make([]time.Time, n)
+	lat := make([]time.Duration, n)
+	sem := make(chan struct{}, window)
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	var firstErr atomic.Value
+	sub, err := b.nc.Subscribe(inbox+"*", func(m *nats.Msg) {
+		i, _ := strconv.Atoi(m.Subject[len(inbox):])
+		lat[i] = time.Since(starts[i])
+		if rep, err := wire.DecodeReplyMsgpack(m.Data); err != nil || rep.Error != nil {
+			if errs.Add(1) == 1 {
+				firstErr.Store(fmt.Sprint(err, rep))
+			}
+		}
+		<-sem
+		wg.Done()
+	})
+	if err != nil {
+		return result{}, err
+	}
+	defer sub.Unsubscribe()
+	_ = sub.SetPendingLimits(-1, -1)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		sem <- struct{}{}
+		wg.Add(1)
+		starts[i] = time.Now()
+		if err := b.nc.PublishRequest(subject, inbox+strconv.Itoa(i), bodies[i]); err != nil {
+			return result{}, err
+		}
+	}
+	wg.Wait()
+	el := time.Since(start)
+	if e := errs.Load(); e > 0 {
+		return result{}, fmt.Errorf("%d of %d requests failed, first: %v", e, n, firstErr.Load())
+	}
+	return result{rate: float64(n) / el.Seconds(), latencies: lat}, nil
+}
+
+// rawPublish measures async JetStream publishing of n messages of size
+// bytes to per-partition subjects: the physical anchor of every ratio.
+func (b *bencher) rawPublish(ctx context.Context, n, size, partitions int) (float64, error) {
+	js, err := jetstream.New(b.nc, jetstream.WithPublishAsyncMaxPending(4000))
+	if err != nil {
+		return 0, err
+	}
+	name := "BENCHRAW" + strconv.Itoa(b.table)
+	b.table++
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{"benchraw." + name + ".>"}, Storage: jetstream.FileStorage})
+	if err != nil {
+		return 0, err
+	}
+	defer js.DeleteStream(ctx, name)
+	_ = s
+	data := make([]byte, size)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if _, err := js.PublishAsync("benchraw."+name+".p"+strconv.Itoa(i%partitions), data); err != nil {
+			return 0, err
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(time.Minute):
+		return 0, errors.New("raw publish did not complete")
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func percentile(ls []time.Duration, p float64) time.Duration {
+	s := append([]time.Duration(nil), ls...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[int(float64(len(s)-1)*p)]
+}
+
+func (b *bencher) run(ctx context.Context, h *node.Node) error {
+	sample, _ := wire.EncodeRequestMsgpack(&engine.Request{Op: "Insert", Entity: sampleEntity("p0000", "r0000000")})
+	size := len(sample)
+	fmt.Printf("entity: 10 properties, %d bytes as a msgpack Insert request\n\n", size)
+	fmt.Println("| workload | Cairn | raw JetStream async publish, same run | ratio | goal |")
+	fmt.Println("|---|---|---|---|---|")
+
+	type workload struct {
+		name, unit, goal string
+		perReq           int
+		window           int
+		reqs             int
+		mk               func(table string, round int) func(i int) *engine.Request
+	}
+	workloads := []workload{
+		{name: "insert, many partitions (1 entity per command)", unit: "entities/s", goal: "≥ 50% of raw", perReq: 1, window: b.window, reqs: b.n,
+			mk: func(string, int) func(int) *engine.Request {
+				return func(i int) *engine.Request {
+					return &engine.Request{Op: "Insert", Entity: sampleEntity(fmt.Sprintf("p%05d", i%10000), fmt.Sprintf("r%07d", i))}
+				}
+			}},
+		{name: "insert, one partition (group commit)", unit: "entities/s", goal: "≥ 20,000/s", perReq: 1, window: b.window, reqs: b.n,
+			mk: func(string, int) func(int) *engine.Request {
+				return func(i int) *engine.Request {
+					return &engine.Request{Op: "Insert", Entity: sampleEntity("hot", fmt.Sprintf("r%07d", i))}
+				}
+			}},
+		{name: "batch of 100, one partition per batch", unit: "entities/s", goal: "≥ 100,000/s", perReq: 100, window: max(b.window/16, 1), reqs: max(b.n/100, 20),
+			mk: func(string, int) func(int) *engine.Request {
+				return func(i int) *engine.Request {
+					ops := make([]engine.Request, 100)
+					for k := range ops {
+						ops[k] = engine.Request{Op: "Insert", Entity: sampleEntity(fmt.Sprintf("b%05d", i), fmt.Sprintf("r%03d", k))}
+					}
+					return &engine.Request{Op: "Batch", Ops: ops}
+				}
+			}},
+	}
+	var loadLat []time.Duration
+	var replayTable string
+	for _, w := range workloads {
+		if b.only != "" && !strings.Contains(w.name, b.only) {
+			continue
+		}
+		var rates, raws []float64
+		for r := 0; r < b.rounds; r++ {
+			raw, err := b.rawPublish(ctx, w.reqs*w.perReq, size, 10000)
+			if err != nil {
+				return fmt.Errorf("raw publish: %w", err)
+			}
+			table, err := b.newTable(ctx, "Bench")
+			if err != nil {
+				return err
+			}
+			res, err := b.pipelined(w.reqs, w.window, "cairn.cmd."+table, w.mk(table, r))
+			if err != nil {
+				return fmt.Errorf("%s: %w", w.name, err)
+			}
+			rates = append(rates, res.rate*float64(w.perReq))
+			raws = append(raws, raw)
+			if w.perReq == 1 && loadLat == nil {
+				// The first workload's table (one record per entity)
+				// is the one replayed below.
+				loadLat = res.latencies
+				replayTable = table
+			} else if err := b.cl.DeleteTable(ctx, table); err != nil {
+				// Every round starts from the same state: earlier
+				// rounds' tables would weigh on the heap and the disk.
+				return err
+			}
+		}
+		c, raw := median(rates), median(raws)
+		fmt.Printf("| %s | %.0f %s | %.0f msgs/s | %.2f | %s |\n", w.name, c, w.unit, raw, c/raw, w.goal)
+	}
+
+	if b.only != "" {
+		return nil
+	}
+	if err := b.echo(size); err != nil {
+		return err
+	}
+	// Latency: command to visible, one command at a time, and under the
+	// many-partition load above.
+	table, err := b.newTable(ctx, "Latency")
+	if err != nil {
+		return err
+	}
+	res, err := b.pipelined(2000, 1, "cairn.cmd."+table, func(i int) *engine.Request {
+		return &engine.Request{Op: "Insert", Entity: sampleEntity("lat", fmt.Sprintf("r%07d", i))}
+	})
+	if err != nil {
+		return err
+	}
+	rawLat, err := b.rawLatency(ctx, 2000, size)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("| command → visible latency, one at a time | p50 %v, p99 %v | sync publish p50 %v, p99 %v | %.1f× (p50) | |\n",
+		percentile(res.latencies, .5).Round(time.Microsecond), percentile(res.latencies, .99).Round(time.Microsecond),
+		percentile(rawLat, .5).Round(time.Microsecond), percentile(rawLat, .99).Round(time.Microsecond),
+		float64(percentile(res.latencies, .5))/float64(percentile(rawLat, .5)))
+	fmt.Printf("| command → visible latency, %d in flight | p50 %v, p99 %v | | | |\n", b.window,
+		percentile(loadLat, .5).Round(time.Microsecond), percentile(loadLat, .99).Round(time.Microsecond))
+
+	return b.replay(ctx, h, replayTable)
+}
+
+// echo measures plain NATS request/reply to a responder that answers at
+// once, with the same window and body size: the ceiling of any protocol
+// that answers each command, before JetStream is involved.
+func (b *bencher) echo(size int) error {
+	nc, err := nats.Connect(b.nc.ConnectedUrl())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	subj := "benchecho." + nuid.Next()
+	reply := []byte{0x80}
+	sub, err := nc.Subscribe(subj, func(m *nats.Msg) { _ = m.Respond(reply) })
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	_ = sub.SetPendingLimits(-1, -1)
+	if err := nc.Flush(); err != nil {
+		return err
+	}
+	body := &engine.Request{Op: "Insert", Entity: sampleEntity("p", "r")}
+	var rates []float64
+	for r := 0; r < b.rounds; r++ {
+		res, err := b.pipelined(b.n, b.window, subj, func(int) *engine.Request { return body })
+		if err != nil {
+			return err
+		}
+		rates = append(rates, res.rate)
+	}
+	fmt.Printf("| for scale: NATS request/reply to an echo responder, no JetStream | %.0f requests/s | | | |\n", median(rates))
+	_ = size
+	return nil
+}
+
+// rawLatency measures synchronous JetStream publishes one at a time.
+func (b *bencher) rawLatency(ctx context.Context, n, size int) ([]time.Duration, error) {
+	js, err := jetstream.New(b.nc)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BENCHLAT", Subjects: []string{"benchlat.>"}, Storage: jetstream.FileStorage}); err != nil {
+		return nil, err
+	}
+	defer js.DeleteStream(ctx, "BENCHLAT")
+	data := make([]byte, size)
+	out := make([]time.Duration, n)
+	for i := range out {
+		t := time.Now()
+		if _, err := js.Publish(ctx, "benchlat.p", data); err != nil {
+			return nil, err
+		}
+		out[i] = time.Since(t)
+	}
+	return out, nil
+}
+
+// replay measures rebuilding a view from the journal, against reading the
+// same stream with a raw ordered consumer, and the memory the view holds.
+func (b *bencher) replay(ctx context.Context, h *node.Node, table string) error {
+	tv, ok := h.Views().Table(table)
+	if !ok {
+		return fmt.Errorf("no view of %s", table)
+	}
+	records := tv.Snapshot().Seq
+	entities := tv.Snapshot().Len()
+	j, err := journal.New(b.nc, journal.Config{})
+	if err != nil {
+		return err
+	}
+	rawRate, err := rawReplay(ctx, b.nc, journal.StreamName("cairn", table, tv.Epoch()), records)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	vt := projections.NewTable(table, tv.Epoch(), 0)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- j.Consume(rctx, table, tv.Epoch(), 1, func(seq uint64, rec *journal.Record, pending uint64) error {
+			vt.Apply(seq, rec)
+			if pending == 0 || seq >= records {
+				vt.Publish()
+			}
+			if seq >= records {
+				cancel()
+			}
+			return nil
+		})
+	}()
+	<-rctx.Done()
+	<-errc
+	el := time.Since(start)
+	if vt.Snapshot().Seq < records {
+		return fmt.Errorf("replay stopped at %d of %d", vt.Snapshot().Seq, records)
+	}
+	rate := float64(records) / el.Seconds()
+	fmt.Printf("| replay into a view (%d records, %d entities) | %.0f records/s, %.0f entities/s | raw ordered consumer %.0f msgs/s | %.2f | |\n",
+		records, entities, rate, float64(entities)/el.Seconds(), rawRate, rate/rawRate)
+	fmt.Printf("| memory per entity in a view (10 properties, ~1 KB of values) | %.0f bytes | | | |\n", b.memPerEntity)
+	return nil
+}
+
+// viewMemory measures the live heap a view holds per entity: n records of
+// one entity each go through the journal codec into a fresh view, away from
+// the server's own caches.
+func viewMemory(n int) (float64, error) {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapAlloc
+	vt := projections.NewTable("Memory", 1, 0)
+	for i := 0; i < n; i++ {
+		e := sampleEntity(fmt.Sprintf("p%05d", i%1000), fmt.Sprintf("r%07d", i))
+		data, err := journal.EncodeRecord(&journal.Record{Time: int64(i), PartitionKey: e.PartitionKey,
+			Commands: []journal.CommandRef{{Count: 1}},
+			Events:   []engine.Event{{Kind: engine.EventPut, RowKey: e.RowKey, Properties: e.Properties}}})
+		if err != nil {
+			return 0, err
+		}
+		rec, err := journal.DecodeRecord(data)
+		if err != nil {
+			return 0, err
+		}
+		vt.Apply(uint64(i+1), rec)
+	}
+	vt.Publish()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	per := (float64(ms.HeapAlloc) - float64(before)) / float64(vt.Snapshot().Len())
+	runtime.KeepAlive(vt)
+	return per, nil
+}
+
+// rawReplay reads a whole stream with an ordered consumer, doing nothing
+// with the messages.
+func rawReplay(ctx context.Context, nc *nats.Conn, stream string, n uint64) (float64, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return 0, err
+	}
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	var got uint64
+	done := make(chan struct{})
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		got++
+		if got == n {
+			close(done)
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer cc.Stop()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		return 0, errors.New("raw replay did not finish")
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}

@@ -1,0 +1,59 @@
+// Command cairn-bench runs Cairn's benchmarks, each against hosts it starts
+// itself in temporary directories, and prints every figure next to a
+// baseline measured in the same run (raw JetStream, raw work queues,
+// Azurite). docs/PERFORMANCE.md has the figures and what bounds them.
+//
+//	go run ./cmd/cairn-bench                 # end to end over NATS (the default)
+//	go run ./cmd/cairn-bench http            # the HTTP API side by side with Azurite
+//	go run ./cmd/cairn-bench functions       # the function host (from the repository's root)
+//
+// It is a binary of its own so that the host links neither the Azure SDK
+// nor the Azurite installer. Flags can be set as CAIRN_<NAME> too.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "cairn-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintf(os.Stderr, `usage: cairn-bench [nats] [flags]   end-to-end benchmarks over NATS (default)
+       cairn-bench http [flags]     the HTTP API side by side with Azurite
+       cairn-bench functions [flags] the function host (run from the repository's root)
+
+Run "cairn-bench <name> -h" for the flags.
+`)
+}
+
+func run(args []string) error {
+	sub := "nats"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	switch sub {
+	case "nats":
+		return bench(args)
+	case "http":
+		return benchHTTP(args)
+	case "functions":
+		return benchFunctions(args)
+	case "help":
+		usage()
+		return nil
+	}
+	usage()
+	return fmt.Errorf("unknown benchmark %q", sub)
+}

@@ -1,0 +1,62 @@
+// Package cli holds what the binaries under cmd share: flags that can also
+// be set from the environment, and building a Go function package into a
+// WebAssembly module. Nothing here runs for long; errors are returned
+// as they are, ready to be printed to the user.
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Parse parses args into fs after applying the CAIRN_<NAME> environment
+// variables: the flag's name upper-cased, dashes turned into underscores
+// (CAIRN_NATS_URL for -nats-url). A flag on the command line wins.
+func Parse(fs *flag.FlagSet, args []string) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "CAIRN_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok && err == nil {
+			if e := f.Value.Set(v); e != nil {
+				err = fmt.Errorf("environment %s=%q: %v", name, v, e)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return fs.Parse(args)
+}
+
+// Module returns the WebAssembly module at src: the file itself when it
+// ends in .wasm, otherwise the Go package in the directory src built with
+// GOOS=wasip1 GOARCH=wasm -buildmode=c-shared (the go command must be on
+// PATH; its output goes to stderr).
+func Module(ctx context.Context, src string) ([]byte, error) {
+	if strings.HasSuffix(src, ".wasm") {
+		return os.ReadFile(src)
+	}
+	if st, err := os.Stat(src); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%s: not a package directory or a .wasm file", src)
+	}
+	out, err := os.MkdirTemp("", "cairn-deploy-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(out)
+	wasmPath := filepath.Join(out, "function.wasm")
+	fmt.Fprintf(os.Stderr, "building %s (GOOS=wasip1 GOARCH=wasm)…\n", src)
+	cmd := exec.CommandContext(ctx, "go", "build", "-buildmode=c-shared", "-o", wasmPath, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("build %s: %w", src, err)
+	}
+	return os.ReadFile(wasmPath)
+}

@@ -1,0 +1,209 @@
+// Package service answers Cairn's NATS command protocol (docs/PROTOCOL.md):
+// entity commands, batches and point reads on <prefix>.cmd.<Table>, table
+// commands on <prefix>.tables. Every host subscribes in one queue group, so
+// a request is handled by exactly one host; bodies are msgpack or JSON and
+// the reply uses the request's encoding.
+package natsapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/commit"
+	"github.com/cairn-dev/cairn/engine/wire"
+	"github.com/cairn-dev/cairn/projections"
+)
+
+// Config configures the service.
+type Config struct {
+	// Prefix is the first subject token ("cairn").
+	Prefix string
+	// QueueGroup shares requests between hosts ("cairn-hosts").
+	QueueGroup string
+	// Subscriptions is how many subscriptions per subject the host opens in
+	// the queue group; each delivers on its own goroutine. Default: GOMAXPROCS.
+	Subscriptions int
+	// TableTimeout bounds a table command.
+	TableTimeout time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.Prefix == "" {
+		c.Prefix = "cairn"
+	}
+	if c.QueueGroup == "" {
+		c.QueueGroup = "cairn-hosts"
+	}
+	if c.Subscriptions <= 0 {
+		c.Subscriptions = runtime.GOMAXPROCS(0)
+	}
+	if c.TableTimeout <= 0 {
+		c.TableTimeout = 30 * time.Second
+	}
+}
+
+// Service is the NATS front of the committer and the views.
+type Service struct {
+	nc    *nats.Conn
+	c     *commit.Committer
+	views *projections.Views
+	log   *slog.Logger
+	cfg   Config
+	subs  []*nats.Subscription
+	ctx   context.Context
+}
+
+// New returns a service; Start subscribes.
+func New(ctx context.Context, nc *nats.Conn, c *commit.Committer, views *projections.Views, log *slog.Logger, cfg Config) *Service {
+	cfg.defaults()
+	return &Service{nc: nc, c: c, views: views, log: log, cfg: cfg, ctx: ctx}
+}
+
+// CommandSubject returns the subject of a table's entity commands.
+func CommandSubject(prefix, table string) string { return prefix + ".cmd." + table }
+
+// TablesSubject returns the subject of table commands.
+func TablesSubject(prefix string) string { return prefix + ".tables" }
+
+// Start subscribes to the command subjects.
+func (s *Service) Start() error {
+	for i := 0; i < s.cfg.Subscriptions; i++ {
+		sub, err := s.nc.QueueSubscribe(CommandSubject(s.cfg.Prefix, "*"), s.cfg.QueueGroup, s.handleEntity)
+		if err != nil {
+			return fmt.Errorf("service: subscribe: %w", err)
+		}
+		s.subs = append(s.subs, sub)
+		// A slow host must not drop commands silently: allow a deep queue.
+		_ = sub.SetPendingLimits(1<<20, 1<<30)
+	}
+	sub, err := s.nc.QueueSubscribe(TablesSubject(s.cfg.Prefix), s.cfg.QueueGroup, s.handleTables)
+	if err != nil {
+		return fmt.Errorf("service: subscribe: %w", err)
+	}
+	s.subs = append(s.subs, sub)
+	return s.nc.Flush()
+}
+
+// Stop drains the subscriptions: requests already received are handled,
+// new ones go to other hosts.
+func (s *Service) Stop() {
+	for _, sub := range s.subs {
+		_ = sub.Drain()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, sub := range s.subs {
+		for sub.IsValid() && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+func respond(m *nats.Msg, enc wire.Encoding, r *engine.Reply) {
+	if m.Reply == "" {
+		return
+	}
+	_ = m.Respond(wire.EncodeReply(r, enc))
+}
+
+// errReply turns err into a reply. Errors without an Azure code are bugs or
+// infrastructure failures: the user sees InternalError with the text.
+func errReply(err error) *engine.Reply { return &engine.Reply{Error: engine.AsError(err)} }
+
+func (s *Service) handleEntity(m *nats.Msg) {
+	enc := wire.Detect(m.Data, m.Header.Get("Content-Type"))
+	table := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	req, err := wire.DecodeRequest(m.Data, enc)
+	if err != nil {
+		respond(m, enc, errReply(err))
+		return
+	}
+	switch req.Op {
+	case "Retrieve":
+		respond(m, enc, s.retrieve(table, req))
+		return
+	case "CreateTable", "DeleteTable", "ListTables":
+		respond(m, enc, errReply(engine.Errorf(engine.CodeInvalidInput,
+			"%s is a table command: send it to %s", req.Op, TablesSubject(s.cfg.Prefix))))
+		return
+	}
+	cmd, err := wire.ToCommand(req, table)
+	if err != nil {
+		respond(m, enc, errReply(err))
+		return
+	}
+	s.c.Submit(cmd, func(r *engine.Reply) { respond(m, enc, r) })
+}
+
+func (s *Service) retrieve(table string, req *engine.Request) *engine.Reply {
+	pk, rk := req.PartitionKey, req.RowKey
+	if req.Entity != nil {
+		pk, rk = req.Entity.PartitionKey, req.Entity.RowKey
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.TableTimeout)
+	defer cancel()
+	t, ok, err := s.views.Lookup(ctx, table)
+	if err != nil {
+		return errReply(err)
+	}
+	if !ok {
+		return errReply(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", table))
+	}
+	if err := t.Err(); err != nil {
+		// A stopped view is stale for good: say so rather than answer.
+		return errReply(engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", t.Name(), err))
+	}
+	snap := t.Snapshot()
+	e, ok := snap.Get(pk, rk)
+	t.NoteRead(pk, 1)
+	if !ok {
+		return errReply(engine.Errorf(engine.CodeResourceNotFound, "entity (%q, %q) does not exist in %s", pk, rk, t.Name()))
+	}
+	return &engine.Reply{Entity: e, ETag: engine.ETag(t.Epoch(), e.Version), Timestamp: e.Timestamp, Seq: snap.Seq}
+}
+
+func (s *Service) handleTables(m *nats.Msg) {
+	enc := wire.Detect(m.Data, m.Header.Get("Content-Type"))
+	req, err := wire.DecodeRequest(m.Data, enc)
+	if err != nil {
+		respond(m, enc, errReply(err))
+		return
+	}
+	// Table commands wait on the catalog: keep the subscription free.
+	go func() {
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.TableTimeout)
+		defer cancel()
+		r := s.tableCommand(ctx, req)
+		if r.Error != nil && r.Error.Code == engine.CodeInternalError {
+			s.log.Error("table command failed", "op", req.Op, "table", req.Table, "err", r.Error.Message)
+		}
+		respond(m, enc, r)
+	}()
+}
+
+func (s *Service) tableCommand(ctx context.Context, req *engine.Request) *engine.Reply {
+	switch req.Op {
+	case "CreateTable":
+		info, err := s.c.CreateTable(ctx, req.Table)
+		if err != nil {
+			return errReply(err)
+		}
+		return &engine.Reply{Tables: []engine.TableInfo{info}, Seq: info.Epoch}
+	case "DeleteTable":
+		if err := s.c.DeleteTable(ctx, req.Table); err != nil {
+			return errReply(err)
+		}
+		return &engine.Reply{}
+	case "ListTables":
+		return &engine.Reply{Tables: s.views.Tables()}
+	}
+	return errReply(engine.Errorf(engine.CodeInvalidInput,
+		"op %q is not a table command (CreateTable, DeleteTable, ListTables); entity commands go to %s",
+		req.Op, CommandSubject(s.cfg.Prefix, "<Table>")))
+}

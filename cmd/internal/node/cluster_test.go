@@ -1,0 +1,179 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/cmd/internal/node"
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/journal"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startCluster starts three NATS servers with JetStream, routed to each
+// other on loopback, and returns their client URLs once JetStream answers.
+func startCluster(t *testing.T) []string {
+	t.Helper()
+	ports := []int{freePort(t), freePort(t), freePort(t)}
+	var routes []string
+	for _, p := range ports {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
+	}
+	var urls []string
+	for i := range ports {
+		ns, err := server.NewServer(&server.Options{
+			ServerName: fmt.Sprintf("n%d", i),
+			Host:       "127.0.0.1",
+			Port:       -1,
+			JetStream:  true,
+			StoreDir:   t.TempDir(),
+			MaxPayload: 8 << 20,
+			Cluster:    server.ClusterOpts{Name: "cairn-test", Host: "127.0.0.1", Port: ports[i]},
+			Routes:     server.RoutesFromStr(strings.Join(routes, ",")),
+			NoSigs:     true,
+			NoLog:      true,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go ns.Start()
+		if !ns.ReadyForConnections(20 * time.Second) {
+			t.Fatal("cluster server not ready")
+		}
+		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+		urls = append(urls, ns.ClientURL())
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := js.AccountInfo(ctx)
+		cancel()
+		if err == nil {
+			return urls
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("JetStream cluster not ready: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestReplicatedCluster runs two hosts against a three-server cluster with
+// replicated (R3) streams: the path of a deployment beyond one machine.
+func TestReplicatedCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	urls := startCluster(t)
+	var hosts []*node.Node
+	for i := 0; i < 2; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan *node.Node, 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- node.Run(ctx, node.Config{NATSURL: strings.Join(urls, ","), Replicas: 3, HTTP: "127.0.0.1:0", Log: quietLog()},
+				func(h *node.Node) { ready <- h })
+		}()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("host %d: %v", i, err)
+			}
+		})
+		select {
+		case h := <-ready:
+			hosts = append(hosts, h)
+		case err := <-done:
+			t.Fatalf("host %d: %v", i, err)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("host %d not ready", i)
+		}
+	}
+	nc, err := nats.Connect(urls[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	// A new cluster may still be electing stream leaders: allow for it.
+	c := client.New(nc, client.WithTimeout(30*time.Second))
+	ctx := ctxT(t)
+	info, err := c.CreateTable(ctx, "Replicated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	s, err := js.Stream(ctx, journal.StreamName("cairn", "Replicated", info.Epoch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.CachedInfo().Config.Replicas; r != 3 {
+		t.Fatalf("table stream has %d replicas, want 3", r)
+	}
+	// Concurrent conditional writes through both hosts on one partition:
+	// on R3 JetStream allows one conditional write per subject in flight,
+	// and the loser's refusal is handled like any conflict.
+	r, err := c.Insert(ctx, "Replicated", engine.NewEntity("c", "1", engine.Property{Name: "N", Value: engine.Int64(0)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts { // both views see the counter before it is read
+		tb, ok, err := h.Views().Lookup(ctx, "Replicated")
+		if err == nil && !ok {
+			t.Fatal("a host does not know table Replicated")
+		}
+		if err == nil {
+			_, err = tb.WaitSeq(ctx, r.Seq)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	const workers, per = 4, 10
+	if _, err := incrementConcurrently(ctx, c, "Replicated", workers, per, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ops []engine.Operation
+	for i := 0; i < 100; i++ {
+		ops = append(ops, engine.Operation{Op: engine.OpInsert, Entity: engine.NewEntity("b", fmt.Sprintf("%03d", i))})
+	}
+	if _, err := c.Batch(ctx, "Replicated", ops); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e, _, err := c.Retrieve(ctx, "Replicated", "c", "1")
+		if err == nil {
+			if n, _ := e.Get("N"); n.Int() == workers*per {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("counter did not reach %d: %v", workers*per, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

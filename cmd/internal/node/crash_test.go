@@ -1,0 +1,213 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/client"
+)
+
+// ackedCommand is a command the host acknowledged: a batch of three inserts.
+type ackedCommand struct {
+	pk, id string
+	rows   [3]string
+	etags  [3]string
+}
+
+// TestCrashRecovery runs a write load against a host process, kills it with
+// SIGKILL at a random moment, restarts it and checks: every acknowledged
+// command is present with the ETags it was acknowledged with; no command is
+// half-applied (each is a three-row batch: all rows or none); a command
+// retried with its id after the crash is answered from its first result,
+// not applied twice (its inserts would otherwise fail with
+// EntityAlreadyExists); the view rebuilt by a second restart is identical.
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts host processes")
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 1))
+	dir, listen := t.TempDir(), nodetest.FreeAddr(t)
+	c1 := nodetest.StartChild(t, nodetest.ChildConfig{DataDir: dir, NATSListen: listen})
+
+	nc, err := nats.Connect("nats://"+listen, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	cl := client.New(nc, client.WithTimeout(2*time.Second), client.WithAttempts(100))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := cl.CreateTable(ctx, "Crash"); err != nil {
+		t.Fatal(err)
+	}
+
+	const workers = 8
+	var stop atomic.Bool
+	var mu sync.Mutex
+	var acked []ackedCommand
+	var duplicates atomic.Int64
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pk := fmt.Sprintf("p%d", w)
+			for k := 0; !stop.Load(); k++ {
+				a := ackedCommand{pk: pk, id: fmt.Sprintf("w%d-%d", w, k)}
+				ops := make([]engine.Operation, 3)
+				for i := range ops {
+					a.rows[i] = fmt.Sprintf("%06d-%c", k, 'a'+i)
+					ops[i] = engine.Operation{Op: engine.OpInsert, Entity: engine.NewEntity(pk, a.rows[i],
+						engine.Property{Name: "Cmd", Value: engine.String(a.id)})}
+				}
+				rep, err := cl.Batch(ctx, "Crash", ops, client.WithID(a.id))
+				if err != nil {
+					errs <- fmt.Errorf("command %s: %w", a.id, err)
+					return
+				}
+				if rep.Duplicate {
+					duplicates.Add(1)
+				}
+				for i := range a.etags {
+					a.etags[i] = rep.Results[i].ETag
+				}
+				mu.Lock()
+				acked = append(acked, a)
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(time.Duration(300+r.IntN(900)) * time.Millisecond)
+	mu.Lock()
+	before := len(acked)
+	mu.Unlock()
+	c1.Kill(t)
+	t.Logf("killed the host after %d acknowledged commands", before)
+	c2 := nodetest.StartChild(t, nodetest.ChildConfig{DataDir: dir, NATSListen: listen})
+	time.Sleep(700 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("%v\nhost log:\n%s", err, c2.Tail())
+	}
+	t.Logf("%d commands acknowledged, %d answered as duplicates of a first attempt", len(acked), duplicates.Load())
+	if len(acked) <= before {
+		t.Fatalf("no command was acknowledged after the restart (%d before, %d after)", before, len(acked))
+	}
+
+	check := func(phase string) {
+		perPK := map[string]int{}
+		for _, a := range acked {
+			perPK[a.pk]++
+			for i, rk := range a.rows {
+				e, rep, err := cl.Retrieve(ctx, "Crash", a.pk, rk)
+				if err != nil {
+					t.Fatalf("%s: acknowledged command %s: row %s: %v", phase, a.id, rk, err)
+				}
+				if rep.ETag != a.etags[i] {
+					t.Fatalf("%s: row %s/%s has ETag %s, acknowledged %s", phase, a.pk, rk, rep.ETag, a.etags[i])
+				}
+				if v, _ := e.Get("Cmd"); v.Str() != a.id {
+					t.Fatalf("%s: row %s/%s written by %q, want %q", phase, a.pk, rk, v.Str(), a.id)
+				}
+			}
+		}
+		// Nothing beyond the acknowledged commands: each worker's next rows
+		// are absent (a half-applied or phantom command would show here).
+		for pk, n := range perPK {
+			for k := n; k < n+3; k++ {
+				for i := 0; i < 3; i++ {
+					rk := fmt.Sprintf("%06d-%c", k, 'a'+i)
+					_, _, err := cl.Retrieve(ctx, "Crash", pk, rk)
+					var ce *engine.Error
+					if !errors.As(err, &ce) || ce.Code != engine.CodeResourceNotFound {
+						t.Fatalf("%s: row %s/%s of an unacknowledged command: %v", phase, pk, rk, err)
+					}
+				}
+			}
+		}
+	}
+	check("after crash")
+	c2.Kill(t)
+	nodetest.StartChild(t, nodetest.ChildConfig{DataDir: dir, NATSListen: listen})
+	check("after second restart")
+	if !strings.Contains(c2.Tail(), "cairn host ready") {
+		t.Logf("host log:\n%s", c2.Tail())
+	}
+}
+
+// TestGracefulShutdown sends SIGTERM to a host process under load: it must
+// stop on its own, exit 0, and every command it took must have been
+// answered or be recognised by its id after a restart.
+func TestGracefulShutdown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts host processes")
+	}
+	dir, listen := t.TempDir(), nodetest.FreeAddr(t)
+	c1 := nodetest.StartChild(t, nodetest.ChildConfig{DataDir: dir, NATSListen: listen})
+	nc, err := nats.Connect("nats://"+listen, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	cl := client.New(nc, client.WithTimeout(2*time.Second), client.WithAttempts(100))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := cl.CreateTable(ctx, "Graceful"); err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var acked atomic.Int64
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; !stop.Load(); k++ {
+				id := fmt.Sprintf("w%d-%d", w, k)
+				if _, err := cl.Insert(ctx, "Graceful", engine.NewEntity(fmt.Sprint(w), fmt.Sprintf("%06d", k)), client.WithID(id)); err != nil {
+					errs <- fmt.Errorf("%s: %w", id, err)
+					return
+				}
+				acked.Add(1)
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	if err := c1.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.Wait(); err != nil {
+		t.Fatalf("host exited with %v after SIGTERM:\n%s", err, c1.Tail())
+	}
+	t.Logf("stopped %v after SIGTERM with %d commands acknowledged", time.Since(start).Round(time.Millisecond), acked.Load())
+	if !strings.Contains(c1.Tail(), "msg=stopped") {
+		t.Fatalf("no clean stop in the log:\n%s", c1.Tail())
+	}
+	nodetest.StartChild(t, nodetest.ChildConfig{DataDir: dir, NATSListen: listen})
+	time.Sleep(300 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}

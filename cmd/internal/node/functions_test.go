@@ -1,0 +1,563 @@
+package node_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/journal/jstest"
+)
+
+// TestArchiveBuiltin: an archive message moves an employee from Current to
+// Archive; a second message for the same employee finds nothing to do.
+func TestArchiveBuiltin(t *testing.T) {
+	th := startHost(t, "")
+	ctx := ctxT(t)
+	mustTable(t, th.c, "Current", "Archive")
+	if _, err := th.c.Insert(ctx, "Current", namedEmployee("Sales", "456", "Jones")); err != nil {
+		t.Fatal(err)
+	}
+	q := th.h.Functions().Queues()
+	for range 2 {
+		if err := q.Enqueue(ctx, "archive", archiveMsg("Sales", "456")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 20*time.Second, "employee 456 archived", func() bool {
+		return exists(t, th.c, "Archive", "Sales", "456") && !exists(t, th.c, "Current", "Sales", "456")
+	})
+	eventually(t, 20*time.Second, "the archive queue drained", func() bool {
+		n, err := q.Depth(ctx, "archive")
+		return err == nil && n == 0
+	})
+	e, _, err := th.c.Retrieve(ctx, "Archive", "Sales", "456")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := e.Get("Name"); v != engine.String("Jones") {
+		t.Fatalf("archived entity: %+v", e)
+	}
+}
+
+// TestPoisonAndRequeue: a failing function sees dequeue counts 1..5 with a
+// back-off between attempts; then the message is in the poison queue with
+// its error; requeued, it runs again from dequeue count 1.
+func TestPoisonAndRequeue(t *testing.T) {
+	th := startHost(t, "")
+	ctx := ctxT(t)
+	type attempt struct {
+		n  int
+		at time.Time
+		id string
+	}
+	var mu sync.Mutex
+	var attempts []attempt
+	m := fast(functions.Manifest{Name: "always-fails", Trigger: functions.Trigger{Queue: "work"}})
+	fh := th.h.Functions()
+	if err := fh.Register(m, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+		mu.Lock()
+		attempts = append(attempts, attempt{inv.Trigger().DequeueCount, time.Now(), inv.Trigger().ID})
+		mu.Unlock()
+		return errors.New("no good: " + string(inv.Trigger().Body))
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Queues().Enqueue(ctx, "work", []byte("order 7")); err != nil {
+		t.Fatal(err)
+	}
+	var poisoned []functions.PoisonMessage
+	eventually(t, 30*time.Second, "the message in work-poison", func() bool {
+		var err error
+		poisoned, err = fh.Queues().Poison(ctx, "work", 0, 10)
+		return err == nil && len(poisoned) == 1
+	})
+	mu.Lock()
+	got := append([]attempt(nil), attempts...)
+	mu.Unlock()
+	if len(got) != 5 {
+		t.Fatalf("%d attempts, want 5: %+v", len(got), got)
+	}
+	m.Defaults()
+	for i, a := range got {
+		if a.n != i+1 {
+			t.Errorf("attempt %d saw dequeue count %d", i+1, a.n)
+		}
+		if a.id != got[0].id {
+			t.Errorf("attempt %d has trigger id %q, the first %q", i+1, a.id, got[0].id)
+		}
+		if i > 0 {
+			if gap, min := a.at.Sub(got[i-1].at), m.Backoff(i); gap < min {
+				t.Errorf("attempt %d came %v after the one before; the back-off is %v", i+1, gap, min)
+			}
+		}
+	}
+	p := poisoned[0]
+	if p.Queue != "work" || p.Function != "always-fails" || p.Attempts != 5 || string(p.Body) != "order 7" || !strings.Contains(p.Error, "no good: order 7") || p.Enqueued.IsZero() || p.Poisoned.Before(p.Enqueued) {
+		t.Fatalf("poison message: %+v", p)
+	}
+	if n, _ := fh.Queues().Depth(ctx, "work"); n != 0 {
+		t.Fatalf("work still holds %d messages", n)
+	}
+	// Inspect over HTTP, then requeue there.
+	admin := th.h.HTTPURL() + functions.AdminPrefix + "queues/work-poison"
+	var listed []functions.PoisonMessage
+	getJSON(t, admin, &listed)
+	if len(listed) != 1 || listed[0].Seq != p.Seq || string(listed[0].Body) != "order 7" || listed[0].Attempts != 5 {
+		t.Fatalf("GET %s: %+v", admin, listed)
+	}
+	var one functions.PoisonMessage
+	getJSON(t, fmt.Sprintf("%s/%d", admin, p.Seq), &one)
+	if one.Error != p.Error {
+		t.Fatalf("one poison message over HTTP: %+v", one)
+	}
+	if code := httpDo(t, "GET", fmt.Sprintf("%s/%d", admin, p.Seq+1000)); code != http.StatusNotFound {
+		t.Fatalf("unknown poison message: %d", code)
+	}
+	if code := httpDo(t, "POST", fmt.Sprintf("%s/%d/requeue", admin, p.Seq)); code != http.StatusNoContent {
+		t.Fatalf("requeue over HTTP: %d", code)
+	}
+	eventually(t, 30*time.Second, "the requeued message poisoned again", func() bool {
+		ps, err := fh.Queues().Poison(ctx, "work", 0, 10)
+		return err == nil && len(ps) == 1 && ps[0].Seq != p.Seq
+	})
+	resp, err := http.Get(th.h.HTTPURL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), "\ncairn_function_poisoned_total 2\n") || !strings.Contains(string(metrics), "\ncairn_function_failures_total 10\n") {
+		t.Errorf("/metrics:\n%s", metrics)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(attempts) != 10 || attempts[5].n != 1 || attempts[5].id == got[0].id {
+		t.Fatalf("after requeue: %+v", attempts[5:])
+	}
+	if _, err := fh.Queues().PoisonMessage(ctx, "work", p.Seq); !errors.Is(err, functions.ErrNoMessage) {
+		t.Fatalf("the requeued poison message is still there: %v", err)
+	}
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func httpDo(t *testing.T, method, url string) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestPoisonCrashAndHang: a function that panics, or hangs past its
+// timeout, on every attempt ends in the poison queue, and the host keeps
+// serving meanwhile.
+func TestPoisonCrashAndHang(t *testing.T) {
+	th := startHost(t, "")
+	ctx := ctxT(t)
+	fh := th.h.Functions()
+	panics := fast(functions.Manifest{Name: "panics", Trigger: functions.Trigger{Queue: "crash"}, MaxDequeueCount: 3})
+	hangs := fast(functions.Manifest{Name: "hangs", Trigger: functions.Trigger{Queue: "hang"}, MaxDequeueCount: 3, Timeout: functions.Duration(100 * time.Millisecond)})
+	if err := fh.Register(panics, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+		var m map[string]int
+		m["boom"]++ // nil map: panics
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Register(hangs, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"crash", "hang"} {
+		if err := fh.Queues().Enqueue(ctx, q, []byte(q)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustTable(t, th.c, "Alive")
+	for _, q := range []string{"crash", "hang"} {
+		eventually(t, 30*time.Second, q+"-poison holds the message", func() bool {
+			// The host answers commands all along.
+			if _, err := th.c.InsertOrReplace(ctx, "Alive", engine.NewEntity("p", q)); err != nil {
+				t.Fatal(err)
+			}
+			ps, err := fh.Queues().Poison(ctx, q, 0, 10)
+			return err == nil && len(ps) == 1
+		})
+		ps, _ := fh.Queues().Poison(ctx, q, 0, 10)
+		if ps[0].Attempts != 3 {
+			t.Errorf("%s: %d attempts", q, ps[0].Attempts)
+		}
+		want := map[string]string{"crash": "panic", "hang": "deadline"}[q]
+		if !strings.Contains(ps[0].Error, want) {
+			t.Errorf("%s: error %q does not mention %q", q, ps[0].Error, want)
+		}
+	}
+}
+
+// TestReadsSeeOwnWritesAndCommitAfterSuccess: inside an invocation, reads
+// see its pending writes; a failing invocation commits nothing; writes to
+// one partition commit together.
+func TestReadsSeeOwnWritesAndCommitAfterSuccess(t *testing.T) {
+	th := startHost(t, "")
+	ctx := ctxT(t)
+	mustTable(t, th.c, "Things")
+	if _, err := th.c.Insert(ctx, "Things", engine.NewEntity("p", "a")); err != nil {
+		t.Fatal(err)
+	}
+	fh := th.h.Functions()
+	var seen []string
+	fail := true
+	if err := fh.Register(functions.Manifest{Name: "writer"}, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+		for _, rk := range []string{"b", "c"} {
+			if err := inv.Write(ctx, "Things", engine.Operation{Op: engine.OpInsert, Entity: engine.NewEntity("p", rk)}); err != nil {
+				return err
+			}
+		}
+		if err := inv.Write(ctx, "Things", engine.Operation{Op: engine.OpDelete, Entity: engine.NewEntity("p", "a")}); err != nil {
+			return err
+		}
+		// A second write of one entity, and an insert of an existing one, are refused.
+		if err := inv.Write(ctx, "Things", engine.Operation{Op: engine.OpInsertOrReplace, Entity: engine.NewEntity("p", "b")}); engine.ErrorCode(err) != engine.CodeInvalidDuplicateRow {
+			return fmt.Errorf("second write of b: %v", err)
+		}
+		es, err := inv.Query(ctx, "Things", "p", "", 0)
+		if err != nil {
+			return err
+		}
+		seen = seen[:0]
+		for _, e := range es {
+			seen = append(seen, e.RowKey)
+		}
+		if e, _, _ := inv.Get(ctx, "Things", "p", "a"); e != nil {
+			return errors.New("a is still visible after its delete")
+		}
+		if fail {
+			return errors.New("failing on purpose")
+		}
+		return inv.SetOutput([]byte("done"))
+	})); err != nil {
+		t.Fatal(err)
+	}
+	invoke := func() (*nats.Msg, error) {
+		return th.nc.Request(functions.DirectSubject("cairn", "writer"), nil, 10*time.Second)
+	}
+	r, err := invoke()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Header.Get(functions.HeaderReplyError); !strings.Contains(got, "failing on purpose") {
+		t.Fatalf("reply error %q", got)
+	}
+	if strings.Join(seen, ",") != "b,c" {
+		t.Fatalf("the invocation saw %v, want its own writes b,c", seen)
+	}
+	if exists(t, th.c, "Things", "p", "b") || !exists(t, th.c, "Things", "p", "a") {
+		t.Fatal("a failed invocation changed the table")
+	}
+	fail = false
+	if r, err = invoke(); err != nil || string(r.Data) != "done" || r.Header.Get(functions.HeaderReplyError) != "" {
+		t.Fatalf("reply %v %q %q", err, r.Data, r.Header.Get(functions.HeaderReplyError))
+	}
+	if !exists(t, th.c, "Things", "p", "b") || !exists(t, th.c, "Things", "p", "c") || exists(t, th.c, "Things", "p", "a") {
+		t.Fatal("the invocation's writes are not all committed")
+	}
+	// One record for the three writes: all or nothing.
+	tb, _ := th.h.Views().Table("Things")
+	if got := tb.Snapshot().Partition("p").Records; got != 2 {
+		t.Fatalf("partition p has %d records, want 2 (the insert of a, then one for the invocation)", got)
+	}
+	// Unknown functions are answered with an error.
+	r, err = th.nc.Request(functions.DirectSubject("cairn", "nobody"), nil, 10*time.Second)
+	if err != nil || !strings.Contains(r.Header.Get(functions.HeaderReplyError), "not deployed") {
+		t.Fatalf("unknown function: %v %v", err, r)
+	}
+}
+
+// TestTwoHostsShareQueue: two hosts on one NATS server share a queue's
+// messages; every message is processed, none twice.
+func TestTwoHostsShareQueue(t *testing.T) {
+	a := startHost(t, "")
+	b := startHostOn(t, a.h.ClientURL())
+	ctx := ctxT(t)
+	mustTable(t, a.c, "Done")
+	var mu sync.Mutex
+	runs := map[string]int{}
+	byHost := map[string]int{}
+	m := functions.Manifest{Name: "shared", Trigger: functions.Trigger{Queue: "jobs"}, Concurrency: 8}
+	for i, th := range []*testHost{a, b} {
+		hostName := fmt.Sprint("host", i)
+		if err := th.h.Functions().Register(m, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+			mu.Lock()
+			runs[string(inv.Trigger().Body)]++
+			byHost[hostName]++
+			mu.Unlock()
+			time.Sleep(time.Millisecond) // let the other host take some
+			return inv.Write(ctx, "Done", engine.Operation{Op: engine.OpInsert, Entity: engine.NewEntity("jobs", string(inv.Trigger().Body))})
+		})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 400
+	for i := range n {
+		if err := a.h.Functions().Queues().Enqueue(ctx, "jobs", fmt.Appendf(nil, "%04d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tb, _ := a.h.Views().Table("Done")
+	eventually(t, 60*time.Second, "every job done", func() bool { return tb.Snapshot().Len() == n })
+	mu.Lock()
+	defer mu.Unlock()
+	for k, c := range runs {
+		if c != 1 {
+			t.Errorf("job %s ran %d times", k, c)
+		}
+	}
+	if len(runs) != n || byHost["host0"] == 0 || byHost["host1"] == 0 {
+		t.Fatalf("%d jobs ran; per host %v", len(runs), byHost)
+	}
+	t.Logf("jobs per host: %v", byHost)
+}
+
+// TestChangeFeedAndTimer: a function on a table's changes sees every
+// committed change in order; a timer function ticks.
+func TestChangeFeedAndTimer(t *testing.T) {
+	th := startHost(t, "")
+	ctx := ctxT(t)
+	mustTable(t, th.c, "Orders", "Audit")
+	fh := th.h.Functions()
+	if err := fh.Register(functions.Manifest{Name: "audit", Trigger: functions.Trigger{Table: "Orders"}}, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+		ch := inv.Trigger().Change
+		kind := "put"
+		if ch.Deleted {
+			kind = "delete"
+		}
+		rk := fmt.Sprintf("%020d-%d", ch.Seq, ch.Index)
+		return inv.Write(ctx, "Audit", engine.Operation{Op: engine.OpInsert, Entity: engine.NewEntity(ch.Entity.PartitionKey, rk,
+			engine.Property{Name: "Kind", Value: engine.String(kind)}, engine.Property{Name: "Row", Value: engine.String(ch.Entity.RowKey)})})
+	})); err != nil {
+		t.Fatal(err)
+	}
+	var ticks sync.Map
+	if err := fh.Register(functions.Manifest{Name: "ticker", Trigger: functions.Trigger{Every: functions.Duration(time.Second)}}, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+		ticks.Store(inv.Trigger().ID, inv.Trigger().Kind)
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := th.c.Insert(ctx, "Orders", engine.NewEntity("o", fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := th.c.Delete(ctx, "Orders", "o", "2", "*"); err != nil {
+		t.Fatal(err)
+	}
+	audit, _ := th.h.Views().Table("Audit")
+	eventually(t, 30*time.Second, "six changes audited", func() bool { return audit.Snapshot().Len() == 6 })
+	var rows []string
+	audit.Snapshot().Scan(func(e *engine.Entity) bool {
+		k, _ := e.Get("Kind")
+		r, _ := e.Get("Row")
+		rows = append(rows, k.Str()+":"+r.Str())
+		return true
+	})
+	if got := strings.Join(rows, " "); got != "put:0 put:1 put:2 put:3 put:4 delete:2" {
+		t.Fatalf("audit %s", got)
+	}
+	if err := fh.Register(functions.Manifest{Name: "cron-ticker", Trigger: functions.Trigger{Cron: "@every 1s"}}, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+		ticks.Store("cron:"+inv.Trigger().ID, inv.Trigger().Kind)
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "two ticks of each timer", func() bool {
+		every, cron := 0, 0
+		ticks.Range(func(k, v any) bool {
+			if v != "timer" {
+				t.Errorf("tick %v has kind %v", k, v)
+			}
+			if strings.HasPrefix(k.(string), "cron:") {
+				cron++
+			} else {
+				every++
+			}
+			return true
+		})
+		return every >= 2 && cron >= 2
+	})
+}
+
+// TestArchiveSurvivesSIGKILL: the host is killed (SIGKILL) between the
+// archive's copy and its delete. After a restart the message is delivered
+// again: the employee ends in Archive exactly once and not in Current, and
+// no write was applied twice.
+func TestArchiveSurvivesSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	listen := nodetest.FreeAddr(t)
+	child := nodetest.StartChild(t, nodetest.ChildConfig{DataDir: dir, NATSListen: listen, Failpoint: "functions.between-commits"})
+	nc, err := nats.Connect("nats://" + listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(nc)
+	ctx := ctxT(t)
+	mustTable(t, c, "Current", "Archive")
+	if _, err := c.Insert(ctx, "Current", namedEmployee("Sales", "456", "Jones")); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	if _, err := js.Publish(ctx, functions.QueueSubject("cairn", "archive"), archiveMsg("Sales", "456")); err != nil {
+		t.Fatal(err)
+	}
+	err = child.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the host did not die of SIGKILL at the failpoint: %v\n%s", err, child.Log())
+	}
+	nc.Close()
+	if !strings.Contains(child.Log(), "failpoint reached") {
+		t.Fatalf("no failpoint in the log:\n%s", child.Log())
+	}
+
+	// Restart; the message comes back after its ack wait.
+	nodetest.StartChild(t, nodetest.ChildConfig{DataDir: dir, NATSListen: listen, Failpoint: ""})
+	nc, err = nats.Connect("nats://" + listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c = client.New(nc)
+	if !exists(t, c, "Archive", "Sales", "456") || !exists(t, c, "Current", "Sales", "456") {
+		t.Fatal("after the crash the copy should be committed and the delete not")
+	}
+	eventually(t, 90*time.Second, "employee 456 out of Current", func() bool { return !exists(t, c, "Current", "Sales", "456") })
+	if !exists(t, c, "Archive", "Sales", "456") {
+		t.Fatal("employee 456 not in Archive")
+	}
+	// No write applied twice: Archive's journal holds one record (the
+	// copy), Current's two (the hire and the delete).
+	js, _ = jetstream.New(nc)
+	for table, want := range map[string]uint64{"Archive": 1, "Current": 2} {
+		info := tableStream(t, js, table)
+		if info.State.Msgs != want {
+			t.Errorf("%s's journal holds %d records, want %d", table, info.State.Msgs, want)
+		}
+	}
+	q, err := functions.OpenQueues(ctx, js, "cairn", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the archive queue drained", func() bool {
+		n, err := q.Depth(ctx, "archive")
+		return err == nil && n == 0
+	})
+	if ps, _ := q.Poison(ctx, "archive", 0, 10); len(ps) != 0 {
+		t.Fatalf("poisoned: %+v", ps)
+	}
+}
+
+// tableStream finds a table's journal stream.
+func tableStream(t *testing.T, js jetstream.JetStream, table string) *jetstream.StreamInfo {
+	t.Helper()
+	ctx := ctxT(t)
+	names := js.StreamNames(ctx)
+	for name := range names.Name() {
+		if strings.HasPrefix(name, strings.TrimSuffix(journal.StreamName("cairn", table, 0), "0")) {
+			s, err := js.Stream(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := s.Info(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return info
+		}
+	}
+	t.Fatalf("no stream for %s", table)
+	return nil
+}
+
+// TestMessageThatKillsItsHost: a message whose every delivery takes its
+// host down (SIGKILL as the invocation starts) is poisoned, not retried
+// forever: the deliveries cut short count, and once the count is past the
+// maximum the message is moved without being run. The NATS server runs
+// apart from the hosts (as in a deployment of several hosts), so it
+// outlives them.
+func TestMessageThatKillsItsHost(t *testing.T) {
+	ns, nc := jstest.Server(t)
+	url := ns.ClientURL()
+	ctx := ctxT(t)
+	child := nodetest.StartChild(t, nodetest.ChildConfig{NATSURL: url, Failpoint: "functions.invoke"})
+	js, _ := jetstream.New(nc)
+	reg, err := functions.OpenRegistry(ctx, js, "cairn", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := functions.Manifest{Name: "deadly", Trigger: functions.Trigger{Queue: "deadly"}, MaxDequeueCount: 2, Timeout: functions.Duration(time.Second)}
+	if _, err := reg.Deploy(ctx, m, buildGuest(t, "testdata/guest", "")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, functions.QueueSubject("cairn", "deadly"), []byte("version")); err != nil {
+		t.Fatal(err)
+	}
+	// Two hosts die on it, one after the other: this one as soon as it
+	// runs it, the next once the first delivery's ack wait has passed.
+	for i := range 2 {
+		if i > 0 {
+			child = nodetest.StartChild(t, nodetest.ChildConfig{NATSURL: url, Failpoint: "functions.invoke"})
+		}
+		if err := child.Wait(); err == nil || !strings.Contains(child.Log(), "failpoint reached") {
+			t.Fatalf("host %d did not die at the failpoint: %v\n%s", i+1, err, child.Log())
+		}
+	}
+	child = nodetest.StartChild(t, nodetest.ChildConfig{NATSURL: url, Failpoint: ""})
+	q, err := functions.OpenQueues(ctx, js, "cairn", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []functions.PoisonMessage
+	eventually(t, 60*time.Second, "the deadly message in the poison queue", func() bool {
+		ps, _ = q.Poison(ctx, "deadly", 0, 10)
+		return len(ps) == 1
+	})
+	if ps[0].Attempts != 2 || !strings.Contains(ps[0].Error, "without finishing") || string(ps[0].Body) != "version" {
+		t.Fatalf("poison message: %+v\n%s", ps[0], child.Log())
+	}
+}

@@ -1,0 +1,197 @@
+package nodetest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/cmd/internal/node"
+)
+
+// childEnv carries a child's ChildConfig, as JSON, from the test to the
+// test binary started again as a node.
+const childEnv = "CAIRN_TEST_CHILD"
+
+// ChildConfig configures a node in a child process.
+type ChildConfig struct {
+	// DataDir is the data directory (a new temporary one when empty).
+	DataDir string
+	// NATSListen is the embedded server's address (a free loopback port
+	// when empty and NATSURL is empty).
+	NATSListen string
+	// NATSURL connects the node to a NATS server instead of embedding one.
+	NATSURL string
+	// HTTP is the HTTP API's address ("off" when empty).
+	HTTP string
+	// Failpoint kills the child at a named step.
+	Failpoint string
+}
+
+// Main lets a test binary double as a node process: call it from TestMain.
+// Started by StartChild, the binary runs a node until SIGTERM instead of
+// the tests, and prints READY once the node serves.
+func Main(m *testing.M) {
+	raw, ok := os.LookupEnv(childEnv)
+	if !ok {
+		os.Exit(m.Run())
+	}
+	var cc ChildConfig
+	if err := json.Unmarshal([]byte(raw), &cc); err != nil {
+		fmt.Fprintln(os.Stderr, "child node: bad", childEnv+":", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	err := node.Run(ctx, node.Config{
+		DataDir:    cc.DataDir,
+		NATSListen: cc.NATSListen,
+		NATSURL:    cc.NATSURL,
+		HTTP:       cc.HTTP,
+		Functions:  node.FunctionsConfig{Failpoint: cc.Failpoint},
+		Log:        slog.New(slog.NewTextHandler(os.Stderr, nil)),
+	}, func(*node.Node) { fmt.Println("READY") })
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child node:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// Child is a node running in a child process (this test binary, started
+// again; its TestMain must call Main).
+type Child struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+	err  error         // the exit status, once done is closed
+
+	mu  sync.Mutex
+	log strings.Builder
+}
+
+// StartChild starts a child node and waits until it is ready (90 s at the
+// most). The test ends it with SIGKILL, if it still runs, when it ends.
+func StartChild(t testing.TB, cc ChildConfig) *Child {
+	t.Helper()
+	if cc.DataDir == "" {
+		cc.DataDir = t.TempDir()
+	}
+	if cc.NATSListen == "" && cc.NATSURL == "" {
+		cc.NATSListen = FreeAddr(t)
+	}
+	if cc.HTTP == "" {
+		cc.HTTP = "off"
+	}
+	raw, err := json.Marshal(cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &Child{cmd: cmd, done: make(chan struct{})}
+	ready := make(chan struct{})
+	var pipes sync.WaitGroup
+	pipes.Add(2)
+	go func() {
+		defer pipes.Done()
+		s := bufio.NewScanner(stderr)
+		for s.Scan() {
+			c.mu.Lock()
+			c.log.WriteString(s.Text())
+			c.log.WriteByte('\n')
+			c.mu.Unlock()
+		}
+	}()
+	go func() {
+		defer pipes.Done()
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			if s.Text() == "READY" {
+				close(ready)
+			}
+		}
+	}()
+	go func() {
+		// Wait only after the pipes are read to their end (os/exec's rule).
+		pipes.Wait()
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-c.done })
+	select {
+	case <-ready:
+	case <-c.done:
+		t.Fatalf("child node exited before it was ready (%v):\n%s", c.err, c.Log())
+	case <-time.After(90 * time.Second):
+		t.Fatalf("child node not ready within 90s:\n%s", c.Log())
+	}
+	return c
+}
+
+// Log returns what the child logged so far (its stderr).
+func (c *Child) Log() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.log.String()
+}
+
+// Tail returns the last 4,000 bytes of the log.
+func (c *Child) Tail() string {
+	s := c.Log()
+	if len(s) > 4000 {
+		s = s[len(s)-4000:]
+	}
+	return s
+}
+
+// Signal sends sig to the child.
+func (c *Child) Signal(sig os.Signal) error { return c.cmd.Process.Signal(sig) }
+
+// Wait waits until the child has exited and returns its exit status
+// (an *exec.ExitError for a signal or a non-zero exit).
+func (c *Child) Wait() error {
+	<-c.done
+	return c.err
+}
+
+// Kill ends the child with SIGKILL and waits for it.
+func (c *Child) Kill(t testing.TB) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-c.done
+}
+
+// FreeAddr returns a loopback address with a port that was free a moment
+// ago.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}

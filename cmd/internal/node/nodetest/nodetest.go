@@ -1,0 +1,73 @@
+// Package hosttest starts in-process hosts for tests.
+package nodetest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/cmd/internal/node"
+)
+
+// QuietLog is the hosts' log: discarded, or on stderr when the environment
+// has CAIRN_TEST_LOG set.
+func QuietLog() *slog.Logger {
+	if os.Getenv("CAIRN_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// Start runs a host until the test ends and returns it once it is ready.
+// Zero fields of cfg get test defaults: a new temporary data directory,
+// free loopback ports for NATS and HTTP, QuietLog. stop shuts the host down
+// earlier (it may be called more than once); an error the host stops with
+// fails the test.
+func Start(t testing.TB, cfg node.Config) (h *node.Node, stop func()) {
+	t.Helper()
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	if cfg.NATSListen == "" {
+		cfg.NATSListen = "127.0.0.1:0"
+	}
+	if cfg.HTTP == "" {
+		cfg.HTTP = "127.0.0.1:0"
+	}
+	if cfg.Log == nil {
+		cfg.Log = QuietLog()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan *node.Node, 1)
+	done := make(chan error, 1)
+	go func() { done <- node.Run(ctx, cfg, func(h *node.Node) { ready <- h }) }()
+	select {
+	case h = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("host did not start: %v", err)
+	case <-time.After(60 * time.Second):
+		cancel()
+		t.Fatal("host did not become ready within 60s")
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("host stopped with error: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("host did not stop within 30s")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return h, stop
+}

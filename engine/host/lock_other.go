@@ -1,7 +1,0 @@
-//go:build !unix
-
-package host
-
-// lockDataDir is a no-op where flock is not available: do not point two
-// hosts at one data directory there.
-func lockDataDir(string) (func(), error) { return func() {}, nil }
