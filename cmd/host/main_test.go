@@ -35,18 +35,19 @@ func TestConfigValidate(t *testing.T) {
 		cfg  node.Config
 		want string
 	}{
-		{node.Config{Replicas: 3}, "needs -nats-url"},
-		{node.Config{Replicas: 7, NATSURL: "nats://x"}, "between 1 and 5"},
-		{node.Config{NATSListen: "nonsense"}, "nats-listen"},
-		{node.Config{Prefix: "Bad.Prefix"}, "prefix"},
+		{node.Config{DataDir: "d", Replicas: 3}, "needs -nats-url"},
+		{node.Config{DataDir: "d", Replicas: 7, NATSURL: "nats://x"}, "between 1 and 5"},
+		{node.Config{DataDir: "d", NATSListen: "nonsense"}, "nats-listen"},
+		{node.Config{DataDir: "d", Prefix: "Bad.Prefix"}, "prefix"},
+		{node.Config{}, "data directory is required"},
 	} {
 		err := c.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: got %v, want an error about %s", c.cfg, err, c.want)
 		}
 	}
-	ok := node.Config{}
-	if err := ok.Validate(); err != nil || ok.DataDir != "./data" || ok.Replicas != 1 || ok.Prefix != "cairn" {
+	ok := node.Config{DataDir: "d"}
+	if err := ok.Validate(); err != nil || ok.Replicas != 1 || ok.Prefix != "cairn" {
 		t.Fatalf("defaults: %+v, %v", ok, err)
 	}
 }

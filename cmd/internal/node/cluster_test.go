@@ -95,7 +95,7 @@ func TestReplicatedCluster(t *testing.T) {
 		ready := make(chan *node.Node, 1)
 		done := make(chan error, 1)
 		go func() {
-			done <- node.Run(ctx, node.Config{NATSURL: strings.Join(urls, ","), Replicas: 3, HTTP: "127.0.0.1:0", Log: quietLog()},
+			done <- node.Run(ctx, node.Config{DataDir: t.TempDir(), NATSURL: strings.Join(urls, ","), Replicas: 3, HTTP: "127.0.0.1:0", Log: quietLog()},
 				func(h *node.Node) { ready <- h })
 		}()
 		t.Cleanup(func() {

@@ -30,7 +30,9 @@ import (
 // Config is a host's configuration. The zero value plus DataDir is a
 // working single-machine host.
 type Config struct {
-	// DataDir holds the embedded server's JetStream store ("./data").
+	// DataDir holds the embedded server's JetStream store and the
+	// sandbox's compilation cache. Required: a node never picks a
+	// directory of its own (cmd/host's flag defaults to "./data").
 	DataDir string
 	// NATSListen is the embedded server's client address
 	// ("127.0.0.1:4222"); port 0 picks a free port.
@@ -72,7 +74,7 @@ type FunctionsConfig struct {
 // Validate fills defaults and checks the configuration.
 func (c *Config) Validate() error {
 	if c.DataDir == "" {
-		c.DataDir = "./data"
+		return errors.New("host: a data directory is required")
 	}
 	if c.NATSListen == "" {
 		c.NATSListen = "127.0.0.1:4222"
