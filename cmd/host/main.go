@@ -3,8 +3,9 @@
 //
 //	go run ./cmd/host                 # serve (the default subcommand)
 //	go run ./cmd/host serve -data /var/lib/cairn
-//	go run ./cmd/host bench           # end-to-end benchmarks, see docs/PERFORMANCE.md
-//	go run ./cmd/host bench-http      # the HTTP API side by side with Azurite
+//	go run ./cmd/host deploy ./examples/archive
+//
+// The benchmarks are a binary of their own, cmd/cairn-bench.
 //
 // Every flag can also be set by an environment variable CAIRN_<NAME>, with
 // the flag's name upper-cased and dashes turned into underscores
@@ -40,15 +41,12 @@ func main() {
 
 func usage() {
 	fmt.Fprintf(os.Stderr, `usage: host [serve] [flags]   run a host (default)
-       host bench [flags]     run the end-to-end benchmarks
-       host bench-http [flags] run the HTTP benchmarks side by side with Azurite
-       host bench-functions   benchmark the function host (run from the repository's root)
        host deploy [flags] <dir|file.wasm>  build and deploy a function to the running hosts
        host functions list|history|undeploy|rollback …
        host poison list|show|requeue|delete <queue> …
        host enqueue <queue> <message>…
 
-Run "host serve -h" or "host bench -h" for the flags.
+Run "host serve -h" for the flags; the benchmarks are in cmd/cairn-bench.
 `)
 }
 
