@@ -1,4 +1,8 @@
-// Package hosttest starts in-process hosts for tests.
+// Package nodetest starts nodes for tests: in the test's process (Start),
+// or in a child process that a test can kill with SIGKILL (StartChild,
+// with Main in the test binary's TestMain). Every node gets its own
+// temporary data directory and free loopback ports unless the test names
+// them, so no test writes into the source tree or collides with another.
 package nodetest
 
 import (
