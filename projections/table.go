@@ -3,7 +3,6 @@ package projections
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -365,6 +364,3 @@ type partitionState struct {
 }
 
 func (p partitionState) Entity(rk string) (*engine.Entity, bool) { return p.s.Get(p.pk, rk) }
-
-// Lower returns the case-insensitive identity of a table name.
-func Lower(name string) string { return strings.ToLower(name) }
