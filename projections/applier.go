@@ -9,7 +9,9 @@ import (
 	"github.com/cairn-dev/cairn/journal"
 )
 
-// startLocked starts the applier of a live table's view.
+// startLocked starts the applier of a live table's view: one goroutine,
+// counted in v.wg, that ends when ctx ends (Run stops or the table is
+// deleted) or the view fails.
 func (v *Views) startLocked(ctx context.Context, e *entry) {
 	if e.started {
 		return
@@ -21,6 +23,7 @@ func (v *Views) startLocked(ctx context.Context, e *entry) {
 	v.wg.Add(1)
 	go func() {
 		defer v.wg.Done()
+		defer cancel()
 		err := v.followTable(tctx, e, t)
 		if err != nil && tctx.Err() == nil {
 			v.log.Error("view stopped", "table", t.Name(), "err", err)

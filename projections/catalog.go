@@ -78,7 +78,7 @@ func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *journal.Catal
 		e.live = true
 		e.table = NewTable(rec.Name, seq, v.cfg.DedupWindow)
 		e.started, e.ready = false, false
-		if v.ready {
+		if v.catalogLoaded {
 			v.startLocked(ctx, e)
 		}
 	case journal.CatalogTableDeleted:
@@ -90,10 +90,12 @@ func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *journal.Catal
 		}
 		old := e.info
 		e.live, e.table, e.cancel, e.started, e.ready = false, nil, nil, false, false
-		if v.ready && old.Epoch != 0 {
+		if v.catalogLoaded && old.Epoch != 0 {
 			// The host that deleted the table removes its stream; every
 			// host does it too, in case that one crashed in between.
+			v.wg.Add(1)
 			go func() {
+				defer v.wg.Done()
 				if err := v.j.DeleteTableStream(ctx, old.Name, old.Epoch); err != nil && ctx.Err() == nil {
 					v.log.Warn("delete table stream", "table", old.Name, "err", err)
 				}
@@ -107,10 +109,10 @@ func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *journal.Catal
 func (v *Views) catalogCaughtUp(ctx context.Context, start time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.ready {
+	if v.catalogLoaded {
 		return
 	}
-	v.ready = true
+	v.catalogLoaded = true
 	n := 0
 	for _, e := range v.entries {
 		if e.live {

@@ -6,9 +6,29 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 )
 
+// broadcastLocked wakes every waiter (the catalog advanced or a view became
+// ready) and closes Ready the first time everything has caught up.
 func (v *Views) broadcastLocked() {
 	close(v.notify)
 	v.notify = make(chan struct{})
+	if !v.readyClosed && v.caughtUpLocked() {
+		v.readyClosed = true
+		close(v.ready)
+	}
+}
+
+// caughtUpLocked reports whether the catalog and the view of every live
+// table have caught up with the journal as it was when they started.
+func (v *Views) caughtUpLocked() bool {
+	if !v.catalogLoaded {
+		return false
+	}
+	for _, e := range v.entries {
+		if e.live && !e.ready {
+			return false
+		}
+	}
+	return true
 }
 
 // wait blocks until cond (called with v.mu read-locked) holds or ctx ends.
@@ -28,20 +48,30 @@ func (v *Views) wait(ctx context.Context, cond func() bool) error {
 	}
 }
 
-// WaitReady blocks until the catalog and every table's view have caught up
-// with the journal as it was when they started.
+// Ready returns a channel that is closed once the catalog and the view of
+// every live table have caught up with the journal as it was when Run
+// started them: a view then answers at least what was committed before the
+// host started. It is closed once and stays closed; a table created later
+// is caught up on its own (WaitTableReady, Lookup).
+//
+// Ready is never closed if Run returns first (wait for Run's error too), or
+// while a view that failed during its replay (a record it cannot decode,
+// logged as "view stopped") keeps its table from catching up.
+func (v *Views) Ready() <-chan struct{} { return v.ready }
+
+// WaitReady blocks until Ready is closed or ctx ends.
 func (v *Views) WaitReady(ctx context.Context) error {
-	return v.wait(ctx, func() bool {
-		if !v.ready {
-			return false
-		}
-		for _, e := range v.entries {
-			if e.live && !e.ready {
-				return false
-			}
-		}
-		return true
-	})
+	select {
+	case <-v.ready:
+		return nil
+	default:
+	}
+	select {
+	case <-v.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // WaitTableReady blocks until the view of the named table (epoch) has

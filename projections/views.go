@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-dev/cairn/journal"
@@ -18,12 +19,16 @@ type Views struct {
 	log *slog.Logger
 	cfg Config
 
-	mu         sync.RWMutex
-	entries    map[string]*entry // by lowercase name, live and deleted
-	catalogSeq uint64
-	ready      bool
-	notify     chan struct{} // closed and replaced when the catalog advances or tables become ready
-	wg         sync.WaitGroup
+	mu            sync.RWMutex
+	entries       map[string]*entry // by lowercase name, live and deleted
+	catalogSeq    uint64
+	catalogLoaded bool          // the catalog caught up once: appliers start as tables appear
+	notify        chan struct{} // closed and replaced when the catalog advances or tables become ready
+	ready         chan struct{} // closed once, when every view first caught up (see Ready)
+	readyClosed   bool
+
+	running atomic.Bool    // Run was called
+	wg      sync.WaitGroup // the goroutines Run started: appliers, stream deletions
 }
 
 // Config tunes the views.
@@ -49,17 +54,33 @@ func (c *Config) defaults() {
 	}
 }
 
-// NewViews returns views over journal j. It starts nothing.
+// NewViews returns views over journal j. It starts nothing: Run does.
 func NewViews(j *journal.Journal, log *slog.Logger, cfg Config) *Views {
 	cfg.defaults()
-	return &Views{j: j, log: log, cfg: cfg, entries: map[string]*entry{}, notify: make(chan struct{})}
+	return &Views{j: j, log: log, cfg: cfg, entries: map[string]*entry{},
+		notify: make(chan struct{}), ready: make(chan struct{})}
 }
 
-// Run follows the catalog and the journals of all live tables until ctx ends.
-// On start it replays everything, logging progress; WaitReady returns once
-// every view has caught up.
+// Run replays the catalog and the journals of all live tables into their
+// views, logging progress, then follows them until ctx ends; Ready is
+// closed once every view has caught up. It returns only after every
+// goroutine it started has exited: the catalog follower (Run's own), the
+// appliers (each stops its ordered consumer before it returns) and the
+// deletions of dropped tables' streams.
+//
+// Run returns nil after ctx ended. Otherwise it returns the error that
+// stopped the catalog follower: a catalog record it cannot decode (wrapping
+// journal.ErrCorrupt); JetStream errors that pass (timeouts, a leader
+// election, a lost connection) are retried with back-off and logged, not
+// returned. A table's record that cannot be decoded stops that table's view
+// alone (Table.Err, and its waiters fail), not Run. Run may be called once.
 func (v *Views) Run(ctx context.Context) error {
-	err := v.followCatalog(ctx)
+	if !v.running.CompareAndSwap(false, true) {
+		return errors.New("projections: Views.Run called twice")
+	}
+	fctx, stop := context.WithCancel(ctx)
+	err := v.followCatalog(fctx)
+	stop() // the appliers and deletions end with the catalog follower
 	v.wg.Wait()
 	if ctx.Err() != nil {
 		return nil
