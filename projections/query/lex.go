@@ -51,8 +51,8 @@ type lexer struct {
 func isIdentStart(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 func isIdentChar(c byte) bool  { return isIdentStart(c) || c >= '0' && c <= '9' }
 
-// quoted reads a '…' literal starting at i (the opening quote), with ”
-// standing for one quote.
+// quoted reads a quoted literal starting at i (the opening quote), with
+// two quotes standing for one.
 func (l *lexer) quoted(i int) (string, int, bool) {
 	var b strings.Builder
 	for j := i + 1; j < len(l.s); j++ {
