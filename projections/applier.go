@@ -62,8 +62,14 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 	markReady := func() {
 		caughtUp = true
 		v.mu.Lock()
-		e.ready = true
-		v.broadcastLocked()
+		// The entry outlives this incarnation: after a drop and a new
+		// create of the name it describes the next one, which this
+		// applier (cancelled, but perhaps still applying its last batch)
+		// must not mark ready.
+		if e.table == t {
+			e.ready = true
+			v.broadcastLocked()
+		}
 		v.mu.Unlock()
 		if target > 0 {
 			el := time.Since(start)
