@@ -3,7 +3,6 @@ package projections
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -290,81 +289,3 @@ func (t *Table) WaitSeq(ctx context.Context, seq uint64) (*Snapshot, error) {
 		}
 	}
 }
-
-// Snapshot is an immutable, consistent view of a table at journal position
-// Seq. It is safe for any number of goroutines.
-type Snapshot struct {
-	Table string
-	Epoch uint64
-	Seq   uint64
-	rows  *btree.BTreeG[*engine.Entity]
-	parts *btree.BTreeG[*Partition]
-	ids   *btree.BTreeG[*CommandRecord]
-}
-
-// Get returns the entity (pk, rk). The entity is shared: do not modify it.
-func (s *Snapshot) Get(pk, rk string) (*engine.Entity, bool) {
-	return s.rows.Get(&engine.Entity{PartitionKey: pk, RowKey: rk})
-}
-
-// Len returns the number of entities.
-func (s *Snapshot) Len() int { return s.rows.Len() }
-
-// Partition returns the summary of partition pk (zero if it never had a
-// record).
-func (s *Snapshot) Partition(pk string) Partition {
-	if p, ok := s.parts.Get(&Partition{Key: pk}); ok {
-		return *p
-	}
-	return Partition{Key: pk}
-}
-
-// Partitions calls fn for every partition in key order until fn returns false.
-func (s *Snapshot) Partitions(fn func(Partition) bool) {
-	s.parts.Scan(func(p *Partition) bool { return fn(*p) })
-}
-
-// Command returns the record of the committed command id in partition pk,
-// if it is still inside the dedup window.
-func (s *Snapshot) Command(pk, id string) (CommandRecord, bool) {
-	c, ok := s.ids.Get(&CommandRecord{PartitionKey: pk, ID: id})
-	if !ok {
-		return CommandRecord{}, false
-	}
-	return *c, true
-}
-
-// Ascend calls fn for the entities from (pk, rk) on, in key order, until fn
-// returns false.
-func (s *Snapshot) Ascend(pk, rk string, fn func(*engine.Entity) bool) {
-	s.rows.Ascend(&engine.Entity{PartitionKey: pk, RowKey: rk}, fn)
-}
-
-// Descend calls fn for the entities from (pk, rk) down, in reverse key
-// order, until fn returns false.
-func (s *Snapshot) Descend(pk, rk string, fn func(*engine.Entity) bool) {
-	s.rows.Descend(&engine.Entity{PartitionKey: pk, RowKey: rk}, fn)
-}
-
-// Scan calls fn for every entity in key order until fn returns false.
-func (s *Snapshot) Scan(fn func(*engine.Entity) bool) { s.rows.Scan(fn) }
-
-// Reverse calls fn for every entity in reverse key order until fn returns
-// false.
-func (s *Snapshot) Reverse(fn func(*engine.Entity) bool) { s.rows.Reverse(fn) }
-
-// PartitionState returns the partition pk of the snapshot as the decider's
-// state.
-func (s *Snapshot) PartitionState(pk string) engine.PartitionState {
-	return partitionState{s: s, pk: pk}
-}
-
-type partitionState struct {
-	s  *Snapshot
-	pk string
-}
-
-func (p partitionState) Entity(rk string) (*engine.Entity, bool) { return p.s.Get(p.pk, rk) }
-
-// Lower returns the case-insensitive identity of a table name.
-func Lower(name string) string { return strings.ToLower(name) }

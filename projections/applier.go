@@ -1,0 +1,113 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairn-dev/cairn/journal"
+)
+
+// startLocked starts the applier of a live table's view: one goroutine,
+// counted in v.wg, that ends when ctx ends (Run stops or the table is
+// deleted) or the view fails.
+func (v *Views) startLocked(ctx context.Context, e *entry) {
+	if e.started {
+		return
+	}
+	e.started = true
+	tctx, cancel := context.WithCancel(ctx)
+	e.cancel = cancel
+	t := e.table
+	v.wg.Add(1)
+	go func() {
+		defer v.wg.Done()
+		defer cancel()
+		err := v.followTable(tctx, e, t)
+		if err != nil && tctx.Err() == nil {
+			v.log.Error("view stopped", "table", t.Name(), "err", err)
+			t.Fail(err)
+		}
+	}()
+}
+
+// followTable replays and then tails one table's journal into its view. It
+// returns only when ctx ends or a record cannot be decoded.
+func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
+	// The host that created the table creates its stream right after the
+	// catalog record; only if it does not appear (that host crashed in
+	// between) does this host create it.
+	err := v.retry(ctx, "find the table's stream", t.Name(), func() error {
+		exists, err := v.j.WaitTableStream(ctx, t.Name(), t.Epoch(), 5*time.Second)
+		if err == nil && !exists {
+			err = v.j.EnsureTableStream(ctx, t.Name(), t.Epoch())
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	var target uint64
+	err = v.retry(ctx, "read the stream's length", t.Name(), func() error {
+		var err error
+		target, err = v.j.LastStreamSeq(ctx, t.Name(), t.Epoch())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	start, lastLog := time.Now(), time.Now()
+	caughtUp := false
+	markReady := func() {
+		caughtUp = true
+		v.mu.Lock()
+		// The entry outlives this incarnation: after a drop and a new
+		// create of the name it describes the next one, which this
+		// applier (cancelled, but perhaps still applying its last batch)
+		// must not mark ready.
+		if e.table == t {
+			e.ready = true
+			v.broadcastLocked()
+		}
+		v.mu.Unlock()
+		if target > 0 {
+			el := time.Since(start)
+			v.log.Info("view replayed", "table", t.Name(), "records", target, "entities", t.Snapshot().Len(),
+				"elapsed", el.Round(time.Millisecond), "records_per_s", int(float64(target)/el.Seconds()))
+		}
+	}
+	if target == 0 {
+		markReady()
+	}
+	sinceSnap := 0
+	apply := func(seq uint64, rec *journal.Record, pending uint64) error {
+		t.Apply(seq, rec)
+		sinceSnap++
+		if pending == 0 || sinceSnap >= v.cfg.PublishEvery {
+			t.Publish()
+			sinceSnap = 0
+		}
+		if !caughtUp {
+			if seq >= target {
+				t.Publish()
+				markReady()
+			} else if time.Since(lastLog) >= v.cfg.Progress {
+				lastLog = time.Now()
+				el := time.Since(start).Seconds()
+				v.log.Info("replaying view", "table", t.Name(), "record", seq, "of", target,
+					"percent", fmt.Sprintf("%.1f", 100*float64(seq)/float64(target)),
+					"records_per_s", int(float64(seq)/el))
+			}
+		}
+		return nil
+	}
+	return v.retry(ctx, "follow the journal", t.Name(), func() error {
+		// After an interruption, resume right after the last record applied.
+		err := v.j.ConsumeKnown(ctx, t.Name(), t.Epoch(), t.Seq()+1, t.appendedRecord, apply)
+		if err == nil && ctx.Err() == nil {
+			err = errors.New("consumer ended")
+		}
+		return err
+	})
+}

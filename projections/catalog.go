@@ -1,0 +1,196 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal"
+)
+
+// entry is the catalog's knowledge of one table name.
+type entry struct {
+	info    engine.TableInfo
+	seq     uint64 // catalog sequence of the name's last record
+	live    bool
+	table   *Table
+	cancel  context.CancelFunc
+	started bool
+	ready   bool // caught up with the journal as it was when the view started
+}
+
+// Lower returns the case-insensitive identity of a table name.
+func Lower(name string) string { return strings.ToLower(name) }
+
+// followCatalog replays the catalog, starts the appliers of the live tables
+// once it has caught up, then follows new catalog records until ctx ends.
+func (v *Views) followCatalog(ctx context.Context) error {
+	start := time.Now()
+	var last uint64
+	err := v.retry(ctx, "read the catalog's length", "", func() error {
+		var err error
+		last, err = v.j.LastCatalogSeq(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if last == 0 {
+		v.catalogCaughtUp(ctx, start)
+	}
+	return v.retry(ctx, "follow the catalog", "", func() error {
+		v.mu.RLock()
+		from := v.catalogSeq + 1
+		v.mu.RUnlock()
+		err := v.j.WatchCatalog(ctx, from, func(seq uint64, rec *journal.CatalogRecord, pending uint64) error {
+			v.applyCatalog(ctx, seq, rec)
+			if pending == 0 || seq >= last {
+				v.catalogCaughtUp(ctx, start)
+			}
+			return nil
+		})
+		if err == nil && ctx.Err() == nil {
+			err = errors.New("consumer ended")
+		}
+		return err
+	})
+}
+
+func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *journal.CatalogRecord) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if seq <= v.catalogSeq {
+		return // delivered again after a resumed consumer
+	}
+	lower := Lower(rec.Name)
+	e := v.entries[lower]
+	if e == nil {
+		e = &entry{}
+		v.entries[lower] = e
+	}
+	e.seq = seq
+	switch rec.Kind {
+	case journal.CatalogTableCreated:
+		e.info = engine.TableInfo{Name: rec.Name, Epoch: seq, Created: rec.Time}
+		e.live = true
+		e.table = NewTable(rec.Name, seq, v.cfg.DedupWindow)
+		e.started, e.ready = false, false
+		if v.catalogLoaded {
+			v.startLocked(ctx, e)
+		}
+	case journal.CatalogTableDeleted:
+		if e.cancel != nil {
+			e.cancel()
+		}
+		if e.table != nil {
+			e.table.Fail(engine.Errorf(engine.CodeTableNotFound, "table %s was deleted", rec.Name))
+		}
+		old := e.info
+		e.live, e.table, e.cancel, e.started, e.ready = false, nil, nil, false, false
+		if v.catalogLoaded && old.Epoch != 0 {
+			// The host that deleted the table removes its stream; every
+			// host does it too, in case that one crashed in between.
+			v.wg.Add(1)
+			go func() {
+				defer v.wg.Done()
+				if err := v.j.DeleteTableStream(ctx, old.Name, old.Epoch); err != nil && ctx.Err() == nil {
+					v.log.Warn("delete table stream", "table", old.Name, "err", err)
+				}
+			}()
+		}
+	}
+	v.catalogSeq = seq
+	v.broadcastLocked()
+}
+
+func (v *Views) catalogCaughtUp(ctx context.Context, start time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.catalogLoaded {
+		return
+	}
+	v.catalogLoaded = true
+	n := 0
+	for _, e := range v.entries {
+		if e.live {
+			v.startLocked(ctx, e)
+			n++
+		}
+	}
+	v.broadcastLocked()
+	v.log.Info("catalog loaded", "tables", n, "catalog_seq", v.catalogSeq, "elapsed", time.Since(start).Round(time.Millisecond))
+}
+
+// WaitCatalog blocks until the catalog has reached seq.
+func (v *Views) WaitCatalog(ctx context.Context, seq uint64) error {
+	return v.wait(ctx, func() bool { return v.catalogSeq >= seq })
+}
+
+// Table returns the view of a live table, looked up case-insensitively.
+func (v *Views) Table(name string) (*Table, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	e := v.entries[Lower(name)]
+	if e == nil || !e.live {
+		return nil, false
+	}
+	return e.table, true
+}
+
+// Lookup returns the view of a live table like Table, but when this host
+// does not know the name it first catches up with the catalog: a table
+// just created through another host is then found (and its view made
+// ready) instead of being reported missing.
+func (v *Views) Lookup(ctx context.Context, name string) (*Table, bool, error) {
+	if t, ok := v.Table(name); ok {
+		return t, true, nil
+	}
+	last, err := v.j.LastCatalogSeq(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := v.WaitCatalog(ctx, last); err != nil {
+		return nil, false, err
+	}
+	_, info, live := v.CatalogEntry(name)
+	if !live {
+		return nil, false, nil
+	}
+	if err := v.WaitTableReady(ctx, name, info.Epoch); err != nil {
+		if engine.ErrorCode(err) == engine.CodeTableNotFound {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	t, ok := v.Table(name)
+	return t, ok, nil
+}
+
+// CatalogEntry returns what the catalog knows of a table name: the sequence
+// of its last catalog record (0 if none), its info, and whether it is live.
+func (v *Views) CatalogEntry(name string) (seq uint64, info engine.TableInfo, live bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	e := v.entries[Lower(name)]
+	if e == nil {
+		return 0, engine.TableInfo{}, false
+	}
+	return e.seq, e.info, e.live
+}
+
+// Tables lists the live tables sorted by name (ordinal, as Azure does).
+func (v *Views) Tables() []engine.TableInfo {
+	v.mu.RLock()
+	out := make([]engine.TableInfo, 0, len(v.entries))
+	for _, e := range v.entries {
+		if e.live {
+			out = append(out, e.info)
+		}
+	}
+	v.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

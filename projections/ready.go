@@ -1,0 +1,93 @@
+package projections
+
+import (
+	"context"
+
+	"github.com/cairn-dev/cairn/engine"
+)
+
+// broadcastLocked wakes every waiter (the catalog advanced or a view became
+// ready) and closes Ready the first time everything has caught up.
+func (v *Views) broadcastLocked() {
+	close(v.notify)
+	v.notify = make(chan struct{})
+	if !v.readyClosed && v.caughtUpLocked() {
+		v.readyClosed = true
+		close(v.ready)
+	}
+}
+
+// caughtUpLocked reports whether the catalog and the view of every live
+// table have caught up with the journal as it was when they started.
+func (v *Views) caughtUpLocked() bool {
+	if !v.catalogLoaded {
+		return false
+	}
+	for _, e := range v.entries {
+		if e.live && !e.ready {
+			return false
+		}
+	}
+	return true
+}
+
+// wait blocks until cond (called with v.mu read-locked) holds or ctx ends.
+func (v *Views) wait(ctx context.Context, cond func() bool) error {
+	for {
+		v.mu.RLock()
+		ok, ch := cond(), v.notify
+		v.mu.RUnlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Ready returns a channel that is closed once the catalog and the view of
+// every live table have caught up with the journal as it was when Run
+// started them: a view then answers at least what was committed before the
+// host started. It is closed once and stays closed; a table created later
+// is caught up on its own (WaitTableReady, Lookup).
+//
+// Ready is never closed if Run returns first (wait for Run's error too), or
+// while a view that failed during its replay (a record it cannot decode,
+// logged as "view stopped") keeps its table from catching up.
+func (v *Views) Ready() <-chan struct{} { return v.ready }
+
+// WaitReady blocks until Ready is closed or ctx ends.
+func (v *Views) WaitReady(ctx context.Context) error {
+	select {
+	case <-v.ready:
+		return nil
+	default:
+	}
+	select {
+	case <-v.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// WaitTableReady blocks until the view of the named table (epoch) has
+// caught up; it fails with TableNotFound if the table is gone.
+func (v *Views) WaitTableReady(ctx context.Context, name string, epoch uint64) error {
+	var gone bool
+	err := v.wait(ctx, func() bool {
+		e := v.entries[Lower(name)]
+		if e == nil || !e.live || e.info.Epoch != epoch {
+			gone = true
+			return true
+		}
+		return e.ready
+	})
+	if err == nil && gone {
+		return engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", name)
+	}
+	return err
+}

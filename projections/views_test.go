@@ -1,0 +1,240 @@
+package projections_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/journal/jstest"
+	"github.com/cairn-dev/cairn/projections"
+)
+
+// rig is a journal on an embedded server with helpers that write to it the
+// way the committer does.
+type rig struct {
+	t   *testing.T
+	nc  *nats.Conn
+	j   *journal.Journal
+	ctx context.Context
+
+	catalog map[string]uint64 // the catalog sequence of each name's last record
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	_, nc := jstest.Server(t)
+	j, err := journal.New(nc, journal.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A bound on a broken test, not a timed assertion.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	if err := j.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return &rig{t: t, nc: nc, j: j, ctx: ctx, catalog: map[string]uint64{}}
+}
+
+// create creates a table with its stream and returns its epoch.
+func (r *rig) create(name string) uint64 {
+	r.t.Helper()
+	epoch, err := r.j.AppendCatalog(r.ctx, &journal.CatalogRecord{Kind: journal.CatalogTableCreated, Name: name, Time: 1}, 0)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.j.EnsureTableStream(r.ctx, name, epoch); err != nil {
+		r.t.Fatal(err)
+	}
+	r.catalog[name] = epoch
+	return epoch
+}
+
+// drop deletes a table from the catalog and returns the catalog sequence.
+func (r *rig) drop(name string) uint64 {
+	r.t.Helper()
+	seq, err := r.j.AppendCatalog(r.ctx, &journal.CatalogRecord{Kind: journal.CatalogTableDeleted, Name: name, Time: 2}, r.catalog[name])
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.catalog[name] = seq
+	return seq
+}
+
+// record is the i-th record of a table: one entity in a partition of its
+// own, so that a view at sequence n holds exactly n entities.
+func record(i int) *journal.Record {
+	return &journal.Record{Time: int64(i), PartitionKey: fmt.Sprint(i), Nonce: fmt.Sprint("n", i),
+		Events: []engine.Event{{Kind: engine.EventPut, RowKey: "r"}}}
+}
+
+func (r *rig) append(ctx context.Context, table string, epoch uint64, i int) error {
+	_, err := r.j.Append(ctx, table, epoch, record(i), 0)
+	return err
+}
+
+// start runs views on the rig's journal; the returned channel yields Run's
+// result.
+func (r *rig) start(ctx context.Context) (*projections.Views, <-chan error) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	v := projections.NewViews(r.j, log, projections.Config{PublishEvery: 7})
+	done := make(chan error, 1)
+	go func() { done <- v.Run(ctx) }()
+	return v, done
+}
+
+// takeOver checks, after Run returned, that the caller now owns tb's
+// writer side: under -race, an applier still running (or not yet seen to
+// have stopped) would race with these writes. It also checks that the
+// view holds exactly the records up to its position.
+func takeOver(t *testing.T, tb *projections.Table) {
+	t.Helper()
+	next := tb.Seq() + 1
+	tb.Apply(next, record(int(next)))
+	tb.Publish()
+	if s := tb.Snapshot(); s.Seq != next || s.Len() != int(next) {
+		t.Fatalf("%s: snapshot at %d holds %d entities, want %d", tb.Name(), s.Seq, s.Len(), next)
+	}
+}
+
+// TestViewsRunAndStop replays tables written before the start, follows
+// one that is being written while Run is stopped, and checks that Run
+// returns nil only once no applier touches a view any more.
+func TestViewsRunAndStop(t *testing.T) {
+	r := newRig(t)
+	busy, quiet, gone := r.create("Busy"), r.create("Quiet"), r.create("Gone")
+	for i := 1; i <= 20; i++ {
+		for _, tb := range []struct {
+			name  string
+			epoch uint64
+		}{{"Busy", busy}, {"Quiet", quiet}, {"Gone", gone}} {
+			if err := r.append(r.ctx, tb.name, tb.epoch, i); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r.drop("Gone")
+
+	vctx, stop := context.WithCancel(r.ctx)
+	defer stop()
+	v, done := r.start(vctx)
+	if err := v.WaitReady(r.ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-v.Ready():
+	default:
+		t.Fatal("WaitReady returned before Ready was closed")
+	}
+	var names []string
+	for _, ti := range v.Tables() {
+		names = append(names, ti.Name)
+	}
+	if fmt.Sprint(names) != "[Busy Quiet]" {
+		t.Fatalf("tables %v, want [Busy Quiet]", names)
+	}
+	tBusy, _ := v.Table("busy")
+	tQuiet, _ := v.Table("QUIET")
+	for _, tb := range []*projections.Table{tBusy, tQuiet} {
+		if s := tb.Snapshot(); s.Seq != 20 || s.Len() != 20 {
+			t.Fatalf("%s ready at %d with %d entities, want 20", tb.Name(), s.Seq, s.Len())
+		}
+	}
+
+	// A table dropped while Run runs: its applier stops and every host
+	// deletes its stream in a goroutine of Run's.
+	seq := r.drop("Quiet")
+	if err := v.WaitCatalog(r.ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := v.Table("Quiet"); ok {
+		t.Fatal("a dropped table is still found")
+	}
+
+	// Keep writing to Busy while Run is stopped.
+	wctx, stopWriter := context.WithCancel(r.ctx)
+	var writer sync.WaitGroup
+	writer.Add(1)
+	go func() {
+		defer writer.Done()
+		for i := 21; i <= 5000 && wctx.Err() == nil; i++ {
+			if err := r.append(wctx, "Busy", busy, i); err != nil && wctx.Err() == nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	if _, err := tBusy.WaitSeq(r.ctx, 60); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run after its context ended: %v", err)
+	}
+	stopWriter()
+	writer.Wait()
+	takeOver(t, tBusy)
+	takeOver(t, tQuiet)
+
+	if err := v.Run(r.ctx); err == nil {
+		t.Fatal("a second Run was accepted")
+	}
+}
+
+// TestViewsStopOnCorruptCatalog checks that a catalog record that cannot
+// be decoded ends Run with that error, after the appliers it started have
+// stopped, instead of leaving Run waiting for them.
+func TestViewsStopOnCorruptCatalog(t *testing.T) {
+	r := newRig(t)
+	epoch := r.create("T")
+	if err := r.append(r.ctx, "T", epoch, 1); err != nil {
+		t.Fatal(err)
+	}
+	v, done := r.start(r.ctx)
+	if err := v.WaitReady(r.ctx); err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(r.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A map {v: 9}: a format version no Cairn knows.
+	if _, err := js.Publish(r.ctx, "cairn.catalog.bad", []byte{0x81, 0xa1, 'v', 0x09}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, journal.ErrCorrupt) {
+		t.Fatalf("Run returned %v, want a journal.ErrCorrupt", err)
+	}
+	tb, ok := v.Table("T")
+	if !ok {
+		t.Fatal("table T is not known")
+	}
+	takeOver(t, tb)
+}
+
+// TestViewsReadyOnEmptyCatalog: with no table at all, the views are ready
+// as soon as the (empty) catalog is read.
+func TestViewsReadyOnEmptyCatalog(t *testing.T) {
+	r := newRig(t)
+	vctx, stop := context.WithCancel(r.ctx)
+	v, done := r.start(vctx)
+	select {
+	case <-v.Ready():
+	case err := <-done:
+		t.Fatalf("Run returned before the views were ready: %v", err)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
