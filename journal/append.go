@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/engine"
 )
 
 // Append stores rec in the partition's journal if the partition's last
@@ -15,7 +17,7 @@ import (
 // returns the record's sequence. ErrConflict and ErrTableGone mean nothing
 // was stored; any other error leaves the outcome unknown (see FindRecord).
 // Appends to different partitions run concurrently over one connection.
-func (j *Journal) Append(ctx context.Context, table string, epoch uint64, rec *Record, expectLast uint64) (uint64, error) {
+func (j *Journal) Append(ctx context.Context, table string, epoch uint64, rec *engine.Record, expectLast uint64) (uint64, error) {
 	data, err := EncodeRecord(rec)
 	if err != nil {
 		return 0, err

@@ -48,7 +48,7 @@
 // by hand on msgpack's Encoder and Decoder (no reflection), since every
 // record is decoded again on every replay. The versioning rule:
 //
-//   - Fields a version does not know are kept (Record.Extra) and written
+//   - Fields a version does not know are kept (engine.Record.Extra) and written
 //     back when the record is encoded again.
 //   - A record of a newer version than this code knows is an error, never
 //     skipped: readers (Consume, WatchCatalog) stop with ErrCorrupt.
