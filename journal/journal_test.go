@@ -27,9 +27,9 @@ func newJournal(t *testing.T) (*journal.Journal, context.Context) {
 	return j, ctx
 }
 
-func put(pk, rk string, n int32) *journal.Record {
-	return &journal.Record{Time: 1, PartitionKey: pk, Nonce: pk + rk,
-		Commands: []journal.CommandRef{{ID: rk, Count: 1}},
+func put(pk, rk string, n int32) *engine.Record {
+	return &engine.Record{Time: 1, PartitionKey: pk, Nonce: pk + rk,
+		Commands: []engine.CommandRef{{ID: rk, Count: 1}},
 		Events:   []engine.Event{{Kind: engine.EventPut, RowKey: rk, Properties: []engine.Property{{Name: "N", Value: engine.Int32(n)}}}}}
 }
 
@@ -79,7 +79,7 @@ func TestAppendConcurrencyCheck(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		var seqs []uint64
 		var lastPending uint64 = 99
-		err := j.Consume(cctx, "Emp", 7, from, func(seq uint64, rec *journal.Record, pending uint64) error {
+		err := j.Consume(cctx, "Emp", 7, from, func(seq uint64, rec *engine.Record, pending uint64) error {
 			seqs = append(seqs, seq)
 			lastPending = pending
 			if seq == 3 {
@@ -129,7 +129,7 @@ func TestPartitionKeysAsSubjects(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	i := 0
-	err := j.Consume(cctx, "Keys", 1, 1, func(seq uint64, rec *journal.Record, pending uint64) error {
+	err := j.Consume(cctx, "Keys", 1, 1, func(seq uint64, rec *engine.Record, pending uint64) error {
 		if rec.PartitionKey != keys[i] {
 			t.Errorf("record %d: partition %q, want %q", seq, rec.PartitionKey, keys[i])
 		}
@@ -152,7 +152,7 @@ func TestLargeRecord(t *testing.T) {
 	if err := j.EnsureTableStream(ctx, "Big", 1); err != nil {
 		t.Fatal(err)
 	}
-	rec := &journal.Record{Time: 1, PartitionKey: "p"}
+	rec := &engine.Record{Time: 1, PartitionKey: "p"}
 	for i := 0; i < 100; i++ {
 		rec.Events = append(rec.Events, engine.Event{Kind: engine.EventPut, RowKey: string(rune('a' + i%26)),
 			Properties: []engine.Property{{Name: "B", Value: engine.Binary(make([]byte, 45_000))}}})
@@ -162,7 +162,7 @@ func TestLargeRecord(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	err := j.Consume(cctx, "Big", 1, 1, func(seq uint64, got *journal.Record, pending uint64) error {
+	err := j.Consume(cctx, "Big", 1, 1, func(seq uint64, got *engine.Record, pending uint64) error {
 		if len(got.Events) != 100 || len(got.Events[99].Properties[0].Value.Bytes()) != 45_000 {
 			t.Errorf("the large record came back with %d events", len(got.Events))
 		}
@@ -173,7 +173,7 @@ func TestLargeRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Beyond the server's maximum payload the append fails at once.
-	huge := &journal.Record{Time: 1, PartitionKey: "p", Events: []engine.Event{{Kind: engine.EventPut, RowKey: "r",
+	huge := &engine.Record{Time: 1, PartitionKey: "p", Events: []engine.Event{{Kind: engine.EventPut, RowKey: "r",
 		Properties: []engine.Property{{Name: "B", Value: engine.Binary(make([]byte, 9<<20))}}}}}
 	if _, err := j.Append(ctx, "Big", 1, huge, 1); err == nil || errors.Is(err, journal.ErrConflict) || errors.Is(err, journal.ErrTableGone) {
 		t.Fatalf("append of a 9 MiB record: %v", err)
@@ -187,27 +187,27 @@ func TestCatalog(t *testing.T) {
 	if last, err := j.LastCatalogSeq(ctx); err != nil || last != 0 {
 		t.Fatalf("empty catalog: %d, %v", last, err)
 	}
-	c1, err := j.AppendCatalog(ctx, &journal.CatalogRecord{Kind: journal.CatalogTableCreated, Name: "Employees", Time: 5}, 0)
+	c1, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: "Employees", Time: 5}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The same name in another case is the same subject: the race is lost.
-	if _, err := j.AppendCatalog(ctx, &journal.CatalogRecord{Kind: journal.CatalogTableCreated, Name: "EMPLOYEES"}, 0); !errors.Is(err, journal.ErrConflict) {
+	if _, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: "EMPLOYEES"}, 0); !errors.Is(err, journal.ErrConflict) {
 		t.Fatalf("second create: %v", err)
 	}
-	if _, err := j.AppendCatalog(ctx, &journal.CatalogRecord{Kind: journal.CatalogTableDeleted, Name: "Employees"}, c1); err != nil {
+	if _, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableDeleted, Name: "Employees"}, c1); err != nil {
 		t.Fatal(err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	var got []*journal.CatalogRecord
-	err = j.WatchCatalog(cctx, 1, func(seq uint64, rec *journal.CatalogRecord, pending uint64) error {
+	var got []*engine.CatalogRecord
+	err = j.WatchCatalog(cctx, 1, func(seq uint64, rec *engine.CatalogRecord, pending uint64) error {
 		got = append(got, rec)
 		if pending == 0 {
 			cancel()
 		}
 		return nil
 	})
-	if err != nil || len(got) != 2 || got[0].Kind != journal.CatalogTableCreated || got[0].Name != "Employees" || got[0].Time != 5 || got[1].Kind != journal.CatalogTableDeleted {
+	if err != nil || len(got) != 2 || got[0].Kind != engine.CatalogTableCreated || got[0].Name != "Employees" || got[0].Time != 5 || got[1].Kind != engine.CatalogTableDeleted {
 		t.Fatalf("watched %+v, %v", got, err)
 	}
 }

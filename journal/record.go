@@ -1,7 +1,5 @@
 package journal
 
-import "github.com/cairn-dev/cairn/engine"
-
 // FormatVersion is the newest record format this code writes and reads.
 // Every version ever written stays decodable (golden files in
 // testdata/golden); a record of a newer version is refused, never skipped.
@@ -39,20 +37,6 @@ const (
 	typeCommit       = "commit"
 	typeTableCreated = "table.created"
 	typeTableDeleted = "table.deleted"
-)
-
-// Temporary names of the record types, which moved to package engine; the
-// next commit replaces every use and removes them.
-type (
-	Record        = engine.Record
-	CommandRef    = engine.CommandRef
-	CatalogKind   = engine.CatalogKind
-	CatalogRecord = engine.CatalogRecord
-)
-
-const (
-	CatalogTableCreated = engine.CatalogTableCreated
-	CatalogTableDeleted = engine.CatalogTableDeleted
 )
 
 // The fields of format version 1, by record kind: an Extra key must not be

@@ -88,7 +88,7 @@ func (v *Views) Run(ctx context.Context) error {
 			v.mu.RLock()
 			from := v.catalogSeq + 1
 			v.mu.RUnlock()
-			err := v.j.WatchCatalog(ctx, from, func(seq uint64, rec *journal.CatalogRecord, pending uint64) error {
+			err := v.j.WatchCatalog(ctx, from, func(seq uint64, rec *engine.CatalogRecord, pending uint64) error {
 				v.applyCatalog(ctx, seq, rec)
 				if pending == 0 || seq >= last {
 					v.catalogCaughtUp(ctx, start)
@@ -108,7 +108,7 @@ func (v *Views) Run(ctx context.Context) error {
 	return err
 }
 
-func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *journal.CatalogRecord) {
+func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *engine.CatalogRecord) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if seq <= v.catalogSeq {
@@ -122,7 +122,7 @@ func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *journal.Catal
 	}
 	e.seq = seq
 	switch rec.Kind {
-	case journal.CatalogTableCreated:
+	case engine.CatalogTableCreated:
 		e.info = engine.TableInfo{Name: rec.Name, Epoch: seq, Created: rec.Time}
 		e.live = true
 		e.table = NewTable(rec.Name, seq, v.cfg.DedupWindow)
@@ -130,7 +130,7 @@ func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *journal.Catal
 		if v.ready {
 			v.startLocked(ctx, e)
 		}
-	case journal.CatalogTableDeleted:
+	case engine.CatalogTableDeleted:
 		if e.cancel != nil {
 			e.cancel()
 		}
@@ -252,7 +252,7 @@ func (v *Views) follow(ctx context.Context, e *entry, t *Table) error {
 		markReady()
 	}
 	sinceSnap := 0
-	apply := func(seq uint64, rec *journal.Record, pending uint64) error {
+	apply := func(seq uint64, rec *engine.Record, pending uint64) error {
 		t.Apply(seq, rec)
 		sinceSnap++
 		if pending == 0 || sinceSnap >= v.cfg.PublishEvery {

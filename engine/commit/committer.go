@@ -148,7 +148,7 @@ func (c *Committer) Submit(cmd *engine.Command, done Done) {
 }
 
 // hostIDPrefix marks ids the host made up; they are not kept in the view's
-// dedup index (only client ids are), see journal.Record.Nonce.
+// dedup index (only client ids are), see engine.Record.Nonce.
 const hostIDPrefix = "\x00"
 
 // run drains a partition's queue, one group at a time, and exits when the

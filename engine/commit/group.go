@@ -129,9 +129,9 @@ func (c *Committer) lookup(table string) (*projections.Table, bool, error) {
 // decide builds the record of one round: every command of the group that
 // fits, decided in order against the snapshot plus the effects of those
 // before it.
-func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, pk string, group []*pending) (*journal.Record, []outcome, []*pending) {
+func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, pk string, group []*pending) (*engine.Record, []outcome, []*pending) {
 	ts := engine.TimeToTicks(c.cfg.Now())
-	rec := &journal.Record{Time: ts, PartitionKey: pk, Nonce: nuid.Next()}
+	rec := &engine.Record{Time: ts, PartitionKey: pk, Nonce: nuid.Next()}
 	ov := engine.NewOverlay(snap.PartitionState(pk))
 	outs := make([]outcome, 0, len(group))
 	var seen map[string]int // ids decided in this round; only groups of several need it
@@ -166,7 +166,7 @@ func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, p
 		}
 		ov.Apply(events, ts)
 		o.ref = len(rec.Commands)
-		ref := journal.CommandRef{First: uint32(len(rec.Events)), Count: uint32(len(events))}
+		ref := engine.CommandRef{First: uint32(len(rec.Events)), Count: uint32(len(events))}
 		if !p.hostID {
 			ref.ID = id
 		}
@@ -186,7 +186,7 @@ func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, p
 // anyway (an ack lost to a timeout or a broken connection). It first lets
 // the view catch up with the partition's journal, so that the next round
 // decides on fresh state.
-func (c *Committer) resolve(tbl *projections.Table, pk string, expect uint64, rec *journal.Record, appendErr error) (bool, uint64) {
+func (c *Committer) resolve(tbl *projections.Table, pk string, expect uint64, rec *engine.Record, appendErr error) (bool, uint64) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
 	defer cancel()
 	last, err := c.j.LastSeq(ctx, tbl.Name(), tbl.Epoch(), pk)
@@ -238,7 +238,7 @@ func backoff(ctx context.Context, attempt int) {
 
 // answer replies to every command of a round once its record is visible
 // (seq is its journal position; 0 when the round appended nothing).
-func answer(epoch, seq uint64, rec *journal.Record, outs []outcome) {
+func answer(epoch, seq uint64, rec *engine.Record, outs []outcome) {
 	for _, o := range outs {
 		switch {
 		case o.err != nil:

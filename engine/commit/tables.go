@@ -22,7 +22,7 @@ func (c *Committer) CreateTable(ctx context.Context, name string) (engine.TableI
 		if live {
 			return engine.TableInfo{}, engine.Errorf(engine.CodeTableAlreadyExists, "table %s already exists", info.Name)
 		}
-		rec := &journal.CatalogRecord{Kind: journal.CatalogTableCreated, Name: name, Time: engine.TimeToTicks(c.cfg.Now())}
+		rec := &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: name, Time: engine.TimeToTicks(c.cfg.Now())}
 		epoch, err := c.j.AppendCatalog(ctx, rec, seq)
 		if errors.Is(err, journal.ErrConflict) && attempt < c.cfg.MaxAttempts {
 			if err := c.catchUpCatalog(ctx); err != nil {
@@ -55,7 +55,7 @@ func (c *Committer) DeleteTable(ctx context.Context, name string) error {
 		if !live {
 			return engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", name)
 		}
-		rec := &journal.CatalogRecord{Kind: journal.CatalogTableDeleted, Name: info.Name, Time: engine.TimeToTicks(c.cfg.Now())}
+		rec := &engine.CatalogRecord{Kind: engine.CatalogTableDeleted, Name: info.Name, Time: engine.TimeToTicks(c.cfg.Now())}
 		cseq, err := c.j.AppendCatalog(ctx, rec, seq)
 		if errors.Is(err, journal.ErrConflict) && attempt < c.cfg.MaxAttempts {
 			if err := c.catchUpCatalog(ctx); err != nil {
