@@ -14,8 +14,9 @@ import (
 
 // Append stores rec in the partition's journal if the partition's last
 // sequence is still expectLast (0: the partition has no record yet) and
-// returns the record's sequence. ErrConflict and ErrTableGone mean nothing
-// was stored; any other error leaves the outcome unknown (see FindRecord).
+// returns the record's sequence. Errors wrapping engine.ErrConflict and
+// engine.ErrTableGone mean nothing was stored; any other error leaves the
+// outcome unknown (see FindRecord).
 // Appends to different partitions run concurrently over one connection.
 func (j *Journal) Append(ctx context.Context, table string, epoch uint64, rec *engine.Record, expectLast uint64) (uint64, error) {
 	data, err := EncodeRecord(rec)
@@ -27,11 +28,8 @@ func (j *Journal) Append(ctx context.Context, table string, epoch uint64, rec *e
 	if err != nil {
 		if errors.Is(err, errNoStream) {
 			if _, serr := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch)); errors.Is(serr, jetstream.ErrStreamNotFound) {
-				return 0, ErrTableGone
+				err = engine.ErrTableGone
 			}
-		}
-		if errors.Is(err, ErrConflict) {
-			return 0, err
 		}
 		return 0, fmt.Errorf("journal: append %s/%q: %w", table, rec.PartitionKey, err)
 	}
@@ -54,7 +52,7 @@ func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectL
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-			return 0, ErrConflict
+			return 0, engine.ErrConflict
 		}
 		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
 			return 0, fmt.Errorf("%w: %v", errNoStream, err)
@@ -72,7 +70,7 @@ func (j *Journal) LastSeq(ctx context.Context, table string, epoch uint64, pk st
 	s, err := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return 0, ErrTableGone
+			err = engine.ErrTableGone
 		}
 		return 0, fmt.Errorf("journal: last sequence of %s/%q: %w", table, pk, err)
 	}
@@ -91,7 +89,7 @@ func (j *Journal) LastStreamSeq(ctx context.Context, table string, epoch uint64)
 	s, err := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return 0, ErrTableGone
+			err = engine.ErrTableGone
 		}
 		return 0, fmt.Errorf("journal: stream of %s: %w", table, err)
 	}

@@ -2,7 +2,6 @@ package journal
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/cairn-dev/cairn/engine"
@@ -11,7 +10,8 @@ import (
 // AppendCatalog stores a catalog record if the name's last catalog
 // sequence is still expectLast (0: the name never had a record) and returns
 // its sequence. Two hosts creating the same name race here and exactly one
-// wins; the other gets ErrConflict and nothing is stored.
+// wins; the other gets an error wrapping engine.ErrConflict and nothing is
+// stored.
 func (j *Journal) AppendCatalog(ctx context.Context, rec *engine.CatalogRecord, expectLast uint64) (uint64, error) {
 	data, err := EncodeCatalogRecord(rec)
 	if err != nil {
@@ -19,9 +19,6 @@ func (j *Journal) AppendCatalog(ctx context.Context, rec *engine.CatalogRecord, 
 	}
 	seq, err := j.publish(ctx, j.catalogSubject(rec.Name), data, expectLast)
 	if err != nil {
-		if errors.Is(err, ErrConflict) {
-			return 0, err
-		}
 		return 0, fmt.Errorf("journal: catalog %s: %w", rec.Name, err)
 	}
 	return seq, nil

@@ -29,17 +29,18 @@
 // Every append carries the expected last sequence of its subject
 // (jetstream.WithExpectLastSequencePerSubject; 0 for a subject without a
 // message). If the partition has moved on, JetStream stores nothing and
-// Append returns ErrConflict: two writers can never both append on the same
-// state. The catalog works the same way per table name, so of two hosts
-// creating one table exactly one wins. Appends are published
-// asynchronously over the connection's shared reply subscription, so many
-// goroutines appending to different partitions do not wait for each other.
+// Append returns an error wrapping engine.ErrConflict: two writers can
+// never both append on the same state. The catalog works the same way per
+// table name, so of two hosts creating one table exactly one wins. Appends
+// are published asynchronously over the connection's shared reply
+// subscription, so many goroutines appending to different partitions do
+// not wait for each other.
 //
-// On failure: ErrConflict and ErrTableGone (the table's stream does not
-// exist) mean nothing was stored. Any other error (timeout after
-// Config.AppendTimeout, lost connection, cancelled context) leaves the
-// outcome unknown: the record may have been stored, which FindRecord can
-// tell by the record's nonce.
+// On failure: errors wrapping engine.ErrConflict and engine.ErrTableGone
+// (the table's stream does not exist) mean nothing was stored. Any other
+// error (timeout after Config.AppendTimeout, lost connection, cancelled
+// context) leaves the outcome unknown: the record may have been stored,
+// which FindRecord can tell by the record's nonce.
 //
 // # Records
 //

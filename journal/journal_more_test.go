@@ -111,7 +111,7 @@ func TestConcurrentAppends(t *testing.T) {
 			switch {
 			case err == nil:
 				won++
-			case errors.Is(err, journal.ErrConflict):
+			case errors.Is(err, engine.ErrConflict):
 				lost++
 			default:
 				t.Error(err)
@@ -128,20 +128,20 @@ func TestConcurrentAppends(t *testing.T) {
 // reads with ErrTableGone.
 func TestTableGone(t *testing.T) {
 	j, ctx := newJournal(t)
-	if _, err := j.Append(ctx, "Never", 1, put("p", "r", 1), 0); !errors.Is(err, journal.ErrTableGone) {
+	if _, err := j.Append(ctx, "Never", 1, put("p", "r", 1), 0); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("append: %v", err)
 	}
-	if _, err := j.LastSeq(ctx, "Never", 1, "p"); !errors.Is(err, journal.ErrTableGone) {
+	if _, err := j.LastSeq(ctx, "Never", 1, "p"); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("LastSeq: %v", err)
 	}
-	if _, err := j.LastStreamSeq(ctx, "Never", 1); !errors.Is(err, journal.ErrTableGone) {
+	if _, err := j.LastStreamSeq(ctx, "Never", 1); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("LastStreamSeq: %v", err)
 	}
 	// Another incarnation of the same name is another stream.
 	if err := j.EnsureTableStream(ctx, "Never", 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Append(ctx, "Never", 1, put("p", "r", 1), 0); !errors.Is(err, journal.ErrTableGone) {
+	if _, err := j.Append(ctx, "Never", 1, put("p", "r", 1), 0); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("append to epoch 1 beside epoch 2: %v", err)
 	}
 	if _, err := j.Append(ctx, "never", 2, put("p", "r", 1), 0); err != nil {
@@ -186,7 +186,7 @@ func TestRestart(t *testing.T) {
 	if last, err := j.LastSeq(ctx, "Employees", 1, pk); err != nil || last != seq {
 		t.Fatalf("LastSeq after restart = %d, %v; want %d", last, err, seq)
 	}
-	if _, err := j.Append(ctx, "Employees", 1, journal.SampleRecord(), 0); !errors.Is(err, journal.ErrConflict) {
+	if _, err := j.Append(ctx, "Employees", 1, journal.SampleRecord(), 0); !errors.Is(err, engine.ErrConflict) {
 		t.Fatalf("stale append after restart: %v", err)
 	}
 	if last, err := j.LastCatalogSeq(ctx); err != nil || last != 1 {

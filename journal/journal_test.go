@@ -51,7 +51,7 @@ func TestAppendConcurrencyCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A stale expectation fails and stores nothing.
-	if _, err := j.Append(ctx, "Emp", 7, put("Sales", "2", 2), 0); !errors.Is(err, journal.ErrConflict) {
+	if _, err := j.Append(ctx, "Emp", 7, put("Sales", "2", 2), 0); !errors.Is(err, engine.ErrConflict) {
 		t.Fatalf("stale append: %v", err)
 	}
 	s3, err := j.Append(ctx, "Emp", 7, put("Sales", "2", 2), s1)
@@ -104,7 +104,7 @@ func TestAppendConcurrencyCheck(t *testing.T) {
 	if err := j.DeleteTableStream(ctx, "Emp", 7); err != nil {
 		t.Fatalf("DeleteTableStream is not idempotent: %v", err)
 	}
-	if _, err := j.Append(ctx, "Emp", 7, put("Sales", "3", 3), s3); !errors.Is(err, journal.ErrTableGone) {
+	if _, err := j.Append(ctx, "Emp", 7, put("Sales", "3", 3), s3); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("append to a deleted table: %v", err)
 	}
 }
@@ -175,7 +175,7 @@ func TestLargeRecord(t *testing.T) {
 	// Beyond the server's maximum payload the append fails at once.
 	huge := &engine.Record{Time: 1, PartitionKey: "p", Events: []engine.Event{{Kind: engine.EventPut, RowKey: "r",
 		Properties: []engine.Property{{Name: "B", Value: engine.Binary(make([]byte, 9<<20))}}}}}
-	if _, err := j.Append(ctx, "Big", 1, huge, 1); err == nil || errors.Is(err, journal.ErrConflict) || errors.Is(err, journal.ErrTableGone) {
+	if _, err := j.Append(ctx, "Big", 1, huge, 1); err == nil || errors.Is(err, engine.ErrConflict) || errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("append of a 9 MiB record: %v", err)
 	} else {
 		t.Logf("9 MiB record: %v", err)
@@ -192,7 +192,7 @@ func TestCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The same name in another case is the same subject: the race is lost.
-	if _, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: "EMPLOYEES"}, 0); !errors.Is(err, journal.ErrConflict) {
+	if _, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: "EMPLOYEES"}, 0); !errors.Is(err, engine.ErrConflict) {
 		t.Fatalf("second create: %v", err)
 	}
 	if _, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableDeleted, Name: "Employees"}, c1); err != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/projections"
 )
 
@@ -64,13 +63,13 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 		tbl.NoteAppending(rec)
 		seq, err := c.j.Append(ctx, tbl.Name(), tbl.Epoch(), rec, expect)
 		if err != nil {
-			if errors.Is(err, journal.ErrTableGone) {
+			if errors.Is(err, engine.ErrTableGone) {
 				tbl.ForgetAppending(rec)
 				failAll(group, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", tbl.Name()))
 				return
 			}
 			attempt++
-			if errors.Is(err, journal.ErrConflict) {
+			if errors.Is(err, engine.ErrConflict) {
 				c.stats.conflicts.Add(1)
 			} else {
 				c.stats.unknown.Add(1)
@@ -199,7 +198,7 @@ func (c *Committer) resolve(tbl *projections.Table, pk string, expect uint64, re
 			return false, 0
 		}
 	}
-	if errors.Is(appendErr, journal.ErrConflict) || last <= expect {
+	if errors.Is(appendErr, engine.ErrConflict) || last <= expect {
 		// Rejected by the server (the partition had moved on), or nothing
 		// new is there: the record did not land.
 		return false, 0

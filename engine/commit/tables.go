@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/journal"
 )
 
 // CreateTable adds a table to the catalog, creates its journal and waits
@@ -24,7 +23,7 @@ func (c *Committer) CreateTable(ctx context.Context, name string) (engine.TableI
 		}
 		rec := &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: name, Time: engine.TimeToTicks(c.cfg.Now())}
 		epoch, err := c.j.AppendCatalog(ctx, rec, seq)
-		if errors.Is(err, journal.ErrConflict) && attempt < c.cfg.MaxAttempts {
+		if errors.Is(err, engine.ErrConflict) && attempt < c.cfg.MaxAttempts {
 			if err := c.catchUpCatalog(ctx); err != nil {
 				return engine.TableInfo{}, err
 			}
@@ -57,7 +56,7 @@ func (c *Committer) DeleteTable(ctx context.Context, name string) error {
 		}
 		rec := &engine.CatalogRecord{Kind: engine.CatalogTableDeleted, Name: info.Name, Time: engine.TimeToTicks(c.cfg.Now())}
 		cseq, err := c.j.AppendCatalog(ctx, rec, seq)
-		if errors.Is(err, journal.ErrConflict) && attempt < c.cfg.MaxAttempts {
+		if errors.Is(err, engine.ErrConflict) && attempt < c.cfg.MaxAttempts {
 			if err := c.catchUpCatalog(ctx); err != nil {
 				return err
 			}
