@@ -3,6 +3,7 @@ package commit
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,8 +11,6 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/journal"
-	"github.com/cairn-dev/cairn/projections"
 )
 
 // Config tunes the committer.
@@ -59,8 +58,8 @@ type Done func(*engine.Reply)
 // effects of the commands decided before them, appended as one record, and
 // answered each with its own result once the view shows the record.
 type Committer struct {
-	j     *journal.Journal
-	views *projections.Views
+	j     Journal
+	views Views
 	log   *slog.Logger
 	cfg   Config
 
@@ -92,7 +91,7 @@ type pending struct {
 
 // New returns a committer. ctx bounds the work of every partition goroutine:
 // cancel it and call Wait to stop.
-func New(ctx context.Context, j *journal.Journal, views *projections.Views, log *slog.Logger, cfg Config) *Committer {
+func New(ctx context.Context, j Journal, views Views, log *slog.Logger, cfg Config) *Committer {
 	cfg.defaults()
 	return &Committer{j: j, views: views, log: log, cfg: cfg, parts: map[partKey]*partition{}, ctx: ctx}
 }
@@ -128,7 +127,7 @@ func (c *Committer) Submit(cmd *engine.Command, done Done) {
 		cmd.ID = hostIDPrefix + nuid.Next()
 		p.hostID = true
 	}
-	key := partKey{table: projections.Lower(cmd.Table), pk: cmd.PartitionKey()}
+	key := partKey{table: strings.ToLower(cmd.Table), pk: cmd.PartitionKey()}
 	c.mu.Lock()
 	part := c.parts[key]
 	if part == nil {

@@ -52,7 +52,7 @@ func newRig(t *testing.T) *rig {
 func (r *rig) committer(t *testing.T, j *journal.Journal) *commit.Committer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(r.ctx)
-	c := commit.New(ctx, j, r.views, r.log, commit.Config{})
+	c := commit.New(ctx, j, commitViews{r.views}, r.log, commit.Config{})
 	t.Cleanup(func() { cancel(); c.Wait() })
 	return c
 }

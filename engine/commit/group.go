@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/projections"
 )
 
 // outcome is what became of one command of a group.
@@ -18,7 +17,7 @@ type outcome struct {
 	ref    int // index into the record's Commands, or -1
 	sameAs int // index into the record's Commands of an earlier command with the same id, or -1
 	err    *engine.Error
-	dup    *projections.CommandRecord // committed earlier, found in the view
+	dup    *Committed // committed earlier, found in the view
 }
 
 // commitGroup decides, appends and answers one group of commands of one
@@ -52,9 +51,9 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 		if len(group) == 0 {
 			return
 		}
-		snap := tbl.Snapshot()
-		expect := snap.Partition(key.pk).LastSeq
-		rec, outs, rest := c.decide(tbl, snap, key.pk, group)
+		part := tbl.Partition(key.pk)
+		expect := part.LastSeq()
+		rec, outs, rest := c.decide(tbl.Epoch(), part, key.pk, group)
 		if len(rec.Commands) == 0 {
 			answer(tbl.Epoch(), 0, rec, outs)
 			group = rest
@@ -102,36 +101,28 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 	}
 }
 
-// waitVisible waits until the view shows seq (without a timer when it
-// already does, the common case under load).
-func (c *Committer) waitVisible(tbl *projections.Table, seq uint64) error {
-	if tbl.Snapshot().Seq >= seq {
-		return nil
-	}
+// waitVisible waits until the view shows seq.
+func (c *Committer) waitVisible(tbl Table, seq uint64) error {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
 	defer cancel()
-	_, err := tbl.WaitSeq(ctx, seq)
-	return err
+	return tbl.WaitSeq(ctx, seq)
 }
 
 // lookup finds a table's view, catching up with the catalog when this host
 // does not know the table yet.
-func (c *Committer) lookup(table string) (*projections.Table, bool, error) {
-	if t, ok := c.views.Table(table); ok {
-		return t, true, nil
-	}
+func (c *Committer) lookup(table string) (Table, bool, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
 	defer cancel()
 	return c.views.Lookup(ctx, table)
 }
 
 // decide builds the record of one round: every command of the group that
-// fits, decided in order against the snapshot plus the effects of those
+// fits, decided in order against the partition plus the effects of those
 // before it.
-func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, pk string, group []*pending) (*engine.Record, []outcome, []*pending) {
+func (c *Committer) decide(epoch uint64, part Partition, pk string, group []*pending) (*engine.Record, []outcome, []*pending) {
 	ts := engine.TimeToTicks(c.cfg.Now())
 	rec := &engine.Record{Time: ts, PartitionKey: pk, Nonce: nuid.Next()}
-	ov := engine.NewOverlay(snap.PartitionState(pk))
+	ov := engine.NewOverlay(part)
 	outs := make([]outcome, 0, len(group))
 	var seen map[string]int // ids decided in this round; only groups of several need it
 	if len(group) > 1 {
@@ -142,7 +133,7 @@ func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, p
 		o := outcome{p: p, ref: -1, sameAs: -1}
 		id := p.cmd.ID
 		if !p.hostID {
-			if cr, ok := snap.Command(pk, id); ok {
+			if cr, ok := part.Command(id); ok {
 				o.dup = &cr
 				outs = append(outs, o)
 				continue
@@ -157,7 +148,7 @@ func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, p
 		if size > 0 && size+n > c.cfg.MaxRecordBytes {
 			return rec, outs, group[i:]
 		}
-		events, err := engine.Decide(ov, tbl.Epoch(), p.cmd)
+		events, err := engine.Decide(ov, epoch, p.cmd)
 		if err != nil {
 			o.err = engine.AsError(err)
 			outs = append(outs, o)
@@ -185,7 +176,7 @@ func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, p
 // anyway (an ack lost to a timeout or a broken connection). It first lets
 // the view catch up with the partition's journal, so that the next round
 // decides on fresh state.
-func (c *Committer) resolve(tbl *projections.Table, pk string, expect uint64, rec *engine.Record, appendErr error) (bool, uint64) {
+func (c *Committer) resolve(tbl Table, pk string, expect uint64, rec *engine.Record, appendErr error) (bool, uint64) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
 	defer cancel()
 	last, err := c.j.LastSeq(ctx, tbl.Name(), tbl.Epoch(), pk)
@@ -194,7 +185,7 @@ func (c *Committer) resolve(tbl *projections.Table, pk string, expect uint64, re
 		return false, 0
 	}
 	if last > expect {
-		if _, err := tbl.WaitSeq(ctx, last); err != nil {
+		if err := tbl.WaitSeq(ctx, last); err != nil {
 			return false, 0
 		}
 	}

@@ -225,7 +225,7 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 
 	cctx, cancelCommit := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelCommit()
-	h.comm = commit.New(cctx, h.j, h.views, log, cfg.Commit)
+	h.comm = commit.New(cctx, h.j, commitViews{h.views}, log, cfg.Commit)
 	svc := natsapi.New(runCtx, h.nc, h.comm, h.views, log, natsapi.Config{Prefix: cfg.Prefix})
 	if err := svc.Start(); err != nil {
 		return fail(err)
