@@ -48,10 +48,6 @@ func (c *Config) defaults() {
 	}
 }
 
-// Done receives a command's reply. It is called exactly once, from the
-// committer's goroutine: it must not block for long.
-type Done func(*engine.Reply)
-
 // Committer turns commands into journal records, one partition at a time,
 // with group commit: while a partition's append is in flight, new commands
 // for it queue up; they are then decided together against the view plus the
@@ -84,7 +80,7 @@ type partition struct {
 
 type pending struct {
 	cmd      *engine.Command
-	done     Done
+	done     func(*engine.Reply)
 	deadline time.Time
 	hostID   bool // the id was assigned by the host, not the client
 }
@@ -115,7 +111,9 @@ func (c *Committer) Wait() { c.wg.Wait() }
 
 // Submit queues a command. Invalid commands are answered at once; valid
 // ones once they are committed and visible in this host's view, or failed.
-func (c *Committer) Submit(cmd *engine.Command, done Done) {
+// done receives the reply exactly once, from the committer's goroutine: it
+// must not block for long.
+func (c *Committer) Submit(cmd *engine.Command, done func(*engine.Reply)) {
 	if err := engine.ValidateCommand(cmd); err != nil {
 		done(&engine.Reply{Error: engine.AsError(err)})
 		return
