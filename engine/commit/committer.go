@@ -26,6 +26,9 @@ type Config struct {
 	MaxAttempts int
 	// Timeout bounds one command's stay in the committer.
 	Timeout time.Duration
+	// DrainTimeout bounds how long Run, once its context has ended, waits
+	// for the commands already taken before it abandons them (10s).
+	DrainTimeout time.Duration
 	// Now is the clock (server Timestamps); time.Now when nil.
 	Now func() time.Time
 }
@@ -42,6 +45,9 @@ func (c *Config) defaults() {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 30 * time.Second
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 10 * time.Second
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -61,10 +67,13 @@ type Committer struct {
 
 	stats struct{ records, commands, conflicts, unknown atomic.Uint64 }
 
+	running chan struct{} // closed when Run starts taking commands
+
 	mu    sync.Mutex
+	state state
 	parts map[partKey]*partition
-	wg    sync.WaitGroup
-	ctx   context.Context
+	wg    sync.WaitGroup  // one per partition goroutine
+	ctx   context.Context // set by Run; ends when Run abandons the commands in flight
 }
 
 type partKey struct {
@@ -85,11 +94,12 @@ type pending struct {
 	hostID   bool // the id was assigned by the host, not the client
 }
 
-// New returns a committer. ctx bounds the work of every partition goroutine:
-// cancel it and call Wait to stop.
-func New(ctx context.Context, j Journal, views Views, log *slog.Logger, cfg Config) *Committer {
+// New returns a committer on journal j and this host's views. It starts
+// nothing: commands are taken only while Run runs.
+func New(j Journal, views Views, log *slog.Logger, cfg Config) *Committer {
 	cfg.defaults()
-	return &Committer{j: j, views: views, log: log, cfg: cfg, parts: map[partKey]*partition{}, ctx: ctx}
+	return &Committer{j: j, views: views, log: log, cfg: cfg, parts: map[partKey]*partition{},
+		running: make(chan struct{})}
 }
 
 // Stats counts the committer's work since it started.
@@ -106,13 +116,12 @@ func (c *Committer) Stats() Stats {
 		Conflicts: c.stats.conflicts.Load(), Unknown: c.stats.unknown.Load()}
 }
 
-// Wait waits for the partition goroutines to finish (after ctx is cancelled).
-func (c *Committer) Wait() { c.wg.Wait() }
-
-// Submit queues a command. Invalid commands are answered at once; valid
-// ones once they are committed and visible in this host's view, or failed.
-// done receives the reply exactly once, from the committer's goroutine: it
-// must not block for long.
+// Submit queues a command. Invalid commands are answered at once, and so
+// are all commands while Run is not running (before it starts, and from the
+// moment its context ends: ServerBusy); valid ones once they are committed
+// and visible in this host's view, or failed. done receives the reply
+// exactly once, from the committer's goroutine or, when answered at once,
+// from the caller's: it must not block for long.
 func (c *Committer) Submit(cmd *engine.Command, done func(*engine.Reply)) {
 	if err := engine.ValidateCommand(cmd); err != nil {
 		done(&engine.Reply{Error: engine.AsError(err)})
@@ -127,6 +136,11 @@ func (c *Committer) Submit(cmd *engine.Command, done func(*engine.Reply)) {
 	}
 	key := partKey{table: strings.ToLower(cmd.Table), pk: cmd.PartitionKey()}
 	c.mu.Lock()
+	if c.state != stateRunning {
+		c.mu.Unlock()
+		done(&engine.Reply{Error: errNotRunning()})
+		return
+	}
 	part := c.parts[key]
 	if part == nil {
 		part = &partition{key: key}

@@ -11,10 +11,15 @@ import (
 // CreateTable adds a table to the catalog, creates its journal and waits
 // until this host's view of it is ready. Names are unique regardless of
 // case; two hosts racing to create one name are ordered by the catalog's
-// per-name sequence check, and the loser gets TableAlreadyExists.
+// per-name sequence check, and the loser gets TableAlreadyExists. It runs
+// in the caller's goroutine, under ctx; while Run is not taking commands
+// it fails with ServerBusy.
 func (c *Committer) CreateTable(ctx context.Context, name string) (engine.TableInfo, error) {
 	if err := engine.ValidateTableName(name); err != nil {
 		return engine.TableInfo{}, err
+	}
+	if !c.taking() {
+		return engine.TableInfo{}, errNotRunning()
 	}
 	for attempt := 1; ; attempt++ {
 		seq, info, live := c.views.CatalogEntry(name)
@@ -47,8 +52,11 @@ func (c *Committer) CreateTable(ctx context.Context, name string) (engine.TableI
 
 // DeleteTable removes a table: one catalog record, then its journal stream
 // is deleted whole. Neither step depends on how many entities the table
-// holds.
+// holds. Like CreateTable, it runs in the caller's goroutine.
 func (c *Committer) DeleteTable(ctx context.Context, name string) error {
+	if !c.taking() {
+		return errNotRunning()
+	}
 	for attempt := 1; ; attempt++ {
 		seq, info, live := c.views.CatalogEntry(name)
 		if !live {
