@@ -107,4 +107,8 @@ var (
 	// ErrTableGone: the table's journal does not exist (the table was
 	// deleted); nothing was stored.
 	ErrTableGone = errors.New("the table's journal does not exist")
+	// ErrNotSent: the journal refused the append before sending it (the
+	// record cannot be encoded or is larger than the server takes, or the
+	// connection is closed); nothing was stored.
+	ErrNotSent = errors.New("the append was not sent")
 )

@@ -36,11 +36,13 @@
 // subscription, so many goroutines appending to different partitions do
 // not wait for each other.
 //
-// On failure: errors wrapping engine.ErrConflict and engine.ErrTableGone
-// (the table's stream does not exist) mean nothing was stored. Any other
-// error (timeout after Config.AppendTimeout, lost connection, cancelled
-// context) leaves the outcome unknown: the record may have been stored,
-// which FindRecord can tell by the record's nonce.
+// On failure: errors wrapping engine.ErrConflict, engine.ErrTableGone (the
+// table's stream does not exist) and engine.ErrNotSent (refused before it
+// was sent) mean nothing was stored. Any other error (timeout after
+// Config.AppendTimeout, lost connection, cancelled context) leaves the
+// outcome unknown: the record may have been stored, or may still be. The
+// partition's first record after the expected sequence settles it
+// (NextRecord).
 //
 // # Records
 //

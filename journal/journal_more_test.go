@@ -137,6 +137,9 @@ func TestTableGone(t *testing.T) {
 	if _, err := j.LastStreamSeq(ctx, "Never", 1); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("LastStreamSeq: %v", err)
 	}
+	if _, _, err := j.NextRecord(ctx, "Never", 1, "p", 0); !errors.Is(err, engine.ErrTableGone) {
+		t.Fatalf("NextRecord: %v", err)
+	}
 	// Another incarnation of the same name is another stream.
 	if err := j.EnsureTableStream(ctx, "Never", 2); err != nil {
 		t.Fatal(err)

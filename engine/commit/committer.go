@@ -22,7 +22,8 @@ type Config struct {
 	// at most 4 MiB).
 	MaxRecordBytes int
 	// MaxAttempts bounds the rounds a command goes through when appends
-	// conflict with other hosts or fail.
+	// are refused (another writer appended first, or the append could not
+	// be sent).
 	MaxAttempts int
 	// Timeout bounds one command's stay in the committer.
 	Timeout time.Duration

@@ -12,8 +12,8 @@
 //  3. Append one record with the expected last sequence.
 //  4. On success, wait until the view has applied the record, then answer.
 //     On a conflict (another host wrote first), let the view catch up and
-//     decide again. On an error of unknown outcome, look for the record's
-//     nonce in the journal: found means committed.
+//     decide again. On an error of unknown outcome, settle it by the
+//     partition's first record after the expected sequence (append.go).
 //
 // Table creation and deletion go through the catalog (tables.go).
 package commit

@@ -22,16 +22,18 @@ type outcome struct {
 
 // commitGroup decides, appends and answers one group of commands of one
 // partition. Commands that do not fit into one record are carried into the
-// next round. Conflicts with other writers (another host appended to the
-// partition first) and appends of unknown outcome are resolved by catching
-// the view up with the journal and deciding again: commands that did land are
-// then found by their id and answered from it, so nothing is applied twice.
+// next round. An append refused because another writer appended to the
+// partition first is followed by catching the view up with the journal and
+// deciding again: commands that did land earlier are then found by their
+// id and answered from it, so nothing is applied twice. An append of
+// unknown outcome is settled before anything is decided again
+// (appendRecord).
 func (c *Committer) commitGroup(key partKey, group []*pending) {
 	ctx := c.ctx
 	attempt := 0
 	for len(group) > 0 {
 		if ctx.Err() != nil {
-			failAll(group, engine.Errorf(engine.CodeServerBusy, "the host is shutting down"))
+			failAll(group, engine.Errorf(engine.CodeServerBusy, "the host shut down before the command was committed"))
 			return
 		}
 		tbl, ok, err := c.lookup(key.table)
@@ -60,31 +62,29 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 			continue
 		}
 		tbl.NoteAppending(rec)
-		seq, err := c.j.Append(ctx, tbl.Name(), tbl.Epoch(), rec, expect)
+		seq, err := c.appendRecord(tbl, rec, expect, latestDeadline(group[:len(outs)]))
 		if err != nil {
-			if errors.Is(err, engine.ErrTableGone) {
-				tbl.ForgetAppending(rec)
+			tbl.ForgetAppending(rec)
+			switch {
+			case errors.Is(err, engine.ErrTableGone):
 				failAll(group, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", tbl.Name()))
 				return
+			case errors.Is(err, errOutcomeUnknown):
+				c.log.Error("append of unknown outcome", "table", tbl.Name(), "err", err)
+				answerUnknown(tbl.Epoch(), outs, err)
+				group, attempt = rest, 0
+				continue
 			}
+			// Not stored, and it never will be.
 			attempt++
-			if errors.Is(err, engine.ErrConflict) {
-				c.stats.conflicts.Add(1)
-			} else {
-				c.stats.unknown.Add(1)
+			if attempt >= c.cfg.MaxAttempts {
+				c.log.Error("append failed", "table", tbl.Name(), "attempts", attempt, "err", err)
+				failAll(group, engine.Errorf(engine.CodeServerBusy, "could not commit to %s after %d attempts: %v", tbl.Name(), attempt, err))
+				return
 			}
-			found, fseq := c.resolve(tbl, key.pk, expect, rec, err)
-			if !found {
-				tbl.ForgetAppending(rec)
-				if attempt >= c.cfg.MaxAttempts {
-					c.log.Error("append failed", "table", tbl.Name(), "attempts", attempt, "err", err)
-					failAll(group, engine.Errorf(engine.CodeServerBusy, "could not commit to %s after %d attempts: %v", tbl.Name(), attempt, err))
-					return
-				}
-				backoff(ctx, attempt)
-				continue // decide the whole group again on the newer view
-			}
-			seq = fseq
+			c.catchUp(tbl, key.pk)
+			backoff(ctx, attempt)
+			continue // decide the whole group again on the newer view
 		}
 		c.stats.records.Add(1)
 		c.stats.commands.Add(uint64(len(rec.Commands)))
@@ -99,6 +99,18 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 		}
 		group, attempt = rest, 0
 	}
+}
+
+// latestDeadline is the last deadline of the commands of a round: they
+// share their record's fate, so its outcome is sought that long.
+func latestDeadline(group []*pending) time.Time {
+	var d time.Time
+	for _, p := range group {
+		if p.deadline.After(d) {
+			d = p.deadline
+		}
+	}
+	return d
 }
 
 // waitVisible waits until the view shows seq.
@@ -172,36 +184,6 @@ func (c *Committer) decide(epoch uint64, part Partition, pk string, group []*pen
 	return rec, outs, nil
 }
 
-// resolve finds out, after a failed append, whether the record landed
-// anyway (an ack lost to a timeout or a broken connection). It first lets
-// the view catch up with the partition's journal, so that the next round
-// decides on fresh state.
-func (c *Committer) resolve(tbl Table, pk string, expect uint64, rec *engine.Record, appendErr error) (bool, uint64) {
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
-	defer cancel()
-	last, err := c.j.LastSeq(ctx, tbl.Name(), tbl.Epoch(), pk)
-	if err != nil {
-		c.log.Warn("append failed and the journal cannot be read", "table", tbl.Name(), "append_err", appendErr, "err", err)
-		return false, 0
-	}
-	if last > expect {
-		if err := tbl.WaitSeq(ctx, last); err != nil {
-			return false, 0
-		}
-	}
-	if errors.Is(appendErr, engine.ErrConflict) || last <= expect {
-		// Rejected by the server (the partition had moved on), or nothing
-		// new is there: the record did not land.
-		return false, 0
-	}
-	seq, found, err := c.j.FindRecord(ctx, tbl.Name(), tbl.Epoch(), pk, expect, rec.Nonce)
-	if err != nil {
-		c.log.Warn("cannot tell whether a failed append landed", "table", tbl.Name(), "err", err)
-		return false, 0
-	}
-	return found, seq
-}
-
 // dropExpired answers the commands whose time is up before they were tried.
 func (c *Committer) dropExpired(group []*pending) []*pending {
 	now := c.cfg.Now()
@@ -245,6 +227,24 @@ func answer(epoch, seq uint64, rec *engine.Record, outs []outcome) {
 		default:
 			ref := rec.Commands[o.ref]
 			reply(o.p, results(epoch, seq, ref.First, ref.Count, rec.Time, o.p.cmd))
+		}
+	}
+}
+
+// answerUnknown answers the commands of a round whose record's outcome is
+// unknown: those in the record may have been applied, and their answer
+// says so; those refused by the decider or committed earlier are answered
+// as decided.
+func answerUnknown(epoch uint64, outs []outcome, err error) {
+	for _, o := range outs {
+		switch {
+		case o.err != nil:
+			reply(o.p, &engine.Reply{Error: o.err})
+		case o.dup != nil:
+			answer(epoch, 0, nil, []outcome{o})
+		default:
+			reply(o.p, &engine.Reply{Error: engine.Errorf(engine.CodeOperationTimedOut,
+				"the command may or may not have been applied: %v; retry it with a command id to be answered from its record if it was", err)})
 		}
 	}
 }

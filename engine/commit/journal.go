@@ -11,8 +11,8 @@ import (
 // and the creation and deletion of a table's journal. Package journal
 // implements it on JetStream.
 //
-// Appends fail with errors wrapping engine.ErrConflict or
-// engine.ErrTableGone when nothing was stored; any other error leaves the
+// Appends fail with errors wrapping engine.ErrConflict, engine.ErrTableGone
+// or engine.ErrNotSent when nothing was stored; any other error leaves the
 // outcome unknown.
 type Journal interface {
 	// Append stores rec on its partition if the partition's last sequence
@@ -20,9 +20,9 @@ type Journal interface {
 	Append(ctx context.Context, table string, epoch uint64, rec *engine.Record, expectLast uint64) (uint64, error)
 	// LastSeq returns the sequence of the partition's last record (0: none).
 	LastSeq(ctx context.Context, table string, epoch uint64, pk string) (uint64, error)
-	// FindRecord looks for the record with the given nonce among the
-	// partition's records after sequence after.
-	FindRecord(ctx context.Context, table string, epoch uint64, pk string, after uint64, nonce string) (uint64, bool, error)
+	// NextRecord returns the sequence and nonce of the partition's first
+	// record after sequence after (seq 0: none yet).
+	NextRecord(ctx context.Context, table string, epoch uint64, pk string, after uint64) (seq uint64, nonce string, err error)
 
 	// AppendCatalog stores a catalog record if the name's last catalog
 	// sequence is still expectLast and returns its sequence (a created
