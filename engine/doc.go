@@ -6,6 +6,10 @@
 // The engine does no I/O. Time and ids are inputs, so every rule here is
 // tested without a server. It imports neither NATS nor net/http; the journal
 // (package journal) and the views (package projections) are at the edges.
+// It also defines what crosses to the journal: the records it stores
+// (record.go; their format belongs to package journal) and the errors of an
+// append that every journal returns wrapped (ErrConflict, ErrTableGone,
+// ErrNotSent: nothing was stored).
 //
 // A write goes through these steps (the committer in engine/commit drives
 // them):

@@ -93,3 +93,22 @@ func AsError(err error) *Error {
 	}
 	return &Error{Code: CodeInternalError, Message: err.Error(), Index: NoIndex}
 }
+
+// Errors of an append, the contract between the committer and a journal.
+// A journal returns errors that wrap them (test with errors.Is); any other
+// error of an append leaves its outcome unknown: the record may or may not
+// have been stored. They carry no Code because no user ever sees them: the
+// committer turns each into the answer it means (deciding again after a
+// conflict, TableNotFound for a table gone).
+var (
+	// ErrConflict: the partition (or, for the catalog, the table name) has
+	// moved past the expected sequence; nothing was stored.
+	ErrConflict = errors.New("the partition has moved on (wrong last sequence)")
+	// ErrTableGone: the table's journal does not exist (the table was
+	// deleted); nothing was stored.
+	ErrTableGone = errors.New("the table's journal does not exist")
+	// ErrNotSent: the journal refused the append before sending it (the
+	// record cannot be encoded or is larger than the server takes, or the
+	// connection is closed); nothing was stored.
+	ErrNotSent = errors.New("the append was not sent")
+)

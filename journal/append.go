@@ -8,28 +8,28 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/engine"
 )
 
 // Append stores rec in the partition's journal if the partition's last
 // sequence is still expectLast (0: the partition has no record yet) and
-// returns the record's sequence. ErrConflict and ErrTableGone mean nothing
-// was stored; any other error leaves the outcome unknown (see FindRecord).
-// Appends to different partitions run concurrently over one connection.
-func (j *Journal) Append(ctx context.Context, table string, epoch uint64, rec *Record, expectLast uint64) (uint64, error) {
+// returns the record's sequence. Errors wrapping engine.ErrConflict,
+// engine.ErrTableGone and engine.ErrNotSent mean nothing was stored; any
+// other error leaves the outcome unknown (see NextRecord). Appends to
+// different partitions run concurrently over one connection.
+func (j *Journal) Append(ctx context.Context, table string, epoch uint64, rec *engine.Record, expectLast uint64) (uint64, error) {
 	data, err := EncodeRecord(rec)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%w: %w", engine.ErrNotSent, err)
 	}
 	subj := j.PartitionSubject(table, epoch, rec.PartitionKey)
 	seq, err := j.publish(ctx, subj, data, expectLast)
 	if err != nil {
 		if errors.Is(err, errNoStream) {
 			if _, serr := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch)); errors.Is(serr, jetstream.ErrStreamNotFound) {
-				return 0, ErrTableGone
+				err = engine.ErrTableGone
 			}
-		}
-		if errors.Is(err, ErrConflict) {
-			return 0, err
 		}
 		return 0, fmt.Errorf("journal: append %s/%q: %w", table, rec.PartitionKey, err)
 	}
@@ -41,7 +41,8 @@ var errNoStream = errors.New("no stream answered")
 func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectLast uint64) (uint64, error) {
 	f, err := j.js.PublishMsgAsync(&nats.Msg{Subject: subj, Data: data}, jetstream.WithExpectLastSequencePerSubject(expectLast))
 	if err != nil {
-		return 0, err
+		// Refused before anything was sent (too large, connection closed).
+		return 0, fmt.Errorf("%w: %w", engine.ErrNotSent, err)
 	}
 	t := time.NewTimer(j.cfg.AppendTimeout)
 	defer t.Stop()
@@ -52,7 +53,7 @@ func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectL
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-			return 0, ErrConflict
+			return 0, engine.ErrConflict
 		}
 		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
 			return 0, fmt.Errorf("%w: %v", errNoStream, err)
@@ -70,7 +71,7 @@ func (j *Journal) LastSeq(ctx context.Context, table string, epoch uint64, pk st
 	s, err := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return 0, ErrTableGone
+			err = engine.ErrTableGone
 		}
 		return 0, fmt.Errorf("journal: last sequence of %s/%q: %w", table, pk, err)
 	}
@@ -89,37 +90,38 @@ func (j *Journal) LastStreamSeq(ctx context.Context, table string, epoch uint64)
 	s, err := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return 0, ErrTableGone
+			err = engine.ErrTableGone
 		}
 		return 0, fmt.Errorf("journal: stream of %s: %w", table, err)
 	}
 	return s.CachedInfo().State.LastSeq, nil
 }
 
-// FindRecord looks for the record with the given nonce among the
-// partition's records after sequence after: how a committer learns whether
-// an append whose acknowledgement was lost did land.
-func (j *Journal) FindRecord(ctx context.Context, table string, epoch uint64, pk string, after uint64, nonce string) (uint64, bool, error) {
+// NextRecord returns the sequence and nonce of the partition's first
+// record after sequence after: seq 0 when there is none yet, nonce "" when
+// the record has none this code can read. It reads the nonce without
+// decoding the record.
+//
+// Every append carries the partition's expected last sequence, so once a
+// record follows sequence E, no append made with E can be stored any more:
+// the first record after E settles every such append. That is how a
+// committer learns what became of an append whose acknowledgement was
+// lost.
+func (j *Journal) NextRecord(ctx context.Context, table string, epoch uint64, pk string, after uint64) (seq uint64, nonce string, err error) {
 	s, err := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch))
 	if err != nil {
-		return 0, false, fmt.Errorf("journal: find record in %s/%q: %w", table, pk, err)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			err = engine.ErrTableGone
+		}
+		return 0, "", fmt.Errorf("journal: next record of %s/%q: %w", table, pk, err)
 	}
-	subj := j.PartitionSubject(table, epoch, pk)
-	for seq := after + 1; ; {
-		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return 0, false, nil
-		}
-		if err != nil {
-			return 0, false, fmt.Errorf("journal: find record in %s/%q: %w", table, pk, err)
-		}
-		rec, err := DecodeRecord(m.Data)
-		if err != nil {
-			return 0, false, fmt.Errorf("journal: find record in %s/%q at %d: %w", table, pk, m.Sequence, err)
-		}
-		if rec.Nonce == nonce {
-			return m.Sequence, true, nil
-		}
-		seq = m.Sequence + 1
+	m, err := s.GetMsg(ctx, after+1, jetstream.WithGetMsgSubject(j.PartitionSubject(table, epoch, pk)))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, "", nil
 	}
+	if err != nil {
+		return 0, "", fmt.Errorf("journal: next record of %s/%q: %w", table, pk, err)
+	}
+	nonce, _ = PeekNonce(m.Data)
+	return m.Sequence, nonce, nil
 }

@@ -2,24 +2,23 @@ package journal
 
 import (
 	"context"
-	"errors"
 	"fmt"
+
+	"github.com/cairn-dev/cairn/engine"
 )
 
 // AppendCatalog stores a catalog record if the name's last catalog
 // sequence is still expectLast (0: the name never had a record) and returns
 // its sequence. Two hosts creating the same name race here and exactly one
-// wins; the other gets ErrConflict and nothing is stored.
-func (j *Journal) AppendCatalog(ctx context.Context, rec *CatalogRecord, expectLast uint64) (uint64, error) {
+// wins; the other gets an error wrapping engine.ErrConflict and nothing is
+// stored.
+func (j *Journal) AppendCatalog(ctx context.Context, rec *engine.CatalogRecord, expectLast uint64) (uint64, error) {
 	data, err := EncodeCatalogRecord(rec)
 	if err != nil {
 		return 0, err
 	}
 	seq, err := j.publish(ctx, j.catalogSubject(rec.Name), data, expectLast)
 	if err != nil {
-		if errors.Is(err, ErrConflict) {
-			return 0, err
-		}
 		return 0, fmt.Errorf("journal: catalog %s: %w", rec.Name, err)
 	}
 	return seq, nil
@@ -38,7 +37,7 @@ func (j *Journal) LastCatalogSeq(ctx context.Context) (uint64, error) {
 // then follows new ones, until ctx ends (nil) or fn or decoding fails. pending
 // is the number of records beyond this one; fn is not called at all while
 // the catalog is empty (see LastCatalogSeq).
-func (j *Journal) WatchCatalog(ctx context.Context, from uint64, fn func(seq uint64, rec *CatalogRecord, pending uint64) error) error {
+func (j *Journal) WatchCatalog(ctx context.Context, from uint64, fn func(seq uint64, rec *engine.CatalogRecord, pending uint64) error) error {
 	return j.consume(ctx, CatalogStreamName(j.cfg.Prefix), from, func(seq uint64, data []byte, pending uint64) error {
 		rec, err := DecodeCatalogRecord(data)
 		if err != nil {

@@ -6,13 +6,15 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/engine"
 )
 
 // Consume delivers the table's records from sequence from on, in journal
 // order, to fn, until ctx ends (nil) or fn or decoding fails (that error:
 // a record that cannot be decoded is never skipped). pending is the number
 // of records the stream holds beyond this one.
-func (j *Journal) Consume(ctx context.Context, table string, epoch uint64, from uint64, fn func(seq uint64, rec *Record, pending uint64) error) error {
+func (j *Journal) Consume(ctx context.Context, table string, epoch uint64, from uint64, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
 	return j.ConsumeKnown(ctx, table, epoch, from, nil, fn)
 }
 
@@ -20,7 +22,7 @@ func (j *Journal) Consume(ctx context.Context, table string, epoch uint64, from 
 // known(nonce) may return the record with that nonce, still decoded in
 // memory, which is then used instead of decoding the message. Nonces are
 // unique, so the record is exactly the one stored.
-func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, from uint64, known func(nonce string) *Record, fn func(seq uint64, rec *Record, pending uint64) error) error {
+func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
 	return j.consume(ctx, StreamName(j.cfg.Prefix, table, epoch), from, func(seq uint64, data []byte, pending uint64) error {
 		if known != nil {
 			if nonce, ok := PeekNonce(data); ok {

@@ -1,5 +1,10 @@
 // Package journal is Cairn's journal on NATS JetStream: the only source of
-// truth, from which every view is rebuilt.
+// truth, from which every view is rebuilt. It stores the write model's
+// records (engine.Record, engine.CatalogRecord) with conditional appends,
+// reads them back in order, and owns their format: the versioned msgpack
+// codec and its golden files. It also starts the embedded server. The
+// committer reaches it through its own small interface (commit.Journal),
+// which *Journal satisfies.
 //
 // # Layout
 //
@@ -29,17 +34,12 @@
 // Every append carries the expected last sequence of its subject
 // (jetstream.WithExpectLastSequencePerSubject; 0 for a subject without a
 // message). If the partition has moved on, JetStream stores nothing and
-// Append returns ErrConflict: two writers can never both append on the same
-// state. The catalog works the same way per table name, so of two hosts
-// creating one table exactly one wins. Appends are published
-// asynchronously over the connection's shared reply subscription, so many
-// goroutines appending to different partitions do not wait for each other.
-//
-// On failure: ErrConflict and ErrTableGone (the table's stream does not
-// exist) mean nothing was stored. Any other error (timeout after
-// Config.AppendTimeout, lost connection, cancelled context) leaves the
-// outcome unknown: the record may have been stored, which FindRecord can
-// tell by the record's nonce.
+// Append returns an error wrapping engine.ErrConflict: two writers can
+// never both append on the same state. The catalog works the same way per
+// table name, so of two hosts creating one table exactly one wins. Appends
+// are published asynchronously over the connection's shared reply
+// subscription, so many goroutines appending to different partitions do
+// not wait for each other.
 //
 // # Records
 //
@@ -48,8 +48,8 @@
 // by hand on msgpack's Encoder and Decoder (no reflection), since every
 // record is decoded again on every replay. The versioning rule:
 //
-//   - Fields a version does not know are kept (Record.Extra) and written
-//     back when the record is encoded again.
+//   - Fields a version does not know are kept (engine.Record.Extra) and
+//     written back when the record is encoded again.
 //   - A record of a newer version than this code knows is an error, never
 //     skipped: readers (Consume, WatchCatalog) stop with ErrCorrupt.
 //   - The encoder refuses a record the decoder would refuse, so a journal
@@ -67,4 +67,40 @@
 // fsynced before its acknowledgement, at a large cost in throughput), so a
 // power loss can lose up to that interval. With replicas, an append
 // returns once a majority of the servers has stored it.
+//
+// # Failures, and what the caller sees
+//
+// Errors name the operation and the table ("journal: append T/"p": …").
+//
+//   - Append: an error wrapping engine.ErrConflict (the partition moved
+//     past the expected sequence), engine.ErrTableGone (the table's stream
+//     does not exist) or engine.ErrNotSent (refused before it was sent: not
+//     encodable, larger than the server's maximum payload, connection
+//     closed) means nothing was stored. Any other error (no acknowledgement
+//     within Config.AppendTimeout, a lost connection, a cancelled context)
+//     leaves the outcome unknown: the record may have been stored, or may
+//     still be. The partition's first record after the expected sequence
+//     settles it for good (NextRecord): the committer relies on that.
+//   - AppendCatalog: engine.ErrConflict when another host took the name's
+//     sequence first; any other error leaves the outcome unknown, and the
+//     caller sees it.
+//   - LastSeq, LastStreamSeq, NextRecord: engine.ErrTableGone when the
+//     table's stream does not exist.
+//   - Consume, ConsumeKnown, WatchCatalog return nil when their context
+//     ends; a record that cannot be decoded (damaged, or of a newer format
+//     version) stops them with ErrCorrupt rather than being skipped; any
+//     other failure of the consumer is returned (the views retry).
+//
+// # Cost
+//
+// An append is one encode (by hand, into a pooled buffer sized up front)
+// and one asynchronous publish; up to 16,384 appends can be in flight on
+// one connection. NextRecord and LastSeq are two requests each (the
+// stream's info, then one message by subject, a direct get that any
+// replica may answer); LastStreamSeq and LastCatalogSeq one. A reader is
+// one ordered consumer per stream pulling batches of up to 1,024 messages;
+// every record is decoded, except those ConsumeKnown gets from memory by
+// their nonce (PeekNonce reads only the first fields). Deleting a table is
+// one request whatever the table holds. The journal starts no goroutines
+// of its own; readers run in their caller's.
 package journal

@@ -43,19 +43,10 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Errors of appends. Anything else is an infrastructure failure whose
-// outcome is unknown: the record may or may not have been stored.
-var (
-	// ErrConflict: the partition (or catalog name) has moved past the
-	// expected sequence; nothing was stored.
-	ErrConflict = errors.New("journal: the partition has moved on (wrong last sequence)")
-	// ErrTableGone: the table's stream does not exist (the table was
-	// deleted); nothing was stored.
-	ErrTableGone = errors.New("journal: the table's stream does not exist")
-	// ErrCorrupt: a stored record cannot be decoded (damaged, or written by
-	// a newer version). Readers stop rather than skip it.
-	ErrCorrupt = errors.New("undecodable record")
-)
+// ErrCorrupt: a stored record cannot be decoded (damaged, or written by a
+// newer version). Readers stop rather than skip it. The errors of appends
+// are engine.ErrConflict and engine.ErrTableGone, which the journal wraps.
+var ErrCorrupt = errors.New("undecodable record")
 
 // Journal is Cairn's journal on JetStream. It starts no goroutines of its
 // own; Consume and WatchCatalog run in their caller's.

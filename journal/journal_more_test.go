@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/journal/jstest"
 )
@@ -18,7 +19,7 @@ func TestConsumeDecodesEverything(t *testing.T) {
 	if err := j.EnsureTableStream(ctx, "Emp", 3); err != nil {
 		t.Fatal(err)
 	}
-	var want []*journal.Record
+	var want []*engine.Record
 	var last uint64
 	for i := 0; i < 5; i++ {
 		r := journal.SampleRecord()
@@ -32,7 +33,7 @@ func TestConsumeDecodesEverything(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	i := 0
-	err := j.Consume(cctx, "Emp", 3, 1, func(seq uint64, rec *journal.Record, pending uint64) error {
+	err := j.Consume(cctx, "Emp", 3, 1, func(seq uint64, rec *engine.Record, pending uint64) error {
 		if seq != uint64(i+1) || pending != uint64(len(want)-i-1) {
 			t.Errorf("record %d: seq %d, pending %d", i, seq, pending)
 		}
@@ -57,7 +58,7 @@ func TestConsumeStopsOnCallbackError(t *testing.T) {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
-	if err := j.Consume(ctx, "T", 1, 1, func(uint64, *journal.Record, uint64) error { return boom }); !errors.Is(err, boom) {
+	if err := j.Consume(ctx, "T", 1, 1, func(uint64, *engine.Record, uint64) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("Consume returned %v", err)
 	}
 }
@@ -110,7 +111,7 @@ func TestConcurrentAppends(t *testing.T) {
 			switch {
 			case err == nil:
 				won++
-			case errors.Is(err, journal.ErrConflict):
+			case errors.Is(err, engine.ErrConflict):
 				lost++
 			default:
 				t.Error(err)
@@ -127,20 +128,23 @@ func TestConcurrentAppends(t *testing.T) {
 // reads with ErrTableGone.
 func TestTableGone(t *testing.T) {
 	j, ctx := newJournal(t)
-	if _, err := j.Append(ctx, "Never", 1, put("p", "r", 1), 0); !errors.Is(err, journal.ErrTableGone) {
+	if _, err := j.Append(ctx, "Never", 1, put("p", "r", 1), 0); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("append: %v", err)
 	}
-	if _, err := j.LastSeq(ctx, "Never", 1, "p"); !errors.Is(err, journal.ErrTableGone) {
+	if _, err := j.LastSeq(ctx, "Never", 1, "p"); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("LastSeq: %v", err)
 	}
-	if _, err := j.LastStreamSeq(ctx, "Never", 1); !errors.Is(err, journal.ErrTableGone) {
+	if _, err := j.LastStreamSeq(ctx, "Never", 1); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("LastStreamSeq: %v", err)
+	}
+	if _, _, err := j.NextRecord(ctx, "Never", 1, "p", 0); !errors.Is(err, engine.ErrTableGone) {
+		t.Fatalf("NextRecord: %v", err)
 	}
 	// Another incarnation of the same name is another stream.
 	if err := j.EnsureTableStream(ctx, "Never", 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Append(ctx, "Never", 1, put("p", "r", 1), 0); !errors.Is(err, journal.ErrTableGone) {
+	if _, err := j.Append(ctx, "Never", 1, put("p", "r", 1), 0); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("append to epoch 1 beside epoch 2: %v", err)
 	}
 	if _, err := j.Append(ctx, "never", 2, put("p", "r", 1), 0); err != nil {
@@ -163,7 +167,7 @@ func TestRestart(t *testing.T) {
 	if err := j.Init(ctx); err != nil {
 		t.Fatalf("Init is not idempotent: %v", err)
 	}
-	if _, err := j.AppendCatalog(ctx, journal.SampleCatalog(journal.CatalogTableCreated), 0); err != nil {
+	if _, err := j.AppendCatalog(ctx, journal.SampleCatalog(engine.CatalogTableCreated), 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.EnsureTableStream(ctx, "Employees", 1); err != nil {
@@ -185,7 +189,7 @@ func TestRestart(t *testing.T) {
 	if last, err := j.LastSeq(ctx, "Employees", 1, pk); err != nil || last != seq {
 		t.Fatalf("LastSeq after restart = %d, %v; want %d", last, err, seq)
 	}
-	if _, err := j.Append(ctx, "Employees", 1, journal.SampleRecord(), 0); !errors.Is(err, journal.ErrConflict) {
+	if _, err := j.Append(ctx, "Employees", 1, journal.SampleRecord(), 0); !errors.Is(err, engine.ErrConflict) {
 		t.Fatalf("stale append after restart: %v", err)
 	}
 	if last, err := j.LastCatalogSeq(ctx); err != nil || last != 1 {

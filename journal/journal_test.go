@@ -27,9 +27,9 @@ func newJournal(t *testing.T) (*journal.Journal, context.Context) {
 	return j, ctx
 }
 
-func put(pk, rk string, n int32) *journal.Record {
-	return &journal.Record{Time: 1, PartitionKey: pk, Nonce: pk + rk,
-		Commands: []journal.CommandRef{{ID: rk, Count: 1}},
+func put(pk, rk string, n int32) *engine.Record {
+	return &engine.Record{Time: 1, PartitionKey: pk, Nonce: pk + rk,
+		Commands: []engine.CommandRef{{ID: rk, Count: 1}},
 		Events:   []engine.Event{{Kind: engine.EventPut, RowKey: rk, Properties: []engine.Property{{Name: "N", Value: engine.Int32(n)}}}}}
 }
 
@@ -51,7 +51,7 @@ func TestAppendConcurrencyCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A stale expectation fails and stores nothing.
-	if _, err := j.Append(ctx, "Emp", 7, put("Sales", "2", 2), 0); !errors.Is(err, journal.ErrConflict) {
+	if _, err := j.Append(ctx, "Emp", 7, put("Sales", "2", 2), 0); !errors.Is(err, engine.ErrConflict) {
 		t.Fatalf("stale append: %v", err)
 	}
 	s3, err := j.Append(ctx, "Emp", 7, put("Sales", "2", 2), s1)
@@ -67,19 +67,22 @@ func TestAppendConcurrencyCheck(t *testing.T) {
 	if last, err := j.LastStreamSeq(ctx, "Emp", 7); err != nil || last != 3 {
 		t.Fatalf("LastStreamSeq = %d, %v; want 3 (the rejected append stored nothing)", last, err)
 	}
-	if seq, found, err := j.FindRecord(ctx, "Emp", 7, "Sales", s1, "Sales2"); err != nil || !found || seq != s3 {
-		t.Fatalf("FindRecord = %d %v %v", seq, found, err)
+	// The first record of the partition after a sequence, skipping other
+	// partitions' records (s2).
+	for _, c := range []struct {
+		after, seq uint64
+		nonce      string
+	}{{0, s1, "Sales1"}, {s1, s3, "Sales2"}, {s2, s3, "Sales2"}, {s3, 0, ""}} {
+		if seq, nonce, err := j.NextRecord(ctx, "Emp", 7, "Sales", c.after); err != nil || seq != c.seq || nonce != c.nonce {
+			t.Fatalf("NextRecord after %d = %d %q %v; want %d %q", c.after, seq, nonce, err, c.seq, c.nonce)
+		}
 	}
-	if _, found, err := j.FindRecord(ctx, "Emp", 7, "Sales", s3, "Sales2"); err != nil || found {
-		t.Fatalf("FindRecord after the record = %v %v", found, err)
-	}
-	_ = s2
 	// Consume from the start and from the middle.
 	for _, from := range []uint64{1, 2} {
 		cctx, cancel := context.WithCancel(ctx)
 		var seqs []uint64
 		var lastPending uint64 = 99
-		err := j.Consume(cctx, "Emp", 7, from, func(seq uint64, rec *journal.Record, pending uint64) error {
+		err := j.Consume(cctx, "Emp", 7, from, func(seq uint64, rec *engine.Record, pending uint64) error {
 			seqs = append(seqs, seq)
 			lastPending = pending
 			if seq == 3 {
@@ -104,7 +107,7 @@ func TestAppendConcurrencyCheck(t *testing.T) {
 	if err := j.DeleteTableStream(ctx, "Emp", 7); err != nil {
 		t.Fatalf("DeleteTableStream is not idempotent: %v", err)
 	}
-	if _, err := j.Append(ctx, "Emp", 7, put("Sales", "3", 3), s3); !errors.Is(err, journal.ErrTableGone) {
+	if _, err := j.Append(ctx, "Emp", 7, put("Sales", "3", 3), s3); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("append to a deleted table: %v", err)
 	}
 }
@@ -129,7 +132,7 @@ func TestPartitionKeysAsSubjects(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	i := 0
-	err := j.Consume(cctx, "Keys", 1, 1, func(seq uint64, rec *journal.Record, pending uint64) error {
+	err := j.Consume(cctx, "Keys", 1, 1, func(seq uint64, rec *engine.Record, pending uint64) error {
 		if rec.PartitionKey != keys[i] {
 			t.Errorf("record %d: partition %q, want %q", seq, rec.PartitionKey, keys[i])
 		}
@@ -152,7 +155,7 @@ func TestLargeRecord(t *testing.T) {
 	if err := j.EnsureTableStream(ctx, "Big", 1); err != nil {
 		t.Fatal(err)
 	}
-	rec := &journal.Record{Time: 1, PartitionKey: "p"}
+	rec := &engine.Record{Time: 1, PartitionKey: "p"}
 	for i := 0; i < 100; i++ {
 		rec.Events = append(rec.Events, engine.Event{Kind: engine.EventPut, RowKey: string(rune('a' + i%26)),
 			Properties: []engine.Property{{Name: "B", Value: engine.Binary(make([]byte, 45_000))}}})
@@ -162,7 +165,7 @@ func TestLargeRecord(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	err := j.Consume(cctx, "Big", 1, 1, func(seq uint64, got *journal.Record, pending uint64) error {
+	err := j.Consume(cctx, "Big", 1, 1, func(seq uint64, got *engine.Record, pending uint64) error {
 		if len(got.Events) != 100 || len(got.Events[99].Properties[0].Value.Bytes()) != 45_000 {
 			t.Errorf("the large record came back with %d events", len(got.Events))
 		}
@@ -173,9 +176,9 @@ func TestLargeRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Beyond the server's maximum payload the append fails at once.
-	huge := &journal.Record{Time: 1, PartitionKey: "p", Events: []engine.Event{{Kind: engine.EventPut, RowKey: "r",
+	huge := &engine.Record{Time: 1, PartitionKey: "p", Events: []engine.Event{{Kind: engine.EventPut, RowKey: "r",
 		Properties: []engine.Property{{Name: "B", Value: engine.Binary(make([]byte, 9<<20))}}}}}
-	if _, err := j.Append(ctx, "Big", 1, huge, 1); err == nil || errors.Is(err, journal.ErrConflict) || errors.Is(err, journal.ErrTableGone) {
+	if _, err := j.Append(ctx, "Big", 1, huge, 1); !errors.Is(err, engine.ErrNotSent) {
 		t.Fatalf("append of a 9 MiB record: %v", err)
 	} else {
 		t.Logf("9 MiB record: %v", err)
@@ -187,27 +190,27 @@ func TestCatalog(t *testing.T) {
 	if last, err := j.LastCatalogSeq(ctx); err != nil || last != 0 {
 		t.Fatalf("empty catalog: %d, %v", last, err)
 	}
-	c1, err := j.AppendCatalog(ctx, &journal.CatalogRecord{Kind: journal.CatalogTableCreated, Name: "Employees", Time: 5}, 0)
+	c1, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: "Employees", Time: 5}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The same name in another case is the same subject: the race is lost.
-	if _, err := j.AppendCatalog(ctx, &journal.CatalogRecord{Kind: journal.CatalogTableCreated, Name: "EMPLOYEES"}, 0); !errors.Is(err, journal.ErrConflict) {
+	if _, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: "EMPLOYEES"}, 0); !errors.Is(err, engine.ErrConflict) {
 		t.Fatalf("second create: %v", err)
 	}
-	if _, err := j.AppendCatalog(ctx, &journal.CatalogRecord{Kind: journal.CatalogTableDeleted, Name: "Employees"}, c1); err != nil {
+	if _, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableDeleted, Name: "Employees"}, c1); err != nil {
 		t.Fatal(err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	var got []*journal.CatalogRecord
-	err = j.WatchCatalog(cctx, 1, func(seq uint64, rec *journal.CatalogRecord, pending uint64) error {
+	var got []*engine.CatalogRecord
+	err = j.WatchCatalog(cctx, 1, func(seq uint64, rec *engine.CatalogRecord, pending uint64) error {
 		got = append(got, rec)
 		if pending == 0 {
 			cancel()
 		}
 		return nil
 	})
-	if err != nil || len(got) != 2 || got[0].Kind != journal.CatalogTableCreated || got[0].Name != "Employees" || got[0].Time != 5 || got[1].Kind != journal.CatalogTableDeleted {
+	if err != nil || len(got) != 2 || got[0].Kind != engine.CatalogTableCreated || got[0].Name != "Employees" || got[0].Time != 5 || got[1].Kind != engine.CatalogTableDeleted {
 		t.Fatalf("watched %+v, %v", got, err)
 	}
 }

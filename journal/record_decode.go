@@ -40,7 +40,7 @@ const (
 // saying why, on a record of a newer version than FormatVersion, on a
 // missing or repeated field, on a field of the wrong shape, and on trailing
 // bytes; it never panics, whatever data holds.
-func DecodeRecord(data []byte) (*Record, error) {
+func DecodeRecord(data []byte) (*engine.Record, error) {
 	d := getDecoder(data)
 	r, err := d.record()
 	if err != nil {
@@ -52,7 +52,7 @@ func DecodeRecord(data []byte) (*Record, error) {
 
 // DecodeCatalogRecord decodes a catalog record of any known version; it
 // fails as DecodeRecord does.
-func DecodeCatalogRecord(data []byte) (*CatalogRecord, error) {
+func DecodeCatalogRecord(data []byte) (*engine.CatalogRecord, error) {
 	d := getDecoder(data)
 	r, err := d.catalog()
 	if err != nil {
@@ -173,12 +173,12 @@ func (d *decoder) end() error {
 	return nil
 }
 
-func (d *decoder) record() (*Record, error) {
+func (d *decoder) record() (*engine.Record, error) {
 	n, err := d.header()
 	if err != nil {
 		return nil, err
 	}
-	r := &Record{}
+	r := &engine.Record{}
 	var seen uint
 	for i := 0; i < n; i++ {
 		key, err := d.readKey()
@@ -242,12 +242,12 @@ func (d *decoder) record() (*Record, error) {
 	return r, nil
 }
 
-func (d *decoder) catalog() (*CatalogRecord, error) {
+func (d *decoder) catalog() (*engine.CatalogRecord, error) {
 	n, err := d.header()
 	if err != nil {
 		return nil, err
 	}
-	r := &CatalogRecord{}
+	r := &engine.CatalogRecord{}
 	var seen uint
 	for i := 0; i < n; i++ {
 		key, err := d.readKey()
@@ -264,9 +264,9 @@ func (d *decoder) catalog() (*CatalogRecord, error) {
 			if t, err = d.readKey(); err == nil {
 				switch string(t) {
 				case typeTableCreated:
-					r.Kind = CatalogTableCreated
+					r.Kind = engine.CatalogTableCreated
 				case typeTableDeleted:
-					r.Kind = CatalogTableDeleted
+					r.Kind = engine.CatalogTableDeleted
 				default:
 					err = fmt.Errorf("record type %q is not a catalog record", t)
 				}
@@ -370,12 +370,12 @@ func (d *decoder) tuple(want int) error {
 	return nil
 }
 
-func (d *decoder) commands() ([]CommandRef, error) {
+func (d *decoder) commands() ([]engine.CommandRef, error) {
 	n, err := d.arrayLen(minCommandBytes)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]CommandRef, n)
+	out := make([]engine.CommandRef, n)
 	for i := range out {
 		c := &out[i]
 		err := d.tuple(3)

@@ -18,7 +18,7 @@ import (
 // events, an Extra key that is a field of the format or an Extra value that
 // is not exactly one msgpack value, a property of an invalid type. A
 // journal must never hold a record its readers stop at.
-func EncodeRecord(r *Record) ([]byte, error) {
+func EncodeRecord(r *engine.Record) ([]byte, error) {
 	if err := checkRecord(r); err != nil {
 		return nil, fmt.Errorf("journal: encode record: %w", err)
 	}
@@ -70,11 +70,11 @@ func EncodeRecord(r *Record) ([]byte, error) {
 
 // EncodeCatalogRecord encodes a catalog record in the current format. An
 // unknown kind or a bad Extra (see EncodeRecord) is an error.
-func EncodeCatalogRecord(r *CatalogRecord) ([]byte, error) {
+func EncodeCatalogRecord(r *engine.CatalogRecord) ([]byte, error) {
 	t := typeTableCreated
 	switch r.Kind {
-	case CatalogTableCreated:
-	case CatalogTableDeleted:
+	case engine.CatalogTableCreated:
+	case engine.CatalogTableDeleted:
 		t = typeTableDeleted
 	default:
 		return nil, fmt.Errorf("journal: encode catalog record: unknown kind %d", r.Kind)
@@ -100,7 +100,7 @@ func EncodeCatalogRecord(r *CatalogRecord) ([]byte, error) {
 }
 
 // checkRecord refuses what the decoder would refuse.
-func checkRecord(r *Record) error {
+func checkRecord(r *engine.Record) error {
 	for i := range r.Events {
 		if k := r.Events[i].Kind; k != engine.EventPut && k != engine.EventDelete {
 			return fmt.Errorf("event %d: unknown kind %d", i, k)
@@ -144,7 +144,7 @@ func checkRaw(v []byte) error {
 
 // estimateSize guesses a record's encoded size from above, so that the
 // buffer is allocated once (the record of a batch can be megabytes).
-func estimateSize(r *Record) int {
+func estimateSize(r *engine.Record) int {
 	n := 64 + len(r.PartitionKey) + len(r.Nonce) + extraSize(r.Extra)
 	for _, c := range r.Commands {
 		n += 16 + len(c.ID)

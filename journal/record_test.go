@@ -19,15 +19,15 @@ import (
 var goldenAdd = flag.Bool("golden-add", false, "write golden files that do not exist yet (never overwrites)")
 
 // sampleRecord uses every property type and every field of format v1.
-func sampleRecord() *Record {
+func sampleRecord() *engine.Record {
 	hired := time.Date(2014, 8, 22, 0, 50, 32, 123456700, time.UTC)
 	guid := [16]byte{0xc9, 0xda, 0x6a, 0x32, 0x45, 0x4c, 0x4b, 0x52, 0x8d, 0x5f, 0x8c, 0x0c, 0x86, 0x35, 0x1e, 0x14}
 	extra, _ := msgpack.Marshal(map[string]any{"future": "field"})
-	return &Record{
+	return &engine.Record{
 		Time:         engine.TimeToTicks(time.Date(2026, 11, 22, 15, 0, 0, 1234500, time.UTC)),
 		PartitionKey: "Sales ü",
 		Nonce:        "n0nce",
-		Commands: []CommandRef{
+		Commands: []engine.CommandRef{
 			{ID: "client-1", First: 0, Count: 2},
 			{ID: "", First: 2, Count: 1},
 		},
@@ -53,11 +53,11 @@ func sampleRecord() *Record {
 	}
 }
 
-func sampleCatalog(kind CatalogKind) *CatalogRecord {
-	return &CatalogRecord{Kind: kind, Name: "Employees", Time: engine.TimeToTicks(time.Date(2026, 11, 22, 15, 0, 0, 100, time.UTC))}
+func sampleCatalog(kind engine.CatalogKind) *engine.CatalogRecord {
+	return &engine.CatalogRecord{Kind: kind, Name: "Employees", Time: engine.TimeToTicks(time.Date(2026, 11, 22, 15, 0, 0, 100, time.UTC))}
 }
 
-func equalRecords(t *testing.T, got, want *Record) {
+func equalRecords(t *testing.T, got, want *engine.Record) {
 	t.Helper()
 	if got.Time != want.Time || got.PartitionKey != want.PartitionKey || got.Nonce != want.Nonce {
 		t.Fatalf("header: got %d %q %q, want %d %q %q", got.Time, got.PartitionKey, got.Nonce, want.Time, want.PartitionKey, want.Nonce)
@@ -117,8 +117,8 @@ func TestRecordRoundTrip(t *testing.T) {
 func TestEncodeMatchesGolden(t *testing.T) {
 	for file, enc := range map[string]func() ([]byte, error){
 		"commit-v1.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleRecord()) },
-		"table-created-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(CatalogTableCreated)) },
-		"table-deleted-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(CatalogTableDeleted)) },
+		"table-created-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated)) },
+		"table-deleted-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableDeleted)) },
 	} {
 		want, err := os.ReadFile(filepath.Join("testdata", "golden", file))
 		if err != nil {
@@ -161,15 +161,15 @@ func TestEncodeDeterministic(t *testing.T) {
 // journal.
 func TestEncodeRefuses(t *testing.T) {
 	raw, _ := msgpack.Marshal(1)
-	cases := map[string]func(r *Record){
-		"event kind 0":          func(r *Record) { r.Events[0].Kind = 0 },
-		"event kind 9":          func(r *Record) { r.Events[1].Kind = 9 },
-		"command past events":   func(r *Record) { r.Commands[1].Count = 2 },
-		"extra named like pk":   func(r *Record) { r.Extra["pk"] = raw },
-		"extra empty":           func(r *Record) { r.Extra["x"] = nil },
-		"extra of two values":   func(r *Record) { r.Extra["x"] = append(append([]byte{}, raw...), raw...) },
-		"extra truncated":       func(r *Record) { r.Extra["x"] = []byte{0xa5, 'a'} },
-		"property invalid type": func(r *Record) { r.Events[1].Properties = []engine.Property{{Name: "X"}} },
+	cases := map[string]func(r *engine.Record){
+		"event kind 0":          func(r *engine.Record) { r.Events[0].Kind = 0 },
+		"event kind 9":          func(r *engine.Record) { r.Events[1].Kind = 9 },
+		"command past events":   func(r *engine.Record) { r.Commands[1].Count = 2 },
+		"extra named like pk":   func(r *engine.Record) { r.Extra["pk"] = raw },
+		"extra empty":           func(r *engine.Record) { r.Extra["x"] = nil },
+		"extra of two values":   func(r *engine.Record) { r.Extra["x"] = append(append([]byte{}, raw...), raw...) },
+		"extra truncated":       func(r *engine.Record) { r.Extra["x"] = []byte{0xa5, 'a'} },
+		"property invalid type": func(r *engine.Record) { r.Events[1].Properties = []engine.Property{{Name: "X"}} },
 	}
 	for name, spoil := range cases {
 		r := sampleRecord()
@@ -178,17 +178,17 @@ func TestEncodeRefuses(t *testing.T) {
 			t.Errorf("%s: encoded as %x", name, b)
 		}
 	}
-	if _, err := EncodeCatalogRecord(&CatalogRecord{Kind: 3, Name: "T"}); err == nil {
+	if _, err := EncodeCatalogRecord(&engine.CatalogRecord{Kind: 3, Name: "T"}); err == nil {
 		t.Error("catalog kind 3 encoded")
 	}
-	if _, err := EncodeCatalogRecord(&CatalogRecord{Kind: CatalogTableCreated, Name: "T", Extra: map[string]msgpack.RawMessage{"name": raw}}); err == nil {
+	if _, err := EncodeCatalogRecord(&engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: "T", Extra: map[string]msgpack.RawMessage{"name": raw}}); err == nil {
 		t.Error("catalog extra named like a field encoded")
 	}
 }
 
 // TestDeletePropertiesNotWritten: a Delete carries keys only.
 func TestDeletePropertiesNotWritten(t *testing.T) {
-	r := &Record{PartitionKey: "p", Events: []engine.Event{{Kind: engine.EventDelete, RowKey: "r",
+	r := &engine.Record{PartitionKey: "p", Events: []engine.Event{{Kind: engine.EventDelete, RowKey: "r",
 		Properties: []engine.Property{{Name: "A", Value: engine.Int32(1)}}}}}
 	data, err := EncodeRecord(r)
 	if err != nil {
@@ -238,7 +238,7 @@ func TestRecordRejects(t *testing.T) {
 	if _, err := DecodeRecord(badRef); err == nil {
 		t.Fatal("command referring past the events decoded")
 	}
-	cat, _ := EncodeCatalogRecord(sampleCatalog(CatalogTableCreated))
+	cat, _ := EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated))
 	if _, err := DecodeRecord(cat); err == nil {
 		t.Fatal("catalog record decoded as a commit")
 	}
@@ -268,7 +268,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if w := sampleCatalog(CatalogTableCreated); !reflect.DeepEqual(got, w) {
+			if w := sampleCatalog(engine.CatalogTableCreated); !reflect.DeepEqual(got, w) {
 				t.Fatalf("got %+v, want %+v", got, w)
 			}
 		}},
@@ -277,15 +277,15 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if w := sampleCatalog(CatalogTableDeleted); !reflect.DeepEqual(got, w) {
+			if w := sampleCatalog(engine.CatalogTableDeleted); !reflect.DeepEqual(got, w) {
 				t.Fatalf("got %+v, want %+v", got, w)
 			}
 		}},
 	}
 	writers := map[string]func() ([]byte, error){
 		"commit-v1.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleRecord()) },
-		"table-created-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(CatalogTableCreated)) },
-		"table-deleted-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(CatalogTableDeleted)) },
+		"table-created-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated)) },
+		"table-deleted-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableDeleted)) },
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -313,7 +313,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add(data)
 	data, _ = EncodeRecord(benchRecord())
 	f.Add(data)
-	cat, _ := EncodeCatalogRecord(sampleCatalog(CatalogTableDeleted))
+	cat, _ := EncodeCatalogRecord(sampleCatalog(engine.CatalogTableDeleted))
 	f.Add(cat)
 	golden, _ := filepath.Glob(filepath.Join("testdata", "golden", "*.msgpack"))
 	for _, g := range golden {
@@ -349,7 +349,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	})
 }
 
-func benchRecord() *Record {
+func benchRecord() *engine.Record {
 	e := engine.NewEntity("Sales", "000123",
 		engine.Property{Name: "Name", Value: engine.String("Jones, Margaret Anne (Sales)")},
 		engine.Property{Name: "Email", Value: engine.String("margaret.jones@contoso.example")},
@@ -362,7 +362,7 @@ func benchRecord() *Record {
 		engine.Property{Name: "Id", Value: engine.Guid([16]byte{1})},
 		engine.Property{Name: "Active", Value: engine.Bool(true)},
 	)
-	return &Record{Time: 1, PartitionKey: "Sales", Nonce: "abc", Commands: []CommandRef{{Count: 1}},
+	return &engine.Record{Time: 1, PartitionKey: "Sales", Nonce: "abc", Commands: []engine.CommandRef{{Count: 1}},
 		Events: []engine.Event{{Kind: engine.EventPut, RowKey: e.RowKey, Properties: e.Properties}}}
 }
 
@@ -395,7 +395,7 @@ func TestPeekNonce(t *testing.T) {
 	if n, ok := PeekNonce(data); !ok || n != "n0nce" {
 		t.Fatalf("PeekNonce = %q, %v", n, ok)
 	}
-	cat, _ := EncodeCatalogRecord(sampleCatalog(CatalogTableCreated))
+	cat, _ := EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated))
 	newer, _ := msgpack.Marshal(map[string]any{"v": 2, "n": "x"})
 	for _, b := range [][]byte{nil, cat, newer, {0xc1}} {
 		if n, ok := PeekNonce(b); ok {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/engine"
 )
 
 // startLocked starts the applier of a live table's view: one goroutine,
@@ -81,7 +81,7 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 		markReady()
 	}
 	sinceSnap := 0
-	apply := func(seq uint64, rec *journal.Record, pending uint64) error {
+	apply := func(seq uint64, rec *engine.Record, pending uint64) error {
 		t.Apply(seq, rec)
 		sinceSnap++
 		if pending == 0 || sinceSnap >= v.cfg.PublishEvery {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/projections"
 )
 
@@ -26,14 +25,14 @@ func liveHeap() uint64 {
 // list. Run with -benchtime 100000x or more: the figure is an average.
 func BenchmarkCommandIDMemory(b *testing.B) {
 	tb := projections.NewTable("T", 1, time.Hour)
-	tb.Apply(1, &journal.Record{Time: 1, PartitionKey: "p"})
+	tb.Apply(1, &engine.Record{Time: 1, PartitionKey: "p"})
 	tb.Publish()
 	before := liveHeap()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		id := fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)
-		tb.Apply(uint64(i+2), &journal.Record{Time: 1, PartitionKey: "p",
-			Commands: []journal.CommandRef{{ID: id}}})
+		tb.Apply(uint64(i+2), &engine.Record{Time: 1, PartitionKey: "p",
+			Commands: []engine.CommandRef{{ID: id}}})
 	}
 	tb.Publish()
 	b.StopTimer()
@@ -56,7 +55,7 @@ func BenchmarkApplyPublish(b *testing.B) {
 			b.Run(fmt.Sprintf("entities=%d/publish-every=%d", n, every), func(b *testing.B) {
 				tb := projections.NewTable("T", 1, 0)
 				put := func(seq uint64, i int) {
-					tb.Apply(seq, &journal.Record{Time: int64(seq), PartitionKey: fmt.Sprintf("p%03d", i%1000),
+					tb.Apply(seq, &engine.Record{Time: int64(seq), PartitionKey: fmt.Sprintf("p%03d", i%1000),
 						Events: []engine.Event{{Kind: engine.EventPut, RowKey: fmt.Sprintf("%07d", i),
 							Properties: []engine.Property{{Name: "V", Value: engine.Int64(int64(i))}}}}})
 				}

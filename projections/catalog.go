@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/journal"
 )
 
 // entry is the catalog's knowledge of one table name.
@@ -45,7 +44,7 @@ func (v *Views) followCatalog(ctx context.Context) error {
 		v.mu.RLock()
 		from := v.catalogSeq + 1
 		v.mu.RUnlock()
-		err := v.j.WatchCatalog(ctx, from, func(seq uint64, rec *journal.CatalogRecord, pending uint64) error {
+		err := v.j.WatchCatalog(ctx, from, func(seq uint64, rec *engine.CatalogRecord, pending uint64) error {
 			v.applyCatalog(ctx, seq, rec)
 			if pending == 0 || seq >= last {
 				v.catalogCaughtUp(ctx, start)
@@ -59,7 +58,7 @@ func (v *Views) followCatalog(ctx context.Context) error {
 	})
 }
 
-func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *journal.CatalogRecord) {
+func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *engine.CatalogRecord) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if seq <= v.catalogSeq {
@@ -73,7 +72,7 @@ func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *journal.Catal
 	}
 	e.seq = seq
 	switch rec.Kind {
-	case journal.CatalogTableCreated:
+	case engine.CatalogTableCreated:
 		e.info = engine.TableInfo{Name: rec.Name, Epoch: seq, Created: rec.Time}
 		e.live = true
 		e.table = NewTable(rec.Name, seq, v.cfg.DedupWindow)
@@ -81,7 +80,7 @@ func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *journal.Catal
 		if v.catalogLoaded {
 			v.startLocked(ctx, e)
 		}
-	case journal.CatalogTableDeleted:
+	case engine.CatalogTableDeleted:
 		if e.cancel != nil {
 			e.cancel()
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/tidwall/btree"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/journal"
 )
 
 // DefaultDedupWindow is how long a client's command id is remembered, in
@@ -113,7 +112,7 @@ func (t *Table) Epoch() uint64 { return t.epoch }
 // order; a record at or below the applied position is ignored (so a
 // redelivered record is harmless). The change becomes visible to readers at
 // the next Publish.
-func (t *Table) Apply(seq uint64, rec *journal.Record) {
+func (t *Table) Apply(seq uint64, rec *engine.Record) {
 	if seq <= t.seq {
 		return
 	}
@@ -203,15 +202,15 @@ func (t *Table) evict(now int64) {
 // Nonce is unique). If the record is stored, the applier takes it from here
 // instead of decoding the message; ForgetAppending drops it afterwards
 // either way.
-func (t *Table) NoteAppending(rec *journal.Record) { t.appended.Store(rec.Nonce, rec) }
+func (t *Table) NoteAppending(rec *engine.Record) { t.appended.Store(rec.Nonce, rec) }
 
 // ForgetAppending drops what NoteAppending stored.
-func (t *Table) ForgetAppending(rec *journal.Record) { t.appended.Delete(rec.Nonce) }
+func (t *Table) ForgetAppending(rec *engine.Record) { t.appended.Delete(rec.Nonce) }
 
 // appendedRecord returns the record being appended with that nonce.
-func (t *Table) appendedRecord(nonce string) *journal.Record {
+func (t *Table) appendedRecord(nonce string) *engine.Record {
 	if v, ok := t.appended.Load(nonce); ok {
-		return v.(*journal.Record)
+		return v.(*engine.Record)
 	}
 	return nil
 }

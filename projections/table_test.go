@@ -9,11 +9,10 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/journal"
 )
 
-func putRec(ts int64, pk string, rks ...string) *journal.Record {
-	r := &journal.Record{Time: ts, PartitionKey: pk}
+func putRec(ts int64, pk string, rks ...string) *engine.Record {
+	r := &engine.Record{Time: ts, PartitionKey: pk}
 	for _, rk := range rks {
 		r.Events = append(r.Events, engine.Event{Kind: engine.EventPut, RowKey: rk,
 			Properties: []engine.Property{{Name: "V", Value: engine.String(rk)}}})
@@ -38,7 +37,7 @@ func TestTableAgainstModel(t *testing.T) {
 	pks := []string{"", "a", "b", "ü"}
 	for seq := uint64(1); seq <= 3000; seq++ {
 		pk := pks[r.IntN(len(pks))]
-		rec := &journal.Record{Time: int64(seq), PartitionKey: pk}
+		rec := &engine.Record{Time: int64(seq), PartitionKey: pk}
 		for i := r.IntN(4); i >= 0; i-- {
 			rk := fmt.Sprintf("%03d", r.IntN(50))
 			if r.IntN(3) == 0 {
@@ -97,7 +96,7 @@ func TestCommandIDsExpireInJournalTime(t *testing.T) {
 	tb := NewTable("T", 1, time.Minute)
 	minute := int64(time.Minute / 100)
 	rec := putRec(0, "p", "1")
-	rec.Commands = []journal.CommandRef{{ID: "c1", Count: 1}, {ID: "", Count: 1}}
+	rec.Commands = []engine.CommandRef{{ID: "c1", Count: 1}, {ID: "", Count: 1}}
 	tb.Apply(1, rec)
 	tb.Apply(2, putRec(minute, "p", "2"))
 	tb.Publish()

@@ -49,7 +49,7 @@ func newRig(t *testing.T) *rig {
 // create creates a table with its stream and returns its epoch.
 func (r *rig) create(name string) uint64 {
 	r.t.Helper()
-	epoch, err := r.j.AppendCatalog(r.ctx, &journal.CatalogRecord{Kind: journal.CatalogTableCreated, Name: name, Time: 1}, 0)
+	epoch, err := r.j.AppendCatalog(r.ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: name, Time: 1}, 0)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func (r *rig) create(name string) uint64 {
 // drop deletes a table from the catalog and returns the catalog sequence.
 func (r *rig) drop(name string) uint64 {
 	r.t.Helper()
-	seq, err := r.j.AppendCatalog(r.ctx, &journal.CatalogRecord{Kind: journal.CatalogTableDeleted, Name: name, Time: 2}, r.catalog[name])
+	seq, err := r.j.AppendCatalog(r.ctx, &engine.CatalogRecord{Kind: engine.CatalogTableDeleted, Name: name, Time: 2}, r.catalog[name])
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -73,8 +73,8 @@ func (r *rig) drop(name string) uint64 {
 
 // record is the i-th record of a table: one entity in a partition of its
 // own, so that a view at sequence n holds exactly n entities.
-func record(i int) *journal.Record {
-	return &journal.Record{Time: int64(i), PartitionKey: fmt.Sprint(i), Nonce: fmt.Sprint("n", i),
+func record(i int) *engine.Record {
+	return &engine.Record{Time: int64(i), PartitionKey: fmt.Sprint(i), Nonce: fmt.Sprint("n", i),
 		Events: []engine.Event{{Kind: engine.EventPut, RowKey: "r"}}}
 }
 

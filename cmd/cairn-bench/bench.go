@@ -407,7 +407,7 @@ func (b *bencher) replay(ctx context.Context, h *node.Node, table string) error 
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- j.Consume(rctx, table, tv.Epoch(), 1, func(seq uint64, rec *journal.Record, pending uint64) error {
+		errc <- j.Consume(rctx, table, tv.Epoch(), 1, func(seq uint64, rec *engine.Record, pending uint64) error {
 			vt.Apply(seq, rec)
 			if pending == 0 || seq >= records {
 				vt.Publish()
@@ -442,8 +442,8 @@ func viewMemory(n int) (float64, error) {
 	vt := projections.NewTable("Memory", 1, 0)
 	for i := 0; i < n; i++ {
 		e := sampleEntity(fmt.Sprintf("p%05d", i%1000), fmt.Sprintf("r%07d", i))
-		data, err := journal.EncodeRecord(&journal.Record{Time: int64(i), PartitionKey: e.PartitionKey,
-			Commands: []journal.CommandRef{{Count: 1}},
+		data, err := journal.EncodeRecord(&engine.Record{Time: int64(i), PartitionKey: e.PartitionKey,
+			Commands: []engine.CommandRef{{Count: 1}},
 			Events:   []engine.Event{{Kind: engine.EventPut, RowKey: e.RowKey, Properties: e.Properties}}})
 		if err != nil {
 			return 0, err

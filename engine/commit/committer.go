@@ -3,6 +3,7 @@ package commit
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,8 +11,6 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/journal"
-	"github.com/cairn-dev/cairn/projections"
 )
 
 // Config tunes the committer.
@@ -23,10 +22,14 @@ type Config struct {
 	// at most 4 MiB).
 	MaxRecordBytes int
 	// MaxAttempts bounds the rounds a command goes through when appends
-	// conflict with other hosts or fail.
+	// are refused (another writer appended first, or the append could not
+	// be sent).
 	MaxAttempts int
 	// Timeout bounds one command's stay in the committer.
 	Timeout time.Duration
+	// DrainTimeout bounds how long Run, once its context has ended, waits
+	// for the commands already taken before it abandons them (10s).
+	DrainTimeout time.Duration
 	// Now is the clock (server Timestamps); time.Now when nil.
 	Now func() time.Time
 }
@@ -44,14 +47,13 @@ func (c *Config) defaults() {
 	if c.Timeout <= 0 {
 		c.Timeout = 30 * time.Second
 	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 10 * time.Second
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 }
-
-// Done receives a command's reply. It is called exactly once, from the
-// committer's goroutine: it must not block for long.
-type Done func(*engine.Reply)
 
 // Committer turns commands into journal records, one partition at a time,
 // with group commit: while a partition's append is in flight, new commands
@@ -59,17 +61,20 @@ type Done func(*engine.Reply)
 // effects of the commands decided before them, appended as one record, and
 // answered each with its own result once the view shows the record.
 type Committer struct {
-	j     *journal.Journal
-	views *projections.Views
+	j     Journal
+	views Views
 	log   *slog.Logger
 	cfg   Config
 
 	stats struct{ records, commands, conflicts, unknown atomic.Uint64 }
 
+	running chan struct{} // closed when Run starts taking commands
+
 	mu    sync.Mutex
+	state state
 	parts map[partKey]*partition
-	wg    sync.WaitGroup
-	ctx   context.Context
+	wg    sync.WaitGroup  // one per partition goroutine
+	ctx   context.Context // set by Run; ends when Run abandons the commands in flight
 }
 
 type partKey struct {
@@ -85,16 +90,17 @@ type partition struct {
 
 type pending struct {
 	cmd      *engine.Command
-	done     Done
+	done     func(*engine.Reply)
 	deadline time.Time
 	hostID   bool // the id was assigned by the host, not the client
 }
 
-// New returns a committer. ctx bounds the work of every partition goroutine:
-// cancel it and call Wait to stop.
-func New(ctx context.Context, j *journal.Journal, views *projections.Views, log *slog.Logger, cfg Config) *Committer {
+// New returns a committer on journal j and this host's views. It starts
+// nothing: commands are taken only while Run runs.
+func New(j Journal, views Views, log *slog.Logger, cfg Config) *Committer {
 	cfg.defaults()
-	return &Committer{j: j, views: views, log: log, cfg: cfg, parts: map[partKey]*partition{}, ctx: ctx}
+	return &Committer{j: j, views: views, log: log, cfg: cfg, parts: map[partKey]*partition{},
+		running: make(chan struct{})}
 }
 
 // Stats counts the committer's work since it started.
@@ -111,12 +117,13 @@ func (c *Committer) Stats() Stats {
 		Conflicts: c.stats.conflicts.Load(), Unknown: c.stats.unknown.Load()}
 }
 
-// Wait waits for the partition goroutines to finish (after ctx is cancelled).
-func (c *Committer) Wait() { c.wg.Wait() }
-
-// Submit queues a command. Invalid commands are answered at once; valid
-// ones once they are committed and visible in this host's view, or failed.
-func (c *Committer) Submit(cmd *engine.Command, done Done) {
+// Submit queues a command. Invalid commands are answered at once, and so
+// are all commands while Run is not running (before it starts, and from the
+// moment its context ends: ServerBusy); valid ones once they are committed
+// and visible in this host's view, or failed. done receives the reply
+// exactly once, from the committer's goroutine or, when answered at once,
+// from the caller's: it must not block for long.
+func (c *Committer) Submit(cmd *engine.Command, done func(*engine.Reply)) {
 	if err := engine.ValidateCommand(cmd); err != nil {
 		done(&engine.Reply{Error: engine.AsError(err)})
 		return
@@ -128,8 +135,13 @@ func (c *Committer) Submit(cmd *engine.Command, done Done) {
 		cmd.ID = hostIDPrefix + nuid.Next()
 		p.hostID = true
 	}
-	key := partKey{table: projections.Lower(cmd.Table), pk: cmd.PartitionKey()}
+	key := partKey{table: strings.ToLower(cmd.Table), pk: cmd.PartitionKey()}
 	c.mu.Lock()
+	if c.state != stateRunning {
+		c.mu.Unlock()
+		done(&engine.Reply{Error: errNotRunning()})
+		return
+	}
 	part := c.parts[key]
 	if part == nil {
 		part = &partition{key: key}
@@ -148,7 +160,7 @@ func (c *Committer) Submit(cmd *engine.Command, done Done) {
 }
 
 // hostIDPrefix marks ids the host made up; they are not kept in the view's
-// dedup index (only client ids are), see journal.Record.Nonce.
+// dedup index (only client ids are), see engine.Record.Nonce.
 const hostIDPrefix = "\x00"
 
 // run drains a partition's queue, one group at a time, and exits when the

@@ -49,11 +49,25 @@ func newRig(t *testing.T) *rig {
 	return &rig{nc: nc, j: j, views: views, log: log, ctx: ctx}
 }
 
-func (r *rig) committer(t *testing.T, j *journal.Journal) *commit.Committer {
+// committer runs a committer on j until the test ends.
+func (r *rig) committer(t *testing.T, j commit.Journal) *commit.Committer {
 	t.Helper()
+	return r.committerWith(t, j, commit.Config{})
+}
+
+func (r *rig) committerWith(t *testing.T, j commit.Journal, cfg commit.Config) *commit.Committer {
+	t.Helper()
+	c := commit.New(j, commitViews{r.views}, r.log, cfg)
 	ctx, cancel := context.WithCancel(r.ctx)
-	c := commit.New(ctx, j, r.views, r.log, commit.Config{})
-	t.Cleanup(func() { cancel(); c.Wait() })
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	<-c.Running()
 	return c
 }
 

@@ -9,8 +9,6 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/journal"
-	"github.com/cairn-dev/cairn/projections"
 )
 
 // outcome is what became of one command of a group.
@@ -19,21 +17,23 @@ type outcome struct {
 	ref    int // index into the record's Commands, or -1
 	sameAs int // index into the record's Commands of an earlier command with the same id, or -1
 	err    *engine.Error
-	dup    *projections.CommandRecord // committed earlier, found in the view
+	dup    *Committed // committed earlier, found in the view
 }
 
 // commitGroup decides, appends and answers one group of commands of one
 // partition. Commands that do not fit into one record are carried into the
-// next round. Conflicts with other writers (another host appended to the
-// partition first) and appends of unknown outcome are resolved by catching
-// the view up with the journal and deciding again: commands that did land are
-// then found by their id and answered from it, so nothing is applied twice.
+// next round. An append refused because another writer appended to the
+// partition first is followed by catching the view up with the journal and
+// deciding again: commands that did land earlier are then found by their
+// id and answered from it, so nothing is applied twice. An append of
+// unknown outcome is settled before anything is decided again
+// (appendRecord).
 func (c *Committer) commitGroup(key partKey, group []*pending) {
 	ctx := c.ctx
 	attempt := 0
 	for len(group) > 0 {
 		if ctx.Err() != nil {
-			failAll(group, engine.Errorf(engine.CodeServerBusy, "the host is shutting down"))
+			failAll(group, engine.Errorf(engine.CodeServerBusy, "the host shut down before the command was committed"))
 			return
 		}
 		tbl, ok, err := c.lookup(key.table)
@@ -53,40 +53,38 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 		if len(group) == 0 {
 			return
 		}
-		snap := tbl.Snapshot()
-		expect := snap.Partition(key.pk).LastSeq
-		rec, outs, rest := c.decide(tbl, snap, key.pk, group)
+		part := tbl.Partition(key.pk)
+		expect := part.LastSeq()
+		rec, outs, rest := c.decide(tbl.Epoch(), part, key.pk, group)
 		if len(rec.Commands) == 0 {
 			answer(tbl.Epoch(), 0, rec, outs)
 			group = rest
 			continue
 		}
 		tbl.NoteAppending(rec)
-		seq, err := c.j.Append(ctx, tbl.Name(), tbl.Epoch(), rec, expect)
+		seq, err := c.appendRecord(tbl, rec, expect, latestDeadline(group[:len(outs)]))
 		if err != nil {
-			if errors.Is(err, journal.ErrTableGone) {
-				tbl.ForgetAppending(rec)
+			tbl.ForgetAppending(rec)
+			switch {
+			case errors.Is(err, engine.ErrTableGone):
 				failAll(group, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", tbl.Name()))
 				return
+			case errors.Is(err, errOutcomeUnknown):
+				c.log.Error("append of unknown outcome", "table", tbl.Name(), "err", err)
+				answerUnknown(tbl.Epoch(), outs, err)
+				group, attempt = rest, 0
+				continue
 			}
+			// Not stored, and it never will be.
 			attempt++
-			if errors.Is(err, journal.ErrConflict) {
-				c.stats.conflicts.Add(1)
-			} else {
-				c.stats.unknown.Add(1)
+			if attempt >= c.cfg.MaxAttempts {
+				c.log.Error("append failed", "table", tbl.Name(), "attempts", attempt, "err", err)
+				failAll(group, engine.Errorf(engine.CodeServerBusy, "could not commit to %s after %d attempts: %v", tbl.Name(), attempt, err))
+				return
 			}
-			found, fseq := c.resolve(tbl, key.pk, expect, rec, err)
-			if !found {
-				tbl.ForgetAppending(rec)
-				if attempt >= c.cfg.MaxAttempts {
-					c.log.Error("append failed", "table", tbl.Name(), "attempts", attempt, "err", err)
-					failAll(group, engine.Errorf(engine.CodeServerBusy, "could not commit to %s after %d attempts: %v", tbl.Name(), attempt, err))
-					return
-				}
-				backoff(ctx, attempt)
-				continue // decide the whole group again on the newer view
-			}
-			seq = fseq
+			c.catchUp(tbl, key.pk)
+			backoff(ctx, attempt)
+			continue // decide the whole group again on the newer view
 		}
 		c.stats.records.Add(1)
 		c.stats.commands.Add(uint64(len(rec.Commands)))
@@ -103,36 +101,40 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 	}
 }
 
-// waitVisible waits until the view shows seq (without a timer when it
-// already does, the common case under load).
-func (c *Committer) waitVisible(tbl *projections.Table, seq uint64) error {
-	if tbl.Snapshot().Seq >= seq {
-		return nil
+// latestDeadline is the last deadline of the commands of a round: they
+// share their record's fate, so its outcome is sought that long.
+func latestDeadline(group []*pending) time.Time {
+	var d time.Time
+	for _, p := range group {
+		if p.deadline.After(d) {
+			d = p.deadline
+		}
 	}
+	return d
+}
+
+// waitVisible waits until the view shows seq.
+func (c *Committer) waitVisible(tbl Table, seq uint64) error {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
 	defer cancel()
-	_, err := tbl.WaitSeq(ctx, seq)
-	return err
+	return tbl.WaitSeq(ctx, seq)
 }
 
 // lookup finds a table's view, catching up with the catalog when this host
 // does not know the table yet.
-func (c *Committer) lookup(table string) (*projections.Table, bool, error) {
-	if t, ok := c.views.Table(table); ok {
-		return t, true, nil
-	}
+func (c *Committer) lookup(table string) (Table, bool, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
 	defer cancel()
 	return c.views.Lookup(ctx, table)
 }
 
 // decide builds the record of one round: every command of the group that
-// fits, decided in order against the snapshot plus the effects of those
+// fits, decided in order against the partition plus the effects of those
 // before it.
-func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, pk string, group []*pending) (*journal.Record, []outcome, []*pending) {
+func (c *Committer) decide(epoch uint64, part Partition, pk string, group []*pending) (*engine.Record, []outcome, []*pending) {
 	ts := engine.TimeToTicks(c.cfg.Now())
-	rec := &journal.Record{Time: ts, PartitionKey: pk, Nonce: nuid.Next()}
-	ov := engine.NewOverlay(snap.PartitionState(pk))
+	rec := &engine.Record{Time: ts, PartitionKey: pk, Nonce: nuid.Next()}
+	ov := engine.NewOverlay(part)
 	outs := make([]outcome, 0, len(group))
 	var seen map[string]int // ids decided in this round; only groups of several need it
 	if len(group) > 1 {
@@ -143,7 +145,7 @@ func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, p
 		o := outcome{p: p, ref: -1, sameAs: -1}
 		id := p.cmd.ID
 		if !p.hostID {
-			if cr, ok := snap.Command(pk, id); ok {
+			if cr, ok := part.Command(id); ok {
 				o.dup = &cr
 				outs = append(outs, o)
 				continue
@@ -158,7 +160,7 @@ func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, p
 		if size > 0 && size+n > c.cfg.MaxRecordBytes {
 			return rec, outs, group[i:]
 		}
-		events, err := engine.Decide(ov, tbl.Epoch(), p.cmd)
+		events, err := engine.Decide(ov, epoch, p.cmd)
 		if err != nil {
 			o.err = engine.AsError(err)
 			outs = append(outs, o)
@@ -166,7 +168,7 @@ func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, p
 		}
 		ov.Apply(events, ts)
 		o.ref = len(rec.Commands)
-		ref := journal.CommandRef{First: uint32(len(rec.Events)), Count: uint32(len(events))}
+		ref := engine.CommandRef{First: uint32(len(rec.Events)), Count: uint32(len(events))}
 		if !p.hostID {
 			ref.ID = id
 		}
@@ -180,36 +182,6 @@ func (c *Committer) decide(tbl *projections.Table, snap *projections.Snapshot, p
 		outs = append(outs, o)
 	}
 	return rec, outs, nil
-}
-
-// resolve finds out, after a failed append, whether the record landed
-// anyway (an ack lost to a timeout or a broken connection). It first lets
-// the view catch up with the partition's journal, so that the next round
-// decides on fresh state.
-func (c *Committer) resolve(tbl *projections.Table, pk string, expect uint64, rec *journal.Record, appendErr error) (bool, uint64) {
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
-	defer cancel()
-	last, err := c.j.LastSeq(ctx, tbl.Name(), tbl.Epoch(), pk)
-	if err != nil {
-		c.log.Warn("append failed and the journal cannot be read", "table", tbl.Name(), "append_err", appendErr, "err", err)
-		return false, 0
-	}
-	if last > expect {
-		if _, err := tbl.WaitSeq(ctx, last); err != nil {
-			return false, 0
-		}
-	}
-	if errors.Is(appendErr, journal.ErrConflict) || last <= expect {
-		// Rejected by the server (the partition had moved on), or nothing
-		// new is there: the record did not land.
-		return false, 0
-	}
-	seq, found, err := c.j.FindRecord(ctx, tbl.Name(), tbl.Epoch(), pk, expect, rec.Nonce)
-	if err != nil {
-		c.log.Warn("cannot tell whether a failed append landed", "table", tbl.Name(), "err", err)
-		return false, 0
-	}
-	return found, seq
 }
 
 // dropExpired answers the commands whose time is up before they were tried.
@@ -238,7 +210,7 @@ func backoff(ctx context.Context, attempt int) {
 
 // answer replies to every command of a round once its record is visible
 // (seq is its journal position; 0 when the round appended nothing).
-func answer(epoch, seq uint64, rec *journal.Record, outs []outcome) {
+func answer(epoch, seq uint64, rec *engine.Record, outs []outcome) {
 	for _, o := range outs {
 		switch {
 		case o.err != nil:
@@ -255,6 +227,24 @@ func answer(epoch, seq uint64, rec *journal.Record, outs []outcome) {
 		default:
 			ref := rec.Commands[o.ref]
 			reply(o.p, results(epoch, seq, ref.First, ref.Count, rec.Time, o.p.cmd))
+		}
+	}
+}
+
+// answerUnknown answers the commands of a round whose record's outcome is
+// unknown: those in the record may have been applied, and their answer
+// says so; those refused by the decider or committed earlier are answered
+// as decided.
+func answerUnknown(epoch uint64, outs []outcome, err error) {
+	for _, o := range outs {
+		switch {
+		case o.err != nil:
+			reply(o.p, &engine.Reply{Error: o.err})
+		case o.dup != nil:
+			answer(epoch, 0, nil, []outcome{o})
+		default:
+			reply(o.p, &engine.Reply{Error: engine.Errorf(engine.CodeOperationTimedOut,
+				"the command may or may not have been applied: %v; retry it with a command id to be answered from its record if it was", err)})
 		}
 	}
 }

@@ -6,25 +6,29 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/journal"
 )
 
 // CreateTable adds a table to the catalog, creates its journal and waits
 // until this host's view of it is ready. Names are unique regardless of
 // case; two hosts racing to create one name are ordered by the catalog's
-// per-name sequence check, and the loser gets TableAlreadyExists.
+// per-name sequence check, and the loser gets TableAlreadyExists. It runs
+// in the caller's goroutine, under ctx; while Run is not taking commands
+// it fails with ServerBusy.
 func (c *Committer) CreateTable(ctx context.Context, name string) (engine.TableInfo, error) {
 	if err := engine.ValidateTableName(name); err != nil {
 		return engine.TableInfo{}, err
+	}
+	if !c.taking() {
+		return engine.TableInfo{}, errNotRunning()
 	}
 	for attempt := 1; ; attempt++ {
 		seq, info, live := c.views.CatalogEntry(name)
 		if live {
 			return engine.TableInfo{}, engine.Errorf(engine.CodeTableAlreadyExists, "table %s already exists", info.Name)
 		}
-		rec := &journal.CatalogRecord{Kind: journal.CatalogTableCreated, Name: name, Time: engine.TimeToTicks(c.cfg.Now())}
+		rec := &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: name, Time: engine.TimeToTicks(c.cfg.Now())}
 		epoch, err := c.j.AppendCatalog(ctx, rec, seq)
-		if errors.Is(err, journal.ErrConflict) && attempt < c.cfg.MaxAttempts {
+		if errors.Is(err, engine.ErrConflict) && attempt < c.cfg.MaxAttempts {
 			if err := c.catchUpCatalog(ctx); err != nil {
 				return engine.TableInfo{}, err
 			}
@@ -48,16 +52,19 @@ func (c *Committer) CreateTable(ctx context.Context, name string) (engine.TableI
 
 // DeleteTable removes a table: one catalog record, then its journal stream
 // is deleted whole. Neither step depends on how many entities the table
-// holds.
+// holds. Like CreateTable, it runs in the caller's goroutine.
 func (c *Committer) DeleteTable(ctx context.Context, name string) error {
+	if !c.taking() {
+		return errNotRunning()
+	}
 	for attempt := 1; ; attempt++ {
 		seq, info, live := c.views.CatalogEntry(name)
 		if !live {
 			return engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", name)
 		}
-		rec := &journal.CatalogRecord{Kind: journal.CatalogTableDeleted, Name: info.Name, Time: engine.TimeToTicks(c.cfg.Now())}
+		rec := &engine.CatalogRecord{Kind: engine.CatalogTableDeleted, Name: info.Name, Time: engine.TimeToTicks(c.cfg.Now())}
 		cseq, err := c.j.AppendCatalog(ctx, rec, seq)
-		if errors.Is(err, journal.ErrConflict) && attempt < c.cfg.MaxAttempts {
+		if errors.Is(err, engine.ErrConflict) && attempt < c.cfg.MaxAttempts {
 			if err := c.catchUpCatalog(ctx); err != nil {
 				return err
 			}

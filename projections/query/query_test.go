@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/projections"
 )
 
@@ -35,7 +34,7 @@ func randomTable(r *rand.Rand, n, rows int) *projections.Snapshot {
 		if r.IntN(4) == 0 {
 			props = append(props, engine.Property{Name: "L", Value: engine.Int64(int64(r.IntN(10)))})
 		}
-		rec := &journal.Record{Time: int64(i + 1), PartitionKey: pk, Events: []engine.Event{
+		rec := &engine.Record{Time: int64(i + 1), PartitionKey: pk, Events: []engine.Event{
 			{Kind: engine.EventPut, RowKey: fmt.Sprintf("%03d", r.IntN(rows)), Properties: engine.NewEntity("", "", props...).Properties}}}
 		t.Apply(uint64(i+1), rec)
 	}
@@ -304,7 +303,7 @@ func BenchmarkScan(b *testing.B) {
 		for _, n := range []string{"Age", "City", "Department", "Email", "Hired", "Name", "Notes", "Salary", "Serial", "Zip", "Extra"} {
 			props = append(props, engine.Property{Name: n, Value: engine.String(n)})
 		}
-		rec := &journal.Record{Time: int64(i + 1), PartitionKey: fmt.Sprintf("p%03d", i/100), Events: []engine.Event{
+		rec := &engine.Record{Time: int64(i + 1), PartitionKey: fmt.Sprintf("p%03d", i/100), Events: []engine.Event{
 			{Kind: engine.EventPut, RowKey: fmt.Sprintf("%05d", i), Properties: engine.NewEntity("", "", props...).Properties}}}
 		t.Apply(uint64(i+1), rec)
 	}

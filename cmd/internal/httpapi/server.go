@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -13,7 +14,6 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/projections"
 )
@@ -133,11 +133,19 @@ func (c *Config) defaults() {
 	}
 }
 
+// Committer is what the HTTP API needs of the committer (engine/commit).
+type Committer interface {
+	// Submit queues a command; done receives its reply exactly once.
+	Submit(cmd *engine.Command, done func(*engine.Reply))
+	CreateTable(ctx context.Context, name string) (engine.TableInfo, error)
+	DeleteTable(ctx context.Context, name string) error
+}
+
 // Server is the HTTP API. It is an http.Handler; it starts no goroutines.
 type Server struct {
 	cfg      Config
 	views    *projections.Views
-	comm     *commit.Committer
+	comm     Committer
 	log      *slog.Logger
 	accounts map[string]Account
 	held     *holds
@@ -145,7 +153,7 @@ type Server struct {
 }
 
 // New returns a server reading from views and writing through c.
-func New(views *projections.Views, c *commit.Committer, log *slog.Logger, cfg Config) *Server {
+func New(views *projections.Views, c Committer, log *slog.Logger, cfg Config) *Server {
 	cfg.defaults()
 	s := &Server{cfg: cfg, views: views, comm: c, log: log, accounts: map[string]Account{},
 		held: newHolds(cfg.HoldSnapshot, cfg.HeldSnapshots), metrics: newMetrics()}

@@ -16,7 +16,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/projections"
 )
@@ -49,10 +48,18 @@ func (c *Config) defaults() {
 	}
 }
 
+// Committer is what the service needs of the committer (engine/commit).
+type Committer interface {
+	// Submit queues a command; done receives its reply exactly once.
+	Submit(cmd *engine.Command, done func(*engine.Reply))
+	CreateTable(ctx context.Context, name string) (engine.TableInfo, error)
+	DeleteTable(ctx context.Context, name string) error
+}
+
 // Service is the NATS front of the committer and the views.
 type Service struct {
 	nc    *nats.Conn
-	c     *commit.Committer
+	c     Committer
 	views *projections.Views
 	log   *slog.Logger
 	cfg   Config
@@ -61,7 +68,7 @@ type Service struct {
 }
 
 // New returns a service; Start subscribes.
-func New(ctx context.Context, nc *nats.Conn, c *commit.Committer, views *projections.Views, log *slog.Logger, cfg Config) *Service {
+func New(ctx context.Context, nc *nats.Conn, c Committer, views *projections.Views, log *slog.Logger, cfg Config) *Service {
 	cfg.defaults()
 	return &Service{nc: nc, c: c, views: views, log: log, cfg: cfg, ctx: ctx}
 }

@@ -227,7 +227,10 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 
 	cctx, cancelCommit := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelCommit()
-	h.comm = commit.New(cctx, h.j, h.views, log, cfg.Commit)
+	h.comm = commit.New(h.j, commitViews{h.views}, log, cfg.Commit)
+	commitDone := make(chan error, 1)
+	go func() { commitDone <- h.comm.Run(cctx) }()
+	<-h.comm.Running()
 	svc := natsapi.New(runCtx, h.nc, h.comm, h.views, log, natsapi.Config{Prefix: cfg.Prefix})
 	if err := svc.Start(); err != nil {
 		return fail(err)
@@ -301,15 +304,12 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 	svc.Stop()
 	stopFunctions()
 	h.fns.Wait()
-	// Commands already taken get their answers before the journal goes.
-	done := make(chan struct{})
-	go func() { h.comm.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		log.Warn("commands still in flight after 10s; abandoning them")
-	}
+	// Commands already taken get their answers (or, after the committer's
+	// drain timeout, are abandoned) before the journal goes.
 	cancelCommit()
+	if err := <-commitDone; err != nil {
+		log.Warn("committer", "err", err)
+	}
 	err = fail(nil)
 	log.Info("stopped")
 	return err

@@ -1,0 +1,54 @@
+package node
+
+import (
+	"context"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/commit"
+	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/projections"
+)
+
+// The committer states what it needs as small interfaces of its own
+// (engine/commit). The journal satisfies commit.Journal as it is; the
+// views return their concrete types, so these thin adapters connect them.
+
+var _ commit.Journal = (*journal.Journal)(nil)
+
+// commitViews adapts the views to commit.Views.
+type commitViews struct{ *projections.Views }
+
+func (v commitViews) Lookup(ctx context.Context, name string) (commit.Table, bool, error) {
+	t, ok, err := v.Views.Lookup(ctx, name)
+	if !ok {
+		return nil, false, err
+	}
+	return commitTable{t}, true, nil
+}
+
+// commitTable adapts a table's view to commit.Table.
+type commitTable struct{ *projections.Table }
+
+func (t commitTable) Partition(pk string) commit.Partition {
+	return commitPartition{s: t.Snapshot(), pk: pk}
+}
+
+func (t commitTable) WaitSeq(ctx context.Context, seq uint64) error {
+	_, err := t.Table.WaitSeq(ctx, seq)
+	return err
+}
+
+// commitPartition is one partition of a snapshot, as commit.Partition.
+type commitPartition struct {
+	s  *projections.Snapshot
+	pk string
+}
+
+func (p commitPartition) Entity(rk string) (*engine.Entity, bool) { return p.s.Get(p.pk, rk) }
+
+func (p commitPartition) LastSeq() uint64 { return p.s.Partition(p.pk).LastSeq }
+
+func (p commitPartition) Command(id string) (commit.Committed, bool) {
+	c, ok := p.s.Command(p.pk, id)
+	return commit.Committed{Seq: c.Seq, First: c.First, Count: c.Count, Time: c.Time}, ok
+}

@@ -1,0 +1,112 @@
+package commit_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/commit"
+)
+
+func insert(table, pk, rk string) *engine.Command {
+	return &engine.Command{Table: table, Ops: []engine.Operation{{Op: engine.OpInsert, Entity: engine.NewEntity(pk, rk)}}}
+}
+
+// TestRunLifecycle: nothing is taken before Run; commands taken before
+// Run's context ends are answered before Run returns; nothing is taken
+// after.
+func TestRunLifecycle(t *testing.T) {
+	r := newRig(t)
+	c := commit.New(r.j, commitViews{r.views}, r.log, commit.Config{})
+	if rep := submit(c, insert("Life", "p", "r0")); rep.Error == nil || rep.Error.Code != engine.CodeServerBusy {
+		t.Fatalf("before Run: %+v", rep)
+	}
+	if _, err := c.CreateTable(r.ctx, "Life"); engine.ErrorCode(err) != engine.CodeServerBusy {
+		t.Fatalf("CreateTable before Run: %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(ctx) }()
+	<-c.Running()
+	if _, err := c.CreateTable(r.ctx, "Life"); err != nil {
+		t.Fatal(err)
+	}
+	if rep := submit(c, insert("Life", "p", "r1")); rep.Error != nil {
+		t.Fatal(rep.Error)
+	}
+
+	// Taken, then the context ends at once: the command is still committed.
+	replies := make(chan *engine.Reply, 1)
+	c.Submit(insert("Life", "p", "r2"), func(rep *engine.Reply) { replies <- rep })
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case rep := <-replies:
+		if rep.Error != nil {
+			t.Fatalf("command taken before the end: %v", rep.Error)
+		}
+	default:
+		t.Fatal("Run returned before it answered a command it had taken")
+	}
+
+	if rep := submit(c, insert("Life", "p", "r3")); rep.Error == nil || rep.Error.Code != engine.CodeServerBusy {
+		t.Fatalf("after Run: %+v", rep)
+	}
+	if err := c.Run(r.ctx); err == nil {
+		t.Fatal("a second Run ran")
+	}
+}
+
+// stuckJournal never acknowledges an append: Append returns only when its
+// context ends.
+type stuckJournal struct {
+	commit.Journal
+	once    sync.Once
+	entered chan struct{}
+}
+
+func (j *stuckJournal) Append(ctx context.Context, table string, epoch uint64, rec *engine.Record, expectLast uint64) (uint64, error) {
+	j.once.Do(func() { close(j.entered) })
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+// TestRunAbandons: a command still in flight after the drain timeout is
+// answered with an error, and Run returns.
+func TestRunAbandons(t *testing.T) {
+	r := newRig(t)
+	j := &stuckJournal{Journal: r.j, entered: make(chan struct{})}
+	c := commit.New(j, commitViews{r.views}, r.log, commit.Config{DrainTimeout: time.Nanosecond})
+	ctx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(ctx) }()
+	<-c.Running()
+	if _, err := c.CreateTable(r.ctx, "Stuck"); err != nil {
+		t.Fatal(err)
+	}
+	replies := make(chan *engine.Reply, 1)
+	c.Submit(insert("Stuck", "p", "r"), func(rep *engine.Reply) { replies <- rep })
+	<-j.entered
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case rep := <-replies:
+		// Abandoned while its append was unanswered: it may have been
+		// applied, and the answer must not claim otherwise.
+		if rep.Error == nil || rep.Error.Code != engine.CodeOperationTimedOut {
+			t.Fatalf("abandoned command answered %+v", rep)
+		}
+		t.Logf("abandoned: %v", rep.Error)
+	default:
+		t.Fatal("Run returned before it answered an abandoned command")
+	}
+}
