@@ -17,10 +17,10 @@ import (
 	"github.com/cairn-dev/cairn/journal"
 )
 
-// function is a deployed function on this host: its current version and
+// function is a deployed function on this node: its current version and
 // the goroutine that feeds it from its trigger.
 type function struct {
-	h    *Host
+	rn   *Runner
 	name string
 	cur  atomic.Pointer[version]
 
@@ -53,8 +53,8 @@ func (v *version) retire() {
 	}()
 }
 
-// sameRunner reports whether m can run on f's trigger goroutine as it is.
-func (f *function) sameRunner(m *Manifest) bool {
+// sameFeed reports whether m can run on f's trigger goroutine as it is.
+func (f *function) sameFeed(m *Manifest) bool {
 	c := f.cur.Load().m
 	return c.Trigger == m.Trigger && c.Concurrency == m.Concurrency && c.AckWait() == m.AckWait()
 }
@@ -72,12 +72,12 @@ func (f *function) take() *version {
 }
 
 func (f *function) start() {
-	ctx, cancel := context.WithCancel(f.h.ctx)
+	ctx, cancel := context.WithCancel(f.rn.ctx)
 	f.cancel, f.done = cancel, make(chan struct{})
 	m := f.cur.Load().m
-	f.h.wg.Add(1)
+	f.rn.wg.Add(1)
 	go func() {
-		defer f.h.wg.Done()
+		defer f.rn.wg.Done()
 		defer close(f.done)
 		var err error
 		switch m.Trigger.Kind() {
@@ -91,20 +91,20 @@ func (f *function) start() {
 			<-ctx.Done() // direct invocations only
 		}
 		if err != nil && ctx.Err() == nil {
-			f.h.log.Error("function stopped", "function", f.name, "err", err)
+			f.rn.log.Error("function stopped", "function", f.name, "err", err)
 		}
 	}()
 }
 
 // consumerOf names the stream of the durable consumer "fn-<name>" that a
 // manifest's trigger uses ("" for none).
-func (h *Host) consumerOf(m Manifest) (stream string) {
+func (rn *Runner) consumerOf(m Manifest) (stream string) {
 	switch m.Trigger.Kind() {
 	case "queue", "timer":
-		return StreamName(h.cfg.Prefix)
+		return StreamName(rn.cfg.Prefix)
 	case "table":
-		if t, ok := h.views.Table(m.Trigger.Table); ok {
-			return journal.StreamName(h.cfg.Prefix, t.Name(), t.Epoch())
+		if t, ok := rn.views.Table(m.Trigger.Table); ok {
+			return journal.StreamName(rn.cfg.Prefix, t.Name(), t.Epoch())
 		}
 	}
 	return ""
@@ -112,17 +112,17 @@ func (h *Host) consumerOf(m Manifest) (stream string) {
 
 // dropConsumer deletes the durable consumer of a function that no longer
 // uses it (undeployed, or moved to another trigger), so that its queue can
-// be given to another function. Every host tries; the first succeeds.
-func (h *Host) dropConsumer(m Manifest) {
-	stream := h.consumerOf(m)
+// be given to another function. Every node tries; the first succeeds.
+func (rn *Runner) dropConsumer(m Manifest) {
+	stream := rn.consumerOf(m)
 	if stream == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := h.js.DeleteConsumer(ctx, stream, "fn-"+m.Name)
+	err := rn.js.DeleteConsumer(ctx, stream, "fn-"+m.Name)
 	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		h.log.Warn("function: could not delete its consumer", "function", m.Name, "stream", stream, "err", err)
+		rn.log.Warn("function: could not delete its consumer", "function", m.Name, "stream", stream, "err", err)
 	}
 }
 
@@ -148,28 +148,28 @@ func retryWait(ctx context.Context, d time.Duration) bool {
 }
 
 // consumeQueue feeds the function from a queue: a durable consumer shared by
-// every host, at most Concurrency invocations at once on this host.
+// every node, at most Concurrency invocations at once on this node.
 func (f *function) consumeQueue(ctx context.Context, queue string) error {
-	h := f.h
+	rn := f.rn
 	m := f.cur.Load().m
-	subject := QueueSubject(h.cfg.Prefix, queue)
+	subject := QueueSubject(rn.cfg.Prefix, queue)
 	var cons jetstream.Consumer
 	for {
 		var err error
-		cons, err = h.js.CreateOrUpdateConsumer(ctx, StreamName(h.cfg.Prefix), jetstream.ConsumerConfig{
+		cons, err = rn.js.CreateOrUpdateConsumer(ctx, StreamName(rn.cfg.Prefix), jetstream.ConsumerConfig{
 			Durable:       "fn-" + f.name,
 			Description:   "function " + f.name + " on queue " + queue,
 			FilterSubject: subject,
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       m.AckWait(),
-			MaxDeliver:    -1, // the host poisons; see handle
+			MaxDeliver:    -1, // the runner poisons; see handle
 			MaxAckPending: 4096,
-			Replicas:      h.cfg.Replicas,
+			Replicas:      rn.cfg.Replicas,
 		})
 		if err == nil {
 			break
 		}
-		h.log.Error("function: cannot consume its queue", "function", f.name, "queue", queue, "err", err)
+		rn.log.Error("function: cannot consume its queue", "function", f.name, "queue", queue, "err", err)
 		if !retryWait(ctx, 5*time.Second) {
 			return nil
 		}
@@ -210,7 +210,7 @@ func (f *function) pull(ctx context.Context, cons jetstream.Consumer, ahead int,
 		case errors.Is(err, jetstream.ErrNoHeartbeat):
 			// A busy moment: the iterator pulls again.
 		case err != nil:
-			f.h.log.Warn("function: "+what+" read failed", "function", f.name, "err", err)
+			f.rn.log.Warn("function: "+what+" read failed", "function", f.name, "err", err)
 		default:
 			handle(msg)
 		}
@@ -221,10 +221,10 @@ func (f *function) pull(ctx context.Context, cons jetstream.Consumer, ahead int,
 // success; on failure, delivered again after a back-off, or moved to the
 // poison queue once its dequeue count reaches the maximum.
 func (f *function) handle(ctx context.Context, queue string, msg jetstream.Msg) {
-	h := f.h
+	rn := f.rn
 	md, err := msg.Metadata()
 	if err != nil {
-		h.log.Error("function: message without metadata", "function", f.name, "err", err)
+		rn.log.Error("function: message without metadata", "function", f.name, "err", err)
 		_ = msg.Term()
 		return
 	}
@@ -233,9 +233,9 @@ func (f *function) handle(ctx context.Context, queue string, msg jetstream.Msg) 
 	m := v.m
 	n := int(md.NumDelivered)
 	if n > m.MaxDequeueCount {
-		// Earlier deliveries never settled: the host running them died
+		// Earlier deliveries never settled: the node running them died
 		// or lost its connection. Do not run it again.
-		f.poison(ctx, queue, msg, md, n-1, fmt.Sprintf("delivered %d times without finishing (the host running it stopped, or the invocation never returned); not run again", n-1))
+		f.poison(ctx, queue, msg, md, n-1, fmt.Sprintf("delivered %d times without finishing (the node running it stopped, or the invocation never returned); not run again", n-1))
 		return
 	}
 	trig := abi.Trigger{
@@ -251,11 +251,11 @@ func (f *function) handle(ctx context.Context, queue string, msg jetstream.Msg) 
 	if id := msg.Headers().Get(HeaderTrigger); id != "" {
 		trig.ID, trig.Kind = id, abi.KindTimer
 	}
-	_, err = h.run(ctx, v, trig)
+	_, err = rn.run(ctx, v, trig)
 	if err == nil {
 		if aerr := msg.DoubleAck(ctx); aerr != nil {
 			// Delivered again later; the writes are answered as duplicates.
-			h.log.Warn("function: ack failed", "function", f.name, "trigger", trig.ID, "err", aerr)
+			rn.log.Warn("function: ack failed", "function", f.name, "trigger", trig.ID, "err", aerr)
 		}
 		return
 	}
@@ -264,7 +264,7 @@ func (f *function) handle(ctx context.Context, queue string, msg jetstream.Msg) 
 		return
 	}
 	delay := m.Backoff(n)
-	h.log.Info("function failed; retrying after back-off", "function", f.name, "trigger", trig.ID, "dequeueCount", n, "backoff", delay, "err", err)
+	rn.log.Info("function failed; retrying after back-off", "function", f.name, "trigger", trig.ID, "dequeueCount", n, "backoff", delay, "err", err)
 	_ = msg.NakWithDelay(delay)
 }
 
@@ -275,7 +275,7 @@ func (f *function) poisonHeader(reason string, attempts int, source uint64) nats
 	hdr.Set(HeaderError, reason)
 	hdr.Set(HeaderAttempts, strconv.Itoa(attempts))
 	hdr.Set(HeaderFunction, f.name)
-	hdr.Set(HeaderPoisoned, f.h.now().UTC().Format(time.RFC3339Nano))
+	hdr.Set(HeaderPoisoned, f.rn.now().UTC().Format(time.RFC3339Nano))
 	hdr.Set(HeaderSource, strconv.FormatUint(source, 10))
 	return hdr
 }
@@ -284,7 +284,7 @@ func (f *function) poisonHeader(reason string, attempts int, source uint64) nats
 // times, then removes it from its queue. The move carries an id derived
 // from the message's sequence, so doing it twice stores it once.
 func (f *function) poison(ctx context.Context, queue string, msg jetstream.Msg, md *jetstream.MsgMetadata, attempts int, reason string) {
-	h := f.h
+	rn := f.rn
 	if len(reason) > 2048 {
 		reason = reason[:2048] + "…"
 	}
@@ -297,14 +297,14 @@ func (f *function) poison(ctx context.Context, queue string, msg jetstream.Msg, 
 	id := "poison:" + queue + ":" + strconv.FormatUint(md.Sequence.Stream, 10)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := h.queues.publish(pctx, queue+PoisonSuffix, msg.Data(), id, hdr); err != nil {
-		h.log.Error("function: could not move a message to its poison queue; it will be delivered again", "function", f.name, "queue", queue, "err", err)
+	if err := rn.queues.publish(pctx, queue+PoisonSuffix, msg.Data(), id, hdr); err != nil {
+		rn.log.Error("function: could not move a message to its poison queue; it will be delivered again", "function", f.name, "queue", queue, "err", err)
 		_ = msg.NakWithDelay(f.cur.Load().m.BackoffMax.D())
 		return
 	}
 	if err := msg.TermWithReason("poisoned: " + reason); err != nil {
-		h.log.Warn("function: term failed", "function", f.name, "err", err)
+		rn.log.Warn("function: term failed", "function", f.name, "err", err)
 	}
-	h.stats.Poisoned.Add(1)
-	h.log.Warn("message moved to the poison queue", "function", f.name, "queue", queue+PoisonSuffix, "attempts", attempts, "err", reason)
+	rn.stats.Poisoned.Add(1)
+	rn.log.Warn("message moved to the poison queue", "function", f.name, "queue", queue+PoisonSuffix, "attempts", attempts, "err", reason)
 }

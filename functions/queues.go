@@ -58,7 +58,7 @@ func OpenQueues(ctx context.Context, js jetstream.JetStream, prefix string, repl
 	if replicas == 0 {
 		s, err := js.Stream(ctx, StreamName(prefix))
 		if err != nil {
-			return nil, fmt.Errorf("functions: queue stream %s: %w (has a host with prefix %q started on this NATS server?)", StreamName(prefix), err, prefix)
+			return nil, fmt.Errorf("functions: queue stream %s: %w (has a Cairn node with prefix %q started on this NATS server?)", StreamName(prefix), err, prefix)
 		}
 		q.stream = s
 		return q, nil

@@ -19,7 +19,7 @@ func TimerQueue(function string) string { return "timer-" + function }
 
 // runTimer publishes a tick at each time of the schedule (each multiple of
 // the interval, or each time of the cron schedule) to the function's timer
-// queue, from every host, with an id naming the tick:
+// queue, from every node, with an id naming the tick:
 // JetStream keeps one of each. The ticks are then delivered like any
 // queue message (dequeue counts, back-off, poison).
 func (f *function) runTimer(ctx context.Context, m Manifest) error {
@@ -30,7 +30,7 @@ func (f *function) runTimer(ctx context.Context, m Manifest) error {
 	}
 	go func() {
 		for {
-			now := f.h.now()
+			now := f.rn.now()
 			next := next(now)
 			select {
 			case <-ctx.Done():
@@ -41,8 +41,8 @@ func (f *function) runTimer(ctx context.Context, m Manifest) error {
 			id := "t:" + f.name + ":" + tick.Format(time.RFC3339Nano)
 			hdr := nats.Header{HeaderTrigger: []string{id}}
 			body := []byte(tick.Format(time.RFC3339Nano))
-			if err := f.h.queues.publish(ctx, queue, body, id, hdr); err != nil && ctx.Err() == nil {
-				f.h.log.Warn("function: timer tick not published", "function", f.name, "tick", tick, "err", err)
+			if err := f.rn.queues.publish(ctx, queue, body, id, hdr); err != nil && ctx.Err() == nil {
+				f.rn.log.Warn("function: timer tick not published", "function", f.name, "tick", tick, "err", err)
 			}
 		}
 	}()
@@ -51,19 +51,19 @@ func (f *function) runTimer(ctx context.Context, m Manifest) error {
 
 // followTable feeds the function with the committed changes of a table,
 // in journal order (so in order within each partition), through a durable
-// consumer of the table's journal shared by every host, one record at a
+// consumer of the table's journal shared by every node, one record at a
 // time. A record whose function fails is delivered again after a back-off
 // (the changes after it wait); when its dequeue count reaches the maximum
 // it is recorded in the poison queue <function>-changes-poison and
 // skipped. A table deleted and created again is followed in its new
 // incarnation from its start.
 func (f *function) followTable(ctx context.Context, table string) error {
-	h := f.h
+	rn := f.rn
 	for ctx.Err() == nil {
-		t, ok, err := h.views.Lookup(ctx, table)
+		t, ok, err := rn.views.Lookup(ctx, table)
 		if err != nil || !ok {
 			if err != nil {
-				h.log.Warn("function: table lookup failed", "function", f.name, "table", table, "err", err)
+				rn.log.Warn("function: table lookup failed", "function", f.name, "table", table, "err", err)
 			}
 			if !retryWait(ctx, 2*time.Second) {
 				return nil
@@ -74,7 +74,7 @@ func (f *function) followTable(ctx context.Context, table string) error {
 		tctx, cancel := context.WithCancel(ctx)
 		go func() { // stop when the table is deleted or recreated
 			for retryWait(tctx, 2*time.Second) {
-				if cur, ok := h.views.Table(table); !ok || cur.Epoch() != epoch {
+				if cur, ok := rn.views.Table(table); !ok || cur.Epoch() != epoch {
 					cancel()
 					return
 				}
@@ -83,7 +83,7 @@ func (f *function) followTable(ctx context.Context, table string) error {
 		err = f.consumeTable(tctx, t.Name(), epoch)
 		cancel()
 		if err != nil && ctx.Err() == nil {
-			h.log.Warn("function: table feed failed; starting again", "function", f.name, "table", table, "err", err)
+			rn.log.Warn("function: table feed failed; starting again", "function", f.name, "table", table, "err", err)
 			retryWait(ctx, 2*time.Second)
 		}
 	}
@@ -91,17 +91,17 @@ func (f *function) followTable(ctx context.Context, table string) error {
 }
 
 func (f *function) consumeTable(ctx context.Context, table string, epoch uint64) error {
-	h := f.h
+	rn := f.rn
 	m := f.cur.Load().m
-	stream := journal.StreamName(h.cfg.Prefix, table, epoch)
-	cons, err := h.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
+	stream := journal.StreamName(rn.cfg.Prefix, table, epoch)
+	cons, err := rn.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
 		Durable:       "fn-" + f.name,
 		Description:   "function " + f.name + " on the changes of " + table,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       m.AckWait(),
 		MaxDeliver:    -1,
 		MaxAckPending: 1, // one record at a time: journal order
-		Replicas:      h.cfg.Replicas,
+		Replicas:      rn.cfg.Replicas,
 	})
 	if err != nil {
 		return fmt.Errorf("consumer on %s: %w", stream, err)
@@ -111,7 +111,7 @@ func (f *function) consumeTable(ctx context.Context, table string, epoch uint64)
 
 // handleRecord runs the function on each change of one journal record.
 func (f *function) handleRecord(ctx context.Context, table string, epoch uint64, msg jetstream.Msg) {
-	h := f.h
+	rn := f.rn
 	md, err := msg.Metadata()
 	if err != nil {
 		_ = msg.Term()
@@ -149,7 +149,7 @@ func (f *function) handleRecord(ctx context.Context, table string, epoch uint64,
 			Time:         rec.Time,
 			Change:       ch,
 		}
-		if _, err := h.run(ctx, v, trig); err != nil {
+		if _, err := rn.run(ctx, v, trig); err != nil {
 			if ctx.Err() != nil {
 				_ = msg.Nak()
 				return
@@ -159,7 +159,7 @@ func (f *function) handleRecord(ctx context.Context, table string, epoch uint64,
 				_ = msg.Term()
 				return
 			}
-			h.log.Info("function failed on a change; retrying after back-off", "function", f.name, "trigger", trig.ID, "dequeueCount", n, "err", err)
+			rn.log.Info("function failed on a change; retrying after back-off", "function", f.name, "trigger", trig.ID, "dequeueCount", n, "err", err)
 			_ = msg.NakWithDelay(m.Backoff(n))
 			return
 		}
@@ -173,11 +173,11 @@ func (f *function) poisonChange(ctx context.Context, table string, seq uint64, a
 	hdr := f.poisonHeader(reason, attempts, seq)
 	body := fmt.Appendf(nil, `{"table":%q,"seq":%d}`, table, seq)
 	id := "poison:" + queue + ":" + table + ":" + strconv.FormatUint(seq, 10)
-	if err := f.h.queues.publish(context.WithoutCancel(ctx), queue+PoisonSuffix, body, id, hdr); err != nil {
-		f.h.log.Error("function: could not record a poisoned change", "function", f.name, "seq", seq, "err", err)
+	if err := f.rn.queues.publish(context.WithoutCancel(ctx), queue+PoisonSuffix, body, id, hdr); err != nil {
+		f.rn.log.Error("function: could not record a poisoned change", "function", f.name, "seq", seq, "err", err)
 	}
-	f.h.stats.Poisoned.Add(1)
-	f.h.log.Warn("change skipped and recorded in the poison queue", "function", f.name, "table", table, "seq", seq, "attempts", attempts, "err", reason)
+	f.rn.stats.Poisoned.Add(1)
+	f.rn.log.Warn("change skipped and recorded in the poison queue", "function", f.name, "table", table, "seq", seq, "attempts", attempts, "err", reason)
 }
 
 // DirectSubject is the subject a function is invoked on directly.
@@ -192,12 +192,12 @@ const (
 // not retried (the caller decides), replied with the function's output or
 // its error. A request with a Nats-Msg-Id header uses it as the trigger id,
 // so that a caller retrying with the same id does not apply writes twice.
-func (h *Host) serveDirect() error {
-	_, err := h.nc.QueueSubscribe(DirectSubject(h.cfg.Prefix, "*"), "cairn-fn", func(msg *nats.Msg) {
-		name := msg.Subject[len(DirectSubject(h.cfg.Prefix, "")):]
-		h.mu.Lock()
-		f := h.fns[name]
-		h.mu.Unlock()
+func (rn *Runner) serveDirect() error {
+	_, err := rn.nc.QueueSubscribe(DirectSubject(rn.cfg.Prefix, "*"), "cairn-fn", func(msg *nats.Msg) {
+		name := msg.Subject[len(DirectSubject(rn.cfg.Prefix, "")):]
+		rn.mu.Lock()
+		f := rn.fns[name]
+		rn.mu.Unlock()
 		if f == nil {
 			replyError(msg, fmt.Sprintf("function %q is not deployed", name))
 			return
@@ -227,9 +227,9 @@ func (f *function) direct(msg *nats.Msg) {
 		Version:      v.m.Version,
 		Body:         msg.Data,
 		DequeueCount: 1,
-		Time:         engine.TimeToTicks(f.h.now()),
+		Time:         engine.TimeToTicks(f.rn.now()),
 	}
-	inv, err := f.h.run(f.h.ctx, v, trig)
+	inv, err := f.rn.run(f.rn.ctx, v, trig)
 	if err != nil {
 		replyError(msg, err.Error())
 		return

@@ -42,7 +42,7 @@ func usage() {
 	fmt.Fprintf(os.Stderr, `usage: host [serve] [flags]   run a host (default)
        host bench [flags]     run the end-to-end benchmarks
        host bench-http [flags] run the HTTP benchmarks side by side with Azurite
-       host bench-functions   benchmark the function host (run from the repository's root)
+       host bench-functions   benchmark the function runner (run from the repository's root)
        host deploy [flags] <dir|file.wasm>  build and deploy a function to the running hosts
        host functions list|history|undeploy|rollback …
        host poison list|show|requeue|delete <queue> …

@@ -56,7 +56,7 @@ type Config struct {
 	// Views and Commit tune those components; zero values are defaults.
 	Views  projections.Config
 	Commit commit.Config
-	// Functions configures the function host (built-ins, failpoints).
+	// Functions configures the function runner (built-ins, failpoints).
 	Functions FunctionsConfig
 }
 
@@ -117,7 +117,7 @@ type Node struct {
 	j     *journal.Journal
 	views *projections.Views
 	comm  *commit.Committer
-	fns   *functions.Host
+	fns   *functions.Runner
 
 	unlock func() // releases the data directory
 	httpLn net.Listener
@@ -132,8 +132,8 @@ func (h *Node) HTTPURL() string {
 	return "http://" + h.httpLn.Addr().String()
 }
 
-// Functions returns the host's function host (nil before it is ready).
-func (h *Node) Functions() *functions.Host { return h.fns }
+// Functions returns the node's function runner (nil before it is ready).
+func (h *Node) Functions() *functions.Runner { return h.fns }
 
 // Views returns the host's views (for in-process readers and tests).
 func (h *Node) Views() *projections.Views { return h.views }
@@ -237,7 +237,7 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 		svc.Stop()
 		return fail(err)
 	}
-	h.fns, err = functions.New(h.nc, h.j, h.views, h.comm, functions.Config{
+	h.fns, err = functions.NewRunner(h.nc, h.j, h.views, h.comm, functions.Config{
 		Prefix:     cfg.Prefix,
 		Replicas:   cfg.Replicas,
 		Sandbox:    sb,

@@ -32,7 +32,7 @@ type Handler interface {
 	Close(ctx context.Context) error
 }
 
-// NativeFunc is a function written in Go, run in the host's process. It
+// NativeFunc is a function written in Go, run in the node's process. It
 // must return when ctx ends; a panic fails the invocation.
 type NativeFunc func(ctx context.Context, inv *Invocation) error
 
@@ -50,7 +50,7 @@ func (f NativeFunc) Invoke(ctx context.Context, inv *Invocation) (err error) {
 func (NativeFunc) Close(context.Context) error { return nil }
 
 // Sandbox loads deployed modules: functions/wasm behind an adapter (see
-// engine/host). Keeping it an interface keeps the delivery machinery
+// cmd/internal/node). Keeping it an interface keeps the delivery machinery
 // independent of the WebAssembly runtime.
 type Sandbox interface {
 	// Load prepares a module to run with m's limits (memory, concurrency).
@@ -58,7 +58,7 @@ type Sandbox interface {
 	Close(ctx context.Context) error
 }
 
-// Config configures the function host.
+// Config configures the runner.
 type Config struct {
 	// Prefix is the first token of subjects and the base of stream names.
 	Prefix   string
@@ -68,7 +68,7 @@ type Config struct {
 	// NoBuiltins leaves the built-in functions (archive) off.
 	NoBuiltins bool
 	// Failpoint, when it names a point in the code, kills the process with
-	// SIGKILL when it is reached: how crash tests stop a host at an exact
+	// SIGKILL when it is reached: how crash tests stop a node at an exact
 	// step. "functions.invoke": as an invocation starts;
 	// "functions.between-commits": after the first partition's commit of an
 	// invocation that writes several.
@@ -78,10 +78,10 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Host runs functions: it watches the registry, loads each deployed
-// version, and feeds it from its trigger. Every host runs every function;
-// queue deliveries are shared between hosts by JetStream.
-type Host struct {
+// Runner runs functions on one node: it watches the registry, loads each
+// deployed version, and feeds it from its trigger. Every node's runner runs
+// every function; queue deliveries are shared between nodes by JetStream.
+type Runner struct {
 	cfg      Config
 	nc       *nats.Conn
 	js       jetstream.JetStream
@@ -100,15 +100,15 @@ type Host struct {
 	stats Stats
 }
 
-// Stats counts a host's invocations.
+// Stats counts a runner's invocations.
 type Stats struct {
 	Invocations atomic.Uint64 // runs of a function, retries included
 	Failures    atomic.Uint64 // runs that failed
 	Poisoned    atomic.Uint64 // messages moved to a poison queue
 }
 
-// New returns a function host; Run starts it.
-func New(nc *nats.Conn, j *journal.Journal, views *projections.Views, comm *commit.Committer, cfg Config) (*Host, error) {
+// NewRunner returns a runner; Start starts it.
+func NewRunner(nc *nats.Conn, j *journal.Journal, views *projections.Views, comm *commit.Committer, cfg Config) (*Runner, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "cairn"
 	}
@@ -125,45 +125,45 @@ func New(nc *nats.Conn, j *journal.Journal, views *projections.Views, comm *comm
 	if err != nil {
 		return nil, err
 	}
-	return &Host{cfg: cfg, nc: nc, js: js, j: j, views: views, comm: comm, log: cfg.Log, fns: map[string]*function{}}, nil
+	return &Runner{cfg: cfg, nc: nc, js: js, j: j, views: views, comm: comm, log: cfg.Log, fns: map[string]*function{}}, nil
 }
 
-// WriteMetrics writes the host's function counters in the Prometheus text
+// WriteMetrics writes the runner's counters in the Prometheus text
 // format (appended to /metrics).
-func (h *Host) WriteMetrics(w io.Writer) {
-	h.mu.Lock()
-	loaded := len(h.fns)
-	h.mu.Unlock()
+func (rn *Runner) WriteMetrics(w io.Writer) {
+	rn.mu.Lock()
+	loaded := len(rn.fns)
+	rn.mu.Unlock()
 	for _, m := range []struct {
 		name, help, kind string
 		v                uint64
 	}{
-		{"cairn_functions_loaded", "Functions this host runs (built-ins included).", "gauge", uint64(loaded)},
-		{"cairn_function_invocations_total", "Invocations run by this host, retries included.", "counter", h.stats.Invocations.Load()},
-		{"cairn_function_failures_total", "Invocations that failed (error, crash, timeout, commit).", "counter", h.stats.Failures.Load()},
-		{"cairn_function_poisoned_total", "Messages this host moved to a poison queue.", "counter", h.stats.Poisoned.Load()},
+		{"cairn_functions_loaded", "Functions this node runs (built-ins included).", "gauge", uint64(loaded)},
+		{"cairn_function_invocations_total", "Invocations run by this node, retries included.", "counter", rn.stats.Invocations.Load()},
+		{"cairn_function_failures_total", "Invocations that failed (error, crash, timeout, commit).", "counter", rn.stats.Failures.Load()},
+		{"cairn_function_poisoned_total", "Messages this node moved to a poison queue.", "counter", rn.stats.Poisoned.Load()},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.kind, m.name, m.v)
 	}
 }
 
-// Stats returns the host's counters.
-func (h *Host) Stats() *Stats { return &h.stats }
+// Stats returns the runner's counters.
+func (rn *Runner) Stats() *Stats { return &rn.stats }
 
 // Queues returns the queue stream (nil before Start).
-func (h *Host) Queues() *Queues { return h.queues }
+func (rn *Runner) Queues() *Queues { return rn.queues }
 
 // Registry returns the registry (nil before Start).
-func (h *Host) Registry() *Registry { return h.registry }
+func (rn *Runner) Registry() *Registry { return rn.registry }
 
-func (h *Host) now() time.Time { return h.cfg.Now() }
+func (rn *Runner) now() time.Time { return rn.cfg.Now() }
 
 // failpoint kills the process if the configuration names this point.
-func (h *Host) failpoint(name string) {
-	if h.cfg.Failpoint != name {
+func (rn *Runner) failpoint(name string) {
+	if rn.cfg.Failpoint != name {
 		return
 	}
-	h.log.Warn("failpoint reached: killing the process", "failpoint", name)
+	rn.log.Warn("failpoint reached: killing the process", "failpoint", name)
 	p, _ := os.FindProcess(os.Getpid())
 	_ = p.Kill()
 	select {} // SIGKILL is not handled; wait for it
@@ -172,32 +172,32 @@ func (h *Host) failpoint(name string) {
 // Start opens the queue stream and the registry, starts the sandbox, the
 // built-ins and every deployed function, and returns once they are
 // loaded. The functions run until ctx ends; then call Wait.
-func (h *Host) Start(ctx context.Context) error {
-	h.ctx = ctx
+func (rn *Runner) Start(ctx context.Context) error {
+	rn.ctx = ctx
 	var err error
-	if h.queues, err = OpenQueues(ctx, h.js, h.cfg.Prefix, h.cfg.Replicas); err != nil {
+	if rn.queues, err = OpenQueues(ctx, rn.js, rn.cfg.Prefix, rn.cfg.Replicas); err != nil {
 		return err
 	}
-	if h.registry, err = OpenRegistry(ctx, h.js, h.cfg.Prefix, h.cfg.Replicas); err != nil {
+	if rn.registry, err = OpenRegistry(ctx, rn.js, rn.cfg.Prefix, rn.cfg.Replicas); err != nil {
 		return err
 	}
-	if !h.cfg.NoBuiltins {
+	if !rn.cfg.NoBuiltins {
 		m := ArchiveManifest()
-		h.install(&m, NativeFunc(Archive))
+		rn.install(&m, NativeFunc(Archive))
 	}
-	if err := h.serveDirect(); err != nil {
+	if err := rn.serveDirect(); err != nil {
 		return err
 	}
 	ready := make(chan struct{})
-	h.wg.Add(1)
+	rn.wg.Add(1)
 	go func() {
-		defer h.wg.Done()
+		defer rn.wg.Done()
 		for {
-			err := h.registry.Watch(ctx, h.deployed, func() { close(ready) })
+			err := rn.registry.Watch(ctx, rn.deployed, func() { close(ready) })
 			if ctx.Err() != nil {
 				return
 			}
-			h.log.Warn("functions: registry watch failed; watching again", "err", err)
+			rn.log.Warn("functions: registry watch failed; watching again", "err", err)
 			select {
 			case <-ctx.Done():
 				return
@@ -214,93 +214,93 @@ func (h *Host) Start(ctx context.Context) error {
 	}
 }
 
-// Register runs a native function on this host, as if deployed: from its
-// trigger, with the same delivery rules. Programs that embed a host use it
+// Register runs a native function on this node, as if deployed: from its
+// trigger, with the same delivery rules. Programs that embed a runner use it
 // for functions written in Go; a deployed function of the same name
 // replaces it.
-func (h *Host) Register(m Manifest, fn Handler) error {
+func (rn *Runner) Register(m Manifest, fn Handler) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
 	if m.Builtin == "" {
 		m.Builtin = "native"
 	}
-	h.install(&m, fn)
+	rn.install(&m, fn)
 	return nil
 }
 
 // Wait waits, after ctx ended, for the functions to stop and releases the
 // sandbox.
-func (h *Host) Wait() {
-	h.mu.Lock()
-	fns := make([]*function, 0, len(h.fns))
-	for _, f := range h.fns {
+func (rn *Runner) Wait() {
+	rn.mu.Lock()
+	fns := make([]*function, 0, len(rn.fns))
+	for _, f := range rn.fns {
 		fns = append(fns, f)
 	}
-	h.mu.Unlock()
+	rn.mu.Unlock()
 	for _, f := range fns {
 		f.stop()
 	}
-	h.wg.Wait()
-	if h.cfg.Sandbox != nil {
-		h.cfg.Sandbox.Close(context.Background())
+	rn.wg.Wait()
+	if rn.cfg.Sandbox != nil {
+		rn.cfg.Sandbox.Close(context.Background())
 	}
 }
 
 // deployed reacts to a registry change: load the new version, or stop an
 // undeployed function.
-func (h *Host) deployed(name string, m *Manifest) {
+func (rn *Runner) deployed(name string, m *Manifest) {
 	if m == nil {
-		h.mu.Lock()
-		f := h.fns[name]
-		delete(h.fns, name)
-		h.mu.Unlock()
+		rn.mu.Lock()
+		f := rn.fns[name]
+		delete(rn.fns, name)
+		rn.mu.Unlock()
 		if f != nil {
 			f.stop()
-			h.dropConsumer(f.cur.Load().m)
-			h.log.Info("function undeployed", "function", name)
+			rn.dropConsumer(f.cur.Load().m)
+			rn.log.Info("function undeployed", "function", name)
 		}
 		return
 	}
 	if err := m.Validate(); err != nil {
-		h.log.Error("function not loaded: bad manifest", "function", name, "err", err)
+		rn.log.Error("function not loaded: bad manifest", "function", name, "err", err)
 		return
 	}
-	if cur := h.current(name); cur != nil && cur.m.Version == m.Version && cur.m.Digest == m.Digest && cur.m.Builtin == "" {
+	if cur := rn.current(name); cur != nil && cur.m.Version == m.Version && cur.m.Digest == m.Digest && cur.m.Builtin == "" {
 		return
 	}
 	start := time.Now()
-	module, err := h.registry.Module(h.ctx, *m)
+	module, err := rn.registry.Module(rn.ctx, *m)
 	if err != nil {
-		h.log.Error("function not loaded", "function", name, "version", m.Version, "err", err)
+		rn.log.Error("function not loaded", "function", name, "version", m.Version, "err", err)
 		return
 	}
-	if h.cfg.Sandbox == nil {
-		h.log.Error("function not loaded: this host runs no sandbox", "function", name)
+	if rn.cfg.Sandbox == nil {
+		rn.log.Error("function not loaded: this node runs no sandbox", "function", name)
 		return
 	}
-	handler, err := h.cfg.Sandbox.Load(h.ctx, module, *m)
+	handler, err := rn.cfg.Sandbox.Load(rn.ctx, module, *m)
 	if err != nil {
-		h.log.Error("function not loaded", "function", name, "version", m.Version, "err", err)
+		rn.log.Error("function not loaded", "function", name, "version", m.Version, "err", err)
 		return
 	}
-	h.install(m, handler)
-	h.log.Info("function loaded", "function", name, "version", m.Version, "trigger", m.Trigger.Kind(), "elapsed", time.Since(start).Round(time.Millisecond))
+	rn.install(m, handler)
+	rn.log.Info("function loaded", "function", name, "version", m.Version, "trigger", m.Trigger.Kind(), "elapsed", time.Since(start).Round(time.Millisecond))
 }
 
-// Version returns the version of a function this host runs (0 for a
+// Version returns the version of a function this node runs (0 for a
 // native one), and whether it runs it.
-func (h *Host) Version(name string) (int, bool) {
-	if v := h.current(name); v != nil {
+func (rn *Runner) Version(name string) (int, bool) {
+	if v := rn.current(name); v != nil {
 		return v.m.Version, true
 	}
 	return 0, false
 }
 
-func (h *Host) current(name string) *version {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if f := h.fns[name]; f != nil {
+func (rn *Runner) current(name string) *version {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if f := rn.fns[name]; f != nil {
 		return f.cur.Load()
 	}
 	return nil
@@ -309,33 +309,33 @@ func (h *Host) current(name string) *version {
 // install makes a version current: in place when its trigger and delivery
 // settings are the running ones (in-flight invocations finish on the old
 // version, none is lost or run twice), else by restarting the trigger.
-func (h *Host) install(m *Manifest, handler Handler) {
+func (rn *Runner) install(m *Manifest, handler Handler) {
 	v := &version{m: *m, handler: handler}
-	h.mu.Lock()
-	f := h.fns[m.Name]
-	if f != nil && f.sameRunner(m) {
+	rn.mu.Lock()
+	f := rn.fns[m.Name]
+	if f != nil && f.sameFeed(m) {
 		old := f.cur.Swap(v)
-		h.mu.Unlock()
+		rn.mu.Unlock()
 		old.retire()
 		return
 	}
-	nf := &function{h: h, name: m.Name}
+	nf := &function{rn: rn, name: m.Name}
 	nf.cur.Store(v)
-	h.fns[m.Name] = nf
-	h.mu.Unlock()
+	rn.fns[m.Name] = nf
+	rn.mu.Unlock()
 	if f != nil {
 		f.stop()
 		if old := f.cur.Load().m; old.Trigger != m.Trigger {
-			h.dropConsumer(old)
+			rn.dropConsumer(old)
 		}
 	}
 	nf.start()
 }
 
 // submit runs a command through the committer and waits for its reply.
-func (h *Host) submit(ctx context.Context, cmd *engine.Command) *engine.Reply {
+func (rn *Runner) submit(ctx context.Context, cmd *engine.Command) *engine.Reply {
 	ch := make(chan *engine.Reply, 1)
-	h.comm.Submit(cmd, func(r *engine.Reply) { ch <- r })
+	rn.comm.Submit(cmd, func(r *engine.Reply) { ch <- r })
 	select {
 	case r := <-ch:
 		return r
@@ -351,11 +351,11 @@ const maxConflictRuns = 3
 // run invokes a function for a trigger and commits what it collected. A
 // commit that conflicts with a concurrent writer runs the function again
 // (at most maxConflictRuns times) after a short pause.
-func (h *Host) run(ctx context.Context, v *version, trig abi.Trigger) (*Invocation, error) {
+func (rn *Runner) run(ctx context.Context, v *version, trig abi.Trigger) (*Invocation, error) {
 	for n := 1; ; n++ {
-		h.stats.Invocations.Add(1)
-		inv := &Invocation{env: h, trigger: trig}
-		h.failpoint("functions.invoke")
+		rn.stats.Invocations.Add(1)
+		inv := &Invocation{runner: rn, trigger: trig}
+		rn.failpoint("functions.invoke")
 		ictx, cancel := context.WithTimeout(ctx, v.m.Timeout.D())
 		err := v.handler.Invoke(ictx, inv)
 		cancel()
@@ -367,7 +367,7 @@ func (h *Host) run(ctx context.Context, v *version, trig abi.Trigger) (*Invocati
 		if err == nil {
 			return inv, nil
 		}
-		h.stats.Failures.Add(1)
+		rn.stats.Failures.Add(1)
 		var ce *ConflictError
 		if !errors.As(err, &ce) || n >= maxConflictRuns {
 			return inv, err
