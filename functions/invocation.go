@@ -301,6 +301,7 @@ type ConflictError struct{ Err error }
 func (e *ConflictError) Error() string {
 	return "the data changed while the function ran: " + e.Err.Error()
 }
+
 func (e *ConflictError) Unwrap() error { return e.Err }
 
 // commit applies the collected writes, partition by partition in the order
