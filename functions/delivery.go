@@ -45,3 +45,13 @@ func (f *function) pull(ctx context.Context, cons jetstream.Consumer, ahead int,
 		}
 	}
 }
+
+// redeliver hands a delivery back to JetStream, to be delivered again after
+// delay (at once when 0), to this node or another.
+func redeliver(msg jetstream.Msg, delay time.Duration) {
+	if delay == 0 {
+		_ = msg.Nak()
+		return
+	}
+	_ = msg.NakWithDelay(delay)
+}

@@ -15,9 +15,11 @@
 //     a journal record of a table (trigger_table.go), or a NATS request
 //     (trigger_direct.go). The pull loop shared by queues and tables is in
 //     delivery.go.
-//  2. A delivery whose dequeue count is already past the manifest's
-//     maximum (its earlier deliveries never finished: their node died) is
-//     moved to the poison queue without running (poison.go).
+//  2. retryOrPoison (retry.go), a pure function of the dequeue count and
+//     the manifest's settings, decides whether it runs: a delivery whose
+//     count is already past the maximum (its earlier deliveries never
+//     finished: their node died) is moved to the poison queue without
+//     running (poison.go).
 //  3. The runner takes the function's current version and runs it on an
 //     Invocation (invoke.go): reads see the views plus the invocation's own
 //     pending writes; writes and messages are collected (invocation.go;
@@ -25,8 +27,9 @@
 //  4. If the function returned nil, the writes are committed, one command
 //     per partition, then the messages published. A commit refused because
 //     the data changed runs the function again, three times at most.
-//  5. The delivery is settled: acknowledged; or delivered again after a
-//     back-off; or, at the maximum dequeue count, moved to the poison queue.
+//  5. The delivery is settled: acknowledged; or, as retryOrPoison decides,
+//     delivered again after a back-off, or moved to the poison queue at the
+//     maximum dequeue count.
 //
 // The rest: runner.go (the Runner and its lifecycle), config.go,
 // handler.go (Handler, NativeFunc, Sandbox), function.go (a deployed

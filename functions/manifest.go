@@ -198,11 +198,7 @@ func (m *Manifest) Validate() error {
 
 // Backoff is the delay after the n-th failed delivery (n >= 1).
 func (m *Manifest) Backoff(n int) time.Duration {
-	d := m.BackoffMin.D()
-	for i := 1; i < n && d < m.BackoffMax.D(); i++ {
-		d *= 2
-	}
-	return min(d, m.BackoffMax.D())
+	return backoff(m.BackoffMin.D(), m.BackoffMax.D(), n)
 }
 
 // AckWait is how long a delivery may stay unanswered before JetStream

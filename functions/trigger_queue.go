@@ -71,10 +71,11 @@ func (f *function) handle(ctx context.Context, queue string, msg jetstream.Msg) 
 	defer v.release()
 	m := v.m
 	n := int(md.NumDelivered)
-	if n > m.MaxDequeueCount {
+	policy := m.retryPolicy()
+	if d := retryOrPoison(policy, attempt{DequeueCount: n}); d.Action == actPoison {
 		// Earlier deliveries never settled: the node running them died
 		// or lost its connection. Do not run it again.
-		f.poison(ctx, queue, msg, md, n-1, fmt.Sprintf("delivered %d times without finishing (the node running it stopped, or the invocation never returned); not run again", n-1))
+		f.poison(ctx, queue, msg, md, d.Attempts, fmt.Sprintf("delivered %d times without finishing (the node running it stopped, or the invocation never returned); not run again", d.Attempts))
 		return
 	}
 	trig := abi.Trigger{
@@ -98,11 +99,11 @@ func (f *function) handle(ctx context.Context, queue string, msg jetstream.Msg) 
 		}
 		return
 	}
-	if n >= m.MaxDequeueCount {
-		f.poison(ctx, queue, msg, md, n, err.Error())
+	d := retryOrPoison(policy, attempt{DequeueCount: n, Failed: true, Stopped: ctx.Err() != nil})
+	if d.Action == actPoison {
+		f.poison(ctx, queue, msg, md, d.Attempts, err.Error())
 		return
 	}
-	delay := m.Backoff(n)
-	rn.log.Info("function failed; retrying after back-off", "function", f.name, "trigger", trig.ID, "dequeueCount", n, "backoff", delay, "err", err)
-	_ = msg.NakWithDelay(delay)
+	rn.log.Info("function failed; retrying after back-off", "function", f.name, "trigger", trig.ID, "dequeueCount", n, "backoff", d.Delay, "err", err)
+	redeliver(msg, d.Delay)
 }

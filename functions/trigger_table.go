@@ -92,8 +92,9 @@ func (f *function) handleRecord(ctx context.Context, table string, epoch uint64,
 		_ = msg.Term()
 		return
 	}
-	if n > m.MaxDequeueCount {
-		f.poisonChange(ctx, table, seq, n-1, fmt.Sprintf("delivered %d times without finishing; not run again", n-1))
+	policy := m.retryPolicy()
+	if d := retryOrPoison(policy, attempt{DequeueCount: n}); d.Action == actPoison {
+		f.poisonChange(ctx, table, seq, d.Attempts, fmt.Sprintf("delivered %d times without finishing; not run again", d.Attempts))
 		_ = msg.Term()
 		return
 	}
@@ -114,17 +115,17 @@ func (f *function) handleRecord(ctx context.Context, table string, epoch uint64,
 			Change:       ch,
 		}
 		if _, err := rn.run(ctx, v, trig); err != nil {
-			if ctx.Err() != nil {
-				_ = msg.Nak()
-				return
-			}
-			if n >= m.MaxDequeueCount {
-				f.poisonChange(ctx, table, seq, n, fmt.Sprintf("change %d: %v", i, err))
+			stopped := ctx.Err() != nil
+			d := retryOrPoison(policy, attempt{DequeueCount: n, Failed: true, Stopped: stopped})
+			if d.Action == actPoison {
+				f.poisonChange(ctx, table, seq, d.Attempts, fmt.Sprintf("change %d: %v", i, err))
 				_ = msg.Term()
 				return
 			}
-			rn.log.Info("function failed on a change; retrying after back-off", "function", f.name, "trigger", trig.ID, "dequeueCount", n, "err", err)
-			_ = msg.NakWithDelay(m.Backoff(n))
+			if !stopped {
+				rn.log.Info("function failed on a change; retrying after back-off", "function", f.name, "trigger", trig.ID, "dequeueCount", n, "err", err)
+			}
+			redeliver(msg, d.Delay)
 			return
 		}
 	}
