@@ -3,6 +3,7 @@ package functions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -37,6 +38,35 @@ func (rn *Runner) dropConsumer(m Manifest) {
 	err := rn.js.DeleteConsumer(ctx, stream, "fn-"+m.Name)
 	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		rn.log.Warn("function: could not delete its consumer", "function", m.Name, "stream", stream, "err", err)
+	}
+}
+
+// watch follows the registry until ctx ends and loads what it announces.
+// It sends the first watch's outcome on first, once: nil when the deployed
+// functions have been loaded, or the error that ended the first watch
+// before that, after which it returns (the runner cannot start without the
+// registry). A later watch that fails (a lost connection) is started again
+// after a second.
+func (rn *Runner) watch(ctx context.Context, first chan<- error) {
+	started := false // only this goroutine reads and writes it
+	for {
+		err := rn.registry.Watch(ctx, rn.deployed, func() {
+			if !started {
+				started = true
+				first <- nil
+			}
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		if !started {
+			first <- fmt.Errorf("functions: registry watch: %w", err)
+			return
+		}
+		rn.log.Warn("functions: registry watch failed; watching again", "err", err)
+		if !retryWait(ctx, time.Second) {
+			return
+		}
 	}
 }
 

@@ -61,6 +61,8 @@
 //   - A lost connection to NATS: the pull loops, the consumers and the
 //     registry watch try again every few seconds and log a warning;
 //     deliveries in flight are delivered again by JetStream.
+//   - A registry that cannot be watched when the runner starts: Start
+//     returns the watch's error, and the node does not start.
 //
 // # What it costs
 //

@@ -85,27 +85,17 @@ func (rn *Runner) Start(ctx context.Context) error {
 	if err := rn.serveDirect(); err != nil {
 		return err
 	}
-	ready := make(chan struct{})
+	// The first watch's outcome reaches Start once: nil when it has
+	// delivered the deployed functions, or the error that ended it before.
+	first := make(chan error, 1)
 	rn.wg.Add(1)
 	go func() {
 		defer rn.wg.Done()
-		for {
-			err := rn.registry.Watch(ctx, rn.deployed, func() { close(ready) })
-			if ctx.Err() != nil {
-				return
-			}
-			rn.log.Warn("functions: registry watch failed; watching again", "err", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Second):
-			}
-			ready = make(chan struct{}) // closed by the next watch
-		}
+		rn.watch(ctx, first)
 	}()
 	select {
-	case <-ready:
-		return nil
+	case err := <-first:
+		return err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
