@@ -27,7 +27,18 @@ func (f *function) pull(ctx context.Context, cons jetstream.Consumer, ahead int,
 		return err
 	}
 	defer iter.Stop()
-	go func() { <-ctx.Done(); iter.Stop() }()
+	// Next blocks: stop the iterator when ctx ends, and wait for the
+	// goroutine that does so before returning.
+	returned, stopper := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopper)
+		select {
+		case <-ctx.Done():
+			iter.Stop()
+		case <-returned:
+		}
+	}()
+	defer func() { close(returned); <-stopper }()
 	for {
 		msg, err := iter.Next()
 		switch {

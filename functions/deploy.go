@@ -121,11 +121,10 @@ func (rn *Runner) install(m *Manifest, handler Handler) {
 	if f != nil && f.sameFeed(m) {
 		old := f.cur.Swap(v)
 		rn.mu.Unlock()
-		old.retire()
+		old.retire(&rn.wg)
 		return
 	}
-	nf := &function{rn: rn, name: m.Name}
-	nf.cur.Store(v)
+	nf, ctx := rn.newFunction(v)
 	rn.fns[m.Name] = nf
 	rn.mu.Unlock()
 	if f != nil {
@@ -134,5 +133,5 @@ func (rn *Runner) install(m *Manifest, handler Handler) {
 			rn.dropConsumer(old)
 		}
 	}
-	nf.start()
+	nf.start(ctx)
 }

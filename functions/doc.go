@@ -31,6 +31,11 @@
 //     delivered again after a back-off, or moved to the poison queue at the
 //     maximum dequeue count.
 //
+// The runner has one lifecycle: NewRunner starts nothing; Run opens what it
+// needs, starts its goroutines, closes Ready once it serves, and when its
+// context ends stops the triggers, lets the deliveries already taken
+// finish and returns after every goroutine it started.
+//
 // The rest: runner.go (the Runner and its lifecycle), config.go,
 // handler.go (Handler, NativeFunc, Sandbox), function.go (a deployed
 // function and its versions), deploy.go (loading what the registry
@@ -61,8 +66,9 @@
 //   - A lost connection to NATS: the pull loops, the consumers and the
 //     registry watch try again every few seconds and log a warning;
 //     deliveries in flight are delivered again by JetStream.
-//   - A registry that cannot be watched when the runner starts: Start
-//     returns the watch's error, and the node does not start.
+//   - A registry that cannot be watched when the runner starts: Run
+//     returns the watch's error without closing Ready, and the node does
+//     not start.
 //
 // # What it costs
 //

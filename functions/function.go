@@ -27,17 +27,19 @@ type version struct {
 	retired  atomic.Bool
 }
 
-// acquire marks an invocation starting on v.
+// acquire marks an invocation starting on v; release, its end.
 func (v *version) acquire() { v.inflight.Add(1) }
-
 func (v *version) release() { v.inflight.Done() }
 
-// retire closes v's handler once its invocations have finished.
-func (v *version) retire() {
+// retire closes v's handler once its invocations have finished, in a
+// goroutine that wg counts.
+func (v *version) retire(wg *sync.WaitGroup) {
 	if v.retired.Swap(true) {
 		return
 	}
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		v.inflight.Wait()
 		v.handler.Close(context.Background())
 	}()
@@ -61,9 +63,18 @@ func (f *function) take() *version {
 	}
 }
 
-func (f *function) start() {
-	ctx, cancel := context.WithCancel(f.rn.ctx)
-	f.cancel, f.done = cancel, make(chan struct{})
+// newFunction returns a function whose current version is v, and the
+// context its trigger will run under. It is complete before it is shared:
+// stop may be called on it before start, and waits for start then.
+func (rn *Runner) newFunction(v *version) (*function, context.Context) {
+	ctx, cancel := context.WithCancel(rn.ctx)
+	f := &function{rn: rn, name: v.m.Name, cancel: cancel, done: make(chan struct{})}
+	f.cur.Store(v)
+	return f, ctx
+}
+
+// start runs the function's trigger in a goroutine until ctx ends.
+func (f *function) start(ctx context.Context) {
 	m := f.cur.Load().m
 	f.rn.wg.Add(1)
 	go func() {
@@ -88,10 +99,7 @@ func (f *function) start() {
 
 // stop stops the trigger goroutine and retires the current version.
 func (f *function) stop() {
-	if f.cancel == nil {
-		return
-	}
 	f.cancel()
 	<-f.done
-	f.cur.Load().retire()
+	f.cur.Load().retire(&f.rn.wg)
 }

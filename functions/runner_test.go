@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,12 +15,14 @@ import (
 	"github.com/cairn-dev/cairn/journal/jstest"
 )
 
-// TestStartFailsWhenTheFirstWatchFails makes the registry's watch fail on
-// a real server: the account allows one consumer per stream and the
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestRunFailsWhenTheFirstWatchFails makes the registry's watch fail on a
+// real server: the account allows one consumer per stream and the
 // registry's bucket already has one, so the watch's ordered consumer is
-// refused. Start must return that error, not wait for a watch that never
-// delivers.
-func TestStartFailsWhenTheFirstWatchFails(t *testing.T) {
+// refused. Run must return that error, not wait for a watch that never
+// delivers, and Ready must stay open.
+func TestRunFailsWhenTheFirstWatchFails(t *testing.T) {
 	ns, nc := jstest.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -38,16 +41,66 @@ func TestStartFailsWhenTheFirstWatchFails(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rn, err := NewRunner(nc, nil, nil, nil, Config{NoBuiltins: true, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	rn, err := NewRunner(nc, nil, nil, nil, Config{NoBuiltins: true, Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = rn.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "registry watch") {
+		t.Fatalf("Run = %v, want the registry watch's error", err)
+	}
+	select {
+	case <-rn.Ready():
+		t.Fatal("Ready closed by a runner that did not start")
+	default:
+	}
+}
+
+// TestRunStopsAfterItsDeliveries runs a runner with a native function on a
+// queue, stops it while an invocation is running, and checks that Run
+// returns nil only after the invocation finished and its message was
+// acknowledged.
+func TestRunStopsAfterItsDeliveries(t *testing.T) {
+	_, nc := jstest.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rn, err := NewRunner(nc, nil, nil, nil, Config{NoBuiltins: true, Log: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rctx, stop := context.WithCancel(ctx)
-	err = rn.Start(rctx)
-	stop()
-	rn.Wait()
-	if err == nil || !strings.Contains(err.Error(), "registry watch") {
-		t.Fatalf("Start = %v, want the registry watch's error", err)
+	done := make(chan error, 1)
+	go func() { done <- rn.Run(rctx) }()
+	select {
+	case <-rn.Ready():
+	case err := <-done:
+		t.Fatalf("Run = %v before Ready", err)
 	}
-	t.Log(err)
+
+	started := make(chan struct{})
+	var finished atomic.Bool
+	m := Manifest{Name: "slow", Trigger: Trigger{Queue: "slow"}}
+	err = rn.Register(m, NativeFunc(func(_ context.Context, inv *Invocation) error {
+		close(started)
+		<-rctx.Done() // the runner is stopping: this delivery was taken already
+		finished.Store(true)
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rn.Queues().Enqueue(ctx, "slow", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v after a normal stop", err)
+	}
+	if !finished.Load() {
+		t.Fatal("Run returned before the delivery it had taken finished")
+	}
+	if n, err := rn.Queues().Depth(ctx, "slow"); err != nil || n != 0 {
+		t.Fatalf("queue depth after the stop: %d, %v; want the message acknowledged", n, err)
+	}
 }

@@ -21,19 +21,35 @@ const (
 // not retried (the caller decides), replied with the function's output or
 // its error. A request with a Nats-Msg-Id header uses it as the trigger id,
 // so that a caller retrying with the same id does not apply writes twice.
+// The invocations run in goroutines that Run waits for.
 func (rn *Runner) serveDirect() error {
-	_, err := rn.nc.QueueSubscribe(DirectSubject(rn.cfg.Prefix, "*"), "cairn-fn", func(msg *nats.Msg) {
+	sub, err := rn.nc.QueueSubscribe(DirectSubject(rn.cfg.Prefix, "*"), "cairn-fn", func(msg *nats.Msg) {
 		name := msg.Subject[len(DirectSubject(rn.cfg.Prefix, "")):]
 		rn.mu.Lock()
-		f := rn.fns[name]
-		rn.mu.Unlock()
-		if f == nil {
-			replyError(msg, fmt.Sprintf("function %q is not deployed", name))
-			return
+		f, stopping := rn.fns[name], rn.stopping
+		if f != nil && !stopping {
+			rn.wg.Add(1) // under mu, before stop's Wait
 		}
-		go f.direct(msg)
+		rn.mu.Unlock()
+		switch {
+		case stopping:
+			replyError(msg, "the node is stopping")
+		case f == nil:
+			replyError(msg, fmt.Sprintf("function %q is not deployed", name))
+		default:
+			go func() {
+				defer rn.wg.Done()
+				f.direct(msg)
+			}()
+		}
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	rn.mu.Lock()
+	rn.direct = sub
+	rn.mu.Unlock()
+	return nil
 }
 
 func replyError(msg *nats.Msg, text string) {

@@ -36,7 +36,9 @@ func (f *function) followTable(ctx context.Context, table string) error {
 		}
 		epoch := t.Epoch()
 		tctx, cancel := context.WithCancel(ctx)
+		watched := make(chan struct{})
 		go func() { // stop when the table is deleted or recreated
+			defer close(watched)
 			for retryWait(tctx, 2*time.Second) {
 				if cur, ok := rn.views.Table(table); !ok || cur.Epoch() != epoch {
 					cancel()
@@ -46,6 +48,7 @@ func (f *function) followTable(ctx context.Context, table string) error {
 		}()
 		err = f.consumeTable(tctx, t.Name(), epoch)
 		cancel()
+		<-watched
 		if err != nil && ctx.Err() == nil {
 			rn.log.Warn("function: table feed failed; starting again", "function", f.name, "table", table, "err", err)
 			retryWait(ctx, 2*time.Second)

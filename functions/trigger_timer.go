@@ -2,6 +2,7 @@ package functions
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -21,7 +22,14 @@ func (f *function) runTimer(ctx context.Context, m Manifest) error {
 	if err != nil {
 		return err
 	}
+	// The ticks stop when the queue's consumer does.
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		for {
 			now := f.rn.now()
 			next := next(now)

@@ -245,8 +245,16 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 		Failpoint:  cfg.Functions.Failpoint,
 		Log:        log,
 	})
+	fnsDone := make(chan error, 1)
 	if err == nil {
-		err = h.fns.Start(fctx)
+		go func() { fnsDone <- h.fns.Run(fctx) }()
+		select {
+		case <-h.fns.Ready():
+		case err = <-fnsDone:
+			if err == nil {
+				err = errors.New("stopped before it was ready")
+			}
+		}
 	}
 	if err != nil {
 		svc.Stop()
@@ -298,7 +306,7 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 	}
 	svc.Stop()
 	stopFunctions()
-	h.fns.Wait()
+	<-fnsDone
 	// Commands already taken get their answers before the journal goes.
 	done := make(chan struct{})
 	go func() { h.comm.Wait(); close(done) }()
