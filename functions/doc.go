@@ -37,6 +37,7 @@
 // finish and returns after every goroutine it started.
 //
 // The rest: runner.go (the Runner and its lifecycle), config.go,
+// dependencies.go (the Committer and Views the runner needs of the node),
 // handler.go (Handler, NativeFunc, Sandbox), function.go (a deployed
 // function and its versions), deploy.go (loading what the registry
 // announces), registry.go and manifest.go (what is deployed), queues.go

@@ -9,10 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/cairn-dev/cairn/engine/commit"
-	"github.com/cairn-dev/cairn/journal"
-	"github.com/cairn-dev/cairn/projections"
 )
 
 // Runner runs functions on one node: it watches the registry, loads each
@@ -22,10 +18,9 @@ type Runner struct {
 	cfg      Config
 	nc       *nats.Conn
 	js       jetstream.JetStream
-	views    *projections.Views
-	comm     *commit.Committer
+	views    Views
+	comm     Committer
 	log      *slog.Logger
-	j        *journal.Journal
 	queues   *Queues
 	registry *Registry
 
@@ -44,14 +39,15 @@ type Runner struct {
 	stats Stats
 }
 
-// NewRunner returns a runner. It starts nothing: Run does.
-func NewRunner(nc *nats.Conn, j *journal.Journal, views *projections.Views, comm *commit.Committer, cfg Config) (*Runner, error) {
+// NewRunner returns a runner that reads views and commits through comm.
+// It starts nothing: Run does.
+func NewRunner(nc *nats.Conn, views Views, comm Committer, cfg Config) (*Runner, error) {
 	cfg.setDefaults()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{cfg: cfg, nc: nc, js: js, j: j, views: views, comm: comm, log: cfg.Log, fns: map[string]*function{}, ready: make(chan struct{})}, nil
+	return &Runner{cfg: cfg, nc: nc, js: js, views: views, comm: comm, log: cfg.Log, fns: map[string]*function{}, ready: make(chan struct{})}, nil
 }
 
 // Queues returns the queue stream (nil before Ready is closed).

@@ -41,7 +41,7 @@ func TestRunFailsWhenTheFirstWatchFails(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rn, err := NewRunner(nc, nil, nil, nil, Config{NoBuiltins: true, Log: quiet()})
+	rn, err := NewRunner(nc, nil, nil, Config{NoBuiltins: true, Log: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestRunStopsAfterItsDeliveries(t *testing.T) {
 	_, nc := jstest.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rn, err := NewRunner(nc, nil, nil, nil, Config{NoBuiltins: true, Log: quiet()})
+	rn, err := NewRunner(nc, nil, nil, Config{NoBuiltins: true, Log: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

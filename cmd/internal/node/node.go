@@ -237,7 +237,7 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 		svc.Stop()
 		return fail(err)
 	}
-	h.fns, err = functions.NewRunner(h.nc, h.j, h.views, h.comm, functions.Config{
+	h.fns, err = functions.NewRunner(h.nc, h.views, runnerCommitter{h.comm}, functions.Config{
 		Prefix:     cfg.Prefix,
 		Replicas:   cfg.Replicas,
 		Sandbox:    sb,
