@@ -21,26 +21,55 @@ type function struct {
 type version struct {
 	m       Manifest
 	handler Handler
-	// inflight counts the invocations using the handler; retire closes
-	// it once they are done.
-	inflight sync.WaitGroup
-	retired  atomic.Bool
+
+	mu sync.Mutex
+	// inflight counts the invocations using the handler; once retired,
+	// the last of them closes it.
+	inflight int
+	retired  bool
 }
 
-// acquire marks an invocation starting on v; release, its end.
-func (v *version) acquire() { v.inflight.Add(1) }
-func (v *version) release() { v.inflight.Done() }
+// acquire marks an invocation starting on v, unless v is retired (its
+// handler closes once the invocations already running are done).
+func (v *version) acquire() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.retired {
+		return false
+	}
+	v.inflight++
+	return true
+}
 
-// retire closes v's handler once its invocations have finished, in a
-// goroutine that wg counts.
+// release marks an invocation's end; the last one of a retired version
+// closes its handler.
+func (v *version) release() {
+	v.mu.Lock()
+	v.inflight--
+	last := v.retired && v.inflight == 0
+	v.mu.Unlock()
+	if last {
+		v.handler.Close(context.Background())
+	}
+}
+
+// retire takes v out of use: its handler is closed once no invocation
+// uses it, at once (in a goroutine that wg counts) if none does.
 func (v *version) retire(wg *sync.WaitGroup) {
-	if v.retired.Swap(true) {
+	v.mu.Lock()
+	if v.retired {
+		v.mu.Unlock()
+		return
+	}
+	v.retired = true
+	idle := v.inflight == 0
+	v.mu.Unlock()
+	if !idle {
 		return
 	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		v.inflight.Wait()
 		v.handler.Close(context.Background())
 	}()
 }
@@ -51,15 +80,22 @@ func (f *function) sameFeed(m *Manifest) bool {
 	return c.Trigger == m.Trigger && c.Concurrency == m.Concurrency && c.AckWait() == m.AckWait()
 }
 
-// take returns the current version, marked in use; release it.
-func (f *function) take() *version {
+// take returns the current version, marked in use; release it. It
+// returns false when the function has stopped (its current version is
+// retired and no newer one replaced it).
+func (f *function) take() (*version, bool) {
 	for {
 		v := f.cur.Load()
-		v.acquire()
-		if f.cur.Load() == v {
-			return v
+		if v.acquire() {
+			if f.cur.Load() == v {
+				return v, true
+			}
+			v.release() // swapped meanwhile: use the new one
+			continue
 		}
-		v.release() // swapped meanwhile: use the new one
+		if f.cur.Load() == v {
+			return nil, false
+		}
 	}
 }
 

@@ -59,7 +59,11 @@ func replyError(msg *nats.Msg, text string) {
 }
 
 func (f *function) direct(msg *nats.Msg) {
-	v := f.take()
+	v, ok := f.take()
+	if !ok {
+		replyError(msg, fmt.Sprintf("function %q has stopped", f.name))
+		return
+	}
 	defer v.release()
 	id := msg.Header.Get(nats.MsgIdHdr)
 	if id == "" {

@@ -67,7 +67,11 @@ func (f *function) handle(ctx context.Context, queue string, msg jetstream.Msg) 
 		_ = msg.Term()
 		return
 	}
-	v := f.take()
+	v, ok := f.take()
+	if !ok { // stopped: another node, or this one later, runs it
+		redeliver(msg, 0)
+		return
+	}
 	defer v.release()
 	m := v.m
 	n := int(md.NumDelivered)

@@ -84,7 +84,11 @@ func (f *function) handleRecord(ctx context.Context, table string, epoch uint64,
 		_ = msg.Term()
 		return
 	}
-	v := f.take()
+	v, ok := f.take()
+	if !ok { // stopped: another node, or this one later, runs it
+		redeliver(msg, 0)
+		return
+	}
 	defer v.release()
 	m := v.m
 	n := int(md.NumDelivered)
