@@ -241,8 +241,14 @@ func TestReadsSeeOwnWritesAndCommitAfterSuccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	fr := th.h.Functions()
-	var seen []string
-	fail := true
+	// The function runs in a goroutine of the runner, and the reply that
+	// the test waits for travels over NATS, which the race detector does
+	// not see as ordering: mu guards what both sides touch.
+	var (
+		mu   sync.Mutex
+		seen []string
+		fail = true
+	)
 	if err := fr.Register(functions.Manifest{Name: "writer"}, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
 		for _, rk := range []string{"b", "c"} {
 			if err := inv.Write(ctx, "Things", engine.Operation{Op: engine.OpInsert, Entity: engine.NewEntity("p", rk)}); err != nil {
@@ -260,14 +266,17 @@ func TestReadsSeeOwnWritesAndCommitAfterSuccess(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		mu.Lock()
 		seen = seen[:0]
 		for _, e := range es {
 			seen = append(seen, e.RowKey)
 		}
+		failing := fail
+		mu.Unlock()
 		if e, _, _ := inv.Get(ctx, "Things", "p", "a"); e != nil {
 			return errors.New("a is still visible after its delete")
 		}
-		if fail {
+		if failing {
 			return errors.New("failing on purpose")
 		}
 		return inv.SetOutput([]byte("done"))
@@ -284,13 +293,18 @@ func TestReadsSeeOwnWritesAndCommitAfterSuccess(t *testing.T) {
 	if got := r.Header.Get(functions.HeaderReplyError); !strings.Contains(got, "failing on purpose") {
 		t.Fatalf("reply error %q", got)
 	}
-	if strings.Join(seen, ",") != "b,c" {
-		t.Fatalf("the invocation saw %v, want its own writes b,c", seen)
+	mu.Lock()
+	saw := strings.Join(seen, ",")
+	mu.Unlock()
+	if saw != "b,c" {
+		t.Fatalf("the invocation saw %v, want its own writes b,c", saw)
 	}
 	if exists(t, th.c, "Things", "p", "b") || !exists(t, th.c, "Things", "p", "a") {
 		t.Fatal("a failed invocation changed the table")
 	}
+	mu.Lock()
 	fail = false
+	mu.Unlock()
 	if r, err = invoke(); err != nil || string(r.Data) != "done" || r.Header.Get(functions.HeaderReplyError) != "" {
 		t.Fatalf("reply %v %q %q", err, r.Data, r.Header.Get(functions.HeaderReplyError))
 	}
