@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// AdminPrefix is the path under which the host serves the operators' API
+// AdminPrefix is the path under which the node serves the operators' API
 // of functions and queues (docs/FUNCTIONS.md):
 //
 //	GET    /$cairn/functions                          deployed functions
@@ -23,9 +23,9 @@ const AdminPrefix = "/$cairn/"
 // AdminHandler serves the operators' API. Like /metrics it is not
 // authenticated: the HTTP listener is on loopback unless configured
 // otherwise.
-func (h *Host) AdminHandler() http.Handler { return http.HandlerFunc(h.admin) }
+func (rn *Runner) AdminHandler() http.Handler { return http.HandlerFunc(rn.admin) }
 
-func (h *Host) admin(w http.ResponseWriter, r *http.Request) {
+func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, AdminPrefix), "/"), "/")
 	fail := func(status int, err error) {
 		w.Header().Set("Content-Type", "application/json")
@@ -46,7 +46,7 @@ func (h *Host) admin(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	switch {
 	case len(parts) == 1 && parts[0] == "functions" && r.Method == http.MethodGet:
-		ms, err := h.registry.List(ctx)
+		ms, err := rn.registry.List(ctx)
 		if err != nil {
 			fail(http.StatusInternalServerError, err)
 			return
@@ -58,7 +58,7 @@ func (h *Host) admin(w http.ResponseWriter, r *http.Request) {
 	case len(parts) == 2 && parts[0] == "queues" && r.Method == http.MethodPost && !strings.HasSuffix(parts[1], PoisonSuffix):
 		body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessage+1))
 		if err == nil {
-			err = h.queues.Enqueue(ctx, parts[1], body)
+			err = rn.queues.Enqueue(ctx, parts[1], body)
 		}
 		if err != nil {
 			fail(http.StatusBadRequest, err)
@@ -71,7 +71,7 @@ func (h *Host) admin(w http.ResponseWriter, r *http.Request) {
 		if limit <= 0 || limit > 1000 {
 			limit = 100
 		}
-		ps, err := h.queues.Poison(ctx, parts[1], from, limit)
+		ps, err := rn.queues.Poison(ctx, parts[1], from, limit)
 		if err != nil {
 			fail(status(err), err)
 			return
@@ -88,20 +88,20 @@ func (h *Host) admin(w http.ResponseWriter, r *http.Request) {
 		}
 		switch {
 		case len(parts) == 3 && r.Method == http.MethodGet:
-			p, err := h.queues.PoisonMessage(ctx, parts[1], seq)
+			p, err := rn.queues.PoisonMessage(ctx, parts[1], seq)
 			if err != nil {
 				fail(status(err), err)
 				return
 			}
 			reply(p)
 		case len(parts) == 3 && r.Method == http.MethodDelete:
-			if err := h.queues.Delete(ctx, parts[1], seq); err != nil {
+			if err := rn.queues.Delete(ctx, parts[1], seq); err != nil {
 				fail(status(err), err)
 				return
 			}
 			w.WriteHeader(http.StatusNoContent)
 		case len(parts) == 4 && parts[3] == "requeue" && r.Method == http.MethodPost:
-			if err := h.queues.Requeue(ctx, parts[1], seq); err != nil {
+			if err := rn.queues.Requeue(ctx, parts[1], seq); err != nil {
 				fail(status(err), err)
 				return
 			}

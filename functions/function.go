@@ -2,25 +2,14 @@ package functions
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/functions/abi"
-	"github.com/cairn-dev/cairn/journal"
 )
 
-// function is a deployed function on this host: its current version and
+// function is a deployed function on this node: its current version and
 // the goroutine that feeds it from its trigger.
 type function struct {
-	h    *Host
+	rn   *Runner
 	name string
 	cur  atomic.Pointer[version]
 
@@ -32,52 +21,100 @@ type function struct {
 type version struct {
 	m       Manifest
 	handler Handler
-	// inflight counts the invocations using the handler; retire closes
-	// it once they are done.
-	inflight sync.WaitGroup
-	retired  atomic.Bool
+
+	mu sync.Mutex
+	// inflight counts the invocations using the handler; once retired,
+	// the last of them closes it.
+	inflight int
+	retired  bool
 }
 
-// acquire marks an invocation starting on v.
-func (v *version) acquire() { v.inflight.Add(1) }
-func (v *version) release() { v.inflight.Done() }
+// acquire marks an invocation starting on v, unless v is retired (its
+// handler closes once the invocations already running are done).
+func (v *version) acquire() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.retired {
+		return false
+	}
+	v.inflight++
+	return true
+}
 
-// retire closes v's handler once its invocations have finished.
-func (v *version) retire() {
-	if v.retired.Swap(true) {
+// release marks an invocation's end; the last one of a retired version
+// closes its handler.
+func (v *version) release() {
+	v.mu.Lock()
+	v.inflight--
+	last := v.retired && v.inflight == 0
+	v.mu.Unlock()
+	if last {
+		v.handler.Close(context.Background())
+	}
+}
+
+// retire takes v out of use: its handler is closed once no invocation
+// uses it, at once (in a goroutine that wg counts) if none does.
+func (v *version) retire(wg *sync.WaitGroup) {
+	v.mu.Lock()
+	if v.retired {
+		v.mu.Unlock()
 		return
 	}
+	v.retired = true
+	idle := v.inflight == 0
+	v.mu.Unlock()
+	if !idle {
+		return
+	}
+	wg.Add(1)
 	go func() {
-		v.inflight.Wait()
+		defer wg.Done()
 		v.handler.Close(context.Background())
 	}()
 }
 
-// sameRunner reports whether m can run on f's trigger goroutine as it is.
-func (f *function) sameRunner(m *Manifest) bool {
+// sameFeed reports whether m can run on f's trigger goroutine as it is.
+func (f *function) sameFeed(m *Manifest) bool {
 	c := f.cur.Load().m
 	return c.Trigger == m.Trigger && c.Concurrency == m.Concurrency && c.AckWait() == m.AckWait()
 }
 
-// take returns the current version, marked in use; release it.
-func (f *function) take() *version {
+// take returns the current version, marked in use; release it. It
+// returns false when the function has stopped (its current version is
+// retired and no newer one replaced it).
+func (f *function) take() (*version, bool) {
 	for {
 		v := f.cur.Load()
-		v.acquire()
-		if f.cur.Load() == v {
-			return v
+		if v.acquire() {
+			if f.cur.Load() == v {
+				return v, true
+			}
+			v.release() // swapped meanwhile: use the new one
+			continue
 		}
-		v.release() // swapped meanwhile: use the new one
+		if f.cur.Load() == v {
+			return nil, false
+		}
 	}
 }
 
-func (f *function) start() {
-	ctx, cancel := context.WithCancel(f.h.ctx)
-	f.cancel, f.done = cancel, make(chan struct{})
+// newFunction returns a function whose current version is v, and the
+// context its trigger will run under. It is complete before it is shared:
+// stop may be called on it before start, and waits for start then.
+func (rn *Runner) newFunction(v *version) (*function, context.Context) {
+	ctx, cancel := context.WithCancel(rn.ctx)
+	f := &function{rn: rn, name: v.m.Name, cancel: cancel, done: make(chan struct{})}
+	f.cur.Store(v)
+	return f, ctx
+}
+
+// start runs the function's trigger in a goroutine until ctx ends.
+func (f *function) start(ctx context.Context) {
 	m := f.cur.Load().m
-	f.h.wg.Add(1)
+	f.rn.wg.Add(1)
 	go func() {
-		defer f.h.wg.Done()
+		defer f.rn.wg.Done()
 		defer close(f.done)
 		var err error
 		switch m.Trigger.Kind() {
@@ -91,220 +128,14 @@ func (f *function) start() {
 			<-ctx.Done() // direct invocations only
 		}
 		if err != nil && ctx.Err() == nil {
-			f.h.log.Error("function stopped", "function", f.name, "err", err)
+			f.rn.log.Error("function stopped", "function", f.name, "err", err)
 		}
 	}()
 }
 
-// consumerOf names the stream of the durable consumer "fn-<name>" that a
-// manifest's trigger uses ("" for none).
-func (h *Host) consumerOf(m Manifest) (stream string) {
-	switch m.Trigger.Kind() {
-	case "queue", "timer":
-		return StreamName(h.cfg.Prefix)
-	case "table":
-		if t, ok := h.views.Table(m.Trigger.Table); ok {
-			return journal.StreamName(h.cfg.Prefix, t.Name(), t.Epoch())
-		}
-	}
-	return ""
-}
-
-// dropConsumer deletes the durable consumer of a function that no longer
-// uses it (undeployed, or moved to another trigger), so that its queue can
-// be given to another function. Every host tries; the first succeeds.
-func (h *Host) dropConsumer(m Manifest) {
-	stream := h.consumerOf(m)
-	if stream == "" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := h.js.DeleteConsumer(ctx, stream, "fn-"+m.Name)
-	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		h.log.Warn("function: could not delete its consumer", "function", m.Name, "stream", stream, "err", err)
-	}
-}
-
 // stop stops the trigger goroutine and retires the current version.
 func (f *function) stop() {
-	if f.cancel == nil {
-		return
-	}
 	f.cancel()
 	<-f.done
-	f.cur.Load().retire()
-}
-
-// retryWait pauses after a failure of the trigger machinery itself (not
-// of the function), so that a lost connection does not spin.
-func retryWait(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(d):
-		return true
-	}
-}
-
-// consumeQueue feeds the function from a queue: a durable consumer shared by
-// every host, at most Concurrency invocations at once on this host.
-func (f *function) consumeQueue(ctx context.Context, queue string) error {
-	h := f.h
-	m := f.cur.Load().m
-	subject := QueueSubject(h.cfg.Prefix, queue)
-	var cons jetstream.Consumer
-	for {
-		var err error
-		cons, err = h.js.CreateOrUpdateConsumer(ctx, StreamName(h.cfg.Prefix), jetstream.ConsumerConfig{
-			Durable:       "fn-" + f.name,
-			Description:   "function " + f.name + " on queue " + queue,
-			FilterSubject: subject,
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       m.AckWait(),
-			MaxDeliver:    -1, // the host poisons; see handle
-			MaxAckPending: 4096,
-			Replicas:      h.cfg.Replicas,
-		})
-		if err == nil {
-			break
-		}
-		h.log.Error("function: cannot consume its queue", "function", f.name, "queue", queue, "err", err)
-		if !retryWait(ctx, 5*time.Second) {
-			return nil
-		}
-	}
-	slots := make(chan struct{}, m.Concurrency)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	return f.pull(ctx, cons, m.Concurrency, "queue", func(msg jetstream.Msg) {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			// A delivery taken is finished even when the function is
-			// stopping (its timeout bounds it): cutting it short would
-			// cost the message a delivery.
-			f.handle(context.WithoutCancel(ctx), queue, msg)
-		}()
-	})
-}
-
-// pull feeds a consumer's messages to handle until ctx ends, with at most
-// ahead messages pulled and not yet handled.
-func (f *function) pull(ctx context.Context, cons jetstream.Consumer, ahead int, what string, handle func(jetstream.Msg)) error {
-	iter, err := cons.Messages(jetstream.PullMaxMessages(ahead), jetstream.PullExpiry(5*time.Second))
-	if err != nil {
-		return err
-	}
-	defer iter.Stop()
-	go func() { <-ctx.Done(); iter.Stop() }()
-	for {
-		msg, err := iter.Next()
-		switch {
-		case errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil:
-			if msg != nil {
-				_ = msg.Nak()
-			}
-			return nil
-		case errors.Is(err, jetstream.ErrNoHeartbeat):
-			// A busy moment: the iterator pulls again.
-		case err != nil:
-			f.h.log.Warn("function: "+what+" read failed", "function", f.name, "err", err)
-		default:
-			handle(msg)
-		}
-	}
-}
-
-// handle runs one delivery of a queue message and settles it: ack on
-// success; on failure, delivered again after a back-off, or moved to the
-// poison queue once its dequeue count reaches the maximum.
-func (f *function) handle(ctx context.Context, queue string, msg jetstream.Msg) {
-	h := f.h
-	md, err := msg.Metadata()
-	if err != nil {
-		h.log.Error("function: message without metadata", "function", f.name, "err", err)
-		_ = msg.Term()
-		return
-	}
-	v := f.take()
-	defer v.release()
-	m := v.m
-	n := int(md.NumDelivered)
-	if n > m.MaxDequeueCount {
-		// Earlier deliveries never settled: the host running them died
-		// or lost its connection. Do not run it again.
-		f.poison(ctx, queue, msg, md, n-1, fmt.Sprintf("delivered %d times without finishing (the host running it stopped, or the invocation never returned); not run again", n-1))
-		return
-	}
-	trig := abi.Trigger{
-		ID:           "q:" + queue + ":" + strconv.FormatUint(md.Sequence.Stream, 10),
-		Kind:         abi.KindQueue,
-		Function:     f.name,
-		Version:      m.Version,
-		Queue:        queue,
-		Body:         msg.Data(),
-		DequeueCount: n,
-		Time:         engine.TimeToTicks(md.Timestamp),
-	}
-	if id := msg.Headers().Get(HeaderTrigger); id != "" {
-		trig.ID, trig.Kind = id, abi.KindTimer
-	}
-	_, err = h.run(ctx, v, trig)
-	if err == nil {
-		if aerr := msg.DoubleAck(ctx); aerr != nil {
-			// Delivered again later; the writes are answered as duplicates.
-			h.log.Warn("function: ack failed", "function", f.name, "trigger", trig.ID, "err", aerr)
-		}
-		return
-	}
-	if n >= m.MaxDequeueCount {
-		f.poison(ctx, queue, msg, md, n, err.Error())
-		return
-	}
-	delay := m.Backoff(n)
-	h.log.Info("function failed; retrying after back-off", "function", f.name, "trigger", trig.ID, "dequeueCount", n, "backoff", delay, "err", err)
-	_ = msg.NakWithDelay(delay)
-}
-
-// poisonHeader is the header of a poison message: why, after how many
-// deliveries, when, by which function, from which stream sequence.
-func (f *function) poisonHeader(reason string, attempts int, source uint64) nats.Header {
-	hdr := nats.Header{}
-	hdr.Set(HeaderError, reason)
-	hdr.Set(HeaderAttempts, strconv.Itoa(attempts))
-	hdr.Set(HeaderFunction, f.name)
-	hdr.Set(HeaderPoisoned, f.h.now().UTC().Format(time.RFC3339Nano))
-	hdr.Set(HeaderSource, strconv.FormatUint(source, 10))
-	return hdr
-}
-
-// poison moves a message to <queue>-poison with its error, attempts and
-// times, then removes it from its queue. The move carries an id derived
-// from the message's sequence, so doing it twice stores it once.
-func (f *function) poison(ctx context.Context, queue string, msg jetstream.Msg, md *jetstream.MsgMetadata, attempts int, reason string) {
-	h := f.h
-	if len(reason) > 2048 {
-		reason = reason[:2048] + "…"
-	}
-	hdr := f.poisonHeader(reason, attempts, md.Sequence.Stream)
-	hdr.Set(HeaderQueue, queue)
-	hdr.Set(HeaderEnqueued, md.Timestamp.UTC().Format(time.RFC3339Nano))
-	if id := msg.Headers().Get(HeaderTrigger); id != "" {
-		hdr.Set(HeaderTrigger, id)
-	}
-	id := "poison:" + queue + ":" + strconv.FormatUint(md.Sequence.Stream, 10)
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := h.queues.publish(pctx, queue+PoisonSuffix, msg.Data(), id, hdr); err != nil {
-		h.log.Error("function: could not move a message to its poison queue; it will be delivered again", "function", f.name, "queue", queue, "err", err)
-		_ = msg.NakWithDelay(f.cur.Load().m.BackoffMax.D())
-		return
-	}
-	if err := msg.TermWithReason("poisoned: " + reason); err != nil {
-		h.log.Warn("function: term failed", "function", f.name, "err", err)
-	}
-	h.stats.Poisoned.Add(1)
-	h.log.Warn("message moved to the poison queue", "function", f.name, "queue", queue+PoisonSuffix, "attempts", attempts, "err", reason)
+	f.cur.Load().retire(&f.rn.wg)
 }

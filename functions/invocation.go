@@ -40,7 +40,7 @@ const (
 //
 // An Invocation is used by one goroutine.
 type Invocation struct {
-	env     *Host
+	runner  *Runner
 	trigger abi.Trigger
 	parts   []*pendingPartition // in the order first written
 	writes  int
@@ -70,7 +70,7 @@ func (inv *Invocation) Trigger() *abi.Trigger { return &inv.trigger }
 
 // lookup finds a table's view.
 func (inv *Invocation) lookup(ctx context.Context, table string) (*projections.Table, error) {
-	t, ok, err := inv.env.views.Lookup(ctx, table)
+	t, ok, err := inv.runner.views.Lookup(ctx, table)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (inv *Invocation) Write(ctx context.Context, table string, op engine.Operat
 	}
 	// Serialised now: the function cannot change what it handed over.
 	op.Entity = op.Entity.Clone()
-	p.overlay.Apply(events, engine.TimeToTicks(inv.env.now()))
+	p.overlay.Apply(events, engine.TimeToTicks(inv.runner.now()))
 	p.ops = append(p.ops, op)
 	p.written[rk] = true
 	inv.writes++
@@ -257,7 +257,7 @@ func (inv *Invocation) SetOutput(b []byte) error {
 // Output is the reply set by the function.
 func (inv *Invocation) Output() []byte { return inv.output }
 
-// Log writes a line of the function's to the host's log (at most 100 per
+// Log writes a line of the function's to the node's log (at most 100 per
 // invocation, each cut to 4 KiB).
 func (inv *Invocation) Log(line string) {
 	inv.logs++
@@ -267,7 +267,7 @@ func (inv *Invocation) Log(line string) {
 	if len(line) > 4096 {
 		line = line[:4096] + "…"
 	}
-	inv.env.log.Info("function log", "function", inv.trigger.Function, "trigger", inv.trigger.ID, "line", line)
+	inv.runner.log.Info("function log", "function", inv.trigger.Function, "trigger", inv.trigger.ID, "line", line)
 }
 
 // CommandID is the command id of the invocation's writes to one partition:
@@ -301,6 +301,7 @@ type ConflictError struct{ Err error }
 func (e *ConflictError) Error() string {
 	return "the data changed while the function ran: " + e.Err.Error()
 }
+
 func (e *ConflictError) Unwrap() error { return e.Err }
 
 // commit applies the collected writes, partition by partition in the order
@@ -311,7 +312,7 @@ func (e *ConflictError) Unwrap() error { return e.Err }
 func (inv *Invocation) commit(ctx context.Context) error {
 	for i, p := range inv.parts {
 		if i > 0 {
-			inv.env.failpoint("functions.between-commits")
+			inv.runner.failpoint("functions.between-commits")
 		}
 		cmd := &engine.Command{
 			ID:    CommandID(inv.trigger.Function, inv.trigger.ID, p.table.Name(), p.pk),
@@ -319,7 +320,7 @@ func (inv *Invocation) commit(ctx context.Context) error {
 			Ops:   p.ops,
 			Batch: len(p.ops) > 1,
 		}
-		r := inv.env.submit(ctx, cmd)
+		r := inv.runner.submit(ctx, cmd)
 		if r.Error != nil {
 			if retryable(r.Error) {
 				return &ConflictError{Err: r.Error}
@@ -329,7 +330,7 @@ func (inv *Invocation) commit(ctx context.Context) error {
 	}
 	for i, m := range inv.msgs {
 		id := "fn:" + inv.trigger.Function + ":" + inv.trigger.ID + ":" + strconv.Itoa(i)
-		if err := inv.env.queues.publish(ctx, m.queue, m.body, id, nil); err != nil {
+		if err := inv.runner.queues.publish(ctx, m.queue, m.body, id, nil); err != nil {
 			return fmt.Errorf("enqueue to %s: %w", m.queue, err)
 		}
 	}

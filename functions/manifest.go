@@ -23,7 +23,7 @@ type Manifest struct {
 	MaxDequeueCount int `json:"maxDequeueCount,omitempty"`
 	// Timeout bounds one invocation (30s).
 	Timeout Duration `json:"timeout,omitempty"`
-	// Concurrency is how many invocations one host runs at once (4).
+	// Concurrency is how many invocations one node runs at once (4).
 	Concurrency int `json:"concurrency,omitempty"`
 	// BackoffMin and BackoffMax bound the delay before a failed message is
 	// delivered again: BackoffMin after the first failure, doubling after
@@ -51,7 +51,7 @@ type Trigger struct {
 	// Table: each committed change of the table, in journal order.
 	Table string `json:"table,omitempty"`
 	// Every: a tick at each multiple of the interval (at least 1s),
-	// delivered through the queue timer-<name>, once for all hosts.
+	// delivered through the queue timer-<name>, once for all nodes.
 	Every Duration `json:"every,omitempty"`
 	// Cron: a tick at each time of a cron schedule ("*/5 * * * *",
 	// "@hourly", "CRON_TZ=Europe/Paris 0 9 * * 1-5"), delivered as Every's.
@@ -198,14 +198,10 @@ func (m *Manifest) Validate() error {
 
 // Backoff is the delay after the n-th failed delivery (n >= 1).
 func (m *Manifest) Backoff(n int) time.Duration {
-	d := m.BackoffMin.D()
-	for i := 1; i < n && d < m.BackoffMax.D(); i++ {
-		d *= 2
-	}
-	return min(d, m.BackoffMax.D())
+	return backoff(m.BackoffMin.D(), m.BackoffMax.D(), n)
 }
 
 // AckWait is how long a delivery may stay unanswered before JetStream
 // delivers it again: the timeout plus a margin for committing the writes.
-// A host that dies mid-invocation therefore delays its message by this much.
+// A node that dies mid-invocation therefore delays its message by this much.
 func (m *Manifest) AckWait() time.Duration { return m.Timeout.D() + 5*time.Second }

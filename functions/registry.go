@@ -16,14 +16,14 @@ import (
 
 // Registry is where functions are deployed: each version's module in a
 // JetStream object store, and each function's current manifest in a KV
-// bucket (its history holds the earlier versions, for rollback). Every host
+// bucket (its history holds the earlier versions, for rollback). Every node
 // watches the bucket and loads what it finds.
 type Registry struct {
 	kv  jetstream.KeyValue
 	obj jetstream.ObjectStore
 }
 
-// Builtins are the names of the native functions every host runs; they
+// Builtins are the names of the native functions every node runs; they
 // cannot be deployed over.
 var Builtins = []string{"archive"}
 
@@ -37,7 +37,7 @@ func OpenRegistry(ctx context.Context, js jetstream.JetStream, prefix string, re
 	if replicas == 0 {
 		kv, err := js.KeyValue(ctx, base+"_FUNCTIONS")
 		if err != nil {
-			return nil, fmt.Errorf("functions: registry %s_FUNCTIONS: %w (has a host with prefix %q started on this NATS server?)", base, err, prefix)
+			return nil, fmt.Errorf("functions: registry %s_FUNCTIONS: %w (has a Cairn node with prefix %q started on this NATS server?)", base, err, prefix)
 		}
 		obj, err := js.ObjectStore(ctx, base+"_MODULES")
 		if err != nil {
@@ -230,7 +230,7 @@ func (r *Registry) History(ctx context.Context, name string) ([]Manifest, error)
 	return st.hist, err
 }
 
-// Undeploy removes a function: every host stops it. Its queue keeps its
+// Undeploy removes a function: every node stops it. Its queue keeps its
 // messages; its versions stay in the history (a later deploy or rollback
 // continues from them).
 func (r *Registry) Undeploy(ctx context.Context, name string) error {

@@ -21,7 +21,7 @@ import (
 	"github.com/cairn-dev/cairn/projections"
 )
 
-// benchFunctions measures the function host: invocation overhead (native
+// benchFunctions measures the function runner: invocation overhead (native
 // and WebAssembly) against a plain NATS request/reply, queue throughput of
 // a trivial function against a raw JetStream work-queue consumer, and the
 // time to archive employees through the queue. Run it from the
@@ -53,8 +53,8 @@ func benchFunctions(args []string) error {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4000))
-	fh := h.Functions()
-	b := &fnBencher{nc: nc, js: js, cl: client.New(nc), fh: fh, views: h.Views(), rounds: *rounds}
+	fr := h.Functions()
+	b := &fnBencher{nc: nc, js: js, cl: client.New(nc), fr: fr, views: h.Views(), rounds: *rounds}
 
 	fmt.Printf("# cairn bench-functions: GOMAXPROCS=%d, %s/%s, %s, n=%d, rounds=%d (median)\n\n",
 		runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *n, *rounds)
@@ -65,13 +65,13 @@ func benchFunctions(args []string) error {
 			return fmt.Errorf("run bench-functions from the repository's root: %w", err)
 		}
 		m := functions.Manifest{Name: "wasm-" + ex, Trigger: functions.Trigger{Queue: "wasm-" + ex}, Concurrency: 4}
-		if _, err := fh.Registry().Deploy(ctx, m, module); err != nil {
+		if _, err := fr.Registry().Deploy(ctx, m, module); err != nil {
 			return err
 		}
 	}
 	var helloRuns atomic.Int64
 	native := functions.Manifest{Name: "native-hello", Trigger: functions.Trigger{Queue: "native-hello"}, Concurrency: 4}
-	if err := fh.Register(native, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+	if err := fr.Register(native, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
 		helloRuns.Add(1)
 		return inv.SetOutput(append([]byte("hello, "), inv.Trigger().Body...))
 	})); err != nil {
@@ -88,7 +88,7 @@ func benchFunctions(args []string) error {
 	// 1. Direct invocation round trips, one at a time: native, then
 	// WebAssembly against native (the sandbox's cost), with a plain NATS
 	// request/reply to a responder on its own TCP connection for scale
-	// (the host's responder is connected in-process, so it can be faster).
+	// (the runner's responder is connected in-process, so it can be faster).
 	echo, err := b.latency(*calls, "bench.echo", true)
 	if err != nil {
 		return err
@@ -125,7 +125,7 @@ func benchFunctions(args []string) error {
 		}
 		fmt.Printf("| archive %d employees through the queue %q | %v (%.0f employees/s) | | |\n", *n, q, el.Round(time.Millisecond), float64(*n)/el.Seconds())
 	}
-	st := fh.Stats()
+	st := fr.Stats()
 	fmt.Printf("\ninvocations %d, failures %d, poisoned %d\n", st.Invocations.Load(), st.Failures.Load(), st.Poisoned.Load())
 	return nil
 }
@@ -134,7 +134,7 @@ type fnBencher struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	cl     *client.Client
-	fh     *functions.Host
+	fr     *functions.Runner
 	views  *projections.Views
 	rounds int
 	tables int
@@ -143,7 +143,7 @@ type fnBencher struct {
 func (b *fnBencher) waitLoaded(ctx context.Context, name string) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, ok := b.fh.Version(name); ok {
+		if _, ok := b.fr.Version(name); ok {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -155,7 +155,7 @@ func (b *fnBencher) waitLoaded(ctx context.Context, name string) error {
 // with echo, to a responder that answers at once.
 func (b *fnBencher) latency(n int, subject string, echo bool) (time.Duration, error) {
 	if echo {
-		// A connection of its own, as the host's responder has.
+		// A connection of its own, as the runner's responder has.
 		rc, err := nats.Connect(b.nc.ConnectedUrl())
 		if err != nil {
 			return 0, err
@@ -277,7 +277,7 @@ func (b *fnBencher) rawQueue(ctx context.Context, n int) (float64, error) {
 // timed from the first publish until the queue is empty (every message
 // acknowledged).
 func (b *fnBencher) queueRate(ctx context.Context, function string, n int) (float64, error) {
-	q := b.fh.Queues()
+	q := b.fr.Queues()
 	var rates []float64
 	for range b.rounds {
 		start := time.Now()
@@ -338,7 +338,7 @@ func (b *fnBencher) archive(ctx context.Context, queue string, n int) (time.Dura
 		return 0, err
 	}
 	for {
-		d, err := b.fh.Queues().Depth(ctx, queue)
+		d, err := b.fr.Queues().Depth(ctx, queue)
 		if err != nil {
 			return 0, err
 		}

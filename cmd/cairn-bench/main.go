@@ -5,7 +5,7 @@
 //
 //	go run ./cmd/cairn-bench                 # end to end over NATS (the default)
 //	go run ./cmd/cairn-bench http            # the HTTP API side by side with Azurite
-//	go run ./cmd/cairn-bench functions       # the function host (from the repository's root)
+//	go run ./cmd/cairn-bench functions       # the function runner (from the repository's root)
 //
 // It is a binary of its own so that the host links neither the Azure SDK
 // nor the Azurite installer. Flags can be set as CAIRN_<NAME> too.
@@ -32,7 +32,7 @@ func main() {
 func usage() {
 	fmt.Fprintf(os.Stderr, `usage: cairn-bench [nats] [flags]   end-to-end benchmarks over NATS (default)
        cairn-bench http [flags]     the HTTP API side by side with Azurite
-       cairn-bench functions [flags] the function host (run from the repository's root)
+       cairn-bench functions [flags] the function runner (run from the repository's root)
 
 Run "cairn-bench <name> -h" for the flags.
 `)

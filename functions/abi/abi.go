@@ -1,9 +1,9 @@
-// Package abi is the contract between the function host and a function
+// Package abi is the contract between the function runner and a function
 // compiled to WebAssembly: the names of the imports and exports, the
-// operations a guest may call, and the msgpack messages they exchange.
+// operations a guest may ask of the runner (the runner calls), and the msgpack messages they exchange.
 // docs/FUNCTIONS.md describes it for authors of guests in other languages.
 //
-// The package is used on both sides: by the host's sandbox
+// The package is used on both sides: by the runner's sandbox
 // (functions/wasm) and by the Go guest SDK (functions/sdk), which is
 // compiled with GOOS=wasip1 GOARCH=wasm. It does no I/O.
 //
@@ -26,14 +26,14 @@
 // answer's length either way. A guest whose buffer was too small allocates
 // one of that length and calls take, which copies the kept answer and
 // returns its length (or -1 when nothing is kept; a buffer still too small
-// gets the length and nothing copied). The host keeps only the
+// gets the length and nothing copied). The runner keeps only the
 // latest answer. A negative return of call is an ABI misuse (bad pointer,
 // unknown op); the guest should fail the invocation.
 //
 // Nothing else is imported but WASI preview 1 ("wasi_snapshot_preview1"),
-// which the host gives without a filesystem or network: clocks, random_get
+// which the sandbox gives without a filesystem or network: clocks, random_get
 // seeded from the trigger's id for each invocation, and stdout/stderr into
-// the host's log.
+// the node's log.
 package abi
 
 import (
@@ -52,7 +52,7 @@ const Version = 1
 
 // Names of the imports and exports.
 const (
-	Module       = "cairn"        // the host module the guest imports
+	Module       = "cairn"        // the module of host functions (wazero's term) the guest imports
 	ImportCall   = "call"         // (op, req_ptr, req_len, out_ptr, out_cap i32) -> i32
 	ImportTake   = "take"         // (out_ptr, out_cap i32) -> i32
 	ExportHandle = "cairn_handle" // () -> i32
@@ -86,7 +86,7 @@ const (
 	// OpOutput: the request is the raw reply of a direct invocation
 	// (not msgpack); answers an empty Response.
 	OpOutput Op = 6
-	// OpLog: the request is a raw line of text for the host's log.
+	// OpLog: the request is a raw line of text for the node's log.
 	OpLog Op = 7
 	// OpFail: the request is the raw text of the invocation's error.
 	OpFail Op = 8
@@ -126,7 +126,7 @@ const (
 type Trigger struct {
 	// ID identifies the trigger (a queue message's stream sequence, a
 	// change's journal position, a request's id). A retried invocation
-	// has the same ID; the host derives its writes' command ids from it.
+	// has the same ID; the runner derives its writes' command ids from it.
 	ID       string `msgpack:"id"`
 	Kind     string `msgpack:"kind"`
 	Function string `msgpack:"fn"`
@@ -168,7 +168,7 @@ type GetRequest struct {
 
 // QueryRequest reads the entities of one partition, in RowKey order,
 // that match Filter (OData, as over HTTP; empty: all), at most Top (0:
-// no limit but the host's).
+// no limit but the runner's).
 type QueryRequest struct {
 	Table        string `msgpack:"t"`
 	PartitionKey string `msgpack:"pk"`
@@ -274,7 +274,7 @@ func Marshal(v any) ([]byte, error) {
 }
 
 // Unmarshal decodes a message; unknown fields are skipped, so that a newer
-// host or guest can add fields.
+// runner or guest can add fields.
 func Unmarshal(data []byte, v any) error {
 	return msgpack.Unmarshal(data, v)
 }

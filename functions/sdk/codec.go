@@ -14,7 +14,7 @@ import (
 
 // The guest's msgpack codec for the ABI's messages, written out instead of
 // msgpack's reflection: in a Go guest under wazero with close-on-context-
-// done every loop iteration checks in with the host, and reflection's many
+// done every loop iteration checks in with the runtime, and reflection's many
 // small loops made decoding a trigger the largest part of an invocation.
 // Entities, whose form engine/wire defines, go through abi.Entity's own
 // (non-reflecting) coder. codec_test.go checks the result against
@@ -358,7 +358,7 @@ func (r *reader) entity() abi.Entity {
 	return e
 }
 
-// decodeResponse decodes the host's answer. Unknown fields are skipped.
+// decodeResponse decodes the runner's answer. Unknown fields are skipped.
 func decodeResponse(b []byte, resp *abi.Response) error {
 	if len(b) == 1 && b[0] == 0x80 { // the usual empty answer
 		return nil

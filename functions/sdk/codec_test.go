@@ -15,7 +15,7 @@ import (
 )
 
 // The guest's codec must agree with abi.Marshal and abi.Unmarshal, which
-// the host uses. These tests run natively.
+// the runner uses. These tests run natively.
 
 func randString(r *rand.Rand) string {
 	n := []int{0, 1, 5, 31, 32, 200, 300, 70000}[r.IntN(8)]

@@ -17,8 +17,8 @@ type Context struct {
 	trigger *abi.Trigger
 }
 
-// Trigger is what started the invocation. It is fetched from the host on
-// the first call; it panics if the host does not give it (a broken host).
+// Trigger is what started the invocation. It is fetched from the runner on
+// the first call; it panics if the runner does not give it (a broken runner).
 func (c *Context) Trigger() *abi.Trigger {
 	if c.trigger == nil {
 		resp, err := do(abi.OpTrigger, nil)
@@ -45,7 +45,7 @@ func (c *Context) Get(table, pk, rk string) (*engine.Entity, string, error) {
 
 // Query reads the entities of one partition, in RowKey order, that match
 // filter (an OData filter as over HTTP; "" matches all), at most top of
-// them (0: no limit but the host's).
+// them (0: no limit but the runner's).
 func (c *Context) Query(table, pk, filter string, top int) ([]abi.Entity, error) {
 	resp, err := do(abi.OpQuery, &abi.QueryRequest{Table: table, PartitionKey: pk, Filter: filter, Top: top})
 	return resp.Entities, err
@@ -102,8 +102,8 @@ func (c *Context) Reply(body []byte) error {
 	return err
 }
 
-// Logf writes a line to the host's log, with the function's name and the
-// trigger's id. The host keeps a bounded number of lines per invocation.
+// Logf writes a line to the node's log, with the function's name and the
+// trigger's id. The runner keeps a bounded number of lines per invocation.
 func (c *Context) Logf(format string, args ...any) {
 	_, _ = do(abi.OpLog, []byte(fmt.Sprintf(format, args...)))
 }

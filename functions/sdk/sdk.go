@@ -17,7 +17,7 @@ var handler func(*Context) error
 func Handle(fn func(*Context) error) { handler = fn }
 
 // handle runs one invocation: it is the body of the cairn_handle export.
-// A panic is not recovered: it crashes the instance, which is how the host
+// A panic is not recovered: it crashes the instance, which is how the runner
 // learns of it.
 func handle() int32 {
 	if handler == nil {
@@ -35,15 +35,15 @@ func handle() int32 {
 	return abi.StatusOK
 }
 
-// fail tells the host why the invocation failed.
+// fail tells the runner why the invocation failed.
 func fail(msg string) { _, _ = roundTrip(abi.OpFail, []byte(msg)) }
 
-// answer is the buffer the host writes its answers into; it grows to the
+// answer is the buffer the runner writes its answers into; it grows to the
 // largest answer seen. A guest runs one invocation at a time, on one
 // goroutine, so one buffer serves every call.
 var answer = make([]byte, 64<<10)
 
-// roundTrip calls the host and returns its raw answer, which is valid
+// roundTrip makes one runner call and returns its raw answer, which is valid
 // until the next call.
 func roundTrip(op abi.Op, req []byte) ([]byte, error) {
 	n := call(int32(op), req, answer)
@@ -60,7 +60,7 @@ func roundTrip(op abi.Op, req []byte) ([]byte, error) {
 }
 
 func refused(op abi.Op) error {
-	return fmt.Errorf("cairn: the host refused the %s call (ABI misuse: a bad pointer or an unknown operation)", op)
+	return fmt.Errorf("cairn: the runner refused the %s call (ABI misuse: a bad pointer or an unknown operation)", op)
 }
 
 // do performs op with the msgpack request req (raw bytes for OpOutput,
@@ -94,5 +94,5 @@ func do(op abi.Op, req any) (abi.Response, error) {
 	return resp, nil
 }
 
-// errNoTrigger is the panic of a host that does not give the trigger.
-var errNoTrigger = errors.New("cairn: the host gave no trigger")
+// errNoTrigger is the panic of a runner that does not give the trigger.
+var errNoTrigger = errors.New("cairn: the runner gave no trigger")

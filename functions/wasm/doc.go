@@ -7,7 +7,8 @@
 //
 //  1. NewRuntime prepares wazero: the compiler (the interpreter where the
 //     compiler is unsupported), a compilation cache, WASI without a
-//     filesystem or network, and the host module "cairn".
+//     filesystem or network, and the module "cairn" of host functions
+//     (wazero's term) that serve the guest's runner calls.
 //  2. Validate compiles a module and checks its imports and exports against
 //     the ABI; a deploy calls it so that a bad module is refused with a
 //     sentence saying what is wrong.

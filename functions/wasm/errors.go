@@ -21,6 +21,6 @@ type CrashError struct {
 	Stderr string
 }
 
-// Error is the reason only: the stderr lines are in the host's log, and the
+// Error is the reason only: the stderr lines are in the node's log, and the
 // error travels into poison messages, where a goroutine dump would bury it.
 func (e *CrashError) Error() string { return "the function crashed: " + e.Reason }

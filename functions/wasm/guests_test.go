@@ -97,9 +97,9 @@ func loadEcho(t testing.TB, o LoadOptions) *Module {
 	return m
 }
 
-// fakeHost is the host side of the ABI for one invocation, as the
-// function host implements it, over a map instead of the store.
-type fakeHost struct {
+// fakeRunner answers the runner calls of one invocation, as the function
+// runner does, over a map instead of the store.
+type fakeRunner struct {
 	trigger  abi.Trigger
 	rows     map[string]*engine.Entity // by pk + "/" + rk
 	writes   []abi.WriteRequest
@@ -111,14 +111,14 @@ type fakeHost struct {
 	ops      []abi.Op
 }
 
-func newFakeHost(body string) *fakeHost {
-	return &fakeHost{
+func newFakeRunner(body string) *fakeRunner {
+	return &fakeRunner{
 		trigger: abi.Trigger{ID: "t-1", Kind: abi.KindInvoke, Function: "echo", Version: 1, Body: []byte(body), DequeueCount: 1},
 		rows:    map[string]*engine.Entity{},
 	}
 }
 
-func (h *fakeHost) call(op abi.Op, req []byte) []byte {
+func (h *fakeRunner) call(op abi.Op, req []byte) []byte {
 	h.ops = append(h.ops, op)
 	resp, err := h.serve(op, req)
 	if err != nil {
@@ -131,7 +131,7 @@ func (h *fakeHost) call(op abi.Op, req []byte) []byte {
 	return b
 }
 
-func (h *fakeHost) serve(op abi.Op, req []byte) (abi.Response, error) {
+func (h *fakeRunner) serve(op abi.Op, req []byte) (abi.Response, error) {
 	switch op {
 	case abi.OpTrigger:
 		return abi.Response{Trigger: &h.trigger}, nil

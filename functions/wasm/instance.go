@@ -29,7 +29,8 @@ type instance struct {
 	stack  [1]uint64 // cairn_handle's results
 }
 
-// invocation is what the host functions need during one call into the
+// invocation is what the host functions (runnerCall, runnerTake) need
+// during one call into the
 // instance; they find it with ctx.Value(invocationKey{}). It lives in the
 // instance and is reset after each call. (The context itself is made per
 // call: wazero's close-on-context-done goroutine may read it after the call
@@ -115,8 +116,10 @@ func (inst *instance) close() {
 	}
 }
 
-// hostCall is cairn.call(op, req_ptr, req_len, out_ptr, out_cap) -> i32.
-func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
+// runnerCall is the host function cairn.call(op, req_ptr, req_len, out_ptr,
+// out_cap) -> i32: one runner call of the guest, answered by the
+// invocation's call function.
+func runnerCall(ctx context.Context, mod api.Module, stack []uint64) {
 	v, _ := ctx.Value(invocationKey{}).(*invocation)
 	op := abi.Op(api.DecodeI32(stack[0]))
 	req := api.DecodeU32(stack[1])
@@ -154,10 +157,11 @@ func (v *invocation) serve(mem api.Memory, op abi.Op, req, reqLen, out, outCap u
 	return int32(len(ans))
 }
 
-// hostTake is cairn.take(out_ptr, out_cap) -> i32: it copies the kept
+// runnerTake is the host function cairn.take(out_ptr, out_cap) -> i32: it
+// copies the kept
 // answer if it fits in out_cap bytes, and returns its length either way
 // (-1 when nothing is kept).
-func hostTake(ctx context.Context, mod api.Module, stack []uint64) {
+func runnerTake(ctx context.Context, mod api.Module, stack []uint64) {
 	v, _ := ctx.Value(invocationKey{}).(*invocation)
 	out := api.DecodeU32(stack[0])
 	outCap := api.DecodeU32(stack[1])

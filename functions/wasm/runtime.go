@@ -146,11 +146,11 @@ var (
 func hostModule(rt wazero.Runtime) wazero.HostModuleBuilder {
 	b := rt.NewHostModuleBuilder(abi.Module)
 	b.NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(hostCall), callParams, handleResults).
+		WithGoModuleFunction(api.GoModuleFunc(runnerCall), callParams, handleResults).
 		WithParameterNames("op", "req_ptr", "req_len", "out_ptr", "out_cap").
 		Export(abi.ImportCall)
 	b.NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(hostTake), takeParams, handleResults).
+		WithGoModuleFunction(api.GoModuleFunc(runnerTake), takeParams, handleResults).
 		WithParameterNames("out_ptr", "out_cap").
 		Export(abi.ImportTake)
 	return b

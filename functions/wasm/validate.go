@@ -14,7 +14,7 @@ import (
 )
 
 // Validate compiles module and checks it against the ABI: it imports only
-// cairn.call, cairn.take and functions of WASI preview 1 that the host
+// cairn.call, cairn.take and functions of WASI preview 1 that the sandbox
 // gives, with their signatures; it exports cairn_handle () -> i32 and its
 // memory; and it is a reactor (no _start without _initialize). The error
 // is a sentence for the module's author. It compiles the whole module
@@ -70,7 +70,7 @@ func (e *capRuntime) check(cm wazero.CompiledModule) error {
 			}
 		case abi.WASIModule:
 			if want = e.wasi[name]; want == nil {
-				return fmt.Errorf("module imports %q.%q, which the host's WASI preview 1 does not provide", mod, name)
+				return fmt.Errorf("module imports %q.%q, which the sandbox's WASI preview 1 does not provide", mod, name)
 			}
 			if !sameSignature(d, want.ParamTypes(), want.ResultTypes()) {
 				return fmt.Errorf("module imports %s.%s with signature %s, but WASI preview 1 defines %s",

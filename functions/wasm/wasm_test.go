@@ -13,14 +13,14 @@ import (
 	"github.com/cairn-dev/cairn/functions/abi"
 )
 
-// run invokes m with body as the trigger's body on a fresh fake host.
-func run(t testing.TB, m *Module, body string) (*fakeHost, error) {
+// run invokes m with body as the trigger's body on a fresh fake runner.
+func run(t testing.TB, m *Module, body string) (*fakeRunner, error) {
 	t.Helper()
-	h := newFakeHost(body)
+	h := newFakeRunner(body)
 	return h, m.Invoke(context.Background(), h.trigger.ID, h.call)
 }
 
-func mustRun(t testing.TB, m *Module, body string) *fakeHost {
+func mustRun(t testing.TB, m *Module, body string) *fakeRunner {
 	t.Helper()
 	h, err := run(t, m, body)
 	if err != nil {
@@ -42,14 +42,14 @@ func TestRoundTrip(t *testing.T) {
 		}
 	})
 	t.Run("get", func(t *testing.T) {
-		h := newFakeHost("get")
+		h := newFakeRunner("get")
 		if err := m.Invoke(context.Background(), "s", h.call); err != nil {
 			t.Fatal(err)
 		}
 		if string(h.output) != "absent" {
 			t.Errorf("absent: output %q", h.output)
 		}
-		h = newFakeHost("get")
+		h = newFakeRunner("get")
 		h.rows["p/r"] = engine.NewEntity("p", "r", engine.Property{Name: "V", Value: engine.String("v1")})
 		if err := m.Invoke(context.Background(), "s", h.call); err != nil {
 			t.Fatal(err)
@@ -93,7 +93,7 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("big answer through take", func(t *testing.T) {
 		big := strings.Repeat("0123456789abcdef", 200<<10/16) // 200 KiB
 		for range 2 {
-			h := newFakeHost("big")
+			h := newFakeRunner("big")
 			h.rows["p/big"] = engine.NewEntity("p", "big", engine.Property{Name: "V", Value: engine.String(big)})
 			if err := m.Invoke(context.Background(), "s", h.call); err != nil {
 				t.Fatal(err)
@@ -110,7 +110,7 @@ func TestRoundTrip(t *testing.T) {
 	})
 	t.Run("seeded random", func(t *testing.T) {
 		rnd := func(seed string) string {
-			h := newFakeHost("rand")
+			h := newFakeRunner("rand")
 			if err := m.Invoke(context.Background(), seed, h.call); err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +134,7 @@ func TestGuestError(t *testing.T) {
 		t.Fatalf("err %v (%T), want GuestError no good", err, err)
 	}
 	if h.failure != "no good" {
-		t.Errorf("the host's call saw failure %q", h.failure)
+		t.Errorf("the runner call saw failure %q", h.failure)
 	}
 	mustRun(t, m, "after")
 	if n := m.started.Load(); n != 1 {
@@ -165,7 +165,7 @@ func TestTimeout(t *testing.T) {
 	m := loadEcho(t, LoadOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	h := newFakeHost("loop")
+	h := newFakeRunner("loop")
 	done := make(chan error, 1)
 	go func() { done <- m.Invoke(ctx, "s", h.call) }()
 	select {
@@ -184,13 +184,13 @@ func TestWaitForInstance(t *testing.T) {
 	m := loadEcho(t, LoadOptions{Name: "one", MaxInstances: 1})
 	busy, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- m.Invoke(busy, "s", newFakeHost("loop").call) }()
+	go func() { done <- m.Invoke(busy, "s", newFakeRunner("loop").call) }()
 	for len(m.idle) > 0 { // until the loop holds the instance
 		time.Sleep(time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	err := m.Invoke(ctx, "s", newFakeHost("x").call)
+	err := m.Invoke(ctx, "s", newFakeRunner("x").call)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "waiting for an instance") {
 		t.Errorf("err %v, want a timeout waiting for an instance", err)
 	}
@@ -219,7 +219,7 @@ func TestConcurrency(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 50 {
-				h := newFakeHost("conc")
+				h := newFakeRunner("conc")
 				if err := m.Invoke(context.Background(), "s", h.call); err != nil {
 					errs <- err
 				} else if string(h.output) != "alone" {
@@ -317,7 +317,7 @@ func TestClosed(t *testing.T) {
 
 func BenchmarkInvokeWarm(b *testing.B) {
 	m := loadEcho(b, LoadOptions{Name: "bench"})
-	h := newFakeHost("x")
+	h := newFakeRunner("x")
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -84,7 +84,7 @@ type Config struct {
 	// plus its framing: 5 MiB).
 	MaxBody int64
 	// Metrics, if set, appends further series (in the Prometheus text
-	// format) to /metrics: the host adds the function host's.
+	// format) to /metrics: the node adds the function runner's.
 	Metrics func(w io.Writer)
 }
 

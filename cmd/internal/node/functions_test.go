@@ -70,8 +70,8 @@ func TestPoisonAndRequeue(t *testing.T) {
 	var mu sync.Mutex
 	var attempts []attempt
 	m := fast(functions.Manifest{Name: "always-fails", Trigger: functions.Trigger{Queue: "work"}})
-	fh := th.h.Functions()
-	if err := fh.Register(m, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+	fr := th.h.Functions()
+	if err := fr.Register(m, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
 		mu.Lock()
 		attempts = append(attempts, attempt{inv.Trigger().DequeueCount, time.Now(), inv.Trigger().ID})
 		mu.Unlock()
@@ -79,13 +79,13 @@ func TestPoisonAndRequeue(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	if err := fh.Queues().Enqueue(ctx, "work", []byte("order 7")); err != nil {
+	if err := fr.Queues().Enqueue(ctx, "work", []byte("order 7")); err != nil {
 		t.Fatal(err)
 	}
 	var poisoned []functions.PoisonMessage
 	eventually(t, 30*time.Second, "the message in work-poison", func() bool {
 		var err error
-		poisoned, err = fh.Queues().Poison(ctx, "work", 0, 10)
+		poisoned, err = fr.Queues().Poison(ctx, "work", 0, 10)
 		return err == nil && len(poisoned) == 1
 	})
 	mu.Lock()
@@ -112,7 +112,7 @@ func TestPoisonAndRequeue(t *testing.T) {
 	if p.Queue != "work" || p.Function != "always-fails" || p.Attempts != 5 || string(p.Body) != "order 7" || !strings.Contains(p.Error, "no good: order 7") || p.Enqueued.IsZero() || p.Poisoned.Before(p.Enqueued) {
 		t.Fatalf("poison message: %+v", p)
 	}
-	if n, _ := fh.Queues().Depth(ctx, "work"); n != 0 {
+	if n, _ := fr.Queues().Depth(ctx, "work"); n != 0 {
 		t.Fatalf("work still holds %d messages", n)
 	}
 	// Inspect over HTTP, then requeue there.
@@ -134,7 +134,7 @@ func TestPoisonAndRequeue(t *testing.T) {
 		t.Fatalf("requeue over HTTP: %d", code)
 	}
 	eventually(t, 30*time.Second, "the requeued message poisoned again", func() bool {
-		ps, err := fh.Queues().Poison(ctx, "work", 0, 10)
+		ps, err := fr.Queues().Poison(ctx, "work", 0, 10)
 		return err == nil && len(ps) == 1 && ps[0].Seq != p.Seq
 	})
 	resp, err := http.Get(th.h.HTTPURL() + "/metrics")
@@ -151,7 +151,7 @@ func TestPoisonAndRequeue(t *testing.T) {
 	if len(attempts) != 10 || attempts[5].n != 1 || attempts[5].id == got[0].id {
 		t.Fatalf("after requeue: %+v", attempts[5:])
 	}
-	if _, err := fh.Queues().PoisonMessage(ctx, "work", p.Seq); !errors.Is(err, functions.ErrNoMessage) {
+	if _, err := fr.Queues().PoisonMessage(ctx, "work", p.Seq); !errors.Is(err, functions.ErrNoMessage) {
 		t.Fatalf("the requeued poison message is still there: %v", err)
 	}
 }
@@ -188,24 +188,24 @@ func httpDo(t *testing.T, method, url string) int {
 func TestPoisonCrashAndHang(t *testing.T) {
 	th := startHost(t, "")
 	ctx := ctxT(t)
-	fh := th.h.Functions()
+	fr := th.h.Functions()
 	panics := fast(functions.Manifest{Name: "panics", Trigger: functions.Trigger{Queue: "crash"}, MaxDequeueCount: 3})
 	hangs := fast(functions.Manifest{Name: "hangs", Trigger: functions.Trigger{Queue: "hang"}, MaxDequeueCount: 3, Timeout: functions.Duration(100 * time.Millisecond)})
-	if err := fh.Register(panics, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+	if err := fr.Register(panics, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
 		var m map[string]int
 		m["boom"]++ // nil map: panics
 		return nil
 	})); err != nil {
 		t.Fatal(err)
 	}
-	if err := fh.Register(hangs, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+	if err := fr.Register(hangs, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
 		<-ctx.Done()
 		return ctx.Err()
 	})); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"crash", "hang"} {
-		if err := fh.Queues().Enqueue(ctx, q, []byte(q)); err != nil {
+		if err := fr.Queues().Enqueue(ctx, q, []byte(q)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -216,10 +216,10 @@ func TestPoisonCrashAndHang(t *testing.T) {
 			if _, err := th.c.InsertOrReplace(ctx, "Alive", engine.NewEntity("p", q)); err != nil {
 				t.Fatal(err)
 			}
-			ps, err := fh.Queues().Poison(ctx, q, 0, 10)
+			ps, err := fr.Queues().Poison(ctx, q, 0, 10)
 			return err == nil && len(ps) == 1
 		})
-		ps, _ := fh.Queues().Poison(ctx, q, 0, 10)
+		ps, _ := fr.Queues().Poison(ctx, q, 0, 10)
 		if ps[0].Attempts != 3 {
 			t.Errorf("%s: %d attempts", q, ps[0].Attempts)
 		}
@@ -240,10 +240,16 @@ func TestReadsSeeOwnWritesAndCommitAfterSuccess(t *testing.T) {
 	if _, err := th.c.Insert(ctx, "Things", engine.NewEntity("p", "a")); err != nil {
 		t.Fatal(err)
 	}
-	fh := th.h.Functions()
-	var seen []string
-	fail := true
-	if err := fh.Register(functions.Manifest{Name: "writer"}, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+	fr := th.h.Functions()
+	// The function runs in a goroutine of the runner, and the reply that
+	// the test waits for travels over NATS, which the race detector does
+	// not see as ordering: mu guards what both sides touch.
+	var (
+		mu   sync.Mutex
+		seen []string
+		fail = true
+	)
+	if err := fr.Register(functions.Manifest{Name: "writer"}, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
 		for _, rk := range []string{"b", "c"} {
 			if err := inv.Write(ctx, "Things", engine.Operation{Op: engine.OpInsert, Entity: engine.NewEntity("p", rk)}); err != nil {
 				return err
@@ -260,14 +266,17 @@ func TestReadsSeeOwnWritesAndCommitAfterSuccess(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		mu.Lock()
 		seen = seen[:0]
 		for _, e := range es {
 			seen = append(seen, e.RowKey)
 		}
+		failing := fail
+		mu.Unlock()
 		if e, _, _ := inv.Get(ctx, "Things", "p", "a"); e != nil {
 			return errors.New("a is still visible after its delete")
 		}
-		if fail {
+		if failing {
 			return errors.New("failing on purpose")
 		}
 		return inv.SetOutput([]byte("done"))
@@ -284,13 +293,18 @@ func TestReadsSeeOwnWritesAndCommitAfterSuccess(t *testing.T) {
 	if got := r.Header.Get(functions.HeaderReplyError); !strings.Contains(got, "failing on purpose") {
 		t.Fatalf("reply error %q", got)
 	}
-	if strings.Join(seen, ",") != "b,c" {
-		t.Fatalf("the invocation saw %v, want its own writes b,c", seen)
+	mu.Lock()
+	saw := strings.Join(seen, ",")
+	mu.Unlock()
+	if saw != "b,c" {
+		t.Fatalf("the invocation saw %v, want its own writes b,c", saw)
 	}
 	if exists(t, th.c, "Things", "p", "b") || !exists(t, th.c, "Things", "p", "a") {
 		t.Fatal("a failed invocation changed the table")
 	}
+	mu.Lock()
 	fail = false
+	mu.Unlock()
 	if r, err = invoke(); err != nil || string(r.Data) != "done" || r.Header.Get(functions.HeaderReplyError) != "" {
 		t.Fatalf("reply %v %q %q", err, r.Data, r.Header.Get(functions.HeaderReplyError))
 	}
@@ -360,8 +374,8 @@ func TestChangeFeedAndTimer(t *testing.T) {
 	th := startHost(t, "")
 	ctx := ctxT(t)
 	mustTable(t, th.c, "Orders", "Audit")
-	fh := th.h.Functions()
-	if err := fh.Register(functions.Manifest{Name: "audit", Trigger: functions.Trigger{Table: "Orders"}}, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+	fr := th.h.Functions()
+	if err := fr.Register(functions.Manifest{Name: "audit", Trigger: functions.Trigger{Table: "Orders"}}, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
 		ch := inv.Trigger().Change
 		kind := "put"
 		if ch.Deleted {
@@ -374,7 +388,7 @@ func TestChangeFeedAndTimer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ticks sync.Map
-	if err := fh.Register(functions.Manifest{Name: "ticker", Trigger: functions.Trigger{Every: functions.Duration(time.Second)}}, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+	if err := fr.Register(functions.Manifest{Name: "ticker", Trigger: functions.Trigger{Every: functions.Duration(time.Second)}}, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
 		ticks.Store(inv.Trigger().ID, inv.Trigger().Kind)
 		return nil
 	})); err != nil {
@@ -400,7 +414,7 @@ func TestChangeFeedAndTimer(t *testing.T) {
 	if got := strings.Join(rows, " "); got != "put:0 put:1 put:2 put:3 put:4 delete:2" {
 		t.Fatalf("audit %s", got)
 	}
-	if err := fh.Register(functions.Manifest{Name: "cron-ticker", Trigger: functions.Trigger{Cron: "@every 1s"}}, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+	if err := fr.Register(functions.Manifest{Name: "cron-ticker", Trigger: functions.Trigger{Cron: "@every 1s"}}, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
 		ticks.Store("cron:"+inv.Trigger().ID, inv.Trigger().Kind)
 		return nil
 	})); err != nil {

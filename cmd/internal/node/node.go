@@ -1,7 +1,3 @@
-// Package host assembles a Cairn host: the embedded NATS server (or a
-// connection to an existing one), the journal, the views, the committer and
-// the NATS command service. cmd/host reads flags into a Config and calls Run;
-// tests start hosts in-process the same way.
 package node
 
 import (
@@ -11,9 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -27,99 +20,15 @@ import (
 	"github.com/cairn-dev/cairn/projections"
 )
 
-// Config is a host's configuration. The zero value plus DataDir is a
-// working single-machine host.
-type Config struct {
-	// DataDir holds the embedded server's JetStream store and the
-	// sandbox's compilation cache. Required: a node never picks a
-	// directory of its own (cmd/host's flag defaults to "./data").
-	DataDir string
-	// NATSListen is the embedded server's client address
-	// ("127.0.0.1:4222"); port 0 picks a free port.
-	NATSListen string
-	// NATSURL, when set, connects to an existing NATS server or cluster
-	// instead of embedding one.
-	NATSURL string
-	// Replicas is the replica count of the streams (1; 3 on a cluster).
-	Replicas int
-	// HTTP is the HTTP API's address ("127.0.0.1:10002"; port 0 picks a
-	// free port; "off" serves no HTTP).
-	HTTP string
-	// API tunes the HTTP API (accounts, page budget, read-your-writes wait).
-	API httpapi.Config
-	// Prefix is the first token of every subject and stream ("cairn").
-	Prefix string
-	// SyncAlways makes the embedded server fsync every write before it
-	// acknowledges it (survives power loss; much slower). Otherwise an
-	// acknowledged write is in the OS and fsynced within 2 minutes.
-	SyncAlways bool
-	// Log receives the host's log lines (slog.Default() when nil).
-	Log *slog.Logger
-	// Views and Commit tune those components; zero values are defaults.
-	Views  projections.Config
-	Commit commit.Config
-	// Functions configures the function host (built-ins, failpoints).
-	Functions FunctionsConfig
-}
-
-// FunctionsConfig is the part of functions.Config a host's user sets; the
-// rest comes from the host.
-type FunctionsConfig struct {
-	// NoBuiltins leaves the built-in functions (archive) off.
-	NoBuiltins bool
-	// Failpoint kills the process at a named step (crash tests).
-	Failpoint string
-}
-
-// Validate fills defaults and checks the configuration.
-func (c *Config) Validate() error {
-	if c.DataDir == "" {
-		return errors.New("host: a data directory is required")
-	}
-	if c.NATSListen == "" {
-		c.NATSListen = "127.0.0.1:4222"
-	}
-	if c.HTTP == "" {
-		c.HTTP = "127.0.0.1:10002"
-	}
-	if c.Prefix == "" {
-		c.Prefix = "cairn"
-	}
-	if c.Replicas == 0 {
-		c.Replicas = 1
-	}
-	if c.Replicas < 1 || c.Replicas > 5 {
-		return fmt.Errorf("host: replicas must be between 1 and 5, got %d", c.Replicas)
-	}
-	if c.NATSURL == "" && c.Replicas != 1 {
-		return errors.New("host: the embedded server is a single node: -replicas > 1 needs -nats-url of a cluster")
-	}
-	if _, _, err := net.SplitHostPort(c.NATSListen); err != nil {
-		return fmt.Errorf("host: nats-listen %q: %v", c.NATSListen, err)
-	}
-	if c.HTTP != "off" {
-		if _, _, err := net.SplitHostPort(c.HTTP); err != nil {
-			return fmt.Errorf("host: http %q: %v", c.HTTP, err)
-		}
-		if err := c.API.Validate(); err != nil {
-			return fmt.Errorf("host: %w", err)
-		}
-	}
-	if c.Log == nil {
-		c.Log = slog.Default()
-	}
-	return (&journal.Config{Prefix: c.Prefix, Replicas: c.Replicas}).Validate()
-}
-
-// Host is a running Cairn host.
+// Node is a running Cairn node.
 type Node struct {
 	cfg   Config
-	ns    *server.Server
+	ns    *server.Server // the embedded server, or nil
 	nc    *nats.Conn
 	j     *journal.Journal
 	views *projections.Views
 	comm  *commit.Committer
-	fns   *functions.Host
+	fns   *functions.Runner
 
 	unlock func() // releases the data directory
 	httpLn net.Listener
@@ -127,122 +36,109 @@ type Node struct {
 
 // HTTPURL returns the base URL of the HTTP API ("http://127.0.0.1:10002"),
 // or "" when it is off.
-func (h *Node) HTTPURL() string {
-	if h.httpLn == nil {
+func (n *Node) HTTPURL() string {
+	if n.httpLn == nil {
 		return ""
 	}
-	return "http://" + h.httpLn.Addr().String()
+	return "http://" + n.httpLn.Addr().String()
 }
 
-// Functions returns the host's function host (nil before it is ready).
-func (h *Node) Functions() *functions.Host { return h.fns }
+// Functions returns the node's function runner.
+func (n *Node) Functions() *functions.Runner { return n.fns }
 
-// Views returns the host's views (for in-process readers and tests).
-func (h *Node) Views() *projections.Views { return h.views }
+// Views returns the node's views (for in-process readers and tests).
+func (n *Node) Views() *projections.Views { return n.views }
 
-// CommitStats returns the committer's counters (zero before the host is
-// ready).
-func (h *Node) CommitStats() commit.Stats {
-	if h.comm == nil {
-		return commit.Stats{}
-	}
-	return h.comm.Stats()
-}
+// CommitStats returns the committer's counters.
+func (n *Node) CommitStats() commit.Stats { return n.comm.Stats() }
 
 // ClientURL returns the URL clients connect to.
-func (h *Node) ClientURL() string {
-	if h.ns != nil {
-		return h.ns.ClientURL()
+func (n *Node) ClientURL() string {
+	if n.ns != nil {
+		return n.ns.ClientURL()
 	}
-	return h.cfg.NATSURL
+	return n.cfg.NATSURL
 }
 
-// Run starts the host, calls ready (if not nil) once it serves commands, and
-// blocks until ctx ends; then it stops accepting commands, finishes those in
-// flight and shuts down.
+// Run runs a node until ctx ends: it connects to NATS (or starts the
+// embedded server), starts the components in the order of the data flow,
+// calls ready (if not nil) once the node serves, and at the end stops them
+// in the reverse order, so that commands already taken are answered before
+// the journal goes. It returns nil after a clean stop, or why the node
+// could not start or stopped on its own.
 func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	h := &Node{cfg: cfg}
+	n := &Node{cfg: cfg}
 	log := cfg.Log
 	if cfg.HTTP != "off" {
 		// Listen first: a busy port is reported before anything starts.
 		ln, err := net.Listen("tcp", cfg.HTTP)
 		if err != nil {
-			return fmt.Errorf("host: http: %w", err)
+			return fmt.Errorf("node: http: %w", err)
 		}
-		h.httpLn = ln
+		n.httpLn = ln
 		defer ln.Close()
 	}
-	if err := h.connect(); err != nil {
+	if err := n.connect(); err != nil {
 		return err
 	}
-	defer h.close()
-
-	var err error
-	h.j, err = journal.New(h.nc, journal.Config{Prefix: cfg.Prefix, Replicas: cfg.Replicas})
+	defer n.close()
+	j, err := journal.New(n.nc, journal.Config{Prefix: cfg.Prefix, Replicas: cfg.Replicas})
 	if err != nil {
 		return err
 	}
-	if err := h.j.Init(ctx); err != nil {
+	if err := j.Init(ctx); err != nil {
 		return err
 	}
-	// The views outlive ctx a little: commands in flight at shutdown still
-	// need them to become visible. runCtx ends with ctx or when the views fail.
-	vctx, stopViews := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopViews()
-	runCtx, cancelRun := context.WithCancelCause(ctx)
-	defer cancelRun(nil)
-	h.views = projections.NewViews(h.j, log, cfg.Views)
-	viewsDone := make(chan error, 1)
-	go func() {
-		err := h.views.Run(vctx)
-		if err == nil && vctx.Err() == nil {
-			err = errors.New("host: views stopped")
-		}
-		if err != nil {
-			cancelRun(err)
-		}
-		viewsDone <- err
-	}()
-	fail := func(err error) error {
-		stopViews()
-		<-viewsDone
-		if cause := context.Cause(runCtx); cause != nil && !errors.Is(cause, context.Canceled) {
-			return cause
-		}
-		return err
-	}
+	n.j = j
 
-	start := time.Now()
+	g := newGroup(log)
+	err = n.start(ctx, g)
+	if err == nil {
+		log.Info("cairn host ready", n.readyAttrs()...)
+		if ready != nil {
+			ready(n)
+		}
+		select {
+		case <-ctx.Done():
+		case <-g.Failed():
+		}
+		log.Info("shutting down")
+	} else if ctx.Err() != nil {
+		err = nil // asked to stop while starting
+	}
+	err = errors.Join(err, g.Stop())
+	log.Info("stopped")
+	return err
+}
+
+// start starts the components in the order of the data flow, each once the
+// one before serves: the views (once they have replayed the journal), the
+// committer, the NATS front door, the function runner, the HTTP front door.
+func (n *Node) start(ctx context.Context, g *group) error {
+	cfg, log := n.cfg, n.cfg.Log
+	n.views = projections.NewViews(n.j, log, cfg.Views)
+	begin := time.Now()
 	log.Info("replaying the journal into the views")
-	if err := h.views.WaitReady(runCtx); err != nil {
-		if ctx.Err() != nil {
-			return fail(nil)
-		}
-		return fail(fmt.Errorf("host: views did not become ready: %w", err))
+	if err := g.Start(ctx, "views", n.views); err != nil {
+		return fmt.Errorf("node: views did not become ready: %w", err)
 	}
-	log.Info("views ready", "tables", len(h.views.Tables()), "elapsed", time.Since(start).Round(time.Millisecond))
+	log.Info("views ready", "tables", len(n.views.Tables()), "elapsed", time.Since(begin).Round(time.Millisecond))
 
-	cctx, cancelCommit := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelCommit()
-	h.comm = commit.New(h.j, commitViews{h.views}, log, cfg.Commit)
-	commitDone := make(chan error, 1)
-	go func() { commitDone <- h.comm.Run(cctx) }()
-	<-h.comm.Running()
-	svc := natsapi.New(runCtx, h.nc, h.comm, h.views, log, natsapi.Config{Prefix: cfg.Prefix})
-	if err := svc.Start(); err != nil {
-		return fail(err)
+	n.comm = commit.New(n.j, commitViews{n.views}, log, cfg.Commit)
+	if err := g.Start(ctx, "committer", n.comm); err != nil {
+		return err
 	}
-	fctx, stopFunctions := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopFunctions()
-	sb, err := newSandbox(fctx, cfg.DataDir, log)
+	if err := g.Start(ctx, "nats api", natsapi.New(n.nc, n.comm, n.views, log, natsapi.Config{Prefix: cfg.Prefix})); err != nil {
+		return err
+	}
+	sb, err := newSandbox(ctx, cfg.DataDir, log)
 	if err != nil {
-		svc.Stop()
-		return fail(err)
+		return err
 	}
-	h.fns, err = functions.New(h.nc, h.j, h.views, h.comm, functions.Config{
+	n.fns = functions.NewRunner(n.nc, n.views, n.comm, functions.Config{
 		Prefix:     cfg.Prefix,
 		Replicas:   cfg.Replicas,
 		Sandbox:    sb,
@@ -250,130 +146,67 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 		Failpoint:  cfg.Functions.Failpoint,
 		Log:        log,
 	})
-	if err == nil {
-		err = h.fns.Start(fctx)
+	if err := g.Start(ctx, "functions", n.fns); err != nil {
+		return fmt.Errorf("node: functions: %w", err)
 	}
-	if err != nil {
-		svc.Stop()
-		return fail(fmt.Errorf("host: functions: %w", err))
+	if n.httpLn == nil {
+		return nil
 	}
-	var web *http.Server
-	webDone := make(chan error, 1)
-	if h.httpLn != nil {
-		mux := http.NewServeMux()
-		mux.Handle(functions.AdminPrefix, h.fns.AdminHandler())
-		api := cfg.API
-		api.Metrics = h.fns.WriteMetrics
-		mux.Handle("/", httpapi.New(h.views, h.comm, log, api))
-		web = &http.Server{
-			Handler:           mux,
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		}
-		go func() { webDone <- web.Serve(h.httpLn) }()
-	}
-	attrs := []any{"nats", h.ClientURL(), "commands", natsapi.CommandSubject(cfg.Prefix, "<Table>"), "tables", natsapi.TablesSubject(cfg.Prefix)}
-	if web != nil {
+	mux := http.NewServeMux()
+	mux.Handle(functions.AdminPrefix, n.fns.AdminHandler())
+	api := cfg.API
+	api.Metrics = n.fns.WriteMetrics
+	mux.Handle("/", httpapi.New(n.views, n.comm, log, api))
+	return g.Start(ctx, "http api", &webServer{ln: n.httpLn, log: log, srv: &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}})
+}
+
+// readyAttrs are the log attributes that tell a user where to reach the
+// node.
+func (n *Node) readyAttrs() []any {
+	cfg := n.cfg
+	attrs := []any{"nats", n.ClientURL(), "commands", natsapi.CommandSubject(cfg.Prefix, "<Table>"), "tables", natsapi.TablesSubject(cfg.Prefix)}
+	if n.httpLn != nil {
 		account := httpapi.DevAccountName
 		if cfg.API.NoDevAccount {
 			account = cfg.API.Accounts[0].Name // Validate made sure there is one
 		}
-		attrs = append(attrs, "http", h.HTTPURL()+"/"+account)
+		attrs = append(attrs, "http", n.HTTPURL()+"/"+account)
 	}
-	if h.ns != nil {
+	if n.ns != nil {
 		attrs = append(attrs, "data", cfg.DataDir)
 	}
-	log.Info("cairn host ready", attrs...)
-	if ready != nil {
-		ready(h)
-	}
-	<-runCtx.Done()
-	log.Info("shutting down")
-	if web != nil {
-		// Requests in flight finish (their writes are answered); new
-		// connections are refused.
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := web.Shutdown(sctx); err != nil {
-			log.Warn("http requests still in flight after 10s; closing them", "err", err)
-			web.Close()
-		}
-		cancel()
-		<-webDone
-	}
-	svc.Stop()
-	stopFunctions()
-	h.fns.Wait()
-	// Commands already taken get their answers (or, after the committer's
-	// drain timeout, are abandoned) before the journal goes.
-	cancelCommit()
-	if err := <-commitDone; err != nil {
-		log.Warn("committer", "err", err)
-	}
-	err = fail(nil)
-	log.Info("stopped")
-	return err
+	return attrs
 }
 
-func (h *Node) connect() error {
-	cfg := h.cfg
-	opts := []nats.Option{nats.Name("cairn-host"), nats.MaxReconnects(-1)}
-	if cfg.NATSURL != "" {
-		nc, err := nats.Connect(cfg.NATSURL, opts...)
-		if err != nil {
-			return fmt.Errorf("host: connect to %s: %w", cfg.NATSURL, err)
-		}
-		h.nc = nc
-		return nil
+// webServer runs the HTTP front doors (the Azure Tables API and the
+// operators' API) as a component.
+type webServer struct {
+	srv *http.Server
+	ln  net.Listener
+	log *slog.Logger
+}
+
+// Run serves until ctx ends; then requests in flight finish (their writes
+// are answered) and new connections are refused, for 10 s at the most.
+func (w *webServer) Run(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- w.srv.Serve(w.ln) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("node: http: %w", err)
+	case <-ctx.Done():
 	}
-	hostName, portStr, _ := net.SplitHostPort(cfg.NATSListen)
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return fmt.Errorf("host: nats-listen port %q: %v", portStr, err)
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.srv.Shutdown(sctx); err != nil {
+		w.log.Warn("http requests still in flight after 10s; closing them", "err", err)
+		w.srv.Close()
 	}
-	if port == 0 {
-		port = -1 // the server's "pick a free port"
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return fmt.Errorf("host: data directory: %w", err)
-	}
-	unlock, err := lockDataDir(cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	h.unlock = unlock
-	ns, err := journal.StartEmbedded(journal.EmbeddedConfig{
-		StoreDir:   filepath.Join(cfg.DataDir, "jetstream"),
-		Host:       hostName,
-		Port:       port,
-		SyncAlways: cfg.SyncAlways,
-		NoLog:      true,
-	})
-	if err != nil {
-		unlock()
-		return fmt.Errorf("host: embedded NATS server: %w", err)
-	}
-	h.ns = ns
-	nc, err := nats.Connect(ns.ClientURL(), append(opts, nats.InProcessServer(ns))...)
-	if err != nil {
-		ns.Shutdown()
-		unlock()
-		return fmt.Errorf("host: connect to the embedded server: %w", err)
-	}
-	h.nc = nc
+	<-done
 	return nil
-}
-
-func (h *Node) close() {
-	if h.nc != nil {
-		_ = h.nc.Drain()
-		h.nc.Close()
-	}
-	if h.ns != nil {
-		h.ns.Shutdown()
-		h.ns.WaitForShutdown()
-	}
-	if h.unlock != nil {
-		h.unlock()
-	}
 }

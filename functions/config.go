@@ -1,0 +1,45 @@
+package functions
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Config configures the runner.
+type Config struct {
+	// Prefix is the first token of subjects and the base of stream names.
+	Prefix string
+	// Replicas of the queue stream and the registry's buckets (1).
+	Replicas int
+	// Sandbox runs deployed modules; nil: only native functions run.
+	Sandbox Sandbox
+	// NoBuiltins leaves the built-in functions (archive) off.
+	NoBuiltins bool
+	// Failpoint, when it names a point in the code, kills the process with
+	// SIGKILL when it is reached: how crash tests stop a node at an exact
+	// step. "functions.invoke": as an invocation starts;
+	// "functions.between-commits": after the first partition's commit of an
+	// invocation that writes several.
+	Failpoint string
+	// Log receives the runner's lines (slog.Default() when nil).
+	Log *slog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// setDefaults fills the zero fields: prefix "cairn", one replica, the
+// default logger, the real clock.
+func (c *Config) setDefaults() {
+	if c.Prefix == "" {
+		c.Prefix = "cairn"
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}

@@ -1,0 +1,137 @@
+package functions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/journal"
+)
+
+// consumerOf names the stream of the durable consumer "fn-<name>" that a
+// manifest's trigger uses ("" for none).
+func (rn *Runner) consumerOf(m Manifest) (stream string) {
+	switch m.Trigger.Kind() {
+	case "queue", "timer":
+		return StreamName(rn.cfg.Prefix)
+	case "table":
+		if t, ok := rn.views.Table(m.Trigger.Table); ok {
+			return journal.StreamName(rn.cfg.Prefix, t.Name(), t.Epoch())
+		}
+	}
+	return ""
+}
+
+// dropConsumer deletes the durable consumer of a function that no longer
+// uses it (undeployed, or moved to another trigger), so that its queue can
+// be given to another function. Every node tries; the first succeeds.
+func (rn *Runner) dropConsumer(m Manifest) {
+	stream := rn.consumerOf(m)
+	if stream == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := rn.js.DeleteConsumer(ctx, stream, "fn-"+m.Name)
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		rn.log.Warn("function: could not delete its consumer", "function", m.Name, "stream", stream, "err", err)
+	}
+}
+
+// watch follows the registry until ctx ends and loads what it announces.
+// It sends the first watch's outcome on first, once: nil when the deployed
+// functions have been loaded, or the error that ended the first watch
+// before that, after which it returns (the runner cannot start without the
+// registry). A later watch that fails (a lost connection) is started again
+// after a second.
+func (rn *Runner) watch(ctx context.Context, first chan<- error) {
+	started := false // only this goroutine reads and writes it
+	for {
+		err := rn.registry.Watch(ctx, rn.deployed, func() {
+			if !started {
+				started = true
+				first <- nil
+			}
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		if !started {
+			first <- fmt.Errorf("functions: registry watch: %w", err)
+			return
+		}
+		rn.log.Warn("functions: registry watch failed; watching again", "err", err)
+		if !retryWait(ctx, time.Second) {
+			return
+		}
+	}
+}
+
+// deployed reacts to a registry change: load the new version, or stop an
+// undeployed function.
+func (rn *Runner) deployed(name string, m *Manifest) {
+	if m == nil {
+		rn.mu.Lock()
+		f := rn.fns[name]
+		delete(rn.fns, name)
+		rn.mu.Unlock()
+		if f != nil {
+			f.stop()
+			rn.dropConsumer(f.cur.Load().m)
+			rn.log.Info("function undeployed", "function", name)
+		}
+		return
+	}
+	if err := m.Validate(); err != nil {
+		rn.log.Error("function not loaded: bad manifest", "function", name, "err", err)
+		return
+	}
+	if cur := rn.current(name); cur != nil && cur.m.Version == m.Version && cur.m.Digest == m.Digest && cur.m.Builtin == "" {
+		return
+	}
+	start := time.Now()
+	module, err := rn.registry.Module(rn.ctx, *m)
+	if err != nil {
+		rn.log.Error("function not loaded", "function", name, "version", m.Version, "err", err)
+		return
+	}
+	if rn.cfg.Sandbox == nil {
+		rn.log.Error("function not loaded: this node runs no sandbox", "function", name)
+		return
+	}
+	handler, err := rn.cfg.Sandbox.Load(rn.ctx, module, *m)
+	if err != nil {
+		rn.log.Error("function not loaded", "function", name, "version", m.Version, "err", err)
+		return
+	}
+	rn.install(m, handler)
+	rn.log.Info("function loaded", "function", name, "version", m.Version, "trigger", m.Trigger.Kind(), "elapsed", time.Since(start).Round(time.Millisecond))
+}
+
+// install makes a version current: in place when its trigger and delivery
+// settings are the running ones (in-flight invocations finish on the old
+// version, none is lost or run twice), else by restarting the trigger.
+func (rn *Runner) install(m *Manifest, handler Handler) {
+	v := &version{m: *m, handler: handler}
+	rn.mu.Lock()
+	f := rn.fns[m.Name]
+	if f != nil && f.sameFeed(m) {
+		old := f.cur.Swap(v)
+		rn.mu.Unlock()
+		old.retire(&rn.wg)
+		return
+	}
+	nf, ctx := rn.newFunction(v)
+	rn.fns[m.Name] = nf
+	rn.mu.Unlock()
+	if f != nil {
+		f.stop()
+		if old := f.cur.Load().m; old.Trigger != m.Trigger {
+			rn.dropConsumer(old)
+		}
+	}
+	nf.start(ctx)
+}

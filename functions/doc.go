@@ -1,0 +1,86 @@
+// Package functions is the function runner of a Cairn node: it runs user
+// functions next to the data. Work that one command cannot do — archiving,
+// secondary indexes in other partitions, denormalising — is written as a
+// function, deployed without a restart, fed by a queue, a table's change
+// feed, a timer or a direct request, and delivered at least once with a
+// dequeue count, back-off between attempts and a poison queue. Its writes
+// become commands with ids derived from the trigger, so a retried delivery
+// applies each write once. docs/FUNCTIONS.md is the user's guide; this
+// comment is the map of the code.
+//
+// # One delivery, step by step
+//
+//  1. A trigger takes a delivery: a message pulled from the queue stream
+//     (trigger_queue.go; timer ticks are queue messages, trigger_timer.go),
+//     a journal record of a table (trigger_table.go), or a NATS request
+//     (trigger_direct.go). The pull loop shared by queues and tables is in
+//     delivery.go.
+//  2. retryOrPoison (retry.go), a pure function of the dequeue count and
+//     the manifest's settings, decides whether it runs: a delivery whose
+//     count is already past the maximum (its earlier deliveries never
+//     finished: their node died) is moved to the poison queue without
+//     running (poison.go).
+//  3. The runner takes the function's current version and runs it on an
+//     Invocation (invoke.go): reads see the views plus the invocation's own
+//     pending writes; writes and messages are collected (invocation.go;
+//     call.go answers a WebAssembly guest's runner calls).
+//  4. If the function returned nil, the writes are committed, one command
+//     per partition, then the messages published. A commit refused because
+//     the data changed runs the function again, three times at most.
+//  5. The delivery is settled: acknowledged; or, as retryOrPoison decides,
+//     delivered again after a back-off, or moved to the poison queue at the
+//     maximum dequeue count.
+//
+// The runner has one lifecycle: NewRunner starts nothing; Run opens what it
+// needs, starts its goroutines, closes Ready once it serves, and when its
+// context ends stops the triggers, lets the deliveries already taken
+// finish and returns after every goroutine it started.
+//
+// The rest: runner.go (the Runner and its lifecycle), config.go,
+// dependencies.go (the Committer and Views the runner needs of the node),
+// handler.go (Handler, NativeFunc, Sandbox), function.go (a deployed
+// function and its versions), deploy.go (loading what the registry
+// announces), registry.go and manifest.go (what is deployed), queues.go
+// and poisonqueue.go (the queue stream and the operators' view of poison
+// queues), admin.go (the HTTP API under /$cairn/), metrics.go, archive.go
+// (the built-in archive function).
+//
+// # What fails, and what the user sees
+//
+//   - A function that returns an error, panics, traps, runs out of memory
+//     or time, or whose commit fails: the attempt is logged with its dequeue
+//     count, delivered again after backoffMin × 2^(n-1) (at most
+//     backoffMax), and the attempt with dequeue count maxDequeueCount moves
+//     the message to <queue>-poison with the error in its Cairn-Error
+//     header. /metrics counts cairn_function_failures_total and
+//     cairn_function_poisoned_total. A direct request is not retried: its
+//     reply carries the error in Cairn-Error.
+//   - A node that dies during a delivery: JetStream delivers the message
+//     again, to any node, after the function's timeout plus 5 s, and counts
+//     the lost delivery; a message that keeps killing its node is poisoned
+//     without running once its count is past the maximum.
+//   - A change of a table that keeps failing: recorded in
+//     <function>-changes-poison and skipped, so the feed does not wedge.
+//   - A version that cannot be loaded (a bad manifest, a missing module, a
+//     module the sandbox refuses): logged as "function not loaded"; the
+//     version before it keeps running.
+//   - A lost connection to NATS: the pull loops, the consumers and the
+//     registry watch try again every few seconds and log a warning;
+//     deliveries in flight are delivered again by JetStream.
+//   - A registry that cannot be watched when the runner starts: Run
+//     returns the watch's error without closing Ready, and the node does
+//     not start.
+//
+// # What it costs
+//
+// Each function with a trigger has one durable consumer, shared by every
+// node; each node watches the registry's KV bucket. A queue delivery costs
+// a pull, the invocation, one command per partition written (each through
+// the committer and the journal) and an acknowledgement that waits for the
+// server (DoubleAck). A function runs at most `concurrency` invocations at
+// once on each node, and a WebAssembly function keeps as many instances of
+// memoryMB each. A table feed has one record in flight, so it advances one
+// invocation per record. A failed attempt costs its back-off; a conflict,
+// a rerun after 20 ms, then 80 ms. What the sandbox costs per invocation
+// is in functions/wasm.
+package functions

@@ -1,0 +1,36 @@
+package functions
+
+import (
+	"fmt"
+	"io"
+	"sync/atomic"
+)
+
+// Stats counts a runner's invocations.
+type Stats struct {
+	Invocations atomic.Uint64 // runs of a function, retries included
+	Failures    atomic.Uint64 // runs that failed
+	Poisoned    atomic.Uint64 // messages moved to a poison queue
+}
+
+// WriteMetrics writes the runner's counters in the Prometheus text
+// format (appended to /metrics).
+func (rn *Runner) WriteMetrics(w io.Writer) {
+	rn.mu.Lock()
+	loaded := len(rn.fns)
+	rn.mu.Unlock()
+	for _, m := range []struct {
+		name, help, kind string
+		v                uint64
+	}{
+		{"cairn_functions_loaded", "Functions this node runs (built-ins included).", "gauge", uint64(loaded)},
+		{"cairn_function_invocations_total", "Invocations run by this node, retries included.", "counter", rn.stats.Invocations.Load()},
+		{"cairn_function_failures_total", "Invocations that failed (error, crash, timeout, commit).", "counter", rn.stats.Failures.Load()},
+		{"cairn_function_poisoned_total", "Messages this node moved to a poison queue.", "counter", rn.stats.Poisoned.Load()},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.kind, m.name, m.v)
+	}
+}
+
+// Stats returns the runner's counters.
+func (rn *Runner) Stats() *Stats { return &rn.stats }

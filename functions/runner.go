@@ -1,0 +1,189 @@
+package functions
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Runner runs functions on one node: it watches the registry, loads each
+// deployed version, and feeds it from its trigger. Every node's runner runs
+// every function; queue deliveries are shared between nodes by JetStream.
+type Runner struct {
+	cfg      Config
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	views    Views
+	comm     Committer
+	log      *slog.Logger
+	queues   *Queues
+	registry *Registry
+
+	ready chan struct{} // closed once Run serves
+	// ctx is Run's: the functions' goroutines end with it.
+	ctx context.Context
+	// wg counts every goroutine Run started (triggers, the registry watch,
+	// direct invocations, retiring versions); Run returns after them.
+	wg sync.WaitGroup
+
+	mu       sync.Mutex
+	fns      map[string]*function
+	stopping bool // Run is stopping: no new direct invocation starts
+	direct   *nats.Subscription
+
+	stats Stats
+}
+
+// NewRunner returns a runner that reads views and commits through comm.
+// It starts nothing: Run does.
+func NewRunner(nc *nats.Conn, views Views, comm Committer, cfg Config) (*Runner, error) {
+	cfg.setDefaults()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{cfg: cfg, nc: nc, js: js, views: views, comm: comm, log: cfg.Log, fns: map[string]*function{}, ready: make(chan struct{})}, nil
+}
+
+// Queues returns the queue stream (nil before Ready is closed).
+func (rn *Runner) Queues() *Queues { return rn.queues }
+
+// Registry returns the registry (nil before Ready is closed).
+func (rn *Runner) Registry() *Registry { return rn.registry }
+
+func (rn *Runner) now() time.Time { return rn.cfg.Now() }
+
+// failpoint kills the process if the configuration names this point.
+func (rn *Runner) failpoint(name string) {
+	if rn.cfg.Failpoint != name {
+		return
+	}
+	rn.log.Warn("failpoint reached: killing the process", "failpoint", name)
+	p, _ := os.FindProcess(os.Getpid())
+	_ = p.Kill()
+	select {} // SIGKILL is not handled; wait for it
+}
+
+// Run opens the queue stream and the registry, starts the built-ins, the
+// responder of direct requests and every deployed function, closes Ready
+// once they are loaded, and serves until ctx ends. Then it stops the
+// triggers, lets the deliveries already taken finish (each bounded by its
+// function's timeout), closes the sandbox and returns once every goroutine
+// it started has exited: nil after ctx ended, or the error that kept it
+// from starting (Ready is then never closed). Run is called once.
+func (rn *Runner) Run(ctx context.Context) error {
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rn.ctx = ctx
+	err := rn.start(ctx)
+	if err == nil {
+		close(rn.ready)
+		<-ctx.Done()
+	}
+	cancel()
+	rn.stop()
+	if parent.Err() != nil {
+		return nil // stopped, perhaps while starting
+	}
+	return err
+}
+
+// Ready is closed once Run serves: the built-ins and the functions
+// deployed when it started are loaded.
+func (rn *Runner) Ready() <-chan struct{} { return rn.ready }
+
+// start opens what the runner needs and starts its goroutines; it returns
+// once the registry's first watch has loaded the deployed functions, or
+// with the error that prevented it.
+func (rn *Runner) start(ctx context.Context) error {
+	var err error
+	if rn.queues, err = OpenQueues(ctx, rn.js, rn.cfg.Prefix, rn.cfg.Replicas); err != nil {
+		return err
+	}
+	if rn.registry, err = OpenRegistry(ctx, rn.js, rn.cfg.Prefix, rn.cfg.Replicas); err != nil {
+		return err
+	}
+	if !rn.cfg.NoBuiltins {
+		m := ArchiveManifest()
+		rn.install(&m, NativeFunc(Archive))
+	}
+	if err := rn.serveDirect(); err != nil {
+		return err
+	}
+	// The first watch's outcome reaches start once: nil when it has
+	// delivered the deployed functions, or the error that ended it before.
+	first := make(chan error, 1)
+	rn.wg.Add(1)
+	go func() {
+		defer rn.wg.Done()
+		rn.watch(ctx, first)
+	}()
+	select {
+	case err := <-first:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// stop, once ctx has ended, stops the functions, waits for every goroutine
+// Run started and closes the sandbox.
+func (rn *Runner) stop() {
+	rn.mu.Lock()
+	rn.stopping = true
+	sub := rn.direct
+	fns := make([]*function, 0, len(rn.fns))
+	for _, f := range rn.fns {
+		fns = append(fns, f)
+	}
+	rn.mu.Unlock()
+	if sub != nil {
+		_ = sub.Unsubscribe()
+	}
+	for _, f := range fns {
+		f.stop()
+	}
+	rn.wg.Wait()
+	if rn.cfg.Sandbox != nil {
+		rn.cfg.Sandbox.Close(context.Background())
+	}
+}
+
+// Register runs a native function on this node, as if deployed: from its
+// trigger, with the same delivery rules. Programs that embed a runner use it
+// for functions written in Go, once Ready is closed; a deployed function of
+// the same name replaces it.
+func (rn *Runner) Register(m Manifest, fn Handler) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	if m.Builtin == "" {
+		m.Builtin = "native"
+	}
+	rn.install(&m, fn)
+	return nil
+}
+
+// Version returns the version of a function this node runs (0 for a
+// native one), and whether it runs it.
+func (rn *Runner) Version(name string) (int, bool) {
+	if v := rn.current(name); v != nil {
+		return v.m.Version, true
+	}
+	return 0, false
+}
+
+func (rn *Runner) current(name string) *version {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if f := rn.fns[name]; f != nil {
+		return f.cur.Load()
+	}
+	return nil
+}
