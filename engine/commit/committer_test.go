@@ -67,7 +67,7 @@ func (r *rig) committerWith(t *testing.T, j commit.Journal, cfg commit.Config) *
 			t.Error(err)
 		}
 	})
-	<-c.Running()
+	<-c.Ready()
 	return c
 }
 

@@ -62,8 +62,8 @@ func (c *Committer) Run(ctx context.Context) error {
 	return nil
 }
 
-// Running returns a channel that is closed once Run takes commands.
-func (c *Committer) Running() <-chan struct{} { return c.running }
+// Ready is closed once Run takes commands.
+func (c *Committer) Ready() <-chan struct{} { return c.running }
 
 // taking reports whether Run takes commands.
 func (c *Committer) taking() bool {

@@ -31,7 +31,7 @@ func TestRunLifecycle(t *testing.T) {
 	defer cancel()
 	ran := make(chan error, 1)
 	go func() { ran <- c.Run(ctx) }()
-	<-c.Running()
+	<-c.Ready()
 	if _, err := c.CreateTable(r.ctx, "Life"); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestRunAbandons(t *testing.T) {
 	defer cancel()
 	ran := make(chan error, 1)
 	go func() { ran <- c.Run(ctx) }()
-	<-c.Running()
+	<-c.Ready()
 	if _, err := c.CreateTable(r.ctx, "Stuck"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,3 @@
-// Package service answers Cairn's NATS command protocol (docs/PROTOCOL.md):
-// entity commands, batches and point reads on <prefix>.cmd.<Table>, table
-// commands on <prefix>.tables. Every host subscribes in one queue group, so
-// a request is handled by exactly one host; bodies are msgpack or JSON and
-// the reply uses the request's encoding.
 package natsapi
 
 import (
@@ -31,6 +26,8 @@ type Config struct {
 	Subscriptions int
 	// TableTimeout bounds a table command.
 	TableTimeout time.Duration
+	// DrainTimeout bounds the wait for the requests in hand at shutdown.
+	DrainTimeout time.Duration
 }
 
 func (c *Config) defaults() {
@@ -45,6 +42,9 @@ func (c *Config) defaults() {
 	}
 	if c.TableTimeout <= 0 {
 		c.TableTimeout = 30 * time.Second
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 5 * time.Second
 	}
 }
 
@@ -63,14 +63,16 @@ type Service struct {
 	views *projections.Views
 	log   *slog.Logger
 	cfg   Config
-	subs  []*nats.Subscription
-	ctx   context.Context
+	ready chan struct{} // closed once subscribed
+	// ctx bounds the handlers: it outlives Run's context, so that requests
+	// taken before a shutdown are still answered while it drains.
+	ctx context.Context
 }
 
-// New returns a service; Start subscribes.
-func New(ctx context.Context, nc *nats.Conn, c Committer, views *projections.Views, log *slog.Logger, cfg Config) *Service {
+// New returns a service. It starts nothing: Run subscribes.
+func New(nc *nats.Conn, c Committer, views *projections.Views, log *slog.Logger, cfg Config) *Service {
 	cfg.defaults()
-	return &Service{nc: nc, c: c, views: views, log: log, cfg: cfg, ctx: ctx}
+	return &Service{nc: nc, c: c, views: views, log: log, cfg: cfg, ready: make(chan struct{})}
 }
 
 // CommandSubject returns the subject of a table's entity commands.
@@ -79,35 +81,72 @@ func CommandSubject(prefix, table string) string { return prefix + ".cmd." + tab
 // TablesSubject returns the subject of table commands.
 func TablesSubject(prefix string) string { return prefix + ".tables" }
 
-// Start subscribes to the command subjects.
-func (s *Service) Start() error {
-	for i := 0; i < s.cfg.Subscriptions; i++ {
-		sub, err := s.nc.QueueSubscribe(CommandSubject(s.cfg.Prefix, "*"), s.cfg.QueueGroup, s.handleEntity)
+// Ready is closed once the service is subscribed to its subjects.
+func (s *Service) Ready() <-chan struct{} { return s.ready }
+
+// Run subscribes to the command subjects in the queue group and serves
+// until ctx ends. Then it drains: requests already received are answered,
+// new ones go to the other hosts; after DrainTimeout the subscriptions are
+// dropped. It returns an error only when it cannot subscribe.
+func (s *Service) Run(ctx context.Context) error {
+	s.ctx = context.WithoutCancel(ctx)
+	var subs []*nats.Subscription
+	subscribe := func(subject string, h nats.MsgHandler) error {
+		sub, err := s.nc.QueueSubscribe(subject, s.cfg.QueueGroup, h)
 		if err != nil {
-			return fmt.Errorf("service: subscribe: %w", err)
+			return fmt.Errorf("natsapi: subscribe %s: %w", subject, err)
 		}
-		s.subs = append(s.subs, sub)
-		// A slow host must not drop commands silently: allow a deep queue.
-		_ = sub.SetPendingLimits(1<<20, 1<<30)
+		subs = append(subs, sub)
+		return nil
 	}
-	sub, err := s.nc.QueueSubscribe(TablesSubject(s.cfg.Prefix), s.cfg.QueueGroup, s.handleTables)
+	var err error
+	for i := 0; i < s.cfg.Subscriptions && err == nil; i++ {
+		err = subscribe(CommandSubject(s.cfg.Prefix, "*"), s.handleEntity)
+		if err == nil {
+			// A slow host must not drop commands silently: allow a deep queue.
+			_ = subs[len(subs)-1].SetPendingLimits(1<<20, 1<<30)
+		}
+	}
+	if err == nil {
+		err = subscribe(TablesSubject(s.cfg.Prefix), s.handleTables)
+	}
+	if err == nil {
+		err = s.nc.Flush()
+	}
 	if err != nil {
-		return fmt.Errorf("service: subscribe: %w", err)
+		for _, sub := range subs {
+			_ = sub.Unsubscribe()
+		}
+		return err
 	}
-	s.subs = append(s.subs, sub)
-	return s.nc.Flush()
+	close(s.ready)
+	<-ctx.Done()
+	s.drain(subs)
+	return nil
 }
 
-// Stop drains the subscriptions: requests already received are handled,
-// new ones go to other hosts.
-func (s *Service) Stop() {
-	for _, sub := range s.subs {
+// drain stops the subscriptions from taking requests and waits until those
+// already taken are handled, DrainTimeout at the most.
+func (s *Service) drain(subs []*nats.Subscription) {
+	closed := make([]<-chan nats.SubStatus, len(subs))
+	for i, sub := range subs {
+		closed[i] = sub.StatusChanged(nats.SubscriptionClosed)
 		_ = sub.Drain()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for _, sub := range s.subs {
-		for sub.IsValid() && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
+	timeout := time.NewTimer(s.cfg.DrainTimeout)
+	defer timeout.Stop()
+	for i, sub := range subs {
+		if !sub.IsValid() {
+			continue
+		}
+		select {
+		case <-closed[i]:
+		case <-timeout.C:
+			s.log.Warn("NATS requests still in flight after the drain timeout; dropping them", "timeout", s.cfg.DrainTimeout)
+			for _, sub := range subs[i:] {
+				_ = sub.Unsubscribe()
+			}
+			return
 		}
 	}
 }

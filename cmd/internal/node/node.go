@@ -138,7 +138,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	if err != nil {
 		return err
 	}
-	n.fns = functions.NewRunner(n.nc, n.views, n.comm, functions.Config{
+	n.fns, err = functions.NewRunner(n.nc, n.views, n.comm, functions.Config{
 		Prefix:     cfg.Prefix,
 		Replicas:   cfg.Replicas,
 		Sandbox:    sb,
@@ -146,6 +146,11 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		Failpoint:  cfg.Functions.Failpoint,
 		Log:        log,
 	})
+	if err != nil {
+		_ = sb.Close(context.WithoutCancel(ctx))
+		return fmt.Errorf("node: functions: %w", err)
+	}
+	// The runner closes the sandbox when its Run returns.
 	if err := g.Start(ctx, "functions", n.fns); err != nil {
 		return fmt.Errorf("node: functions: %w", err)
 	}

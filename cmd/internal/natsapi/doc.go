@@ -1,0 +1,22 @@
+// Package natsapi is the NATS front door: it answers Cairn's command
+// protocol (docs/PROTOCOL.md): entity commands, batches and point reads on
+// <prefix>.cmd.<Table>, table commands on <prefix>.tables. Every node
+// subscribes in one queue group, so a request is handled by exactly one
+// node; bodies are msgpack or JSON and the reply uses the request's
+// encoding. Writes go to the committer (the same path as the HTTP API's);
+// point reads are answered from this node's view.
+//
+// What fails, and what the client sees: an undecodable or invalid request
+// is answered with a coded error (InvalidInput and the like) and nothing is
+// stored; a table command that does not finish within 30 s is answered
+// with OperationTimedOut; a request published without a reply subject is
+// executed but not answered. At shutdown the subscriptions drain: requests
+// already received are answered (5 s at the most), new ones go to the
+// other nodes of the queue group.
+//
+// What it costs: one decode, one submit and one encode per request; the
+// subscriptions (GOMAXPROCS of them on the command subject) each deliver
+// on their own goroutine, with a pending limit of 1 Mi messages / 1 GiB so
+// that a slow node queues rather than drops. docs/PERFORMANCE.md has the
+// figures (go run ./cmd/cairn-bench).
+package natsapi

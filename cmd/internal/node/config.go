@@ -1,0 +1,97 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
+	"github.com/cairn-dev/cairn/engine/commit"
+	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/projections"
+)
+
+// Config is a node's configuration. The zero value plus DataDir is a
+// working single-machine node.
+type Config struct {
+	// DataDir holds the embedded server's JetStream store and the
+	// sandbox's compilation cache. Required: a node never picks a
+	// directory of its own (cmd/host's flag defaults to "./data").
+	DataDir string
+	// NATSListen is the embedded server's client address
+	// ("127.0.0.1:4222"); port 0 picks a free port.
+	NATSListen string
+	// NATSURL, when set, connects to an existing NATS server or cluster
+	// instead of embedding one.
+	NATSURL string
+	// Replicas is the replica count of the streams (1; 3 on a cluster).
+	Replicas int
+	// HTTP is the HTTP API's address ("127.0.0.1:10002"; port 0 picks a
+	// free port; "off" serves no HTTP).
+	HTTP string
+	// API tunes the HTTP API (accounts, page budget, read-your-writes wait).
+	API httpapi.Config
+	// Prefix is the first token of every subject and stream ("cairn").
+	Prefix string
+	// SyncAlways makes the embedded server fsync every write before it
+	// acknowledges it (survives power loss; much slower). Otherwise an
+	// acknowledged write is in the OS and fsynced within 2 minutes.
+	SyncAlways bool
+	// Log receives the node's log lines (slog.Default() when nil).
+	Log *slog.Logger
+	// Views and Commit tune those components; zero values are defaults.
+	Views  projections.Config
+	Commit commit.Config
+	// Functions configures the function runner (built-ins, failpoints).
+	Functions FunctionsConfig
+}
+
+// FunctionsConfig is the part of functions.Config a node's user sets; the
+// rest comes from the node.
+type FunctionsConfig struct {
+	// NoBuiltins leaves the built-in functions (archive) off.
+	NoBuiltins bool
+	// Failpoint kills the process at a named step (crash tests).
+	Failpoint string
+}
+
+// Validate fills defaults and checks the configuration.
+func (c *Config) Validate() error {
+	if c.DataDir == "" {
+		return errors.New("node: a data directory is required")
+	}
+	if c.NATSListen == "" {
+		c.NATSListen = "127.0.0.1:4222"
+	}
+	if c.HTTP == "" {
+		c.HTTP = "127.0.0.1:10002"
+	}
+	if c.Prefix == "" {
+		c.Prefix = "cairn"
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		return fmt.Errorf("node: replicas must be between 1 and 5, got %d", c.Replicas)
+	}
+	if c.NATSURL == "" && c.Replicas != 1 {
+		return errors.New("node: the embedded server is a single node: -replicas > 1 needs -nats-url of a cluster")
+	}
+	if _, _, err := net.SplitHostPort(c.NATSListen); err != nil {
+		return fmt.Errorf("node: nats-listen %q: %v", c.NATSListen, err)
+	}
+	if c.HTTP != "off" {
+		if _, _, err := net.SplitHostPort(c.HTTP); err != nil {
+			return fmt.Errorf("node: http %q: %v", c.HTTP, err)
+		}
+		if err := c.API.Validate(); err != nil {
+			return fmt.Errorf("node: %w", err)
+		}
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	return (&journal.Config{Prefix: c.Prefix, Replicas: c.Replicas}).Validate()
+}

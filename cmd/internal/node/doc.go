@@ -1,0 +1,28 @@
+// Package node is the composition root: it assembles one Cairn node, the
+// process that cmd/host runs, from the embedded NATS server (or a
+// connection to an existing one), the journal, the views, the committer,
+// the NATS and HTTP front doors and the function runner. cmd/host reads
+// flags into a Config and calls Run; tests start nodes in-process the same
+// way (nodetest.Start), or in a child process they can kill (nodetest.
+// StartChild). Nothing below cmd/ imports it.
+//
+// Every long-running component has one lifecycle: its constructor starts
+// nothing, Run(ctx) runs it until ctx ends and returns once everything it
+// started has stopped, and Ready, where it has one, says when it serves. A
+// group starts the components in the order of the data flow, each once the
+// one before serves, and stops them in the reverse order, so that the
+// front doors stop taking requests first, the committer answers the
+// commands it has taken, and the views and the journal go last.
+//
+// What fails: a configuration error or a busy port is returned before
+// anything starts; a data directory locked by another node is refused; a
+// component that stops on its own (the views on a catalog record they
+// cannot decode, the HTTP listener closing) stops the whole node, and Run
+// returns why. A SIGKILL loses nothing acknowledged: the journal is the
+// state, and the next start replays it.
+//
+// What it costs: the start time is the views' replay of the journal (the
+// figures are in docs/PERFORMANCE.md); a clean stop waits at most for the
+// drain timeouts of the HTTP server (10 s), the NATS subscriptions (5 s)
+// and the committer (10 s).
+package node
