@@ -57,7 +57,7 @@ func (r *rig) committer(t *testing.T, j commit.Journal) *commit.Committer {
 
 func (r *rig) committerWith(t *testing.T, j commit.Journal, cfg commit.Config) *commit.Committer {
 	t.Helper()
-	c := commit.New(j, commitViews{r.views}, r.log, cfg)
+	c := commit.New(j, r.views.ForCommitter(), r.log, cfg)
 	ctx, cancel := context.WithCancel(r.ctx)
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()

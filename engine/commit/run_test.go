@@ -19,7 +19,7 @@ func insert(table, pk, rk string) *engine.Command {
 // after.
 func TestRunLifecycle(t *testing.T) {
 	r := newRig(t)
-	c := commit.New(r.j, commitViews{r.views}, r.log, commit.Config{})
+	c := commit.New(r.j, r.views.ForCommitter(), r.log, commit.Config{})
 	if rep := submit(c, insert("Life", "p", "r0")); rep.Error == nil || rep.Error.Code != engine.CodeServerBusy {
 		t.Fatalf("before Run: %+v", rep)
 	}
@@ -82,7 +82,7 @@ func (j *stuckJournal) Append(ctx context.Context, table string, epoch uint64, r
 func TestRunAbandons(t *testing.T) {
 	r := newRig(t)
 	j := &stuckJournal{Journal: r.j, entered: make(chan struct{})}
-	c := commit.New(j, commitViews{r.views}, r.log, commit.Config{DrainTimeout: time.Nanosecond})
+	c := commit.New(j, r.views.ForCommitter(), r.log, commit.Config{DrainTimeout: time.Nanosecond})
 	ctx, cancel := context.WithCancel(r.ctx)
 	defer cancel()
 	ran := make(chan error, 1)

@@ -127,7 +127,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	}
 	log.Info("views ready", "tables", len(n.views.Tables()), "elapsed", time.Since(begin).Round(time.Millisecond))
 
-	n.comm = commit.New(n.j, commitViews{n.views}, log, cfg.Commit)
+	n.comm = commit.New(n.j, n.views.ForCommitter(), log, cfg.Commit)
 	if err := g.Start(ctx, "committer", n.comm); err != nil {
 		return err
 	}

@@ -1,21 +1,19 @@
-package commit_test
+package projections
 
 import (
 	"context"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/commit"
-	"github.com/cairn-dev/cairn/journal"
-	"github.com/cairn-dev/cairn/projections"
 )
 
-// The tests run the committer on the real journal and views, connected
-// as the composition root connects them (cmd/internal/node/wiring.go,
-// which these tests cannot import).
+// ForCommitter returns the views as the committer needs them
+// (commit.Views): the write model states what it reads of the views as an
+// interface of its own, and the read model implements it here.
+func (v *Views) ForCommitter() commit.Views { return commitViews{v} }
 
-var _ commit.Journal = (*journal.Journal)(nil)
-
-type commitViews struct{ *projections.Views }
+// commitViews adapts the views to commit.Views.
+type commitViews struct{ *Views }
 
 func (v commitViews) Lookup(ctx context.Context, name string) (commit.Table, bool, error) {
 	t, ok, err := v.Views.Lookup(ctx, name)
@@ -25,7 +23,8 @@ func (v commitViews) Lookup(ctx context.Context, name string) (commit.Table, boo
 	return commitTable{t}, true, nil
 }
 
-type commitTable struct{ *projections.Table }
+// commitTable adapts a table's view to commit.Table.
+type commitTable struct{ *Table }
 
 func (t commitTable) Partition(pk string) commit.Partition {
 	return commitPartition{s: t.Snapshot(), pk: pk}
@@ -36,8 +35,9 @@ func (t commitTable) WaitSeq(ctx context.Context, seq uint64) error {
 	return err
 }
 
+// commitPartition is one partition of a snapshot, as commit.Partition.
 type commitPartition struct {
-	s  *projections.Snapshot
+	s  *Snapshot
 	pk string
 }
 
