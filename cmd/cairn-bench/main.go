@@ -8,7 +8,11 @@
 //	go run ./cmd/cairn-bench functions       # the function runner (from the repository's root)
 //
 // It is a binary of its own so that the host links neither the Azure SDK
-// nor the Azurite installer. Flags can be set as CAIRN_<NAME> too.
+// nor the Azurite installer. Flags can be set as CAIRN_<NAME> too. A
+// failure stops the run with the reason and exit status 1 (http needs node
+// and npm for Azurite unless -no-azurite); a figure a target cannot give
+// on this platform is printed as such. A full run takes minutes and both
+// cores.
 package main
 
 import (

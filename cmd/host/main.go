@@ -1,5 +1,8 @@
-// Command host runs a Cairn host: by default an embedded NATS server with
-// JetStream storing its journal under -data, and the host on top of it.
+// Command host runs a Cairn node: by default an embedded NATS server with
+// JetStream storing its journal under -data, and the node on top of it
+// (package cmd/internal/node). Its other subcommands are the operators'
+// CLI: deploy a function, list and roll back functions, inspect and
+// requeue poison messages, enqueue a message.
 //
 //	go run ./cmd/host                 # serve (the default subcommand)
 //	go run ./cmd/host serve -data /var/lib/cairn
@@ -10,6 +13,11 @@
 // Every flag can also be set by an environment variable CAIRN_<NAME>, with
 // the flag's name upper-cased and dashes turned into underscores
 // (CAIRN_NATS_URL for -nats-url). A flag on the command line wins.
+//
+// It exits 1 with the reason on stderr when the node cannot start (a bad
+// flag, a busy port, a data directory locked by another node) or stops on
+// its own, and 0 after SIGINT or SIGTERM once the commands it had taken
+// are answered. Its cost is the node's (docs/PERFORMANCE.md).
 package main
 
 import (

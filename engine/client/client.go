@@ -6,6 +6,13 @@
 // timeout, a host restart), the client sends it again with the same id and
 // the host answers with the first result instead of applying it twice.
 // Commands without an id are sent once.
+//
+// What fails: a refused command returns its *engine.Error (TableNotFound,
+// UpdateConditionNotSatisfied, …); a command without an id whose reply
+// does not come within the timeout (10 s) returns nats.ErrTimeout, and its
+// outcome is then unknown to the caller. What it costs: one NATS request
+// per call (a round trip to a node), and up to five for a command with an
+// id whose replies are lost.
 package client
 
 import (

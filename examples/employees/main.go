@@ -6,6 +6,10 @@
 //	go run ./examples/employees list           both tables, read over HTTP with the Azure SDK
 //	go run ./examples/employees archive <department> <id>…
 //	                                           ask the archive-employee function to archive them
+//
+// It exits 1 with the node's coded error (TableNotFound when the tables are
+// missing, say) or a connection error when no node runs; each call is one
+// request to the node.
 package main
 
 import (

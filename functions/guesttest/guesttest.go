@@ -1,5 +1,8 @@
 // Package guesttest builds Go function packages to WebAssembly for tests,
-// with the go command on PATH, once per test binary and build.
+// with the go command on PATH, once per test binary and build. A build
+// that fails fails the test with the compiler's output. A build costs a
+// few seconds the first time (the go command's cache makes later test
+// runs quick).
 package guesttest
 
 import (

@@ -1,4 +1,8 @@
-// Package jstest starts embedded NATS servers with JetStream for tests.
+// Package jstest starts embedded NATS servers with JetStream for tests,
+// each on a free loopback port with its store in the test's temporary
+// directory, shut down when the test ends. A server that does not start
+// fails the test (t.Fatal). Starting one costs some tens of milliseconds,
+// so every journal test runs against the real server rather than a fake.
 package jstest
 
 import (

@@ -1,7 +1,9 @@
 // Package cli holds what the binaries under cmd share: flags that can also
 // be set from the environment, and building a Go function package into a
-// WebAssembly module. Nothing here runs for long; errors are returned
-// as they are, ready to be printed to the user.
+// WebAssembly module. Errors are returned as they are, ready to be printed
+// to the user: a bad environment value names the variable, a failed build
+// shows the compiler's output on stderr. Building a module runs the go
+// command (seconds the first time, then cached by it).
 package cli
 
 import (
