@@ -90,6 +90,7 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "use this NATS server or cluster instead of the embedded one")
 	fs.IntVar(&cfg.Replicas, "replicas", 1, "stream replicas (3 on a cluster)")
 	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:10002", "address of the HTTP API (Azure Tables protocol); \"off\" for none")
+	fs.IntVar(&cfg.HTTPMaxConns, "http-max-conns", 1024, "HTTP connections open at once; more wait until one closes")
 	fs.Var((*accountsFlag)(&cfg.API.Accounts), "accounts", "further storage accounts for the HTTP API, as name:base64key,… (the development account "+httpapi.DevAccountName+" is served too unless -dev-account=false)")
 	fs.Var(invertedBool{&cfg.API.NoDevAccount}, "dev-account", "serve the development account "+httpapi.DevAccountName+" with its well-known key (default true)")
 	fs.StringVar(&cfg.Prefix, "prefix", "cairn", "first token of every subject and stream name")

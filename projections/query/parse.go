@@ -17,8 +17,17 @@ func (e *SyntaxError) Error() string { return fmt.Sprintf("$filter: at %d: %s", 
 // maxDepth bounds nesting so a hostile filter cannot exhaust the stack.
 const maxDepth = 100
 
-// Parse parses a $filter expression.
+// MaxFilterLen bounds a $filter's length in bytes. Azure allows 15
+// comparisons in a filter; 16 KiB leaves room for long keys and literals
+// while a hostile filter cannot make every page's evaluation expensive.
+const MaxFilterLen = 16 << 10
+
+// Parse parses a $filter expression. A filter longer than MaxFilterLen is
+// refused before it is read.
 func Parse(s string) (Expr, error) {
+	if len(s) > MaxFilterLen {
+		return nil, &SyntaxError{Pos: MaxFilterLen, Msg: fmt.Sprintf("the filter is %d bytes long; at most %d are allowed", len(s), MaxFilterLen)}
+	}
 	p := &parser{lx: lexer{s: s}}
 	p.next()
 	e, err := p.or(0)

@@ -79,13 +79,16 @@ func parseToken(npk, nrk string) (token, error) {
 // its last page; at most max are held (the oldest goes first). A released
 // hold is not an error: the query resumes at its keys on the current
 // snapshot (still no duplicates or gaps in key order, but it may then see
-// writes made after its first page).
+// writes made after its first page). Expired holds are released by a
+// timer, whether or not further queries come: a held snapshot keeps every
+// entity it saw alive.
 type holds struct {
-	mu   sync.Mutex
-	ttl  time.Duration
-	max  int
-	next uint64
-	m    map[uint64]*held
+	mu    sync.Mutex
+	ttl   time.Duration
+	max   int
+	next  uint64
+	m     map[uint64]*held
+	sweep *time.Timer // pending release of expired holds; nil when none
 }
 
 type held struct {
@@ -137,7 +140,37 @@ func (h *holds) put(id uint64, snap *projections.Snapshot) uint64 {
 	}
 	h.next++
 	h.m[h.next] = &held{snap: snap, expires: now.Add(h.ttl)}
+	h.scheduleLocked(now)
 	return h.next
+}
+
+// scheduleLocked arms the timer that releases expired holds, for the
+// earliest expiry, unless it is armed already or nothing is held.
+func (h *holds) scheduleLocked(now time.Time) {
+	if h.sweep != nil || len(h.m) == 0 {
+		return
+	}
+	var earliest time.Time
+	for _, x := range h.m {
+		if earliest.IsZero() || x.expires.Before(earliest) {
+			earliest = x.expires
+		}
+	}
+	h.sweep = time.AfterFunc(earliest.Sub(now)+time.Millisecond, h.releaseExpired)
+}
+
+// releaseExpired drops the expired holds and arms the timer for the next.
+func (h *holds) releaseExpired() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sweep = nil
+	now := time.Now()
+	for k, x := range h.m {
+		if now.After(x.expires) {
+			delete(h.m, k)
+		}
+	}
+	h.scheduleLocked(now)
 }
 
 // release drops the hold of a query that has returned its last page.

@@ -117,15 +117,7 @@ func (s *server) raw(t testing.TB, method, path string, body []byte, header map[
 		req.Header.Set(k, v)
 	}
 	if _, ok := header["Authorization"]; !ok {
-		key, _ := base64.StdEncoding.DecodeString(httpapi.DevAccountKey)
-		res := "/" + httpapi.DevAccountName + req.URL.EscapedPath()
-		if comp := req.URL.Query().Get("comp"); comp != "" {
-			res += "?comp=" + comp
-		}
-		sts := strings.Join([]string{method, "", req.Header.Get("Content-Type"), req.Header.Get("x-ms-date"), res}, "\n")
-		m := hmac.New(sha256.New, key)
-		m.Write([]byte(sts))
-		req.Header.Set("Authorization", "SharedKey "+httpapi.DevAccountName+":"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
+		sign(req)
 	}
 	resp, err := rawClient.Do(req)
 	if err != nil {
@@ -137,6 +129,19 @@ func (s *server) raw(t testing.TB, method, path string, body []byte, header map[
 		t.Fatal(err)
 	}
 	return resp, b
+}
+
+// sign signs req with SharedKey and the development account's key.
+func sign(req *http.Request) {
+	key, _ := base64.StdEncoding.DecodeString(httpapi.DevAccountKey)
+	res := "/" + httpapi.DevAccountName + req.URL.EscapedPath()
+	if comp := req.URL.Query().Get("comp"); comp != "" {
+		res += "?comp=" + comp
+	}
+	sts := strings.Join([]string{req.Method, "", req.Header.Get("Content-Type"), req.Header.Get("x-ms-date"), res}, "\n")
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(sts))
+	req.Header.Set("Authorization", "SharedKey "+httpapi.DevAccountName+":"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
 }
 
 // list pages through a query with the SDK and returns the entities.

@@ -49,11 +49,12 @@ func (m *metrics) failure(code engine.Code) {
 
 func (m *metrics) scanned(n int) { m.examined.Add(uint64(n)) }
 
+// labelEscaper escapes a label value as the Prometheus text format
+// requires: backslash, double quote and line feed.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
 // label quotes a Prometheus label value.
-func label(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	return `"` + r.Replace(s) + `"`
-}
+func label(s string) string { return `"` + labelEscaper.Replace(s) + `"` }
 
 // serveMetrics writes the Prometheus text format: request and error
 // counters, and per table its entities, writes, reads and its hottest

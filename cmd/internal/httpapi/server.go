@@ -83,6 +83,11 @@ type Config struct {
 	// MaxBody caps a request body (a $batch may carry 4 MiB of entities
 	// plus its framing: 5 MiB).
 	MaxBody int64
+	// BodyTimeout is the longest wait for the next bytes of a request body
+	// (10 s); MinBodyRate, in bytes per second, stretches the deadline of
+	// the whole body with its length (16 KiB/s).
+	BodyTimeout time.Duration
+	MinBodyRate int64
 	// Metrics, if set, appends further series (in the Prometheus text
 	// format) to /metrics: the node adds the function runner's.
 	Metrics func(w io.Writer)
@@ -130,6 +135,12 @@ func (c *Config) defaults() {
 	}
 	if c.MaxBody <= 0 {
 		c.MaxBody = 5 << 20
+	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = 10 * time.Second
+	}
+	if c.MinBodyRate <= 0 {
+		c.MinBodyRate = 16 << 10
 	}
 }
 
@@ -198,7 +209,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id := r.Header["X-Ms-Client-Request-Id"]; len(id) > 0 {
 		h["X-Ms-Client-Request-Id"] = id[:1]
 	}
-	defer func() { s.metrics.request(c.op, c.table) }()
+	defer func() { s.metrics.request(c.op, s.metricTable(c.table)) }()
 	if r.Method == http.MethodOptions {
 		c.preflight()
 		return
@@ -224,6 +235,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c.meta = meta
 	c.route(resource)
+}
+
+// metricTable is the table label of a request's counter: the table's name
+// as it was created when it exists, "" otherwise, so that requests naming
+// tables that do not exist, in any spelling, cannot add series to /metrics.
+func (s *Server) metricTable(name string) string {
+	if name == "" {
+		return ""
+	}
+	t, ok := s.views.Table(name)
+	if !ok {
+		return ""
+	}
+	return t.Name()
 }
 
 // route dispatches on the resource path (after the account).

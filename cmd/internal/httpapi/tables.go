@@ -7,9 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
@@ -204,28 +206,62 @@ func (c *call) deleteTable(name string) {
 	c.w.WriteHeader(http.StatusNoContent)
 }
 
-// body reads the request body, refusing one larger than MaxBody.
+// body reads the request body, refusing one larger than MaxBody. The
+// buffer grows with the bytes that arrive, not with the announced
+// Content-Length (a client announcing 5 MiB and sending nothing gets no
+// 5 MiB buffer), and the body must keep arriving: each read waits at most
+// BodyTimeout, and the whole body at most BodyTimeout plus its length at
+// MinBodyRate, so a slow sender cannot hold a connection for long.
 func (c *call) body() ([]byte, error) {
-	r := http.MaxBytesReader(c.w, c.r.Body, c.s.cfg.MaxBody)
-	var b []byte
-	var err error
-	if n := c.r.ContentLength; n > 0 && n <= c.s.cfg.MaxBody {
-		// Read into a buffer of the announced size, not a growing one.
-		b = make([]byte, n)
-		if _, err = io.ReadFull(r, b); err == nil {
-			var extra [1]byte
-			if m, _ := r.Read(extra[:]); m > 0 {
-				err = errors.New("the body is longer than its Content-Length")
+	cfg := c.s.cfg
+	announced := c.r.ContentLength
+	if announced > cfg.MaxBody {
+		return nil, c.bodyFailed(errBodyTooLarge(cfg.MaxBody))
+	}
+	limit := cfg.MaxBody
+	if announced >= 0 {
+		limit = announced
+	}
+	rc := http.NewResponseController(c.w)
+	start := time.Now()
+	last := start.Add(cfg.BodyTimeout + time.Duration(float64(limit)/float64(cfg.MinBodyRate)*float64(time.Second)))
+	r := http.MaxBytesReader(c.w, c.r.Body, cfg.MaxBody)
+	b := make([]byte, 0, min(limit+1, 64<<10))
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow by doubling
+		}
+		deadline := time.Now().Add(cfg.BodyTimeout)
+		if deadline.After(last) {
+			deadline = last
+		}
+		_ = rc.SetReadDeadline(deadline)
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			_ = rc.SetReadDeadline(time.Time{})
+			return b, nil
+		}
+		if err != nil {
+			if _, ok := err.(*http.MaxBytesError); ok {
+				return nil, c.bodyFailed(errBodyTooLarge(cfg.MaxBody))
 			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil, c.bodyFailed(engine.Errorf(engine.CodeOperationTimedOut, "the request body came too slowly (%d bytes in %v)", len(b), time.Since(start).Round(time.Millisecond)))
+			}
+			return nil, c.bodyFailed(engine.Errorf(engine.CodeInvalidInput, "reading the request body: %v", err))
 		}
-	} else {
-		b, err = io.ReadAll(r)
 	}
-	if err != nil {
-		if _, ok := err.(*http.MaxBytesError); ok {
-			return nil, engine.Errorf(engine.CodeRequestBodyTooLarge, "the request body is larger than %d bytes", c.s.cfg.MaxBody)
-		}
-		return nil, engine.Errorf(engine.CodeInvalidInput, "reading the request body: %v", err)
-	}
-	return b, nil
+}
+
+// bodyFailed closes the connection after the reply to a request whose
+// body was not read to its end: the server would otherwise wait for the
+// rest of it before answering.
+func (c *call) bodyFailed(err error) error {
+	c.w.Header().Set("Connection", "close")
+	return err
+}
+
+func errBodyTooLarge(max int64) error {
+	return engine.Errorf(engine.CodeRequestBodyTooLarge, "the request body is larger than %d bytes", max)
 }

@@ -30,6 +30,10 @@ type Config struct {
 	// HTTP is the HTTP API's address ("127.0.0.1:10002"; port 0 picks a
 	// free port; "off" serves no HTTP).
 	HTTP string
+	// HTTPMaxConns caps the HTTP connections open at once (1,024): a
+	// connection past it waits in the kernel's backlog until one closes, so
+	// slow clients cannot take the node's memory.
+	HTTPMaxConns int
 	// API tunes the HTTP API (accounts, page budget, read-your-writes wait).
 	API httpapi.Config
 	// Prefix is the first token of every subject and stream ("cairn").
@@ -69,6 +73,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Prefix == "" {
 		c.Prefix = "cairn"
+	}
+	if c.HTTPMaxConns == 0 {
+		c.HTTPMaxConns = 1024
+	}
+	if c.HTTPMaxConns < 1 {
+		return fmt.Errorf("node: http-max-conns must be positive, got %d", c.HTTPMaxConns)
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"golang.org/x/net/netutil"
 
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/natsapi"
@@ -162,7 +163,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	api := cfg.API
 	api.Metrics = n.fns.WriteMetrics
 	mux.Handle("/", httpapi.New(n.views, n.comm, log, api))
-	return g.Start(ctx, "http api", &webServer{ln: n.httpLn, log: log, srv: &http.Server{
+	return g.Start(ctx, "http api", &webServer{ln: netutil.LimitListener(n.httpLn, cfg.HTTPMaxConns), log: log, srv: &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
