@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cairn-dev/cairn/engine"
 )
@@ -24,6 +25,14 @@ func parseEntityJSONReference(data []byte) (*engine.Entity, error) {
 // members in name order from the first-th (in map order if first < 0):
 // with several faults, the one reported is the first visited.
 func parseEntityJSONReferenceFrom(data []byte, first int) (*engine.Entity, error) {
+	// encoding/json reads bad UTF-8 and lone surrogate escapes as U+FFFD;
+	// Cairn refuses them.
+	if !utf8.Valid(data) {
+		return nil, invalid("the entity is not valid UTF-8")
+	}
+	if hasLoneSurrogate(data) {
+		return nil, invalid("the entity has an unpaired surrogate escape")
+	}
 	var m map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&m); err != nil || m == nil {
@@ -78,6 +87,43 @@ func parseEntityJSONReferenceFrom(data []byte, first int) (*engine.Entity, error
 	}
 	ent := engine.NewEntity(e.PartitionKey, e.RowKey, props...)
 	return ent, nil
+}
+
+// hasLoneSurrogate reports whether JSON text has a \u escape of half a
+// surrogate pair that is not followed (high) or preceded (low) by the
+// other half. Outside strings a backslash is invalid JSON anyway.
+func hasLoneSurrogate(data []byte) bool {
+	high := false // the escape just read was a high surrogate
+	for i := 0; i < len(data); i++ {
+		if data[i] != '\\' || i+1 >= len(data) {
+			if high {
+				return true
+			}
+			continue
+		}
+		if data[i+1] != 'u' || i+6 > len(data) {
+			if high {
+				return true
+			}
+			i++ // the escaped character
+			continue
+		}
+		n, err := strconv.ParseUint(string(data[i+2:i+6]), 16, 16)
+		i += 5
+		if err != nil {
+			continue // invalid JSON: refused anyway
+		}
+		isHigh, isLow := n >= 0xd800 && n < 0xdc00, n >= 0xdc00 && n <= 0xdfff
+		switch {
+		case high && !isLow, !high && isLow:
+			return true
+		case high:
+			high = false
+		default:
+			high = isHigh
+		}
+	}
+	return high
 }
 
 func referenceErrText(err error) string {

@@ -3,10 +3,12 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/cairn-dev/cairn/engine"
 )
@@ -275,15 +277,21 @@ func FuzzParseEntityJSONReference(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) { sameParse(t, data) })
 }
 
-// FuzzUnquote: a JSON string's value is what encoding/json reads.
+// FuzzUnquote: a JSON string's value is what encoding/json reads, and a
+// string that encoding/json would read with U+FFFD for bad UTF-8 or a lone
+// surrogate escape is refused.
 func FuzzUnquote(f *testing.F) {
-	for _, s := range []string{``, `abc`, `\u00e9\ud83d\ude00`, `\ud800\ud800`, `\udc00`, "\xff\xed\xa0\x80", `\"\\\/\b\f\n\r\t`} {
+	for _, s := range []string{``, `abc`, `\u00e9\ud83d\ude00`, `\ud800\ud800`, `\udc00`, "\xff\xed\xa0\x80", `\"\\\/\b\f\n\r\t`,
+		`\ud83d\u0041`, `\ud83d`, `\ud83dx`, `\\ud800`, "\xc3\xa9", "\xc3", `\ufffd`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		quoted := append(append([]byte{'"'}, body...), '"')
 		var want string
 		werr := json.Unmarshal(quoted, &want)
+		if werr == nil && (!utf8.Valid(quoted) || hasLoneSurrogate(quoted)) {
+			werr = errors.New("refused by Cairn")
+		}
 		s := jsonScanner{data: quoted}
 		v, ok := s.str()
 		// An inner quote ends the string early: then it is not one string.

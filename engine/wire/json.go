@@ -33,6 +33,12 @@ func DecodeRequestJSON(data []byte) (*engine.Request, error) {
 	if len(data) > maxBody {
 		return nil, engine.Errorf(engine.CodeRequestBodyTooLarge, "request of %d bytes; the limit is %d", len(data), maxBody)
 	}
+	// encoding/json would read bad UTF-8 and lone surrogate escapes in the
+	// request's strings (a Delete's keys, ids) as U+FFFD: the scanner
+	// refuses them first.
+	if s := (jsonScanner{data: data}); !s.valid() {
+		return nil, invalid("request: not a valid JSON request: %s at offset %d", s.err, s.errAt)
+	}
 	var jr jsonRequest
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

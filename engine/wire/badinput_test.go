@@ -1,0 +1,104 @@
+package wire
+
+import (
+	"testing"
+
+	"github.com/cairn-dev/cairn/engine"
+)
+
+// throughGate decodes a request and makes it a validated command, as the
+// NATS front door does: the error, if any, is what the client is told.
+func throughGate(data []byte, enc Encoding) error {
+	r, err := DecodeRequest(data, enc)
+	if err != nil {
+		return err
+	}
+	cmd, err := ToCommand(r, "Employees")
+	if err != nil {
+		return err
+	}
+	return engine.ValidateCommand(cmd)
+}
+
+// TestBadEntityJSONRefused: entity JSON that Cairn refuses, with the code
+// each gets (the same over NATS and HTTP: both parse with ParseEntityJSON).
+func TestBadEntityJSONRefused(t *testing.T) {
+	cases := []struct {
+		name, body string
+		want       engine.Code
+	}{
+		{"bad UTF-8 in PartitionKey", "{\"PartitionKey\":\"p\xff\",\"RowKey\":\"r\"}", engine.CodeInvalidInput},
+		{"bad UTF-8 in RowKey", "{\"PartitionKey\":\"p\",\"RowKey\":\"\xc3\"}", engine.CodeInvalidInput},
+		{"bad UTF-8 in a property name", "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"A\xff\":1}", engine.CodeInvalidInput},
+		{"bad UTF-8 in a string value", "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"A\":\"x\xed\xa0\x80\"}", engine.CodeInvalidInput},
+		{"bad UTF-8 in an ignored member", "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"odata.etag\":\"\xff\"}", engine.CodeInvalidInput},
+		{"lone high surrogate", `{"PartitionKey":"p\ud800","RowKey":"r"}`, engine.CodeInvalidInput},
+		{"lone low surrogate", `{"PartitionKey":"p","RowKey":"r","A":"\udc00"}`, engine.CodeInvalidInput},
+		{"high surrogate then a letter", `{"PartitionKey":"p","RowKey":"r","A\ud83d\u0041":1}`, engine.CodeInvalidInput},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseEntityJSON([]byte(c.body))
+			if got := engine.ErrorCode(err); got != c.want {
+				t.Fatalf("got %v, want %s", err, c.want)
+			}
+			req := `{"op":"Insert","entity":` + c.body + `}`
+			if got := engine.ErrorCode(throughGate([]byte(req), JSON)); got != c.want {
+				t.Fatalf("over NATS: got %s, want %s", got, c.want)
+			}
+		})
+	}
+}
+
+// TestGoodEntityJSONAccepted: the edges of the rules that stay valid.
+func TestGoodEntityJSONAccepted(t *testing.T) {
+	cases := []struct {
+		name, body string
+		check      func(*engine.Entity) bool
+	}{
+		{"a surrogate pair", `{"PartitionKey":"\ud83d\ude00","RowKey":"r"}`,
+			func(e *engine.Entity) bool { return e.PartitionKey == "\U0001F600" }},
+		{"U+FFFD itself", `{"PartitionKey":"\ufffd","RowKey":"` + "\ufffd" + `"}`,
+			func(e *engine.Entity) bool { return e.PartitionKey == "\ufffd" && e.RowKey == "\ufffd" }},
+		{"an escaped backslash before u", `{"PartitionKey":"\\ud800","RowKey":"r"}`,
+			func(e *engine.Entity) bool { return e.PartitionKey == `\ud800` }},
+	}
+	for _, c := range cases {
+		e, err := ParseEntityJSON([]byte(c.body))
+		if err != nil || !c.check(e) {
+			t.Errorf("%s: %+v, %v", c.name, e, err)
+		}
+	}
+}
+
+// TestBadUTF8InRequestsRefused: strings outside the entity (a Delete's
+// keys, ids) and msgpack strings, which the msgpack decoder does not
+// check, are refused by the decoder or by engine.ValidateCommand.
+func TestBadUTF8InRequestsRefused(t *testing.T) {
+	for _, req := range []string{
+		"{\"op\":\"Delete\",\"partitionKey\":\"p\xff\",\"rowKey\":\"r\",\"ifMatch\":\"*\"}",
+		`{"op":"Delete","partitionKey":"p","rowKey":"\udfff","ifMatch":"*"}`,
+		"{\"op\":\"Insert\",\"id\":\"\xff\",\"entity\":{\"PartitionKey\":\"p\",\"RowKey\":\"r\"}}",
+	} {
+		if got := engine.ErrorCode(throughGate([]byte(req), JSON)); got != engine.CodeInvalidInput {
+			t.Errorf("%q: got %s, want InvalidInput", req, got)
+		}
+	}
+	bad := "a\xffb"
+	for name, r := range map[string]*engine.Request{
+		"PartitionKey":  {Op: "Insert", Entity: engine.NewEntity(bad, "r")},
+		"RowKey":        {Op: "InsertOrMerge", Entity: engine.NewEntity("p", bad)},
+		"property name": {Op: "Insert", Entity: engine.NewEntity("p", "r", engine.Property{Name: bad, Value: engine.Int32(1)})},
+		"string value":  {Op: "Insert", Entity: engine.NewEntity("p", "r", engine.Property{Name: "S", Value: engine.String(bad)})},
+		"delete key":    {Op: "Delete", PartitionKey: bad, RowKey: "r"},
+		"id":            {Op: "Insert", ID: bad, Entity: engine.NewEntity("p", "r")},
+	} {
+		data, err := EncodeRequestMsgpack(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := engine.ErrorCode(throughGate(data, Msgpack)); got != engine.CodeInvalidInput {
+			t.Errorf("msgpack, bad UTF-8 in %s: got %s, want InvalidInput", name, got)
+		}
+	}
+}
