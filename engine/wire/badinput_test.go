@@ -35,6 +35,12 @@ func TestBadEntityJSONRefused(t *testing.T) {
 		{"lone high surrogate", `{"PartitionKey":"p\ud800","RowKey":"r"}`, engine.CodeInvalidInput},
 		{"lone low surrogate", `{"PartitionKey":"p","RowKey":"r","A":"\udc00"}`, engine.CodeInvalidInput},
 		{"high surrogate then a letter", `{"PartitionKey":"p","RowKey":"r","A\ud83d\u0041":1}`, engine.CodeInvalidInput},
+		{"a property twice", `{"PartitionKey":"p","RowKey":"r","A":1,"A":2}`, engine.CodeDuplicatePropertiesSpecified},
+		{"a property twice, one escaped", `{"PartitionKey":"p","RowKey":"r","A":1,"\u0041":2}`, engine.CodeDuplicatePropertiesSpecified},
+		{"a property twice, one null", `{"PartitionKey":"p","RowKey":"r","A":null,"A":2}`, engine.CodeDuplicatePropertiesSpecified},
+		{"PartitionKey twice", `{"PartitionKey":"p","RowKey":"r","PartitionKey":"q"}`, engine.CodeDuplicatePropertiesSpecified},
+		{"RowKey twice, the same value", `{"PartitionKey":"p","RowKey":"r","RowKey":"r"}`, engine.CodeDuplicatePropertiesSpecified},
+		{"an annotation twice", `{"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Int64","A":"1","A@odata.type":"Edm.Int64"}`, engine.CodeDuplicatePropertiesSpecified},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -41,6 +41,9 @@ func parseEntityJSONReferenceFrom(data []byte, first int) (*engine.Entity, error
 	if dec.More() {
 		return nil, invalid("the entity has data after its JSON object")
 	}
+	if name, dup := duplicateName(data); dup {
+		return nil, engine.Errorf(engine.CodeDuplicatePropertiesSpecified, "%q is given more than once", name)
+	}
 	e := &engine.Entity{}
 	var props []engine.Property
 	keys := slices.Collect(maps.Keys(m))
@@ -87,6 +90,25 @@ func parseEntityJSONReferenceFrom(data []byte, first int) (*engine.Entity, error
 	}
 	ent := engine.NewEntity(e.PartitionKey, e.RowKey, props...)
 	return ent, nil
+}
+
+// duplicateName reports a name that the object in data (valid JSON) has
+// twice, reading its members as encoding/json's tokens.
+func duplicateName(data []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.Token() // '{'
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, _ := dec.Token()
+		name, _ := tok.(string)
+		if seen[name] {
+			return name, true
+		}
+		seen[name] = true
+		var skip json.RawMessage
+		dec.Decode(&skip)
+	}
+	return "", false
 }
 
 // hasLoneSurrogate reports whether JSON text has a \u escape of half a

@@ -21,9 +21,9 @@ const annotationSuffix = "@odata.type"
 // It is on the path of every HTTP insert and of every operation of a
 // $batch, so it reads the text once and without reflection: a jsonScanner
 // validates the object and notes where each member's name and value lie;
-// the members are put in name order (the last of a repeated name winning,
-// as when encoding/json decodes into a map); annotations are matched with
-// their properties; and each value is read where it lies.
+// the members are put in name order (a repeated name is refused:
+// DuplicatePropertiesSpecified); annotations are matched with their
+// properties; and each value is read where it lies.
 func ParseEntityJSON(data []byte) (*engine.Entity, error) {
 	// Most entities fit: no allocation for the members.
 	var buf [32]member
@@ -32,7 +32,10 @@ func ParseEntityJSON(data []byte) (*engine.Entity, error) {
 	if err != nil {
 		return nil, err
 	}
-	order := lastWins(ms, orderBuf[:0])
+	order, err := byName(ms, orderBuf[:0])
+	if err != nil {
+		return nil, err
+	}
 	if err := linkAnnotations(ms, order); err != nil {
 		return nil, err
 	}
@@ -124,22 +127,22 @@ func compareName(ms []member, k nameKey, name []byte, prefix uint64) int {
 	return bytes.Compare(ms[k.i].name, name)
 }
 
-// lastWins appends to order the keys of the members in name order,
-// keeping of a repeated name only the last, as decoding into a map does.
-// (Keys are sorted rather than members: they move cheaply.)
-func lastWins(ms []member, order []nameKey) []nameKey {
+// byName appends to order the keys of the members in name order, and
+// refuses a name given twice (as the Table service does: with encoding/json
+// into a map the last would silently win). Names compare as decoded, so
+// "A" and "\u0041" are the same. (Keys are sorted rather than members:
+// they move cheaply.)
+func byName(ms []member, order []nameKey) ([]nameKey, error) {
 	for i := range ms {
 		order = append(order, nameKey{namePrefix(ms[i].name), i})
 	}
 	sortKeys(ms, order)
-	kept := order[:0]
-	for k, key := range order {
-		if k+1 < len(order) && order[k+1].prefix == key.prefix && bytes.Equal(ms[key.i].name, ms[order[k+1].i].name) {
-			continue // a later one of this name follows
+	for k := 1; k < len(order); k++ {
+		if a, b := order[k-1], order[k]; a.prefix == b.prefix && bytes.Equal(ms[a.i].name, ms[b.i].name) {
+			return nil, engine.Errorf(engine.CodeDuplicatePropertiesSpecified, "%q is given more than once", ms[a.i].name)
 		}
-		kept = append(kept, key)
 	}
-	return kept
+	return order, nil
 }
 
 // sortKeys sorts keys by name, stably: by insertion for the few members of
