@@ -313,8 +313,7 @@ func skipPlain(d []byte, i int, nonASCII bool) int {
 func (s *jsonScanner) str() (jsonValue, bool) {
 	d := s.data
 	start := s.pos + 1
-	plain := true     // no escapes and ASCII so far
-	nonASCII := false // a byte of 0x80 or more was seen
+	plain := true // no escapes and ASCII so far
 	for i := start; ; {
 		i = skipPlain(d, i, plain)
 		if i >= len(d) {
@@ -322,7 +321,9 @@ func (s *jsonScanner) str() (jsonValue, bool) {
 		}
 		switch c := d[i]; {
 		case c == '"':
-			if nonASCII && !utf8.Valid(d[start:i]) {
+			// (A plain string is ASCII; after an escape, skipPlain no
+			// longer stops at non-ASCII bytes, so they are checked here.)
+			if !plain && !utf8.Valid(d[start:i]) {
 				return jsonValue{}, s.fail(start+invalidUTF8At(d[start:i]), "invalid UTF-8 in string")
 			}
 			s.pos = i + 1
@@ -335,7 +336,7 @@ func (s *jsonScanner) str() (jsonValue, bool) {
 			}
 			if n == 6 {
 				if r := hex4(d[i+2:]); utf16.IsSurrogate(r) {
-					if r >= 0xdc00 || escapeLen(d[i+6:]) != 6 || d[i+7] != 'u' {
+					if r >= 0xdc00 || i+6 >= len(d) || d[i+6] != '\\' || escapeLen(d[i+6:]) != 6 || d[i+7] != 'u' {
 						return jsonValue{}, s.fail(i, "unpaired surrogate escape in string")
 					}
 					if low := hex4(d[i+8:]); low < 0xdc00 || low > 0xdfff {
@@ -348,9 +349,7 @@ func (s *jsonScanner) str() (jsonValue, bool) {
 		case c < 0x20:
 			return jsonValue{}, s.fail(i, fmt.Sprintf("control character %q in string", c))
 		default:
-			if c >= utf8.RuneSelf {
-				plain, nonASCII = false, true
-			}
+			plain = plain && c < utf8.RuneSelf
 			i++
 		}
 	}
