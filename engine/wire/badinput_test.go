@@ -35,6 +35,12 @@ func TestBadEntityJSONRefused(t *testing.T) {
 		{"lone high surrogate", `{"PartitionKey":"p\ud800","RowKey":"r"}`, engine.CodeInvalidInput},
 		{"lone low surrogate", `{"PartitionKey":"p","RowKey":"r","A":"\udc00"}`, engine.CodeInvalidInput},
 		{"high surrogate then a letter", `{"PartitionKey":"p","RowKey":"r","A\ud83d\u0041":1}`, engine.CodeInvalidInput},
+		{"no PartitionKey", `{"RowKey":"r","A":1}`, engine.CodePropertiesNeedValue},
+		{"no RowKey", `{"PartitionKey":"p"}`, engine.CodePropertiesNeedValue},
+		{"no keys", `{}`, engine.CodePropertiesNeedValue},
+		{"PartitionKey null", `{"PartitionKey":null,"RowKey":"r"}`, engine.CodePropertiesNeedValue},
+		{"RowKey null", `{"PartitionKey":"p","RowKey":null}`, engine.CodePropertiesNeedValue},
+		{"a key of the wrong type", `{"PartitionKey":1,"RowKey":"r"}`, engine.CodeInvalidValueType},
 		{"a property twice", `{"PartitionKey":"p","RowKey":"r","A":1,"A":2}`, engine.CodeDuplicatePropertiesSpecified},
 		{"a property twice, one escaped", `{"PartitionKey":"p","RowKey":"r","A":1,"\u0041":2}`, engine.CodeDuplicatePropertiesSpecified},
 		{"a property twice, one null", `{"PartitionKey":"p","RowKey":"r","A":null,"A":2}`, engine.CodeDuplicatePropertiesSpecified},
@@ -66,6 +72,8 @@ func TestGoodEntityJSONAccepted(t *testing.T) {
 			func(e *engine.Entity) bool { return e.PartitionKey == "\U0001F600" }},
 		{"U+FFFD itself", `{"PartitionKey":"\ufffd","RowKey":"` + "\ufffd" + `"}`,
 			func(e *engine.Entity) bool { return e.PartitionKey == "\ufffd" && e.RowKey == "\ufffd" }},
+		{"empty keys, given", `{"PartitionKey":"","RowKey":""}`,
+			func(e *engine.Entity) bool { return e.PartitionKey == "" && e.RowKey == "" }},
 		{"an escaped backslash before u", `{"PartitionKey":"\\ud800","RowKey":"r"}`,
 			func(e *engine.Entity) bool { return e.PartitionKey == `\ud800` }},
 	}
@@ -107,4 +115,87 @@ func TestBadUTF8InRequestsRefused(t *testing.T) {
 			t.Errorf("msgpack, bad UTF-8 in %s: got %s, want InvalidInput", name, got)
 		}
 	}
+}
+
+// TestParseEntityJSONAt: a body whose keys the URL gives may leave them
+// out or repeat them, but not contradict them or make them null.
+func TestParseEntityJSONAt(t *testing.T) {
+	cases := []struct {
+		body, pk, rk string
+		want         engine.Code
+	}{
+		{`{"A":1}`, "p", "r", ""},
+		{`{"PartitionKey":"p","RowKey":"r","A":1}`, "p", "r", ""},
+		{`{"RowKey":""}`, "p", "", ""},
+		{`{"PartitionKey":"O''Brien","RowKey":"a''b"}`, "O'Brien", "a'b", ""}, // as the Go SDK writes them
+		{`{"PartitionKey":"O'Brien"}`, "O'Brien", "r", ""},
+		{`{"PartitionKey":"q","A":1}`, "p", "r", engine.CodeDuplicatePropertiesSpecified},
+		{`{"RowKey":"x"}`, "p", "r", engine.CodeDuplicatePropertiesSpecified},
+		{`{"RowKey":"r''"}`, "p", "r", engine.CodeDuplicatePropertiesSpecified},
+		{`{"PartitionKey":""}`, "p", "r", engine.CodeDuplicatePropertiesSpecified},
+		{`{"PartitionKey":null}`, "p", "r", engine.CodePropertiesNeedValue},
+		{`{"A":1,"A":1}`, "p", "r", engine.CodeDuplicatePropertiesSpecified},
+	}
+	for _, c := range cases {
+		e, err := ParseEntityJSONAt([]byte(c.body), c.pk, c.rk)
+		if codeOf(err) != c.want {
+			t.Errorf("%s at (%q, %q): got %v, want %q", c.body, c.pk, c.rk, err, c.want)
+			continue
+		}
+		if err == nil && (e.PartitionKey != c.pk || e.RowKey != c.rk) {
+			t.Errorf("%s: keys (%q, %q), want the URL's", c.body, e.PartitionKey, e.RowKey)
+		}
+	}
+}
+
+// TestMsgpackEntityKeys: a msgpack entity needs "pk" and "rk" (the empty
+// string is a key, nil is not) and gives each field once.
+func TestMsgpackEntityKeys(t *testing.T) {
+	// {"op": "Insert", "entity": <entity>}
+	req := func(fields ...any) []byte {
+		var b []byte
+		b = append(b, 0x82, 0xa2, 'o', 'p', 0xa6, 'I', 'n', 's', 'e', 'r', 't', 0xa6, 'e', 'n', 't', 'i', 't', 'y')
+		b = append(b, 0x80|byte(len(fields)/2))
+		for _, f := range fields {
+			switch f := f.(type) {
+			case string:
+				b = append(b, 0xa0|byte(len(f)))
+				b = append(b, f...)
+			case nil:
+				b = append(b, 0xc0)
+			case []byte: // raw msgpack
+				b = append(b, f...)
+			}
+		}
+		return b
+	}
+	empty := []byte{0x90} // no properties
+	cases := []struct {
+		name string
+		data []byte
+		want engine.Code
+	}{
+		{"both keys", req("pk", "p", "rk", "r", "p", empty), ""},
+		{"empty keys", req("pk", "", "rk", "", "p", empty), ""},
+		{"no pk", req("rk", "r", "p", empty), engine.CodePropertiesNeedValue},
+		{"no rk", req("pk", "p"), engine.CodePropertiesNeedValue},
+		{"nil pk", req("pk", nil, "rk", "r"), engine.CodePropertiesNeedValue},
+		{"nil rk", req("pk", "p", "rk", nil), engine.CodePropertiesNeedValue},
+		{"pk twice", req("pk", "p", "rk", "r", "pk", "q"), engine.CodeDuplicatePropertiesSpecified},
+		{"a property twice", req("pk", "p", "rk", "r", "p", []byte{0x92, 0x93, 0xa1, 'A', 0x02, 0x01, 0x93, 0xa1, 'A', 0x02, 0x02}), engine.CodeDuplicatePropertiesSpecified},
+		{"bad UTF-8 in a property name", req("pk", "p", "rk", "r", "p", []byte{0x91, 0x93, 0xa1, 0xff, 0x02, 0x01}), engine.CodeInvalidInput},
+	}
+	for _, c := range cases {
+		if got := codeOf(throughGate(c.data, Msgpack)); got != c.want {
+			t.Errorf("%s: got %s, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// codeOf is err's code, "" for none.
+func codeOf(err error) engine.Code {
+	if err == nil {
+		return ""
+	}
+	return engine.ErrorCode(err)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/cairn-dev/cairn/engine"
 )
@@ -24,20 +25,77 @@ const annotationSuffix = "@odata.type"
 // the members are put in name order (a repeated name is refused:
 // DuplicatePropertiesSpecified); annotations are matched with their
 // properties; and each value is read where it lies.
+//
+// PartitionKey and RowKey must both be given, as strings (the empty string
+// is a key): a key missing or null is PropertiesNeedValue.
 func ParseEntityJSON(data []byte) (*engine.Entity, error) {
+	e, given, err := parseEntity(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := given.require(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// ParseEntityJSONAt parses the body of a request whose URL names the
+// entity's keys (pk, rk): the body may leave them out, but one it gives
+// must be the URL's (or the URL's with each quote doubled, as the Go SDK
+// writes it), else DuplicatePropertiesSpecified. The entity has the URL's
+// keys.
+func ParseEntityJSONAt(data []byte, pk, rk string) (*engine.Entity, error) {
+	e, given, err := parseEntity(data)
+	if err != nil {
+		return nil, err
+	}
+	same := func(body, url string) bool {
+		return body == url || strings.Contains(url, "'") && body == strings.ReplaceAll(url, "'", "''")
+	}
+	switch {
+	case given&givenPK != 0 && !same(e.PartitionKey, pk):
+		return nil, engine.Errorf(engine.CodeDuplicatePropertiesSpecified, "PartitionKey is %q in the body but %q in the URL", e.PartitionKey, pk)
+	case given&givenRK != 0 && !same(e.RowKey, rk):
+		return nil, engine.Errorf(engine.CodeDuplicatePropertiesSpecified, "RowKey is %q in the body but %q in the URL", e.RowKey, rk)
+	}
+	e.PartitionKey, e.RowKey = pk, rk
+	return e, nil
+}
+
+// keysGiven says which keys an entity object gave.
+type keysGiven uint8
+
+const (
+	givenPK keysGiven = 1 << iota
+	givenRK
+)
+
+// require refuses an entity without both keys.
+func (g keysGiven) require() error {
+	switch {
+	case g&givenPK == 0:
+		return engine.Errorf(engine.CodePropertiesNeedValue, "the entity has no PartitionKey (the empty string is a key; a missing one is not)")
+	case g&givenRK == 0:
+		return engine.Errorf(engine.CodePropertiesNeedValue, "the entity has no RowKey (the empty string is a key; a missing one is not)")
+	}
+	return nil
+}
+
+// parseEntity parses an entity object, reporting which keys it gave.
+func parseEntity(data []byte) (*engine.Entity, keysGiven, error) {
 	// Most entities fit: no allocation for the members.
 	var buf [32]member
 	var orderBuf [32]nameKey
 	ms, err := scanMembers(data, buf[:0])
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	order, err := byName(ms, orderBuf[:0])
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := linkAnnotations(ms, order); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	return buildEntity(ms, order)
 }
@@ -196,8 +254,9 @@ func linkAnnotations(ms []member, order []nameKey) error {
 
 // buildEntity reads the keys and the properties' values, taking the
 // members in name order.
-func buildEntity(ms []member, order []nameKey) (*engine.Entity, error) {
+func buildEntity(ms []member, order []nameKey) (*engine.Entity, keysGiven, error) {
 	var pk, rk string
+	var given keysGiven
 	n := 0
 	for _, key := range order {
 		if m := &ms[key.i]; m.role == roleProperty && m.value.kind != kindNull {
@@ -211,12 +270,12 @@ func buildEntity(ms []member, order []nameKey) (*engine.Entity, error) {
 		case rolePartitionKey, roleRowKey:
 			s, err := keyValue(m)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if m.role == rolePartitionKey {
-				pk = s
+				pk, given = s, given|givenPK
 			} else {
-				rk = s
+				rk, given = s, given|givenRK
 			}
 		case roleProperty:
 			if m.value.kind == kindNull {
@@ -224,22 +283,23 @@ func buildEntity(ms []member, order []nameKey) (*engine.Entity, error) {
 			}
 			v, err := propertyValue(ms, m)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			props = append(props, engine.Property{Name: string(m.name), Value: v})
 		}
 	}
 	// The properties are in name order already: NewEntity's sort is a scan.
-	return engine.NewEntity(pk, rk, props...), nil
+	return engine.NewEntity(pk, rk, props...), given, nil
 }
 
-// keyValue reads PartitionKey or RowKey: a string, or null for "".
+// keyValue reads PartitionKey or RowKey: a string ("" is a key); null is
+// no value, PropertiesNeedValue.
 func keyValue(m *member) (string, error) {
 	switch m.value.kind {
 	case kindString:
 		return string(m.value.str()), nil
 	case kindNull:
-		return "", nil
+		return "", engine.Errorf(engine.CodePropertiesNeedValue, "%s is null: a key needs a value (the empty string is one)", m.name)
 	}
 	return "", engine.Errorf(engine.CodeInvalidValueType, "%s must be a string", m.name)
 }

@@ -5,12 +5,14 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 
 	"github.com/cairn-dev/cairn/engine"
 )
 
 // The msgpack form: maps with the JSON form's keys; an entity is
-// {"pk", "rk", "ts" (ticks, replies only), "p": engine.EncodeProperties}.
+// {"pk", "rk", "ts" (ticks, replies only), "p": engine.EncodeProperties},
+// "pk" and "rk" required (strings, not nil) and no field twice.
 
 // maxItems bounds array and map lengths read from the wire.
 const maxItems = 1 << 16
@@ -200,16 +202,30 @@ func (d *decoder) entity() (*engine.Entity, error) {
 		return nil, err
 	}
 	e := &engine.Entity{}
+	var given keysGiven
+	seen := make(map[string]bool, n)
 	for i := 0; i < n; i++ {
 		k, err := d.str("key")
 		if err != nil {
 			return nil, err
 		}
+		if seen[k] {
+			return nil, engine.Errorf(engine.CodeDuplicatePropertiesSpecified, "entity field %q is given more than once", k)
+		}
+		seen[k] = true
 		switch k {
-		case "pk":
-			e.PartitionKey, err = d.str(k)
-		case "rk":
-			e.RowKey, err = d.str(k)
+		case "pk", "rk":
+			// The empty string is a key; nil is no value.
+			if c, perr := d.dec.PeekCode(); perr == nil && c == msgpcode.Nil {
+				return nil, engine.Errorf(engine.CodePropertiesNeedValue, "entity field %q is nil: a key needs a value (the empty string is one)", k)
+			}
+			if k == "pk" {
+				e.PartitionKey, err = d.str(k)
+				given |= givenPK
+			} else {
+				e.RowKey, err = d.str(k)
+				given |= givenRK
+			}
 		case "ts":
 			e.Timestamp, err = d.dec.DecodeInt64()
 		case "p":
@@ -220,6 +236,9 @@ func (d *decoder) entity() (*engine.Entity, error) {
 		if err != nil {
 			return nil, at(k, err)
 		}
+	}
+	if err := given.require(); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
