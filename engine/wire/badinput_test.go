@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"math"
 	"testing"
 
 	"github.com/cairn-dev/cairn/engine"
@@ -41,6 +42,21 @@ func TestBadEntityJSONRefused(t *testing.T) {
 		{"PartitionKey null", `{"PartitionKey":null,"RowKey":"r"}`, engine.CodePropertiesNeedValue},
 		{"RowKey null", `{"PartitionKey":"p","RowKey":null}`, engine.CodePropertiesNeedValue},
 		{"a key of the wrong type", `{"PartitionKey":1,"RowKey":"r"}`, engine.CodeInvalidValueType},
+		{"DateTime of 8 fractional digits", `{"PartitionKey":"p","RowKey":"r","D@odata.type":"Edm.DateTime","D":"2014-08-22T00:50:32.12345678Z"}`, engine.CodeInvalidInput},
+		{"DateTime of 12 fractional digits", `{"PartitionKey":"p","RowKey":"r","D@odata.type":"Edm.DateTime","D":"2014-08-22T00:50:32.123456789123+02:00"}`, engine.CodeInvalidInput},
+		{"DateTime without a zone", `{"PartitionKey":"p","RowKey":"r","D@odata.type":"Edm.DateTime","D":"2014-08-22T00:50:32"}`, engine.CodeInvalidInput},
+		{"DateTime without a zone, with digits", `{"PartitionKey":"p","RowKey":"r","D@odata.type":"Edm.DateTime","D":"2014-08-22T00:50:32.5"}`, engine.CodeInvalidInput},
+		{"Double of nan", `{"PartitionKey":"p","RowKey":"r","F@odata.type":"Edm.Double","F":"nan"}`, engine.CodeInvalidInput},
+		{"Double of inf", `{"PartitionKey":"p","RowKey":"r","F@odata.type":"Edm.Double","F":"inf"}`, engine.CodeInvalidInput},
+		{"Double of +Inf", `{"PartitionKey":"p","RowKey":"r","F@odata.type":"Edm.Double","F":"+Inf"}`, engine.CodeInvalidInput},
+		{"Double of a hex float", `{"PartitionKey":"p","RowKey":"r","F@odata.type":"Edm.Double","F":"0x1p4"}`, engine.CodeInvalidInput},
+		{"Double of +5", `{"PartitionKey":"p","RowKey":"r","F@odata.type":"Edm.Double","F":"+5"}`, engine.CodeInvalidInput},
+		{"Double of a padded number", `{"PartitionKey":"p","RowKey":"r","F@odata.type":"Edm.Double","F":" 5"}`, engine.CodeInvalidInput},
+		{"PartitionKey annotated Int32", `{"PartitionKey@odata.type":"Edm.Int32","PartitionKey":"p","RowKey":"r"}`, engine.CodeInvalidInput},
+		{"RowKey annotated DateTime", `{"PartitionKey":"p","RowKey@odata.type":"Edm.DateTime","RowKey":"r"}`, engine.CodeInvalidInput},
+		{"RowKey annotation not a string", `{"PartitionKey":"p","RowKey@odata.type":1,"RowKey":"r"}`, engine.CodeInvalidInput},
+		{"Timestamp annotated String", `{"PartitionKey":"p","RowKey":"r","Timestamp@odata.type":"Edm.String","Timestamp":"x"}`, engine.CodeInvalidInput},
+		{"Timestamp annotated Int64, no Timestamp", `{"PartitionKey":"p","RowKey":"r","Timestamp@odata.type":"Edm.Int64"}`, engine.CodeInvalidInput},
 		{"a property twice", `{"PartitionKey":"p","RowKey":"r","A":1,"A":2}`, engine.CodeDuplicatePropertiesSpecified},
 		{"a property twice, one escaped", `{"PartitionKey":"p","RowKey":"r","A":1,"\u0041":2}`, engine.CodeDuplicatePropertiesSpecified},
 		{"a property twice, one null", `{"PartitionKey":"p","RowKey":"r","A":null,"A":2}`, engine.CodeDuplicatePropertiesSpecified},
@@ -72,6 +88,29 @@ func TestGoodEntityJSONAccepted(t *testing.T) {
 			func(e *engine.Entity) bool { return e.PartitionKey == "\U0001F600" }},
 		{"U+FFFD itself", `{"PartitionKey":"\ufffd","RowKey":"` + "\ufffd" + `"}`,
 			func(e *engine.Entity) bool { return e.PartitionKey == "\ufffd" && e.RowKey == "\ufffd" }},
+		{"DateTime of 7 digits and an offset", `{"PartitionKey":"p","RowKey":"r","D@odata.type":"Edm.DateTime","D":"2014-08-22T02:50:32.1234567+02:00"}`,
+			func(e *engine.Entity) bool {
+				d, _ := e.Get("D")
+				return FormatTime(d.Ticks()) == "2014-08-22T00:50:32.1234567Z"
+			}},
+		{"DateTime without fraction", `{"PartitionKey":"p","RowKey":"r","D@odata.type":"Edm.DateTime","D":"2014-08-22T00:50:32Z"}`,
+			func(e *engine.Entity) bool { d, _ := e.Get("D"); return d.Type() == engine.TypeDateTime }},
+		{"Doubles by name and number", `{"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Double","A":"NaN","B@odata.type":"Edm.Double","B":"-Infinity","C@odata.type":"Edm.Double","C":"INF","D@odata.type":"Edm.Double","D":"-1.5e3"}`,
+			func(e *engine.Entity) bool {
+				a, _ := e.Get("A")
+				b, _ := e.Get("B")
+				c, _ := e.Get("C")
+				d, _ := e.Get("D")
+				return math.IsNaN(a.Float()) && math.IsInf(b.Float(), -1) && math.IsInf(c.Float(), 1) && d.Float() == -1500
+			}},
+		{"NaN without annotation is a string", `{"PartitionKey":"p","RowKey":"r","A":"NaN","B":"Infinity"}`,
+			func(e *engine.Entity) bool {
+				a, _ := e.Get("A")
+				b, _ := e.Get("B")
+				return a.Str() == "NaN" && b.Str() == "Infinity"
+			}},
+		{"keys and Timestamp annotated with their types", `{"PartitionKey@odata.type":"Edm.String","PartitionKey":"p","RowKey@odata.type":null,"RowKey":"r","Timestamp@odata.type":"Edm.DateTime","Timestamp":"2014-08-22T00:50:32Z"}`,
+			func(e *engine.Entity) bool { return e.PartitionKey == "p" && e.RowKey == "r" && len(e.Properties) == 0 }},
 		{"empty keys, given", `{"PartitionKey":"","RowKey":""}`,
 			func(e *engine.Entity) bool { return e.PartitionKey == "" && e.RowKey == "" }},
 		{"an escaped backslash before u", `{"PartitionKey":"\\ud800","RowKey":"r"}`,

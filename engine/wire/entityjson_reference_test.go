@@ -76,6 +76,14 @@ func parseEntityJSONReferenceFrom(data []byte, first int) (*engine.Entity, keysG
 			if _, ok := m[name]; !ok && name != "Timestamp" {
 				return nil, 0, invalid("annotation %q names no property", k)
 			}
+			var typ *string
+			isType := func(want string) bool { return json.Unmarshal(raw, &typ) == nil && (typ == nil || *typ == want) }
+			switch {
+			case name == "Timestamp" && !isType("Edm.DateTime"):
+				return nil, 0, invalid("annotation %q: Timestamp is an Edm.DateTime", k)
+			case (name == "PartitionKey" || name == "RowKey") && !isType("Edm.String"):
+				return nil, 0, invalid("annotation %q: the keys are Edm.String", k)
+			}
 		default:
 			if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 				continue
@@ -265,9 +273,12 @@ func parseValueReference(raw json.RawMessage, typ string) (engine.Value, error) 
 			case "-Infinity", "-INF":
 				return engine.Double(math.Inf(-1)), nil
 			}
+			if !json.Valid([]byte(str)) || str == "" || !strings.ContainsAny(str[:1], "-0123456789") || str != strings.TrimSpace(str) {
+				return engine.Value{}, invalid("Edm.Double value %q is not a number", str)
+			}
 			f, err := strconv.ParseFloat(str, 64)
 			if err != nil {
-				return engine.Value{}, invalid("Edm.Double value %q is not a number", str)
+				return engine.Value{}, invalid("Edm.Double value %q is out of range", str)
 			}
 			return engine.Double(f), nil
 		case "number":

@@ -227,7 +227,8 @@ func sortKeys(ms []member, keys []nameKey) {
 
 // linkAnnotations points each property at its annotation. An annotation
 // must name a member of the object (or Timestamp, which clients may
-// annotate without sending).
+// annotate without sending); one of a key must say Edm.String, one of
+// Timestamp Edm.DateTime (or be null).
 func linkAnnotations(ms []member, order []nameKey) error {
 	for k, key := range order {
 		a := &ms[key.i]
@@ -241,15 +242,29 @@ func linkAnnotations(ms []member, order []nameKey) error {
 			return compareName(ms, k, name, prefix)
 		})
 		switch {
-		case found:
-			if p := &ms[order[j].i]; p.role == roleProperty {
-				p.annotation = key.i + 1
+		case string(name) == "Timestamp":
+			if !annotates(a.value, "Edm.DateTime") {
+				return invalid("annotation %q: Timestamp is an Edm.DateTime", a.name)
 			}
-		case string(name) != "Timestamp":
+		case found:
+			switch p := &ms[order[j].i]; p.role {
+			case roleProperty:
+				p.annotation = key.i + 1
+			case rolePartitionKey, roleRowKey:
+				if !annotates(a.value, "Edm.String") {
+					return invalid("annotation %q: the keys are Edm.String", a.name)
+				}
+			}
+		default:
 			return invalid("annotation %q names no property", a.name)
 		}
 	}
 	return nil
+}
+
+// annotates reports whether an annotation's value is typ, or null (none).
+func annotates(v jsonValue, typ string) bool {
+	return v.kind == kindNull || v.kind == kindString && string(v.str()) == typ
 }
 
 // buildEntity reads the keys and the properties' values, taking the
