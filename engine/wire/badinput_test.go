@@ -238,3 +238,57 @@ func codeOf(err error) engine.Code {
 	}
 	return engine.ErrorCode(err)
 }
+
+// TestRequestKeys: a Delete or Retrieve by partitionKey and rowKey needs
+// both in JSON ("" is a key; missing or null is not); msgpack refuses nil
+// and, for clients that leave an empty key out, reads a missing one as "".
+// Both encoders write the keys of such requests even when empty.
+func TestRequestKeys(t *testing.T) {
+	cases := []struct {
+		body string
+		want engine.Code
+	}{
+		{`{"op":"Delete","partitionKey":"p","rowKey":"r","ifMatch":"*"}`, ""},
+		{`{"op":"Delete","partitionKey":"","rowKey":""}`, ""},
+		{`{"op":"Retrieve","partitionKey":"","rowKey":"r"}`, ""},
+		{`{"op":"Delete","entity":{"PartitionKey":"p","RowKey":"r"}}`, ""},
+		{`{"op":"Delete","rowKey":"r"}`, engine.CodePropertiesNeedValue},
+		{`{"op":"Retrieve","partitionKey":"p"}`, engine.CodePropertiesNeedValue},
+		{`{"op":"Delete","partitionKey":null,"rowKey":"r"}`, engine.CodePropertiesNeedValue},
+		{`{"op":"Insert","rowKey":null,"entity":{"PartitionKey":"p","RowKey":"r"}}`, engine.CodePropertiesNeedValue},
+		{`{"op":"Delete","partitionKey":1,"rowKey":"r"}`, engine.CodeInvalidValueType},
+		{`{"op":"Batch","ops":[{"op":"Delete","partitionKey":"p"}]}`, engine.CodePropertiesNeedValue},
+	}
+	for _, c := range cases {
+		_, err := DecodeRequest([]byte(c.body), JSON)
+		if codeOf(err) != c.want {
+			t.Errorf("%s: got %v, want %q", c.body, err, c.want)
+		}
+	}
+	// {"op": "Delete", "partitionKey": nil, "rowKey": "r"}, and without pk.
+	nilPK := []byte{0x83, 0xa2, 'o', 'p', 0xa6, 'D', 'e', 'l', 'e', 't', 'e', 0xac, 'p', 'a', 'r', 't', 'i', 't', 'i', 'o', 'n', 'K', 'e', 'y', 0xc0, 0xa6, 'r', 'o', 'w', 'K', 'e', 'y', 0xa1, 'r'}
+	if _, err := DecodeRequest(nilPK, Msgpack); codeOf(err) != engine.CodePropertiesNeedValue {
+		t.Errorf("msgpack, nil partitionKey: %v", err)
+	}
+	noPK := []byte{0x82, 0xa2, 'o', 'p', 0xa6, 'D', 'e', 'l', 'e', 't', 'e', 0xa6, 'r', 'o', 'w', 'K', 'e', 'y', 0xa1, 'r'}
+	if r, err := DecodeRequest(noPK, Msgpack); err != nil || r.PartitionKey != "" || r.RowKey != "r" {
+		t.Errorf("msgpack, no partitionKey (an older client's empty key): %+v %v", r, err)
+	}
+	for _, enc := range []Encoding{JSON, Msgpack} {
+		for _, r := range []*engine.Request{{Op: "Delete", IfMatch: "*"}, {Op: "Retrieve"}, {Op: "Batch", Ops: []engine.Request{{Op: "Delete"}}}} {
+			var data []byte
+			var err error
+			if enc == JSON {
+				data, err = EncodeRequestJSON(r)
+			} else {
+				data, err = EncodeRequestMsgpack(r)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := DecodeRequest(data, enc); err != nil {
+				t.Errorf("%s with empty keys, encoding %d: %v (%q)", r.Op, enc, err, data)
+			}
+		}
+	}
+}

@@ -65,8 +65,11 @@ func EncodeRequestMsgpack(r *engine.Request) ([]byte, error) {
 }
 
 func (e *encoder) request(r *engine.Request) {
+	// Keys are written when set, and always where they name the entity
+	// ("" is a key there).
+	withPK, withRK := r.PartitionKey != "" || byKeys(r), r.RowKey != "" || byKeys(r)
 	n := 1
-	for _, set := range []bool{r.ID != "", r.IfMatch != "", r.Entity != nil, r.PartitionKey != "", r.RowKey != "", len(r.Ops) > 0, r.Table != "", len(r.Messages) > 0} {
+	for _, set := range []bool{r.ID != "", r.IfMatch != "", r.Entity != nil, withPK, withRK, len(r.Ops) > 0, r.Table != "", len(r.Messages) > 0} {
 		if set {
 			n++
 		}
@@ -83,10 +86,10 @@ func (e *encoder) request(r *engine.Request) {
 		e.do(e.enc.EncodeString("entity"))
 		e.entity(r.Entity)
 	}
-	if r.PartitionKey != "" {
+	if withPK {
 		e.str("partitionKey", r.PartitionKey)
 	}
-	if r.RowKey != "" {
+	if withRK {
 		e.str("rowKey", r.RowKey)
 	}
 	if len(r.Ops) > 0 {
@@ -274,10 +277,17 @@ func (d *decoder) request(depth int) (*engine.Request, error) {
 			r.ID, err = d.str(k)
 		case "ifMatch":
 			r.IfMatch, err = d.str(k)
-		case "partitionKey":
-			r.PartitionKey, err = d.str(k)
-		case "rowKey":
-			r.RowKey, err = d.str(k)
+		case "partitionKey", "rowKey":
+			// nil is no value; a missing key is read as "" (clients
+			// before this rule left an empty key out).
+			if c, perr := d.dec.PeekCode(); perr == nil && c == msgpcode.Nil {
+				return nil, engine.Errorf(engine.CodePropertiesNeedValue, "%q is nil: a key needs a value (the empty string is one)", k)
+			}
+			if k == "partitionKey" {
+				r.PartitionKey, err = d.str(k)
+			} else {
+				r.RowKey, err = d.str(k)
+			}
 		case "table":
 			r.Table, err = d.str(k)
 		case "entity":

@@ -52,6 +52,8 @@ func TestBadInputRefused(t *testing.T) {
 		{"DateTime without a zone", `{"op":"Insert","entity":{"PartitionKey":"p","RowKey":"r","D@odata.type":"Edm.DateTime","D":"2014-08-22T00:50:32"}}`, engine.CodeInvalidInput},
 		{"Double of inf", `{"op":"Insert","entity":{"PartitionKey":"p","RowKey":"r","F@odata.type":"Edm.Double","F":"inf"}}`, engine.CodeInvalidInput},
 		{"RowKey annotated Int64", `{"op":"Insert","entity":{"PartitionKey":"p","RowKey@odata.type":"Edm.Int64","RowKey":"1"}}`, engine.CodeInvalidInput},
+		{"a Delete without partitionKey", `{"op":"Delete","rowKey":"r","ifMatch":"*"}`, engine.CodePropertiesNeedValue},
+		{"a Retrieve with rowKey null", `{"op":"Retrieve","partitionKey":"p","rowKey":null}`, engine.CodePropertiesNeedValue},
 		{"in a batch", `{"op":"Batch","ops":[{"op":"Insert","entity":{"PartitionKey":"p","RowKey":"1"}},{"op":"Insert","entity":{"PartitionKey":"p"}}]}`, engine.CodePropertiesNeedValue},
 	}
 	for _, c := range jsonCases {
@@ -93,5 +95,11 @@ func TestBadInputRefused(t *testing.T) {
 	}
 	if got := request([]byte(`{"op":"Insert","entity":{"PartitionKey":"","RowKey":"x"}}`)); got != "" {
 		t.Fatalf("JSON insert with an empty PartitionKey: %s", got)
+	}
+	if got := request([]byte(`{"op":"Retrieve","partitionKey":"","rowKey":"x"}`)); got != "" {
+		t.Fatalf("JSON retrieve with an empty PartitionKey: %s", got)
+	}
+	if _, err := th.c.Delete(ctx, "Bad", "", "", "*"); err != nil {
+		t.Fatalf("client delete of the entity with empty keys: %v", err)
 	}
 }
