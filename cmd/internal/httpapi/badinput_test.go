@@ -23,6 +23,8 @@ func TestBadInputRefused(t *testing.T) {
 		{"bad UTF-8 in a name", "POST", "/Bad", "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"N\xff\":1}", "InvalidInput"},
 		{"bad UTF-8 in a value", "PUT", at, "{\"S\":\"\xed\xa0\x80\"}", "InvalidInput"},
 		{"a lone surrogate", "PATCH", at, `{"S":"\ud800"}`, "InvalidInput"},
+		{"bad UTF-8 in the URL's key", "PUT", "/Bad(PartitionKey='p%FF',RowKey='r')", `{"A":1}`, "InvalidInput"},
+		{"a surrogate's UTF-8 in the URL's key", "MERGE", "/Bad(PartitionKey='p',RowKey='%ED%A0%80')", `{"A":1}`, "InvalidInput"},
 		{"no PartitionKey", "POST", "/Bad", `{"RowKey":"r","A":1}`, "PropertiesNeedValue"},
 		{"no RowKey", "POST", "/Bad", `{"PartitionKey":"p"}`, "PropertiesNeedValue"},
 		{"no keys", "POST", "/Bad", `{"A":1}`, "PropertiesNeedValue"},
