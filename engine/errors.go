@@ -25,6 +25,7 @@ const (
 	CodePropertyNameTooLong                     Code = "PropertyNameTooLong"
 	CodeDuplicatePropertiesSpecified            Code = "DuplicatePropertiesSpecified"
 	CodeInvalidInput                            Code = "InvalidInput"
+	CodePropertiesNeedValue                     Code = "PropertiesNeedValue"
 	CodeInvalidValueType                        Code = "InvalidValueType"
 	CodeOutOfRangeInput                         Code = "OutOfRangeInput"
 	CodeInvalidDuplicateRow                     Code = "InvalidDuplicateRow"

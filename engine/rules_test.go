@@ -47,6 +47,9 @@ func TestValidateLimits(t *testing.T) {
 		{"RowKey of 256 astral runes (512 units)", NewEntity("p", strings.Repeat(astral, 256)), ""},
 		{"RowKey of 257 astral runes (514 units)", NewEntity("p", strings.Repeat(astral, 257)), CodeKeyValueTooLarge},
 		{"invalid UTF-8 key", NewEntity("p\xff", "r"), CodeInvalidInput},
+		{"invalid UTF-8 RowKey", NewEntity("p", "\xed\xa0\x80"), CodeInvalidInput},
+		{"invalid UTF-8 property name", NewEntity("p", "r", Property{Name: "A\xff", Value: Bool(true)}), CodeInvalidInput},
+		{"truncated UTF-8 property name", NewEntity("p", "r", Property{Name: "\xc3", Value: Bool(true)}), CodeInvalidInput},
 		{"252 properties", NewEntity("p", "r", props(252)...), ""},
 		{"253 properties", NewEntity("p", "r", props(253)...), CodeTooManyProperties},
 		{"name of 255", NewEntity("p", "r", Property{Name: strings.Repeat("a", 255), Value: Bool(true)}), ""},
@@ -65,6 +68,8 @@ func TestValidateLimits(t *testing.T) {
 		{"string of 32769 units", NewEntity("p", "r", Property{Name: "S", Value: String(strings.Repeat("x", 32769))}), CodePropertyValueTooLarge},
 		{"string of 16385 astral runes", NewEntity("p", "r", Property{Name: "S", Value: String(strings.Repeat(astral, 16385))}), CodePropertyValueTooLarge},
 		{"invalid UTF-8 string", NewEntity("p", "r", Property{Name: "S", Value: String("a\xffb")}), CodeInvalidInput},
+		{"surrogate in UTF-8 string", NewEntity("p", "r", Property{Name: "S", Value: String("\xed\xa0\x80")}), CodeInvalidInput},
+		{"U+FFFD itself is valid", NewEntity("\ufffd", "r", Property{Name: "S", Value: String("\ufffd")}), ""},
 		{"binary of 65536", NewEntity("p", "r", Property{Name: "B", Value: Binary(make([]byte, 65536))}), ""},
 		{"binary of 65537", NewEntity("p", "r", Property{Name: "B", Value: Binary(make([]byte, 65537))}), CodePropertyValueTooLarge},
 		{"DateTime at 1601-01-01", NewEntity("p", "r", Property{Name: "D", Value: DateTime(MinDateTime)}), ""},
@@ -205,6 +210,39 @@ func TestValidateBatch(t *testing.T) {
 	msg.Messages = []Message{{Queue: "bad queue"}}
 	if code(ValidateCommand(msg)) != CodeInvalidInput {
 		t.Fatal("bad queue name accepted")
+	}
+}
+
+// TestValidateUTF8: no string that is not valid UTF-8 passes
+// ValidateCommand, whichever part of a command carries it, so a decoder
+// that does not check (msgpack) or a command built by a function cannot
+// store one; batch errors name the operation.
+func TestValidateUTF8(t *testing.T) {
+	const bad = "a\xffb"
+	ins := func(pk, rk string, ps ...Property) Operation {
+		return Operation{Op: OpInsert, Entity: NewEntity(pk, rk, ps...)}
+	}
+	cases := []struct {
+		name  string
+		cmd   *Command
+		index int
+	}{
+		{"PartitionKey", insert(NewEntity(bad, "r")), NoIndex},
+		{"RowKey", insert(NewEntity("p", bad)), NoIndex},
+		{"property name", insert(NewEntity("p", "r", Property{Name: bad, Value: Int32(1)})), NoIndex},
+		{"string value", insert(NewEntity("p", "r", Property{Name: "S", Value: String(bad)})), NoIndex},
+		{"delete key", &Command{Table: "Employees", Ops: []Operation{{Op: OpDelete, Entity: NewEntity("p", bad)}}}, NoIndex},
+		{"command id", &Command{ID: bad, Table: "Employees", Ops: []Operation{ins("p", "r")}}, NoIndex},
+		{"message id", &Command{Table: "Employees", Ops: []Operation{ins("p", "r")}, Messages: []Message{{Queue: "q1", ID: bad}}}, NoIndex},
+		{"batch operation 1", batch(ins("p", "1"), ins("p", "2", Property{Name: "S", Value: String(bad)})), 1},
+		{"batch delete 2", batch(ins("p", "1"), ins("p", "2"), Operation{Op: OpDelete, Entity: NewEntity("p", bad)}), 2},
+	}
+	for _, c := range cases {
+		err := ValidateCommand(c.cmd)
+		e, ok := err.(*Error)
+		if !ok || e.Code != CodeInvalidInput || e.Index != c.index {
+			t.Errorf("%s: got %v, want InvalidInput at index %d", c.name, err, c.index)
+		}
 	}
 }
 

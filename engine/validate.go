@@ -78,6 +78,8 @@ func ValidateProperties(props []Property) error {
 	}
 	for i, p := range props {
 		switch {
+		case !utf8.ValidString(p.Name):
+			return Errorf(CodeInvalidInput, "property name %q is not valid UTF-8", p.Name)
 		case utf8.RuneCountInString(p.Name) > MaxPropertyNameLen:
 			return Errorf(CodePropertyNameTooLong, "property name %.40q… is %d characters long; the limit is %d", p.Name, utf8.RuneCountInString(p.Name), MaxPropertyNameLen)
 		case reservedNames[p.Name]:
@@ -165,9 +167,17 @@ func validateQueueName(q string) bool {
 
 // ValidateCommand checks everything about a command that does not depend on
 // state. Errors about one operation of a batch carry its index.
+//
+// It is the one gate every front door passes (NATS in msgpack or JSON,
+// HTTP, functions): no string that is not valid UTF-8 gets past it, in a
+// key, a property name, a string value or an id, since a decoder that
+// replaced the bad bytes would make two different inputs one.
 func ValidateCommand(c *Command) error {
 	if err := ValidateTableName(c.Table); err != nil {
 		return err
+	}
+	if !utf8.ValidString(c.ID) {
+		return Errorf(CodeInvalidInput, "the command id is not valid UTF-8")
 	}
 	if len(c.Ops) == 0 {
 		return Errorf(CodeInvalidInput, "the command has no operation")
@@ -224,6 +234,9 @@ func ValidateCommand(c *Command) error {
 	}
 	for i, m := range c.Messages {
 		size += len(m.Queue) + len(m.ID) + len(m.Body)
+		if !utf8.ValidString(m.ID) {
+			return Errorf(CodeInvalidInput, "message %d: the id is not valid UTF-8", i)
+		}
 		if !validateQueueName(m.Queue) {
 			return Errorf(CodeInvalidInput, "message %d: queue name %q must be 1-%d of A-Z, a-z, 0-9, _ and -", i, m.Queue, MaxQueueNameLen)
 		}

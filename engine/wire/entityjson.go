@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -61,16 +62,20 @@ func appendTime(dst []byte, ticks int64) []byte {
 	return append(dst, b[:]...)
 }
 
-// ParseTime parses an RFC 3339 time with up to seven fractional digits
-// (more are truncated to 100 ns) into ticks.
+// ParseTime parses an RFC 3339 time into ticks: with its zone (Z or an
+// offset) and at most seven fractional digits, the resolution of a tick.
+// A time without a zone or with finer digits is refused rather than read
+// as UTC or truncated, so that two different inputs are not one value.
 func ParseTime(s string) (int64, error) {
+	// The fraction, if any, follows "2006-01-02T15:04:05".
+	if len(s) > 20 && (s[19] == '.' || s[19] == ',') {
+		if n := digitsEnd([]byte(s), 20) - 20; n > 7 {
+			return 0, fmt.Errorf("%q has %d fractional digits; the limit is 7 (100 ns)", s, n)
+		}
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		// Azure accepts a time without a zone and reads it as UTC.
-		var err2 error
-		if t, err2 = time.ParseInLocation("2006-01-02T15:04:05.999999999", s, time.UTC); err2 != nil {
-			return 0, err
-		}
+		return 0, err
 	}
 	return engine.TimeToTicks(t), nil
 }

@@ -21,20 +21,38 @@ const annotationSuffix = "@odata.type"
 // It is on the path of every HTTP insert and of every operation of a
 // $batch, so it reads the text once and without reflection: a jsonScanner
 // validates the object and notes where each member's name and value lie;
-// the members are put in name order (the last of a repeated name winning,
-// as when encoding/json decodes into a map); annotations are matched with
-// their properties; and each value is read where it lies.
+// the members are put in name order (a repeated name is refused:
+// DuplicatePropertiesSpecified); annotations are matched with their
+// properties; and each value is read where it lies.
+//
+// PartitionKey and RowKey must both be given, as strings (the empty string
+// is a key): a key missing or null is PropertiesNeedValue.
 func ParseEntityJSON(data []byte) (*engine.Entity, error) {
+	e, given, err := parseEntity(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := given.require(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// parseEntity parses an entity object, reporting which keys it gave.
+func parseEntity(data []byte) (*engine.Entity, keysGiven, error) {
 	// Most entities fit: no allocation for the members.
 	var buf [32]member
 	var orderBuf [32]nameKey
 	ms, err := scanMembers(data, buf[:0])
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	order := lastWins(ms, orderBuf[:0])
+	order, err := byName(ms, orderBuf[:0])
+	if err != nil {
+		return nil, 0, err
+	}
 	if err := linkAnnotations(ms, order); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	return buildEntity(ms, order)
 }
@@ -124,22 +142,22 @@ func compareName(ms []member, k nameKey, name []byte, prefix uint64) int {
 	return bytes.Compare(ms[k.i].name, name)
 }
 
-// lastWins appends to order the keys of the members in name order,
-// keeping of a repeated name only the last, as decoding into a map does.
-// (Keys are sorted rather than members: they move cheaply.)
-func lastWins(ms []member, order []nameKey) []nameKey {
+// byName appends to order the keys of the members in name order, and
+// refuses a name given twice (as the Table service does: with encoding/json
+// into a map the last would silently win). Names compare as decoded, so
+// "A" and "\u0041" are the same. (Keys are sorted rather than members:
+// they move cheaply.)
+func byName(ms []member, order []nameKey) ([]nameKey, error) {
 	for i := range ms {
 		order = append(order, nameKey{namePrefix(ms[i].name), i})
 	}
 	sortKeys(ms, order)
-	kept := order[:0]
-	for k, key := range order {
-		if k+1 < len(order) && order[k+1].prefix == key.prefix && bytes.Equal(ms[key.i].name, ms[order[k+1].i].name) {
-			continue // a later one of this name follows
+	for k := 1; k < len(order); k++ {
+		if a, b := order[k-1], order[k]; a.prefix == b.prefix && bytes.Equal(ms[a.i].name, ms[b.i].name) {
+			return nil, engine.Errorf(engine.CodeDuplicatePropertiesSpecified, "%q is given more than once", ms[a.i].name)
 		}
-		kept = append(kept, key)
 	}
-	return kept
+	return order, nil
 }
 
 // sortKeys sorts keys by name, stably: by insertion for the few members of
@@ -166,7 +184,8 @@ func sortKeys(ms []member, keys []nameKey) {
 
 // linkAnnotations points each property at its annotation. An annotation
 // must name a member of the object (or Timestamp, which clients may
-// annotate without sending).
+// annotate without sending); one of a key must say Edm.String, one of
+// Timestamp Edm.DateTime (or be null).
 func linkAnnotations(ms []member, order []nameKey) error {
 	for k, key := range order {
 		a := &ms[key.i]
@@ -180,21 +199,36 @@ func linkAnnotations(ms []member, order []nameKey) error {
 			return compareName(ms, k, name, prefix)
 		})
 		switch {
-		case found:
-			if p := &ms[order[j].i]; p.role == roleProperty {
-				p.annotation = key.i + 1
+		case string(name) == "Timestamp":
+			if !annotates(a.value, "Edm.DateTime") {
+				return invalid("annotation %q: Timestamp is an Edm.DateTime", a.name)
 			}
-		case string(name) != "Timestamp":
+		case found:
+			switch p := &ms[order[j].i]; p.role {
+			case roleProperty:
+				p.annotation = key.i + 1
+			case rolePartitionKey, roleRowKey:
+				if !annotates(a.value, "Edm.String") {
+					return invalid("annotation %q: the keys are Edm.String", a.name)
+				}
+			}
+		default:
 			return invalid("annotation %q names no property", a.name)
 		}
 	}
 	return nil
 }
 
+// annotates reports whether an annotation's value is typ, or null (none).
+func annotates(v jsonValue, typ string) bool {
+	return v.kind == kindNull || v.kind == kindString && string(v.str()) == typ
+}
+
 // buildEntity reads the keys and the properties' values, taking the
 // members in name order.
-func buildEntity(ms []member, order []nameKey) (*engine.Entity, error) {
+func buildEntity(ms []member, order []nameKey) (*engine.Entity, keysGiven, error) {
 	var pk, rk string
+	var given keysGiven
 	n := 0
 	for _, key := range order {
 		if m := &ms[key.i]; m.role == roleProperty && m.value.kind != kindNull {
@@ -208,12 +242,12 @@ func buildEntity(ms []member, order []nameKey) (*engine.Entity, error) {
 		case rolePartitionKey, roleRowKey:
 			s, err := keyValue(m)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if m.role == rolePartitionKey {
-				pk = s
+				pk, given = s, given|givenPK
 			} else {
-				rk = s
+				rk, given = s, given|givenRK
 			}
 		case roleProperty:
 			if m.value.kind == kindNull {
@@ -221,22 +255,23 @@ func buildEntity(ms []member, order []nameKey) (*engine.Entity, error) {
 			}
 			v, err := propertyValue(ms, m)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			props = append(props, engine.Property{Name: string(m.name), Value: v})
 		}
 	}
 	// The properties are in name order already: NewEntity's sort is a scan.
-	return engine.NewEntity(pk, rk, props...), nil
+	return engine.NewEntity(pk, rk, props...), given, nil
 }
 
-// keyValue reads PartitionKey or RowKey: a string, or null for "".
+// keyValue reads PartitionKey or RowKey: a string ("" is a key); null is
+// no value, PropertiesNeedValue.
 func keyValue(m *member) (string, error) {
 	switch m.value.kind {
 	case kindString:
 		return string(m.value.str()), nil
 	case kindNull:
-		return "", nil
+		return "", engine.Errorf(engine.CodePropertiesNeedValue, "%s is null: a key needs a value (the empty string is one)", m.name)
 	}
 	return "", engine.Errorf(engine.CodeInvalidValueType, "%s must be a string", m.name)
 }

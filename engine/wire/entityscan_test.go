@@ -3,21 +3,24 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/cairn-dev/cairn/engine"
 )
 
-// sameParse checks that ParseEntityJSON reads data exactly as the
-// encoding/json reference does: the same entity, or an error with a code
-// the reference can give.
+// sameParse checks that ParseEntityJSON (less the keys' presence, checked
+// after: parseEntity) reads data exactly as the encoding/json reference
+// does: the same entity and keys given, or an error with a code the
+// reference can give.
 func sameParse(t *testing.T, data []byte) {
 	t.Helper()
-	got, err := ParseEntityJSON(data)
-	want, werr := parseEntityJSONReference(data)
+	got, gotKeys, err := parseEntity(data)
+	want, wantKeys, werr := parseEntityJSONReference(data)
 	if dataAfterObject(data) {
 		// The reference's json.Decoder.More ignores data after the
 		// object that starts with '}' or ']'; the scanner refuses all.
@@ -38,7 +41,7 @@ func sameParse(t *testing.T, data []byte) {
 		n := max(memberCount(data), 1)
 		step := max(n/100, 1)
 		for i := 0; i < n && !codes[engine.ErrorCode(err)]; i += step {
-			_, werr := parseEntityJSONReferenceFrom(data, i)
+			_, _, werr := parseEntityJSONReferenceFrom(data, i)
 			codes[engine.ErrorCode(werr)] = true
 		}
 		if !codes[engine.ErrorCode(err)] {
@@ -46,7 +49,7 @@ func sameParse(t *testing.T, data []byte) {
 		}
 		return
 	}
-	if got.PartitionKey != want.PartitionKey || got.RowKey != want.RowKey || len(got.Properties) != len(want.Properties) {
+	if gotKeys != wantKeys || got.PartitionKey != want.PartitionKey || got.RowKey != want.RowKey || len(got.Properties) != len(want.Properties) {
 		t.Fatalf("%q: %+v, reference %+v", data, got, want)
 	}
 	for i := range got.Properties {
@@ -155,10 +158,23 @@ func TestParseEntityJSONDepth(t *testing.T) {
 	}
 }
 
-// TestParseEntityJSONManyMembers: a large object, with repeated names, reads
-// as the reference reads it, and in time.
+// TestParseEntityJSONManyMembers: a large object reads as the reference
+// reads it, and in time; one with repeated names is refused by both.
 func TestParseEntityJSONManyMembers(t *testing.T) {
 	var b strings.Builder
+	b.WriteString(`{"PartitionKey":"p","RowKey":"r"`)
+	for i := range 50000 {
+		fmt.Fprintf(&b, `,"P%d":%d`, i, i)
+		if i%5 > 0 {
+			fmt.Fprintf(&b, `,"P%d@odata.type":"Edm.Int64"`, i)
+		}
+	}
+	b.WriteString(`}`)
+	if _, err := ParseEntityJSON([]byte(b.String())); err != nil {
+		t.Fatalf("50,000 distinct members: %v", err)
+	}
+	sameParse(t, []byte(b.String()))
+	b.Reset()
 	b.WriteString(`{"PartitionKey":"p"`)
 	for i := range 100000 {
 		fmt.Fprintf(&b, `,"P%d":%d,"P%d@odata.type":"Edm.Int64"`, i%5000, i, i%4000)
@@ -224,14 +240,26 @@ func genEntity(r *rand.Rand) []byte {
 	b = append(b, pick(genSpace)...)
 	b = append(b, '{')
 	n := r.IntN(8)
-	if r.IntN(10) == 0 {
+	many := r.IntN(10) == 0
+	if many {
 		n = 30 + r.IntN(20) // past the members ParseEntityJSON sorts by insertion
 	}
+	// Repeated names are refused: most entities have none, so that the
+	// rest of the rules is compared too.
+	repeats := r.IntN(4) == 0
+	used := map[string]bool{}
 	for i := range n {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		name := pick(genNames)
+		for !repeats && used[name] && len(used) < len(genNames)/2 {
+			name = pick(genNames)
+		}
+		if !repeats && used[name] || many && r.IntN(2) == 0 {
+			name = fmt.Sprintf("P%d", i)
+		}
+		used[name] = true
 		b = append(b, pick(genSpace)...)
 		b = append(b, '"')
 		b = append(b, name...)
@@ -275,15 +303,21 @@ func FuzzParseEntityJSONReference(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) { sameParse(t, data) })
 }
 
-// FuzzUnquote: a JSON string's value is what encoding/json reads.
+// FuzzUnquote: a JSON string's value is what encoding/json reads, and a
+// string that encoding/json would read with U+FFFD for bad UTF-8 or a lone
+// surrogate escape is refused.
 func FuzzUnquote(f *testing.F) {
-	for _, s := range []string{``, `abc`, `\u00e9\ud83d\ude00`, `\ud800\ud800`, `\udc00`, "\xff\xed\xa0\x80", `\"\\\/\b\f\n\r\t`} {
+	for _, s := range []string{``, `abc`, `\u00e9\ud83d\ude00`, `\ud800\ud800`, `\udc00`, "\xff\xed\xa0\x80", `\"\\\/\b\f\n\r\t`,
+		`\ud83d\u0041`, `\ud83d`, `\ud83dx`, `\\ud800`, "\xc3\xa9", "\xc3", `\ufffd`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		quoted := append(append([]byte{'"'}, body...), '"')
 		var want string
 		werr := json.Unmarshal(quoted, &want)
+		if werr == nil && (!utf8.Valid(quoted) || hasLoneSurrogate(quoted)) {
+			werr = errors.New("refused by Cairn")
+		}
 		s := jsonScanner{data: quoted}
 		v, ok := s.str()
 		// An inner quote ends the string early: then it is not one string.
@@ -321,7 +355,7 @@ func BenchmarkParseEntityJSONReference(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		if _, err := parseEntityJSONReference(data); err != nil {
+		if _, _, err := parseEntityJSONReference(data); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -52,7 +52,7 @@ func parseValue(v jsonValue, typ []byte) (engine.Value, error) {
 		s := v.str()
 		t, err := ParseTime(string(s))
 		if err != nil {
-			return engine.Value{}, invalid("Edm.DateTime value %q is not an RFC 3339 time", s)
+			return engine.Value{}, invalid("Edm.DateTime value %q is not an RFC 3339 time with a zone and at most 7 fractional digits", s)
 		}
 		return engine.DateTimeTicks(t), nil
 	case "Edm.Guid":
@@ -141,8 +141,9 @@ func int64Value(v jsonValue) (engine.Value, error) {
 	return engine.Int64(i), nil
 }
 
-// doubleValue reads an Edm.Double: a number, or a string of one, of NaN or
-// of an infinity.
+// doubleValue reads an Edm.Double: a number, or a string of a JSON number,
+// of NaN or of an infinity (Infinity, -Infinity, INF, -INF). Other strings
+// that strconv reads ("nan", "inf", "0x1p4", "+5") are refused.
 func doubleValue(v jsonValue) (engine.Value, error) {
 	switch v.kind {
 	case kindNumber:
@@ -161,9 +162,16 @@ func doubleValue(v jsonValue) (engine.Value, error) {
 		case "-Infinity", "-INF":
 			return engine.Double(math.Inf(-1)), nil
 		}
+		num := jsonScanner{data: s}
+		if len(s) == 0 || !(s[0] == '-' || s[0] >= '0' && s[0] <= '9') {
+			return engine.Value{}, invalid("Edm.Double value %q is not a number (nor NaN, Infinity or -Infinity)", s)
+		}
+		if _, ok := num.number(); !ok || num.pos != len(s) {
+			return engine.Value{}, invalid("Edm.Double value %q is not a number (nor NaN, Infinity or -Infinity)", s)
+		}
 		f, err := strconv.ParseFloat(string(s), 64)
 		if err != nil {
-			return engine.Value{}, invalid("Edm.Double value %q is not a number", s)
+			return engine.Value{}, invalid("Edm.Double value %q is out of range", s)
 		}
 		return engine.Double(f), nil
 	}

@@ -58,7 +58,7 @@ func FuzzDecodeRequestMsgpack(f *testing.F) {
 
 func FuzzParseEntityJSON(f *testing.F) {
 	f.Add(AppendEntityJSON(nil, allTypes(), `W/"1.1.1"`, MinimalMetadata))
-	f.Add([]byte(`{"PartitionKey":"p","A":1.5e3,"B@odata.type":"Edm.DateTime","B":"2020-01-01T00:00:00+02:00"}`))
+	f.Add([]byte(`{"PartitionKey":"p","RowKey":"","A":1.5e3,"B@odata.type":"Edm.DateTime","B":"2020-01-01T00:00:00+02:00"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		e, err := ParseEntityJSON(data)
 		if err != nil {

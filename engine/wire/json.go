@@ -14,8 +14,8 @@ type jsonRequest struct {
 	ID           string          `json:"id,omitempty"`
 	IfMatch      string          `json:"ifMatch,omitempty"`
 	Entity       json.RawMessage `json:"entity,omitempty"`
-	PartitionKey string          `json:"partitionKey,omitempty"`
-	RowKey       string          `json:"rowKey,omitempty"`
+	PartitionKey json.RawMessage `json:"partitionKey,omitempty"`
+	RowKey       json.RawMessage `json:"rowKey,omitempty"`
 	Ops          []jsonRequest   `json:"ops,omitempty"`
 	Table        string          `json:"table,omitempty"`
 	Messages     []jsonMessage   `json:"messages,omitempty"`
@@ -33,6 +33,12 @@ func DecodeRequestJSON(data []byte) (*engine.Request, error) {
 	if len(data) > maxBody {
 		return nil, engine.Errorf(engine.CodeRequestBodyTooLarge, "request of %d bytes; the limit is %d", len(data), maxBody)
 	}
+	// encoding/json would read bad UTF-8 and lone surrogate escapes in the
+	// request's strings (a Delete's keys, ids) as U+FFFD: the scanner
+	// refuses them first.
+	if s := (jsonScanner{data: data}); !s.valid() {
+		return nil, invalid("request: not a valid JSON request: %s at offset %d", s.err, s.errAt)
+	}
 	var jr jsonRequest
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -49,14 +55,51 @@ func DecodeRequestJSON(data []byte) (*engine.Request, error) {
 	return r, nil
 }
 
+// byKeys reports whether a request names its entity by the partitionKey
+// and rowKey fields: a Delete or Retrieve without an entity.
+func byKeys(r *engine.Request) bool {
+	if r.Entity != nil {
+		return false
+	}
+	o, _ := engine.ParseOp(r.Op)
+	return o == engine.OpDelete || r.Op == "Retrieve"
+}
+
+// keyField reads a request's partitionKey or rowKey: absent, or a string
+// ("" is a key); null is no value.
+func keyField(name string, raw json.RawMessage) (key string, given bool, err error) {
+	switch raw = bytes.TrimSpace(raw); {
+	case len(raw) == 0:
+		return "", false, nil
+	case bytes.Equal(raw, []byte("null")):
+		return "", false, engine.Errorf(engine.CodePropertiesNeedValue, "%s is null: a key needs a value (the empty string is one)", name)
+	}
+	if err := json.Unmarshal(raw, &key); err != nil {
+		return "", false, engine.Errorf(engine.CodeInvalidValueType, "%s must be a string", name)
+	}
+	return key, true, nil
+}
+
 func fromJSONRequest(jr *jsonRequest, depth int) (*engine.Request, error) {
-	r := &engine.Request{Op: jr.Op, ID: jr.ID, IfMatch: jr.IfMatch, PartitionKey: jr.PartitionKey, RowKey: jr.RowKey, Table: jr.Table}
+	r := &engine.Request{Op: jr.Op, ID: jr.ID, IfMatch: jr.IfMatch, Table: jr.Table}
+	pk, hasPK, err := keyField("partitionKey", jr.PartitionKey)
+	if err != nil {
+		return nil, err
+	}
+	rk, hasRK, err := keyField("rowKey", jr.RowKey)
+	if err != nil {
+		return nil, err
+	}
+	r.PartitionKey, r.RowKey = pk, rk
 	if len(jr.Entity) > 0 && !bytes.Equal(bytes.TrimSpace(jr.Entity), []byte("null")) {
 		e, err := ParseEntityJSON(jr.Entity)
 		if err != nil {
 			return nil, at("entity", err)
 		}
 		r.Entity = e
+	}
+	if byKeys(r) && !(hasPK && hasRK) {
+		return nil, engine.Errorf(engine.CodePropertiesNeedValue, "%s needs \"partitionKey\" and \"rowKey\" (or an \"entity\" with the keys); the empty string is a key, a missing one is not", r.Op)
 	}
 	if len(jr.Ops) > 0 {
 		if depth > 0 {
@@ -87,7 +130,15 @@ func EncodeRequestJSON(r *engine.Request) ([]byte, error) {
 }
 
 func toJSONRequest(r *engine.Request) *jsonRequest {
-	jr := &jsonRequest{Op: r.Op, ID: r.ID, IfMatch: r.IfMatch, PartitionKey: r.PartitionKey, RowKey: r.RowKey, Table: r.Table}
+	jr := &jsonRequest{Op: r.Op, ID: r.ID, IfMatch: r.IfMatch, Table: r.Table}
+	// Keys are written when set, and always where they name the entity:
+	// "" is a key there, and a missing one is refused.
+	if r.PartitionKey != "" || byKeys(r) {
+		jr.PartitionKey = AppendJSONString(nil, r.PartitionKey)
+	}
+	if r.RowKey != "" || byKeys(r) {
+		jr.RowKey = AppendJSONString(nil, r.RowKey)
+	}
 	if r.Entity != nil {
 		jr.Entity = AppendEntityJSON(nil, r.Entity, "", MinimalMetadata)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -99,6 +100,13 @@ func (s *jsonScanner) space() {
 			return
 		}
 	}
+}
+
+// valid reads the text from s.pos as one JSON value, ignoring what
+// follows it.
+func (s *jsonScanner) valid() bool {
+	_, ok := s.value()
+	return ok
 }
 
 // value reads the value after white space at s.pos.
@@ -298,7 +306,10 @@ func skipPlain(d []byte, i int, nonASCII bool) int {
 }
 
 // str reads the string whose opening quote is at s.pos: no control
-// characters, and only JSON's escapes (their meaning is left to unquote).
+// characters, only JSON's escapes (their meaning is left to unquote),
+// valid UTF-8, and no \u escape of half a surrogate pair without its other
+// half. (encoding/json reads bad UTF-8 and lone surrogates as U+FFFD, which
+// would make different keys or names one; they are refused instead.)
 func (s *jsonScanner) str() (jsonValue, bool) {
 	d := s.data
 	start := s.pos + 1
@@ -310,6 +321,11 @@ func (s *jsonScanner) str() (jsonValue, bool) {
 		}
 		switch c := d[i]; {
 		case c == '"':
+			// (A plain string is ASCII; after an escape, skipPlain no
+			// longer stops at non-ASCII bytes, so they are checked here.)
+			if !plain && !utf8.Valid(d[start:i]) {
+				return jsonValue{}, s.fail(start+invalidUTF8At(d[start:i]), "invalid UTF-8 in string")
+			}
 			s.pos = i + 1
 			return jsonValue{text: d[start:i], kind: kindString, plain: plain}, true
 		case c == '\\':
@@ -317,6 +333,17 @@ func (s *jsonScanner) str() (jsonValue, bool) {
 			n := escapeLen(d[i:])
 			if n == 0 {
 				return jsonValue{}, s.fail(i, "invalid escape in string")
+			}
+			if n == 6 {
+				if r := hex4(d[i+2:]); utf16.IsSurrogate(r) {
+					if r >= 0xdc00 || i+6 >= len(d) || d[i+6] != '\\' || escapeLen(d[i+6:]) != 6 || d[i+7] != 'u' {
+						return jsonValue{}, s.fail(i, "unpaired surrogate escape in string")
+					}
+					if low := hex4(d[i+8:]); low < 0xdc00 || low > 0xdfff {
+						return jsonValue{}, s.fail(i, "unpaired surrogate escape in string")
+					}
+					n = 12
+				}
 			}
 			i += n
 		case c < 0x20:
@@ -326,6 +353,19 @@ func (s *jsonScanner) str() (jsonValue, bool) {
 			i++
 		}
 	}
+}
+
+// invalidUTF8At returns the offset of the first byte of b that does not
+// begin a valid UTF-8 sequence.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
 }
 
 // escapeLen returns the length of the valid escape that e starts with

@@ -12,7 +12,8 @@ var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 
 // unquote returns the value of a string from the text between its quotes
 // (validated by jsonScanner.str), as encoding/json reads it: escapes
 // resolved, and each byte of invalid UTF-8 and each unpaired surrogate
-// escape read as U+FFFD. Text with nothing to resolve is returned as it is.
+// escape read as U+FFFD (the scanner refuses both, so that does not happen
+// on its path). Text with nothing to resolve is returned as it is.
 func unquote(text []byte) []byte {
 	if bytes.IndexByte(text, '\\') < 0 && utf8.Valid(text) {
 		return text

@@ -5,12 +5,14 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 
 	"github.com/cairn-dev/cairn/engine"
 )
 
 // The msgpack form: maps with the JSON form's keys; an entity is
-// {"pk", "rk", "ts" (ticks, replies only), "p": engine.EncodeProperties}.
+// {"pk", "rk", "ts" (ticks, replies only), "p": engine.EncodeProperties},
+// "pk" and "rk" required (strings, not nil) and no field twice.
 
 // maxItems bounds array and map lengths read from the wire.
 const maxItems = 1 << 16
@@ -63,8 +65,11 @@ func EncodeRequestMsgpack(r *engine.Request) ([]byte, error) {
 }
 
 func (e *encoder) request(r *engine.Request) {
+	// Keys are written when set, and always where they name the entity
+	// ("" is a key there).
+	withPK, withRK := r.PartitionKey != "" || byKeys(r), r.RowKey != "" || byKeys(r)
 	n := 1
-	for _, set := range []bool{r.ID != "", r.IfMatch != "", r.Entity != nil, r.PartitionKey != "", r.RowKey != "", len(r.Ops) > 0, r.Table != "", len(r.Messages) > 0} {
+	for _, set := range []bool{r.ID != "", r.IfMatch != "", r.Entity != nil, withPK, withRK, len(r.Ops) > 0, r.Table != "", len(r.Messages) > 0} {
 		if set {
 			n++
 		}
@@ -81,10 +86,10 @@ func (e *encoder) request(r *engine.Request) {
 		e.do(e.enc.EncodeString("entity"))
 		e.entity(r.Entity)
 	}
-	if r.PartitionKey != "" {
+	if withPK {
 		e.str("partitionKey", r.PartitionKey)
 	}
-	if r.RowKey != "" {
+	if withRK {
 		e.str("rowKey", r.RowKey)
 	}
 	if len(r.Ops) > 0 {
@@ -200,16 +205,30 @@ func (d *decoder) entity() (*engine.Entity, error) {
 		return nil, err
 	}
 	e := &engine.Entity{}
+	var given keysGiven
+	seen := make(map[string]bool, n)
 	for i := 0; i < n; i++ {
 		k, err := d.str("key")
 		if err != nil {
 			return nil, err
 		}
+		if seen[k] {
+			return nil, engine.Errorf(engine.CodeDuplicatePropertiesSpecified, "entity field %q is given more than once", k)
+		}
+		seen[k] = true
 		switch k {
-		case "pk":
-			e.PartitionKey, err = d.str(k)
-		case "rk":
-			e.RowKey, err = d.str(k)
+		case "pk", "rk":
+			// The empty string is a key; nil is no value.
+			if c, perr := d.dec.PeekCode(); perr == nil && c == msgpcode.Nil {
+				return nil, engine.Errorf(engine.CodePropertiesNeedValue, "entity field %q is nil: a key needs a value (the empty string is one)", k)
+			}
+			if k == "pk" {
+				e.PartitionKey, err = d.str(k)
+				given |= givenPK
+			} else {
+				e.RowKey, err = d.str(k)
+				given |= givenRK
+			}
 		case "ts":
 			e.Timestamp, err = d.dec.DecodeInt64()
 		case "p":
@@ -220,6 +239,9 @@ func (d *decoder) entity() (*engine.Entity, error) {
 		if err != nil {
 			return nil, at(k, err)
 		}
+	}
+	if err := given.require(); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
@@ -255,10 +277,17 @@ func (d *decoder) request(depth int) (*engine.Request, error) {
 			r.ID, err = d.str(k)
 		case "ifMatch":
 			r.IfMatch, err = d.str(k)
-		case "partitionKey":
-			r.PartitionKey, err = d.str(k)
-		case "rowKey":
-			r.RowKey, err = d.str(k)
+		case "partitionKey", "rowKey":
+			// nil is no value; a missing key is read as "" (clients
+			// before this rule left an empty key out).
+			if c, perr := d.dec.PeekCode(); perr == nil && c == msgpcode.Nil {
+				return nil, engine.Errorf(engine.CodePropertiesNeedValue, "%q is nil: a key needs a value (the empty string is one)", k)
+			}
+			if k == "partitionKey" {
+				r.PartitionKey, err = d.str(k)
+			} else {
+				r.RowKey, err = d.str(k)
+			}
 		case "table":
 			r.Table, err = d.str(k)
 		case "entity":

@@ -3,8 +3,11 @@
 // entity JSON of the Azure Tables REST protocol (also used by the HTTP
 // API), and the conversion of a request into an engine.Command.
 //
-// Every decoding failure is an *engine.Error with code InvalidInput (or
-// InvalidValueType) whose message says where the input is wrong.
+// Every decoding failure is an *engine.Error whose message says where the
+// input is wrong: InvalidInput (or InvalidValueType), PropertiesNeedValue
+// for an entity without its keys, DuplicatePropertiesSpecified for a name
+// given twice. Nothing is read lossily: JSON that is not valid UTF-8, or has
+// a lone surrogate escape, is refused rather than read with U+FFFD.
 //
 // What it costs: decoding and encoding are single passes without
 // reflection (the entity JSON has its own validating scanner, checked

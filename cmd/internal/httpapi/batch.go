@@ -16,7 +16,6 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/engine/wire"
 )
 
 // batchPart is one operation of a $batch change set.
@@ -155,13 +154,7 @@ func (c *call) toOperation(bp *batchPart) (string, engine.Operation, error) {
 	}
 	var op engine.Operation
 	ifMatch := bp.header.Get("If-Match")
-	parse := func() (*engine.Entity, error) {
-		e, err := wire.ParseEntityJSON(bp.body)
-		if err == nil && k != nil {
-			e.PartitionKey, e.RowKey = k.pk, k.rk
-		}
-		return e, err
-	}
+	parse := func() (*engine.Entity, error) { return parseEntityBody(bp.body, k) }
 	perm := byte('u')
 	switch {
 	case bp.method == http.MethodPost && k == nil:

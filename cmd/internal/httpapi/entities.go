@@ -126,21 +126,24 @@ func (c *call) get(table string, k keys) {
 	c.writeJSON(http.StatusOK, c.appendEntity(nil, t.Name(), e, etag, true))
 }
 
-// entityBody parses the request's entity; keys, if given, come from the
-// URL and override the body's.
+// entityBody parses the request's entity. Without keys (an insert) the
+// body must give both; with keys (from the URL) the body may leave them
+// out, and may not contradict them.
 func (c *call) entityBody(k *keys) (*engine.Entity, error) {
 	body, err := c.body()
 	if err != nil {
 		return nil, err
 	}
-	e, err := wire.ParseEntityJSON(body)
-	if err != nil {
-		return nil, err
+	return parseEntityBody(body, k)
+}
+
+// parseEntityBody parses an entity body for an entity at k (nil for an
+// insert, whose keys are the body's).
+func parseEntityBody(body []byte, k *keys) (*engine.Entity, error) {
+	if k == nil {
+		return wire.ParseEntityJSON(body)
 	}
-	if k != nil {
-		e.PartitionKey, e.RowKey = k.pk, k.rk
-	}
-	return e, nil
+	return wire.ParseEntityJSONAt(body, k.pk, k.rk)
 }
 
 func (c *call) insert(table string) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
@@ -30,9 +32,27 @@ func parseSelection(s string) (selection, error) {
 		if name == "" {
 			return nil, engine.Errorf(codeInvalidQueryParameter, "$select has an empty property name: %q", s)
 		}
+		if !selectable(name) {
+			return nil, engine.Errorf(codeInvalidQueryParameter, "$select: %q is not a property name (a letter or _, then letters, digits or _; at most %d)", name, engine.MaxPropertyNameLen)
+		}
 		sel[name] = true
 	}
 	return sel, nil
+}
+
+// selectable reports whether name can name a property: valid UTF-8, an
+// identifier as engine.ValidateProperties requires, within the length
+// limit. (The keys and Timestamp are identifiers too.)
+func selectable(name string) bool {
+	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > engine.MaxPropertyNameLen {
+		return false
+	}
+	for i, r := range name {
+		if r != '_' && !unicode.IsLetter(r) && (i == 0 || !unicode.IsDigit(r)) {
+			return false
+		}
+	}
+	return true
 }
 
 // project returns a copy of e with only the selected properties.
