@@ -44,7 +44,10 @@ func (v *Views) followCatalog(ctx context.Context) error {
 		v.mu.RLock()
 		from := v.catalogSeq + 1
 		v.mu.RUnlock()
-		err := v.j.WatchCatalog(ctx, from, func(seq uint64, rec *engine.CatalogRecord, pending uint64) error {
+		err := v.j.WatchCatalog(ctx, from, func(seq uint64, rec *engine.CatalogRecord, pending uint64, bad error) error {
+			if bad != nil {
+				return bad
+			}
 			v.applyCatalog(ctx, seq, rec)
 			if pending == 0 || seq >= last {
 				v.catalogCaughtUp(ctx, start)
