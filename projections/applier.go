@@ -26,14 +26,21 @@ func (v *Views) startLocked(ctx context.Context, e *entry) {
 		defer cancel()
 		err := v.followTable(tctx, e, t)
 		if err != nil && tctx.Err() == nil {
-			v.log.Error("view stopped", "table", t.Name(), "err", err)
-			t.Fail(err)
+			t.Publish() // what was applied before the fault, for the operator's eyes
+			f := faultOf(t, err, t.Seq()+1)
+			v.log.Error("table faulted: its view stopped", "table", f.Table, "epoch", f.Epoch, "seq", f.Seq, "err", err)
+			t.fault(f)
+			v.mu.Lock()
+			v.broadcastLocked() // readiness no longer waits for this table
+			v.mu.Unlock()
 		}
 	}()
 }
 
 // followTable replays and then tails one table's journal into its view. It
-// returns only when ctx ends or a record cannot be decoded.
+// returns only when ctx ends or the journal holds what the view cannot
+// apply (see permanent): a record that cannot be decoded, is invalid or is
+// on another partition's subject, or missing records.
 func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 	// The host that created the table creates its stream right after the
 	// catalog record; only if it does not appear (that host crashed in
@@ -48,14 +55,19 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 	if err != nil {
 		return err
 	}
-	var target uint64
+	var first, target uint64
 	err = v.retry(ctx, "read the stream's length", t.Name(), func() error {
 		var err error
-		target, err = v.j.LastStreamSeq(ctx, t.Name(), t.Epoch())
+		first, target, err = v.j.StreamBounds(ctx, t.Name(), t.Epoch())
 		return err
 	})
 	if err != nil {
 		return err
+	}
+	if target > t.Seq() && first > t.Seq()+1 {
+		// A purged stream keeps its last sequence but not its records:
+		// the consumer would never deliver what the view waits for.
+		return &faultError{seq: t.Seq() + 1, err: fmt.Errorf("records %d to %d are missing from the journal (purged or deleted)", t.Seq()+1, first-1)}
 	}
 	start, lastLog := time.Now(), time.Now()
 	caughtUp := false
@@ -82,6 +94,12 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 	}
 	sinceSnap := 0
 	apply := func(seq uint64, rec *engine.Record, pending uint64) error {
+		if seq <= t.Seq() {
+			return nil // delivered again after a resumed consumer
+		}
+		if err := t.checkRecord(seq, rec); err != nil {
+			return err
+		}
 		t.Apply(seq, rec)
 		sinceSnap++
 		if pending == 0 || sinceSnap >= v.cfg.PublishEvery {

@@ -31,15 +31,26 @@
 //
 // # Failures
 //
-//   - A record the applier cannot decode (for example one written by a
-//     newer version of Cairn) stops that table's view for good: history is
-//     never skipped. Table.Err returns the error and WaitSeq fails with
-//     "projections: view of <table> stopped: …"; the committer answers the
-//     table's commands with InternalError saying the view has stopped, the
-//     log says "view stopped", and the other tables keep serving. A view
-//     stopped during its replay never catches up, so Ready is not closed.
-//   - A catalog record Run cannot decode ends Run with that error (it
-//     wraps journal.ErrCorrupt), after the appliers have stopped.
+//   - A table whose journal holds what its view cannot apply is faulted
+//     (fault.go): a record that cannot be decoded (damaged, or written by
+//     a newer version of Cairn), that is invalid by the write model's rules
+//     (engine.ValidateRecord: keys, property names and values, sizes; not
+//     checked again for records this host appended itself), or whose
+//     partition key is not its subject's; or missing records (a sequence
+//     gap, or a stream whose first record is beyond the view: purged or
+//     deleted behind Cairn's back). History is never skipped: the view
+//     stops at the last good record and nothing of the bad one is applied.
+//     Table.Fault says which record, why and when (also in Table.Load, so
+//     the $load endpoint shows it); Table.Err, WaitSeq, WaitTableReady and
+//     Lookup answer TableFaulted, so the committer refuses the table's
+//     commands at once and the front doors its reads; the log says "table
+//     faulted" with the table, the sequence and the error. Ready does not
+//     wait for a faulted table: the others serve.
+//   - A catalog record that cannot be used (undecodable, on another name's
+//     subject, a bad table name, an unknown kind, a creation of a live
+//     table or a deletion of a missing one) is skipped with an error log
+//     line naming its sequence and counted (CatalogSkipped); the catalog's
+//     later records still apply and Run goes on.
 //   - JetStream errors that pass (a timeout, a leader election, a lost
 //     connection) are retried with back-off from 50 ms to 2 s, each logged
 //     as "retrying"; an applier resumes after the last record it applied.

@@ -27,6 +27,8 @@ type Views struct {
 	ready         chan struct{} // closed once, when every view first caught up (see Ready)
 	readyClosed   bool
 
+	catalogSkipped atomic.Uint64 // catalog records that could not be used
+
 	running atomic.Bool    // Run was called
 	wg      sync.WaitGroup // the goroutines Run started: appliers, stream deletions
 }
@@ -94,7 +96,7 @@ func (v *Views) Run(ctx context.Context) error {
 func (v *Views) retry(ctx context.Context, what, table string, fn func() error) error {
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		err := fn()
-		if err == nil || ctx.Err() != nil || errors.Is(err, journal.ErrCorrupt) {
+		if err == nil || ctx.Err() != nil || permanent(err) {
 			return err
 		}
 		v.log.Warn("retrying", "what", what, "table", table, "in", wait, "err", err)
