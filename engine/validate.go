@@ -106,8 +106,12 @@ func validateValue(name string, v Value) error {
 		if !utf8.ValidString(v.s) {
 			return Errorf(CodeInvalidInput, "property %q: the string is not valid UTF-8", name)
 		}
-		if n := UTF16Len(v.s); n > MaxStringUnits {
-			return Errorf(CodePropertyValueTooLarge, "property %q: the string is %d UTF-16 code units long; the limit is %d (64 KiB)", name, n, MaxStringUnits)
+		// A string has at most as many UTF-16 units as bytes: only a long
+		// one needs counting.
+		if len(v.s) > MaxStringUnits {
+			if n := UTF16Len(v.s); n > MaxStringUnits {
+				return Errorf(CodePropertyValueTooLarge, "property %q: the string is %d UTF-16 code units long; the limit is %d (64 KiB)", name, n, MaxStringUnits)
+			}
 		}
 	case TypeBinary:
 		if len(v.s) > MaxBinaryBytes {
