@@ -57,7 +57,11 @@ func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, 
 
 // consume runs an ordered consumer on stream from sequence from.
 func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn func(seq uint64, subj string, data []byte, pending uint64) error) error {
-	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	// One attempt per reset of the ordered consumer: a failed reset (the
+	// stream deleted, the server away) then ends the iterator and the
+	// caller sees why, instead of the consumer retrying on its own for
+	// ever; callers retry with back-off themselves.
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy, MaxResetAttempts: 1}
 	if from > 1 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
 	}
@@ -66,7 +70,7 @@ func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn fu
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("journal: consume %s: %w", stream, err)
+		return consumeErr(stream, err)
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
 	if err != nil {
@@ -81,7 +85,7 @@ func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn fu
 			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				return nil
 			}
-			return fmt.Errorf("journal: consume %s: %w", stream, err)
+			return consumeErr(stream, err)
 		}
 		md, err := m.Metadata()
 		if err != nil {
@@ -91,4 +95,13 @@ func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn fu
 			return err
 		}
 	}
+}
+
+// consumeErr wraps a consumer's failure; a stream that does not exist
+// wraps engine.ErrTableGone.
+func consumeErr(stream string, err error) error {
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("journal: consume %s: %w: %v", stream, engine.ErrTableGone, err)
+	}
+	return fmt.Errorf("journal: consume %s: %w", stream, err)
 }

@@ -45,12 +45,21 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 	// The host that created the table creates its stream right after the
 	// catalog record; only if it does not appear (that host crashed in
 	// between) does this host create it.
+	v.mu.RLock()
+	created := engine.TicksToTime(e.info.Created)
+	v.mu.RUnlock()
 	err := v.retry(ctx, "find the table's stream", t.Name(), func() error {
 		exists, err := v.j.WaitTableStream(ctx, t.Name(), t.Epoch(), 5*time.Second)
-		if err == nil && !exists {
-			err = v.j.EnsureTableStream(ctx, t.Name(), t.Epoch())
+		if err != nil || exists {
+			return err
 		}
-		return err
+		if time.Since(created) > v.cfg.StreamGrace {
+			// Long past its creation: the stream was deleted behind
+			// Cairn's back, and an empty one would hide that.
+			return &faultError{seq: 1, err: fmt.Errorf("the table's stream %s does not exist (deleted?); the catalog created the table at %s",
+				v.j.TableStream(t.Name(), t.Epoch()), created.Format(time.RFC3339))}
+		}
+		return v.j.EnsureTableStream(ctx, t.Name(), t.Epoch())
 	})
 	if err != nil {
 		return err
@@ -59,6 +68,9 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 	err = v.retry(ctx, "read the stream's length", t.Name(), func() error {
 		var err error
 		first, target, err = v.j.StreamBounds(ctx, t.Name(), t.Epoch())
+		if errors.Is(err, engine.ErrTableGone) {
+			return v.streamGone(ctx, t)
+		}
 		return err
 	})
 	if err != nil {
@@ -123,9 +135,27 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 	return v.retry(ctx, "follow the journal", t.Name(), func() error {
 		// After an interruption, resume right after the last record applied.
 		err := v.j.ConsumeKnown(ctx, t.Name(), t.Epoch(), t.Seq()+1, t.appendedRecord, apply)
+		if errors.Is(err, engine.ErrTableGone) {
+			return v.streamGone(ctx, t)
+		}
 		if err == nil && ctx.Err() == nil {
 			err = errors.New("consumer ended")
 		}
 		return err
 	})
+}
+
+// streamGone decides what a table's missing stream means: when the table
+// was dropped, the catalog, caught up, has already cancelled ctx; if the
+// catalog still holds the table, its stream was deleted behind Cairn's back.
+func (v *Views) streamGone(ctx context.Context, t *Table) error {
+	last, err := v.j.LastCatalogSeq(ctx)
+	if err != nil {
+		return err
+	}
+	if err := v.WaitCatalog(ctx, last); err != nil || ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return &faultError{seq: t.Seq() + 1, err: fmt.Errorf("the table's stream %s was deleted, though the catalog holds the table",
+		v.j.TableStream(t.Name(), t.Epoch()))}
 }

@@ -57,8 +57,9 @@
 //   - A dropped table's view fails its waiters with TableNotFound; when the
 //     drop arrives while Run runs, Run deletes the table's stream too, in
 //     case the host that dropped it crashed first. A table's stream that
-//     does not appear within 5 s of its catalog record (its creator crashed
-//     in between) is created.
+//     does not appear within 5 s is created if the table's catalog record
+//     is younger than Config.StreamGrace (1 minute: its creator crashed
+//     in between); an older table without its stream is faulted.
 //
 // # Costs
 //

@@ -2,6 +2,7 @@ package projections_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -138,6 +139,67 @@ func TestViewsFaultedTables(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("Run stopped: %v", err)
 	default:
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestViewsStreamDeleted: a table's stream deleted behind Cairn's back
+// faults the table, whether it goes while the views run or before they
+// start (long after the table's creation: an empty stream would hide the
+// loss); a table that is dropped properly is not faulted.
+func TestViewsStreamDeleted(t *testing.T) {
+	r := newRig(t)
+	js, err := jetstream.New(r.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del := func(name string) {
+		t.Helper()
+		// The views delete a dropped table's stream too: either may be first.
+		if err := js.DeleteStream(r.ctx, journal.StreamName("cairn", name, r.catalog[name])); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"Before", "During", "Dropped", "Kept"} {
+		r.create(name)
+		if err := r.append(r.ctx, name, r.catalog[name], 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del("Before")
+	vctx, stop := context.WithCancel(r.ctx)
+	defer stop()
+	v, done := r.start(vctx)
+	if err := v.WaitReady(r.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if tb, _ := v.Table("Before"); tb.Fault() == nil || tb.Fault().Seq != 1 {
+		t.Fatalf("Before: fault %+v, want one at record 1", tb.Fault())
+	}
+	during, _ := v.Table("During")
+	del("During")
+	if _, err := during.WaitSeq(r.ctx, 2); engine.ErrorCode(err) != engine.CodeTableFaulted {
+		t.Fatalf("During: WaitSeq after its stream was deleted: %v", err)
+	}
+	if f := during.Fault(); f == nil || f.Seq != 2 || during.Snapshot().Len() != 1 {
+		t.Fatalf("During: fault %+v with %d entities", f, during.Snapshot().Len())
+	}
+	dropped, _ := v.Table("Dropped")
+	droppedEpoch := r.catalog["Dropped"]
+	seq := r.drop("Dropped")
+	r.catalog["Dropped"] = droppedEpoch
+	del("Dropped")
+	if err := v.WaitCatalog(r.ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dropped.WaitSeq(r.ctx, 2); engine.ErrorCode(err) != engine.CodeTableNotFound || dropped.Fault() != nil {
+		t.Fatalf("Dropped: %v, fault %+v", err, dropped.Fault())
+	}
+	if tb, _ := v.Table("Kept"); tb.Fault() != nil || tb.Snapshot().Len() != 1 {
+		t.Fatalf("Kept: fault %+v", tb.Fault())
 	}
 	stop()
 	if err := <-done; err != nil {

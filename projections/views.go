@@ -42,6 +42,10 @@ type Config struct {
 	PublishEvery int
 	// Progress is the interval of replay progress lines.
 	Progress time.Duration
+	// StreamGrace is how long after its catalog record a table's missing
+	// stream is created (its creator crashed before it did); later, a
+	// missing stream faults the table (1 minute).
+	StreamGrace time.Duration
 }
 
 func (c *Config) defaults() {
@@ -53,6 +57,9 @@ func (c *Config) defaults() {
 	}
 	if c.Progress <= 0 {
 		c.Progress = 2 * time.Second
+	}
+	if c.StreamGrace <= 0 {
+		c.StreamGrace = time.Minute
 	}
 }
 
