@@ -34,6 +34,12 @@ const (
 	CodeServerBusy                              Code = "ServerBusy"
 	CodeOperationTimedOut                       Code = "OperationTimedOut"
 	CodeInternalError                           Code = "InternalError"
+
+	// CodeTableFaulted is Cairn's own: the table's journal holds a record
+	// this host cannot apply (undecodable, invalid, or history missing),
+	// so its view stopped at the last good record and neither reads nor
+	// writes are served until an operator repairs the journal.
+	CodeTableFaulted Code = "TableFaulted"
 )
 
 // NoIndex is Error.Index when the error is not about one operation of a batch.

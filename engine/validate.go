@@ -108,8 +108,12 @@ func validateValue(name string, v Value) error {
 		if !utf8.ValidString(v.s) {
 			return Errorf(CodeInvalidInput, "property %q: the string is not valid UTF-8", name)
 		}
-		if n := UTF16Len(v.s); n > MaxStringUnits {
-			return Errorf(CodePropertyValueTooLarge, "property %q: the string is %d UTF-16 code units long; the limit is %d (64 KiB)", name, n, MaxStringUnits)
+		// A string has at most as many UTF-16 units as bytes: only a long
+		// one needs counting.
+		if len(v.s) > MaxStringUnits {
+			if n := UTF16Len(v.s); n > MaxStringUnits {
+				return Errorf(CodePropertyValueTooLarge, "property %q: the string is %d UTF-16 code units long; the limit is %d (64 KiB)", name, n, MaxStringUnits)
+			}
 		}
 	case TypeBinary:
 		if len(v.s) > MaxBinaryBytes {
@@ -246,4 +250,55 @@ func ValidateCommand(c *Command) error {
 	}
 	c.size = size
 	return nil
+}
+
+// ValidateRecord checks a journal record before a view applies it: the
+// rules every record the committer writes already follows (keys, property
+// names and values, entity sizes, command references, outbox messages), so
+// that a record forged on the journal's subjects, or damaged, is refused
+// whole rather than applied in part. It does not check that the partition
+// key matches the record's subject: that is the journal's layout.
+func ValidateRecord(rec *Record) error {
+	if err := ValidateKey("PartitionKey", rec.PartitionKey); err != nil {
+		return err
+	}
+	for i := range rec.Events {
+		ev := &rec.Events[i]
+		var err error
+		switch ev.Kind {
+		case EventPut:
+			_, err = validateEntity(&Entity{PartitionKey: rec.PartitionKey, RowKey: ev.RowKey, Properties: ev.Properties})
+		case EventDelete:
+			err = ValidateKey("RowKey", ev.RowKey)
+		default:
+			err = Errorf(CodeInvalidInput, "unknown event kind %d", ev.Kind)
+		}
+		if err != nil {
+			e := AsError(err)
+			return Errorf(e.Code, "event %d: %s", i, e.Message)
+		}
+	}
+	for i, c := range rec.Commands {
+		if uint64(c.First)+uint64(c.Count) > uint64(len(rec.Events)) {
+			return Errorf(CodeInvalidInput, "command %d names events %d..%d of %d", i, c.First, uint64(c.First)+uint64(c.Count), len(rec.Events))
+		}
+	}
+	for i, m := range rec.Messages {
+		if !validateQueueName(m.Queue) {
+			return Errorf(CodeInvalidInput, "message %d: queue name %q must be 1-%d of A-Z, a-z, 0-9, _ and -", i, m.Queue, MaxQueueNameLen)
+		}
+		if len(m.Body) > MaxMessageBytes {
+			return Errorf(CodeInvalidInput, "message %d: the body is %d bytes; the limit is %d", i, len(m.Body), MaxMessageBytes)
+		}
+	}
+	return nil
+}
+
+// ValidateCatalogRecord checks a catalog record before the views apply it:
+// a known kind and a valid table name.
+func ValidateCatalogRecord(rec *CatalogRecord) error {
+	if rec.Kind != CatalogTableCreated && rec.Kind != CatalogTableDeleted {
+		return Errorf(CodeInvalidInput, "unknown catalog record kind %d", rec.Kind)
+	}
+	return ValidateTableName(rec.Name)
 }

@@ -77,6 +77,11 @@ func (inv *Invocation) lookup(ctx context.Context, table string) (*projections.T
 	if !ok {
 		return nil, engine.Errorf(engine.CodeTableNotFound, "table %q does not exist", table)
 	}
+	if err := t.Err(); err != nil {
+		// A faulted (or just dropped) table's view is stale for good: its
+		// coded error, as the front doors answer.
+		return nil, engine.AsError(err)
+	}
 	return t, nil
 }
 

@@ -97,6 +97,22 @@ func (j *Journal) LastStreamSeq(ctx context.Context, table string, epoch uint64)
 	return s.CachedInfo().State.LastSeq, nil
 }
 
+// StreamBounds returns the first and last sequence of a table's whole
+// stream. Cairn never removes a record, so first is 1 (or 0 while the
+// stream is empty); a larger first means records were purged or deleted
+// behind Cairn's back.
+func (j *Journal) StreamBounds(ctx context.Context, table string, epoch uint64) (first, last uint64, err error) {
+	s, err := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			err = engine.ErrTableGone
+		}
+		return 0, 0, fmt.Errorf("journal: stream of %s: %w", table, err)
+	}
+	st := s.CachedInfo().State
+	return st.FirstSeq, st.LastSeq, nil
+}
+
 // NextRecord returns the sequence and nonce of the partition's first
 // record after sequence after: seq 0 when there is none yet, nonce "" when
 // the record has none this code can read. It reads the nonce without

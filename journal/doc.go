@@ -50,8 +50,9 @@
 //
 //   - Fields a version does not know are kept (engine.Record.Extra) and
 //     written back when the record is encoded again.
-//   - A record of a newer version than this code knows is an error, never
-//     skipped: readers (Consume, WatchCatalog) stop with ErrCorrupt.
+//   - A record of a newer version than this code knows is an error
+//     (ErrCorrupt), never skipped silently: a table's reader stops, the
+//     catalog watcher reports it to its caller.
 //   - The encoder refuses a record the decoder would refuse, so a journal
 //     never holds a record its readers stop at.
 //   - testdata/golden holds a record of every version ever written; a test
@@ -87,9 +88,16 @@
 //   - LastSeq, LastStreamSeq, NextRecord: engine.ErrTableGone when the
 //     table's stream does not exist.
 //   - Consume, ConsumeKnown, WatchCatalog return nil when their context
-//     ends; a record that cannot be decoded (damaged, or of a newer format
-//     version) stops them with ErrCorrupt rather than being skipped; any
-//     other failure of the consumer is returned (the views retry).
+//     ends. A record that cannot be decoded (damaged, or of a newer format
+//     version) or that does not belong on its subject (a partition key or
+//     table name the subject does not name: published there by something
+//     other than Cairn) is a *CorruptError wrapping ErrCorrupt, with its
+//     sequence: it stops Consume and ConsumeKnown rather than being
+//     skipped, and WatchCatalog hands it to its callback, which decides.
+//     A stream that does not exist is an error wrapping
+//     engine.ErrTableGone; any other failure of the consumer is returned
+//     (the views retry). The ordered consumer resets itself once per
+//     failure, then leaves the retry to the caller.
 //
 // # Cost
 //

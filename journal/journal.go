@@ -44,9 +44,27 @@ func (c *Config) Validate() error {
 }
 
 // ErrCorrupt: a stored record cannot be decoded (damaged, or written by a
-// newer version). Readers stop rather than skip it. The errors of appends
-// are engine.ErrConflict and engine.ErrTableGone, which the journal wraps.
+// newer version) or does not belong on its subject. Table readers stop
+// rather than skip it; the catalog watcher hands it to its caller. The
+// errors of appends are engine.ErrConflict and engine.ErrTableGone, which
+// the journal wraps.
 var ErrCorrupt = errors.New("undecodable record")
+
+// CorruptError is a stored record a reader cannot use, and where it is:
+// errors.Is(err, ErrCorrupt) holds, and Seq is its stream sequence.
+type CorruptError struct {
+	What    string // the table's name, or "catalog"
+	Seq     uint64
+	Subject string // the subject it was published on
+	Err     error  // why: the decoder's error, or the subject that does not match
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("journal: %s record %d: %v: %v", e.What, e.Seq, ErrCorrupt, e.Err)
+}
+
+// Unwrap makes errors.Is(err, ErrCorrupt) hold.
+func (e *CorruptError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }
 
 // Journal is Cairn's journal on JetStream. It starts no goroutines of its
 // own; Consume and WatchCatalog run in their caller's.

@@ -203,7 +203,10 @@ func TestCatalog(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	var got []*engine.CatalogRecord
-	err = j.WatchCatalog(cctx, 1, func(seq uint64, rec *engine.CatalogRecord, pending uint64) error {
+	err = j.WatchCatalog(cctx, 1, func(seq uint64, rec *engine.CatalogRecord, pending uint64, bad error) error {
+		if bad != nil {
+			return bad
+		}
 		got = append(got, rec)
 		if pending == 0 {
 			cancel()

@@ -15,6 +15,11 @@ func StreamName(prefix, table string, epoch uint64) string {
 	return strings.ToUpper(prefix) + "_T_" + strings.ToLower(table) + "_" + strconv.FormatUint(epoch, 10)
 }
 
+// TableStream returns the name of a table incarnation's stream.
+func (j *Journal) TableStream(table string, epoch uint64) string {
+	return StreamName(j.cfg.Prefix, table, epoch)
+}
+
 func (j *Journal) catalogSubject(table string) string {
 	return j.cfg.Prefix + ".catalog." + strings.ToLower(table)
 }

@@ -26,36 +26,60 @@ func (v *Views) startLocked(ctx context.Context, e *entry) {
 		defer cancel()
 		err := v.followTable(tctx, e, t)
 		if err != nil && tctx.Err() == nil {
-			v.log.Error("view stopped", "table", t.Name(), "err", err)
-			t.Fail(err)
+			t.Publish() // what was applied before the fault, for the operator's eyes
+			f := faultOf(t, err, t.Seq()+1)
+			v.log.Error("table faulted: its view stopped", "table", f.Table, "epoch", f.Epoch, "seq", f.Seq, "err", err)
+			t.fault(f)
+			v.mu.Lock()
+			v.broadcastLocked() // readiness no longer waits for this table
+			v.mu.Unlock()
 		}
 	}()
 }
 
 // followTable replays and then tails one table's journal into its view. It
-// returns only when ctx ends or a record cannot be decoded.
+// returns only when ctx ends or the journal holds what the view cannot
+// apply (see permanent): a record that cannot be decoded, is invalid or is
+// on another partition's subject, or missing records.
 func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 	// The host that created the table creates its stream right after the
 	// catalog record; only if it does not appear (that host crashed in
 	// between) does this host create it.
+	v.mu.RLock()
+	created := engine.TicksToTime(e.info.Created)
+	v.mu.RUnlock()
 	err := v.retry(ctx, "find the table's stream", t.Name(), func() error {
 		exists, err := v.j.WaitTableStream(ctx, t.Name(), t.Epoch(), 5*time.Second)
-		if err == nil && !exists {
-			err = v.j.EnsureTableStream(ctx, t.Name(), t.Epoch())
+		if err != nil || exists {
+			return err
+		}
+		if time.Since(created) > v.cfg.StreamGrace {
+			// Long past its creation: the stream was deleted behind
+			// Cairn's back, and an empty one would hide that.
+			return &faultError{seq: 1, err: fmt.Errorf("the table's stream %s does not exist (deleted?); the catalog created the table at %s",
+				v.j.TableStream(t.Name(), t.Epoch()), created.Format(time.RFC3339))}
+		}
+		return v.j.EnsureTableStream(ctx, t.Name(), t.Epoch())
+	})
+	if err != nil {
+		return err
+	}
+	var first, target uint64
+	err = v.retry(ctx, "read the stream's length", t.Name(), func() error {
+		var err error
+		first, target, err = v.j.StreamBounds(ctx, t.Name(), t.Epoch())
+		if errors.Is(err, engine.ErrTableGone) {
+			return v.streamGone(ctx, t)
 		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	var target uint64
-	err = v.retry(ctx, "read the stream's length", t.Name(), func() error {
-		var err error
-		target, err = v.j.LastStreamSeq(ctx, t.Name(), t.Epoch())
-		return err
-	})
-	if err != nil {
-		return err
+	if target > t.Seq() && first > t.Seq()+1 {
+		// A purged stream keeps its last sequence but not its records:
+		// the consumer would never deliver what the view waits for.
+		return &faultError{seq: t.Seq() + 1, err: fmt.Errorf("records %d to %d are missing from the journal (purged or deleted)", t.Seq()+1, first-1)}
 	}
 	start, lastLog := time.Now(), time.Now()
 	caughtUp := false
@@ -82,6 +106,12 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 	}
 	sinceSnap := 0
 	apply := func(seq uint64, rec *engine.Record, pending uint64) error {
+		if seq <= t.Seq() {
+			return nil // delivered again after a resumed consumer
+		}
+		if err := t.checkRecord(seq, rec); err != nil {
+			return err
+		}
 		t.Apply(seq, rec)
 		sinceSnap++
 		if pending == 0 || sinceSnap >= v.cfg.PublishEvery {
@@ -105,9 +135,27 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 	return v.retry(ctx, "follow the journal", t.Name(), func() error {
 		// After an interruption, resume right after the last record applied.
 		err := v.j.ConsumeKnown(ctx, t.Name(), t.Epoch(), t.Seq()+1, t.appendedRecord, apply)
+		if errors.Is(err, engine.ErrTableGone) {
+			return v.streamGone(ctx, t)
+		}
 		if err == nil && ctx.Err() == nil {
 			err = errors.New("consumer ended")
 		}
 		return err
 	})
+}
+
+// streamGone decides what a table's missing stream means: when the table
+// was dropped, the catalog, caught up, has already cancelled ctx; if the
+// catalog still holds the table, its stream was deleted behind Cairn's back.
+func (v *Views) streamGone(ctx context.Context, t *Table) error {
+	last, err := v.j.LastCatalogSeq(ctx)
+	if err != nil {
+		return err
+	}
+	if err := v.WaitCatalog(ctx, last); err != nil || ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return &faultError{seq: t.Seq() + 1, err: fmt.Errorf("the table's stream %s was deleted, though the catalog holds the table",
+		v.j.TableStream(t.Name(), t.Epoch()))}
 }

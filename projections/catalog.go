@@ -3,11 +3,13 @@ package projections
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal"
 )
 
 // entry is the catalog's knowledge of one table name.
@@ -44,8 +46,8 @@ func (v *Views) followCatalog(ctx context.Context) error {
 		v.mu.RLock()
 		from := v.catalogSeq + 1
 		v.mu.RUnlock()
-		err := v.j.WatchCatalog(ctx, from, func(seq uint64, rec *engine.CatalogRecord, pending uint64) error {
-			v.applyCatalog(ctx, seq, rec)
+		err := v.j.WatchCatalog(ctx, from, func(seq uint64, rec *engine.CatalogRecord, pending uint64, bad error) error {
+			v.applyCatalog(ctx, seq, rec, bad)
 			if pending == 0 || seq >= last {
 				v.catalogCaughtUp(ctx, start)
 			}
@@ -58,14 +60,50 @@ func (v *Views) followCatalog(ctx context.Context) error {
 	})
 }
 
-func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *engine.CatalogRecord) {
+// applyCatalog applies the catalog record at seq, or skips it when it
+// cannot be used (bad, from the journal: undecodable or on another name's
+// subject) or is invalid: a bad table name, an unknown kind, a creation of
+// a live table or a deletion of a table that is not. No Cairn host writes
+// such a record (the per-name sequence check orders them), so it was put
+// there by something else; it is logged and counted, and the catalog goes
+// on. Either way the name's subject moved: its next record must expect seq.
+func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *engine.CatalogRecord, bad error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if seq <= v.catalogSeq {
 		return // delivered again after a resumed consumer
 	}
-	lower := Lower(rec.Name)
+	v.catalogSeq = seq
+	defer v.broadcastLocked()
+	var lower string
+	if bad == nil {
+		lower = Lower(rec.Name)
+		bad = engine.ValidateCatalogRecord(rec)
+	} else {
+		var ce *journal.CorruptError
+		if errors.As(bad, &ce) {
+			lower = v.j.CatalogSubjectName(ce.Subject)
+		}
+	}
 	e := v.entries[lower]
+	live := e != nil && e.live
+	switch {
+	case bad != nil:
+	case rec.Kind == engine.CatalogTableCreated && live:
+		bad = fmt.Errorf("a creation of table %s, which exists", rec.Name)
+	case rec.Kind == engine.CatalogTableDeleted && !live:
+		bad = fmt.Errorf("a deletion of table %s, which does not exist", rec.Name)
+	}
+	if bad != nil {
+		v.catalogSkipped.Add(1)
+		v.log.Error("catalog record skipped", "seq", seq, "err", bad)
+		if e != nil {
+			e.seq = seq
+		} else if lower != "" {
+			v.entries[lower] = &entry{seq: seq}
+		}
+		return
+	}
 	if e == nil {
 		e = &entry{}
 		v.entries[lower] = e
@@ -101,9 +139,11 @@ func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *engine.Catalo
 			}()
 		}
 	}
-	v.catalogSeq = seq
-	v.broadcastLocked()
 }
+
+// CatalogSkipped returns how many catalog records the views skipped since
+// Run started because they could not be used (see applyCatalog).
+func (v *Views) CatalogSkipped() uint64 { return v.catalogSkipped.Load() }
 
 func (v *Views) catalogCaughtUp(ctx context.Context, start time.Time) {
 	v.mu.Lock()

@@ -59,6 +59,9 @@ type Load struct {
 	Writes     uint64          `json:"writes"`
 	Reads      uint64          `json:"reads"`
 	Hot        []PartitionLoad `json:"hot"`
+	// Fault is why the table's view stopped for good, if it did: the
+	// record, its journal position and the time (see Fault).
+	Fault *Fault `json:"fault,omitempty"`
 }
 
 // Load returns the table's totals and its top partitions by writes plus
@@ -67,7 +70,7 @@ type Load struct {
 // partition of the snapshot: an operator's call, not a hot path.
 func (t *Table) Load(top int) Load {
 	snap := t.Snapshot()
-	l := Load{Table: t.name, Reads: t.reads.total.Load()}
+	l := Load{Table: t.name, Reads: t.reads.total.Load(), Fault: t.Fault()}
 	var all []PartitionLoad
 	snap.parts.Scan(func(p *Partition) bool {
 		pl := PartitionLoad{Key: p.Key, Records: p.Records, Writes: p.Writes, Entities: p.Entities}

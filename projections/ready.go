@@ -18,13 +18,14 @@ func (v *Views) broadcastLocked() {
 }
 
 // caughtUpLocked reports whether the catalog and the view of every live
-// table have caught up with the journal as it was when they started.
+// table have caught up with the journal as it was when they started. A
+// faulted table never will and is not waited for: the others serve.
 func (v *Views) caughtUpLocked() bool {
 	if !v.catalogLoaded {
 		return false
 	}
 	for _, e := range v.entries {
-		if e.live && !e.ready {
+		if e.live && !e.ready && e.table.Fault() == nil {
 			return false
 		}
 	}
@@ -54,9 +55,8 @@ func (v *Views) wait(ctx context.Context, cond func() bool) error {
 // host started. It is closed once and stays closed; a table created later
 // is caught up on its own (WaitTableReady, Lookup).
 //
-// Ready is never closed if Run returns first (wait for Run's error too), or
-// while a view that failed during its replay (a record it cannot decode,
-// logged as "view stopped") keeps its table from catching up.
+// Ready is never closed if Run returns first (wait for Run's error too). A
+// table faulted during its replay (Table.Fault) is not waited for.
 func (v *Views) Ready() <-chan struct{} { return v.ready }
 
 // WaitReady blocks until Ready is closed or ctx ends.
@@ -75,19 +75,30 @@ func (v *Views) WaitReady(ctx context.Context) error {
 }
 
 // WaitTableReady blocks until the view of the named table (epoch) has
-// caught up; it fails with TableNotFound if the table is gone.
+// caught up; it fails with TableNotFound if the table is gone and with
+// TableFaulted if its view stopped for good (Table.Fault).
 func (v *Views) WaitTableReady(ctx context.Context, name string, epoch uint64) error {
 	var gone bool
+	var faulted error
 	err := v.wait(ctx, func() bool {
 		e := v.entries[Lower(name)]
 		if e == nil || !e.live || e.info.Epoch != epoch {
 			gone = true
 			return true
 		}
+		if e.table.Fault() != nil {
+			faulted = e.table.Err()
+			return true
+		}
 		return e.ready
 	})
-	if err == nil && gone {
+	switch {
+	case err != nil:
+		return err
+	case gone:
 		return engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", name)
+	case faulted != nil:
+		return faulted
 	}
-	return err
+	return nil
 }

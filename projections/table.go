@@ -45,6 +45,8 @@ type Table struct {
 	mu     sync.Mutex
 	notify chan struct{} // closed and replaced on every Publish or Fail
 	failed error
+
+	faulted atomic.Pointer[Fault] // set once, when the journal holds what the view cannot apply
 }
 
 // Partition is a view's summary of one partition: the journal position of

@@ -27,6 +27,8 @@ type Views struct {
 	ready         chan struct{} // closed once, when every view first caught up (see Ready)
 	readyClosed   bool
 
+	catalogSkipped atomic.Uint64 // catalog records that could not be used
+
 	running atomic.Bool    // Run was called
 	wg      sync.WaitGroup // the goroutines Run started: appliers, stream deletions
 }
@@ -40,6 +42,10 @@ type Config struct {
 	PublishEvery int
 	// Progress is the interval of replay progress lines.
 	Progress time.Duration
+	// StreamGrace is how long after its catalog record a table's missing
+	// stream is created (its creator crashed before it did); later, a
+	// missing stream faults the table (1 minute).
+	StreamGrace time.Duration
 }
 
 func (c *Config) defaults() {
@@ -51,6 +57,9 @@ func (c *Config) defaults() {
 	}
 	if c.Progress <= 0 {
 		c.Progress = 2 * time.Second
+	}
+	if c.StreamGrace <= 0 {
+		c.StreamGrace = time.Minute
 	}
 }
 
@@ -94,7 +103,7 @@ func (v *Views) Run(ctx context.Context) error {
 func (v *Views) retry(ctx context.Context, what, table string, fn func() error) error {
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		err := fn()
-		if err == nil || ctx.Err() != nil || errors.Is(err, journal.ErrCorrupt) {
+		if err == nil || ctx.Err() != nil || permanent(err) {
 			return err
 		}
 		v.log.Warn("retrying", "what", what, "table", table, "in", wait, "err", err)

@@ -45,7 +45,9 @@
 //   - The decider's refusal (EntityAlreadyExists, UpdateConditionNotSatisfied,
 //     ResourceNotFound, …): that error, after the group's append.
 //   - The table does not exist or was deleted under the command:
-//     TableNotFound. The table's view stopped: InternalError.
+//     TableNotFound. The table is faulted (its journal holds a record the
+//     view cannot apply, see package projections): TableFaulted at once,
+//     before any append. A view stopped for another reason: InternalError.
 //   - Appends refused Config.MaxAttempts times in a row (a partition
 //     contended by other hosts): ServerBusy; nothing was applied.
 //   - A command that waited past Config.Timeout before it was tried:

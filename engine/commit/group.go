@@ -46,7 +46,7 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 			return
 		}
 		if err := tbl.Err(); err != nil {
-			failAll(group, engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", tbl.Name(), err))
+			failAll(group, stopped(tbl, err))
 			return
 		}
 		group = c.dropExpired(group)
@@ -99,6 +99,16 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 		}
 		group, attempt = rest, 0
 	}
+}
+
+// stopped is the answer for a table whose view stopped with err: its code
+// when it has one (TableFaulted: the journal holds what the view cannot
+// apply; TableNotFound: dropped), InternalError otherwise.
+func stopped(tbl Table, err error) *engine.Error {
+	if engine.ErrorCode(err) != engine.CodeInternalError {
+		return engine.AsError(err)
+	}
+	return engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", tbl.Name(), err)
 }
 
 // latestDeadline is the last deadline of the commands of a round: they

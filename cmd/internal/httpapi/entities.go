@@ -59,7 +59,11 @@ func (c *call) view(table string) (*projections.Table, error) {
 		return nil, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", table)
 	}
 	if err := t.Err(); err != nil {
-		return nil, engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", t.Name(), err)
+		// TableFaulted when its journal holds what the view cannot apply.
+		if engine.ErrorCode(err) == engine.CodeInternalError {
+			err = engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", t.Name(), err)
+		}
+		return nil, err
 	}
 	return t, nil
 }

@@ -38,7 +38,7 @@ func status(code engine.Code) int {
 		return http.StatusPreconditionFailed
 	case engine.CodeRequestBodyTooLarge, engine.CodeEntityTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case engine.CodeServerBusy, codePositionNotReached:
+	case engine.CodeServerBusy, codePositionNotReached, engine.CodeTableFaulted:
 		return http.StatusServiceUnavailable
 	case engine.CodeOperationTimedOut, engine.CodeInternalError:
 		return http.StatusInternalServerError

@@ -108,6 +108,12 @@ func (s *Server) serveMetrics(w http.ResponseWriter) {
 		{"cairn_table_records_total", "Journal records (commits) of the table.", "counter", func(l projections.Load) string { return strconv.FormatUint(l.Records, 10) }},
 		{"cairn_table_writes_total", "Entity writes of the table.", "counter", func(l projections.Load) string { return strconv.FormatUint(l.Writes, 10) }},
 		{"cairn_table_reads_total", "Entities read from this host's view of the table.", "counter", func(l projections.Load) string { return strconv.FormatUint(l.Reads, 10) }},
+		{"cairn_table_faulted", "1 when the table's view stopped for good at a record it cannot apply (see $load).", "gauge", func(l projections.Load) string {
+			if l.Fault != nil {
+				return "1"
+			}
+			return "0"
+		}},
 	}
 	for _, sr := range series {
 		fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", sr.name, sr.help, sr.name, sr.kind)
@@ -115,6 +121,9 @@ func (s *Server) serveMetrics(w http.ResponseWriter) {
 			fmt.Fprintf(b, "%s{table=%s} %s\n", sr.name, label(l.Table), sr.v(l))
 		}
 	}
+	fmt.Fprintln(b, "# HELP cairn_catalog_records_skipped_total Catalog records the views skipped because they could not be used.")
+	fmt.Fprintln(b, "# TYPE cairn_catalog_records_skipped_total counter")
+	fmt.Fprintf(b, "cairn_catalog_records_skipped_total %d\n", s.views.CatalogSkipped())
 	fmt.Fprintf(b, "# HELP cairn_partition_writes_total Entity writes of the %d hottest partitions of each table.\n# TYPE cairn_partition_writes_total counter\n", hotPartitions)
 	for _, l := range loads {
 		for _, p := range l.Hot {
@@ -156,10 +165,15 @@ func (c *call) load() {
 	}
 	var out []projections.Load
 	if name := q.Get("table"); name != "" {
-		t, err := c.view(name)
-		if err != nil {
-			c.fail(err)
-			return
+		// A faulted table's load is where its fault shows: only a table
+		// this host does not know goes through the refusals of view.
+		t, ok := c.s.views.Table(name)
+		if !ok {
+			var err error
+			if t, err = c.view(name); err != nil {
+				c.fail(err)
+				return
+			}
 		}
 		out = append(out, t.Load(top))
 	} else {

@@ -202,8 +202,12 @@ func (s *Service) retrieve(table string, req *engine.Request) *engine.Reply {
 		return errReply(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", table))
 	}
 	if err := t.Err(); err != nil {
-		// A stopped view is stale for good: say so rather than answer.
-		return errReply(engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", t.Name(), err))
+		// A stopped view is stale for good: say so rather than answer
+		// (TableFaulted when its journal holds what it cannot apply).
+		if engine.ErrorCode(err) == engine.CodeInternalError {
+			err = engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", t.Name(), err)
+		}
+		return errReply(err)
 	}
 	snap := t.Snapshot()
 	e, ok := snap.Get(pk, rk)

@@ -1,9 +1,9 @@
 package node_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -12,9 +12,9 @@ import (
 )
 
 // TestUndecodableRecord puts a record no version of Cairn can decode into a
-// table's journal. That table's view stops (it never skips history), its
-// commands and reads fail with a message that says so, and the host keeps
-// serving every other table.
+// table's journal. That table is faulted (its view never skips history):
+// its commands and reads fail with TableFaulted naming the record, and the
+// host keeps serving every other table.
 func TestUndecodableRecord(t *testing.T) {
 	th := startHost(t, "")
 	ctx := ctxT(t)
@@ -30,26 +30,20 @@ func TestUndecodableRecord(t *testing.T) {
 	}
 	js, _ := jetstream.New(th.nc)
 	j, _ := journal.New(th.nc, journal.Config{})
-	if _, err := js.Publish(ctx, j.PartitionSubject("Bad", bad.Epoch, "p"), []byte{0x81, 0xa1, 'v', 0x09}); err != nil {
+	ack, err := js.Publish(ctx, j.PartitionSubject("Bad", bad.Epoch, "p"), []byte{0x81, 0xa1, 'v', 0x09})
+	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		tv, _ := th.h.Views().Table("Bad")
-		if tv.Err() != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the view did not stop on an undecodable record")
-		}
-		time.Sleep(10 * time.Millisecond)
+	tv, _ := th.h.Views().Table("Bad")
+	if _, err := tv.WaitSeq(ctx, ack.Sequence); engine.ErrorCode(err) != engine.CodeTableFaulted {
+		t.Fatalf("the view did not fault on an undecodable record: %v", err)
 	}
 	_, err = th.c.Insert(ctx, "Bad", engine.NewEntity("p", "2"))
-	if e := wantCode(t, err, engine.CodeInternalError); !strings.Contains(e.Message, "stopped") {
-		t.Fatalf("message %q does not say the view stopped", e.Message)
+	if e := wantCode(t, err, engine.CodeTableFaulted); !strings.Contains(e.Message, fmt.Sprint("record ", ack.Sequence)) {
+		t.Fatalf("message %q does not name the record", e.Message)
 	}
 	_, _, err = th.c.Retrieve(ctx, "Bad", "p", "1")
-	wantCode(t, err, engine.CodeInternalError)
+	wantCode(t, err, engine.CodeTableFaulted)
 	if _, err := th.c.Insert(ctx, "Good", engine.NewEntity("p", "1")); err != nil {
 		t.Fatalf("another table stopped working: %v", err)
 	}
