@@ -20,9 +20,9 @@ import (
 //	DELETE /$cairn/queues/<queue>-poison/<seq>
 const AdminPrefix = "/$cairn/"
 
-// AdminHandler serves the operators' API. Like /metrics it is not
-// authenticated: the HTTP listener is on loopback unless configured
-// otherwise.
+// AdminHandler serves the operators' API. It authenticates nobody: the
+// node serves it behind the operator token (cmd/internal/operator). Every
+// request that changes something is a POST or a DELETE.
 func (rn *Runner) AdminHandler() http.Handler { return http.HandlerFunc(rn.admin) }
 
 func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
