@@ -55,9 +55,6 @@ func (n *Node) connect() error {
 		return fmt.Errorf("node: embedded NATS server: %w", err)
 	}
 	n.ns = ns
-	if n.tls == nil && !onLoopback(cfg.NATSListen) {
-		cfg.Log.Warn("the embedded NATS server listens beyond loopback without TLS and without authentication: anyone who reaches it can read and write every table; use -tls-cert and -tls-key, or keep -nats-listen on loopback", "nats", cfg.NATSListen)
-	}
 	// In process, without TLS even when the client port requires it (the
 	// server skips it for in-process connections; a tls:// URL would make
 	// the client insist).

@@ -37,6 +37,42 @@ func (n *Node) loadOperatorToken() error {
 	return nil
 }
 
+// warnExposed logs a warning for each listener reachable beyond loopback
+// that carries data in clear (no TLS), and for an embedded NATS server
+// reachable beyond loopback at all: it authenticates nobody.
+func (n *Node) warnExposed() {
+	var httpAddr, natsAddr string
+	if n.httpLn != nil {
+		httpAddr = n.httpLn.Addr().String()
+	}
+	if n.ns != nil {
+		natsAddr = n.cfg.NATSListen
+	}
+	for _, w := range exposures(httpAddr, natsAddr, n.tls != nil) {
+		n.cfg.Log.Warn(w.msg, w.listener, w.addr)
+	}
+}
+
+// exposure is a warning about a listener.
+type exposure struct{ msg, listener, addr string }
+
+// exposures returns the warnings for an HTTP listener and an embedded NATS
+// server on the given addresses ("" for none).
+func exposures(httpAddr, natsAddr string, tls bool) []exposure {
+	var ws []exposure
+	if httpAddr != "" && !tls && !onLoopback(httpAddr) {
+		ws = append(ws, exposure{"the HTTP API listens beyond loopback without TLS: data, signatures and the operator token cross the network in clear; use -tls-cert and -tls-key, or a TLS proxy", "http", httpAddr})
+	}
+	switch {
+	case natsAddr == "" || onLoopback(natsAddr):
+	case !tls:
+		ws = append(ws, exposure{"the embedded NATS server listens beyond loopback without TLS and authenticates nobody: anyone who reaches it can read and write every table, in clear; use -tls-cert and -tls-key and a trusted network, or keep -nats-listen on loopback", "nats", natsAddr})
+	default:
+		ws = append(ws, exposure{"the embedded NATS server listens beyond loopback and authenticates nobody: anyone who reaches it can read and write every table; keep it on a trusted network", "nats", natsAddr})
+	}
+	return ws
+}
+
 // onLoopback reports whether the address (host:port) listens on loopback
 // only: a loopback IP or "localhost". An empty host or 0.0.0.0 listens on
 // every interface.

@@ -101,14 +101,12 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 		}
 		n.httpLn = ln
 		defer ln.Close()
-		if n.tls == nil && !onLoopback(ln.Addr().String()) {
-			log.Warn("the HTTP API listens beyond loopback without TLS: data, signatures and the operator token cross the network in clear; use -tls-cert and -tls-key, or a TLS proxy", "http", ln.Addr().String())
-		}
 	}
 	if err := n.connect(); err != nil {
 		return err
 	}
 	defer n.close()
+	n.warnExposed()
 	j, err := journal.New(n.nc, journal.Config{Prefix: cfg.Prefix, Replicas: cfg.Replicas})
 	if err != nil {
 		return err
