@@ -30,7 +30,7 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 	fail := func(status int, err error) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+		json.NewEncoder(w).Encode(map[string]string{"code": adminCode(status), "error": err.Error()})
 	}
 	reply := func(v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -112,4 +112,18 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 	default:
 		fail(http.StatusNotFound, errors.New("unknown path: see docs/FUNCTIONS.md for the operators' API"))
 	}
+}
+
+// adminCode is the code of an operators' API error with this status, in
+// the Azure style of the rest of the node's errors.
+func adminCode(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return "ResourceNotFound"
+	case http.StatusMethodNotAllowed:
+		return "UnsupportedHttpVerb"
+	case http.StatusInternalServerError:
+		return "InternalError"
+	}
+	return "InvalidInput"
 }

@@ -108,6 +108,9 @@ func TestOperatorAPIRefusesWithoutToken(t *testing.T) {
 	if status, _ := operatorCall(t, http.DefaultClient, "GET", base+"/metrics", map[string]string{"Authorization": good}); status != http.StatusOK {
 		t.Fatalf("/metrics with the token: %d", status)
 	}
+	if status, code := operatorCall(t, http.DefaultClient, "GET", enqueue+"-poison/999", map[string]string{"Authorization": good}); status != http.StatusNotFound || code != "ResourceNotFound" {
+		t.Fatalf("an unknown poison message: %d %s", status, code)
+	}
 }
 
 // TestOperatorPreflight: with -cors-origins an origin configured by name
