@@ -20,9 +20,9 @@ import (
 //	DELETE /$cairn/queues/<queue>-poison/<seq>
 const AdminPrefix = "/$cairn/"
 
-// AdminHandler serves the operators' API. Like /metrics it is not
-// authenticated: the HTTP listener is on loopback unless configured
-// otherwise.
+// AdminHandler serves the operators' API. It authenticates nobody: the
+// node serves it behind the operator token (cmd/internal/operator). Every
+// request that changes something is a POST or a DELETE.
 func (rn *Runner) AdminHandler() http.Handler { return http.HandlerFunc(rn.admin) }
 
 func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
@@ -30,7 +30,7 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 	fail := func(status int, err error) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+		json.NewEncoder(w).Encode(map[string]string{"code": adminCode(status), "error": err.Error()})
 	}
 	reply := func(v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -112,4 +112,18 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 	default:
 		fail(http.StatusNotFound, errors.New("unknown path: see docs/FUNCTIONS.md for the operators' API"))
 	}
+}
+
+// adminCode is the code of an operators' API error with this status, in
+// the Azure style of the rest of the node's errors.
+func adminCode(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return "ResourceNotFound"
+	case http.StatusMethodNotAllowed:
+		return "UnsupportedHttpVerb"
+	case http.StatusInternalServerError:
+		return "InternalError"
+	}
+	return "InvalidInput"
 }

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -26,6 +27,9 @@ type EmbeddedConfig struct {
 	ServerName string
 	// NoLog silences the server's own log.
 	NoLog bool
+	// TLS, if set, makes the client port require TLS with this
+	// configuration (its certificates); in-process connections skip it.
+	TLS *tls.Config
 }
 
 // StartEmbedded starts a NATS server with JetStream in this process and
@@ -66,6 +70,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		SyncAlways:     cfg.SyncAlways,
 		NoSigs:         true,
 		NoLog:          cfg.NoLog,
+		TLSConfig:      cfg.TLS,
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

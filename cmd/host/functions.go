@@ -30,17 +30,23 @@ const ManifestFile = "cairn.json"
 // NATS server.
 type connFlags struct {
 	url    string
+	ca     string
 	prefix string
 }
 
 func (c *connFlags) declare(fs *flag.FlagSet) {
-	fs.StringVar(&c.url, "nats-url", nats.DefaultURL, "NATS server of the host")
+	fs.StringVar(&c.url, "nats-url", nats.DefaultURL, "NATS server of the host (tls://… when it requires TLS)")
+	fs.StringVar(&c.ca, "nats-ca", "", "PEM file of the certificate authority (or the self-signed certificate) to trust for a NATS server with TLS")
 	fs.StringVar(&c.prefix, "prefix", "cairn", "first token of every subject and stream name")
 }
 
 // connect returns the queues and registry of the host's NATS server.
 func (c *connFlags) connect(ctx context.Context) (*nats.Conn, *functions.Queues, *functions.Registry, error) {
-	nc, err := nats.Connect(c.url, nats.Name("cairn-cli"))
+	opts := []nats.Option{nats.Name("cairn-cli")}
+	if c.ca != "" {
+		opts = append(opts, nats.RootCAs(c.ca))
+	}
+	nc, err := nats.Connect(c.url, opts...)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("connect to %s (is the host running? -nats-url): %w", c.url, err)
 	}

@@ -33,6 +33,7 @@ import (
 	"syscall"
 
 	"github.com/cairn-dev/cairn/cmd/internal/cli"
+	"github.com/cairn-dev/cairn/cmd/internal/cors"
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 )
@@ -93,6 +94,10 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.IntVar(&cfg.HTTPMaxConns, "http-max-conns", 1024, "HTTP connections open at once; more wait until one closes")
 	fs.Var((*accountsFlag)(&cfg.API.Accounts), "accounts", "further storage accounts for the HTTP API, as name:base64key,… (the development account "+httpapi.DevAccountName+" is served too unless -dev-account=false)")
 	fs.Var(invertedBool{&cfg.API.NoDevAccount}, "dev-account", "serve the development account "+httpapi.DevAccountName+" with its well-known key (default true)")
+	fs.StringVar(&cfg.OperatorToken, "operator-token", "", "secret the operators' API (/$cairn/) and /metrics require as Authorization: Bearer <token>, at least 16 characters (default: the token of <data>/operator.token, created on first start); prefer CAIRN_OPERATOR_TOKEN to the command line")
+	fs.Var(&corsFlag{o: &cfg.API.CORS}, "cors-origins", "web origins a browser may call the HTTP API from, exactly as scheme://host[:port], comma-separated; * for any (the Tables API only); none by default")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) to serve the HTTP API and the embedded NATS server's client port with TLS")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of -tls-cert")
 	fs.StringVar(&cfg.Prefix, "prefix", "cairn", "first token of every subject and stream name")
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "fsync every journal write before acknowledging it (embedded server)")
 	fs.Var(invertedBool{&cfg.Functions.NoBuiltins}, "builtins", "run the built-in functions (archive on the queue \"archive\") (default true)")
@@ -147,6 +152,23 @@ func (a *accountsFlag) Set(v string) error {
 		}
 		*a = append(*a, acct)
 	}
+	return nil
+}
+
+// corsFlag parses -cors-origins a,b into the HTTP API's origins.
+type corsFlag struct {
+	list string
+	o    *cors.Origins
+}
+
+func (c *corsFlag) String() string { return c.list }
+
+func (c *corsFlag) Set(v string) error {
+	o, err := cors.Parse(strings.Split(v, ","))
+	if err != nil {
+		return err
+	}
+	c.list, *c.o = v, o
 	return nil
 }
 

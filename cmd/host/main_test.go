@@ -40,6 +40,8 @@ func TestConfigValidate(t *testing.T) {
 		{node.Config{DataDir: "d", NATSListen: "nonsense"}, "nats-listen"},
 		{node.Config{DataDir: "d", Prefix: "Bad.Prefix"}, "prefix"},
 		{node.Config{}, "data directory is required"},
+		{node.Config{DataDir: "d", OperatorToken: "short"}, "at least 16"},
+		{node.Config{DataDir: "d", TLSCert: "cert.pem"}, "-tls-key"},
 	} {
 		err := c.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -82,6 +84,30 @@ func TestAccountFlags(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error about %q", args, err, want)
 		}
+	}
+}
+
+func TestSecurityFlags(t *testing.T) {
+	t.Setenv("CAIRN_OPERATOR_TOKEN", "from-the-environment-0123")
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg := hostFlags(fs)
+	if err := cli.Parse(fs, []string{"-cors-origins", "https://app.example,http://localhost:5173", "-tls-cert", "c.pem", "-tls-key", "k.pem"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.OperatorToken != "from-the-environment-0123" || cfg.TLSCert != "c.pem" || cfg.TLSKey != "k.pem" {
+		t.Fatalf("config %+v", cfg)
+	}
+	if !cfg.API.CORS.Named("https://app.example") || !cfg.API.CORS.Named("http://localhost:5173") || cfg.API.CORS.Allows("https://other.example") {
+		t.Fatalf("-cors-origins: %+v", cfg.API.CORS)
+	}
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg = hostFlags(fs)
+	if err := cli.Parse(fs, nil); err != nil || cfg.API.CORS.Enabled() {
+		t.Fatalf("CORS is on by default: %v", err)
+	}
+	if err := cli.Parse(fs, []string{"-cors-origins", "https://app.example/"}); err == nil || !strings.Contains(err.Error(), "not an origin") {
+		t.Fatalf("an origin with a path: %v", err)
 	}
 }
 

@@ -10,6 +10,10 @@
 //
 // A request is handled in these steps:
 //
+//  0. A request with an Origin header (a browser's) from an origin not in
+//     Config.CORS is refused, and only those origins' preflights are
+//     answered; without configured origins no Access-Control-* header is
+//     ever sent (cmd/internal/cors).
 //  1. The path names the account (path-style, like the Azure emulator:
 //     /<account>/<resource>); the account's key verifies the SharedKey or
 //     SharedKeyLite signature, or a shared access signature in the query.

@@ -25,6 +25,8 @@ const (
 	codePositionNotReached      engine.Code = "PositionNotReached"
 	codeRequestBodyTooLarge     engine.Code = engine.CodeRequestBodyTooLarge
 	codeAuthenticationMalformed engine.Code = "InvalidAuthenticationInfo"
+	codeCorsPreflightFailure    engine.Code = "CorsPreflightFailure"
+	codeOriginNotAllowed        engine.Code = "OriginNotAllowed"
 )
 
 // status maps an error code to its HTTP status, as the Table service does.
@@ -42,7 +44,7 @@ func status(code engine.Code) int {
 		return http.StatusServiceUnavailable
 	case engine.CodeOperationTimedOut, engine.CodeInternalError:
 		return http.StatusInternalServerError
-	case codeAuthenticationFailed, codeAuthorizationFailure, codePermissionMismatch:
+	case codeAuthenticationFailed, codeAuthorizationFailure, codePermissionMismatch, codeCorsPreflightFailure, codeOriginNotAllowed:
 		return http.StatusForbidden
 	case codeUnsupportedVerb:
 		return http.StatusMethodNotAllowed

@@ -106,7 +106,9 @@ func TestFaultedTableServesTheRest(t *testing.T) {
 				}
 			}
 		}
-		resp, err := http.Get(h.HTTPURL() + "/metrics")
+		req, _ := http.NewRequest(http.MethodGet, h.HTTPURL()+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+h.OperatorToken())
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

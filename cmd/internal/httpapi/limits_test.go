@@ -74,7 +74,9 @@ func TestMetricsLabelsOnlyExistingTables(t *testing.T) {
 	for _, path := range []string{"/Tables('" + ghost + "')", "/" + ghost + "(PartitionKey='a',RowKey='b')", "/Tables('pRESENT')", "/present()"} {
 		s.raw(t, http.MethodGet, path, nil, nil)
 	}
-	resp, err := http.Get(strings.TrimSuffix(s.endpoint, "/"+httpapi.DevAccountName) + "/metrics")
+	req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(s.endpoint, "/"+httpapi.DevAccountName)+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+s.h.OperatorToken())
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

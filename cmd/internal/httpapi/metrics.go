@@ -56,9 +56,21 @@ var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 // label quotes a Prometheus label value.
 func label(s string) string { return `"` + labelEscaper.Replace(s) + `"` }
 
-// serveMetrics writes the Prometheus text format: request and error
-// counters, and per table its entities, writes, reads and its hottest
-// partitions.
+// MetricsHandler serves /metrics (GET) in the Prometheus text format:
+// request and error counters, and per table its entities, writes, reads and
+// its hottest partitions (their keys are data: the node serves it behind
+// the operator token, cmd/internal/operator).
+func (s *Server) MetricsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "use GET on /metrics", http.StatusMethodNotAllowed)
+			return
+		}
+		s.serveMetrics(w)
+	})
+}
+
 func (s *Server) serveMetrics(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	b := bufio.NewWriter(w)

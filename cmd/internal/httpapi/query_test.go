@@ -243,7 +243,12 @@ func TestLoad(t *testing.T) {
 	if tb := l.Tables[0]; tb.Writes != 31 || len(tb.Hot) != 1 || tb.Hot[0].PartitionKey != "hot" || tb.Hot[0].Writes != 30 || tb.Hot[0].Reads != 5 {
 		t.Fatalf("load: %s", body)
 	}
-	resp, err := http.Get(strings.TrimSuffix(s.endpoint, "/"+httpapi.DevAccountName) + "/metrics")
+	req, err := http.NewRequest("GET", s.h.HTTPURL()+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.h.OperatorToken())
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nuid"
 
+	"github.com/cairn-dev/cairn/cmd/internal/cors"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/projections"
@@ -35,9 +36,13 @@ const (
 
 // DevConnectionString is the Azure storage connection string of the
 // development account on a host whose HTTP API is at baseURL
-// ("http://127.0.0.1:10002").
+// ("http://127.0.0.1:10002", or "https://…" with TLS).
 func DevConnectionString(baseURL string) string {
-	return "DefaultEndpointsProtocol=http;AccountName=" + DevAccountName + ";AccountKey=" + DevAccountKey + ";TableEndpoint=" + baseURL + "/" + DevAccountName + ";"
+	proto := "http"
+	if strings.HasPrefix(baseURL, "https://") {
+		proto = "https"
+	}
+	return "DefaultEndpointsProtocol=" + proto + ";AccountName=" + DevAccountName + ";AccountKey=" + DevAccountKey + ";TableEndpoint=" + baseURL + "/" + DevAccountName + ";"
 }
 
 // DevAccount returns the development account.
@@ -91,6 +96,10 @@ type Config struct {
 	// Metrics, if set, appends further series (in the Prometheus text
 	// format) to /metrics: the node adds the function runner's.
 	Metrics func(w io.Writer)
+	// CORS are the web origins a browser may call the API from. None by
+	// default: no preflight is answered, no Access-Control-* header is
+	// sent, and a request with any Origin header is refused.
+	CORS cors.Origins
 }
 
 // Validate checks the accounts: at least one, names unique and valid.
@@ -193,12 +202,9 @@ type call struct {
 	table   string
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler. It serves the Tables API; /metrics
+// is MetricsHandler's, which the node serves behind the operator token.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/metrics" && r.Method == http.MethodGet {
-		s.serveMetrics(w)
-		return
-	}
 	c := &call{s: s, w: w, r: r, id: nuid.Next(), meta: wire.MinimalMetadata}
 	// Canonical keys set directly: this runs on every request. net/http
 	// adds Date.
@@ -210,6 +216,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h["X-Ms-Client-Request-Id"] = id[:1]
 	}
 	defer func() { s.metrics.request(c.op, s.metricTable(c.table)) }()
+	// A browser sends Origin with every cross-origin request; the SDKs
+	// outside a browser send none. A request from an origin not
+	// configured is refused before anything is done: a web page must not
+	// reach the API with a simple request (a SAS in the query string needs
+	// no header, and the development key is public).
+	origin := r.Header.Get("Origin")
+	if origin != "" && !s.cfg.CORS.Allows(origin) {
+		if r.Method == http.MethodOptions {
+			c.fail(engine.Errorf(codeCorsPreflightFailure, "CORS is not enabled for the origin %s (-cors-origins)", origin))
+		} else {
+			c.fail(engine.Errorf(codeOriginNotAllowed, "requests from the web origin %s are refused: configure it with -cors-origins to allow it", origin))
+		}
+		return
+	}
+	if origin != "" {
+		h.Set("Access-Control-Allow-Origin", s.cfg.CORS.AllowOrigin(origin))
+		h.Set("Access-Control-Expose-Headers", "*")
+		h.Add("Vary", "Origin")
+	}
 	if r.Method == http.MethodOptions {
 		c.preflight()
 		return
@@ -220,10 +245,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.account = account
-	if h := r.Header.Get("Origin"); h != "" {
-		w.Header().Set("Access-Control-Allow-Origin", h)
-		w.Header().Set("Access-Control-Expose-Headers", "*")
-	}
 	if err := c.authenticate(resource); err != nil {
 		c.fail(err)
 		return
@@ -329,11 +350,15 @@ func (c *call) route(resource string) {
 	}
 }
 
-// preflight answers a browser's CORS preflight: the API is meant for local
-// and trusted clients, so every origin may call it (it still signs).
+// preflight answers a browser's CORS preflight from a configured origin
+// (ServeHTTP refused the others and set Access-Control-Allow-Origin); an
+// OPTIONS request that is not a preflight is refused.
 func (c *call) preflight() {
+	if c.r.Header.Get("Origin") == "" || c.r.Header.Get("Access-Control-Request-Method") == "" {
+		c.fail(engine.Errorf(codeCorsPreflightFailure, "OPTIONS answers only a CORS preflight from an origin configured with -cors-origins"))
+		return
+	}
 	h := c.w.Header()
-	h.Set("Access-Control-Allow-Origin", c.r.Header.Get("Origin"))
 	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, MERGE, DELETE, OPTIONS")
 	if req := c.r.Header.Get("Access-Control-Request-Headers"); req != "" {
 		h.Set("Access-Control-Allow-Headers", req)

@@ -7,6 +7,7 @@ import (
 	"net"
 
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
+	"github.com/cairn-dev/cairn/cmd/internal/operator"
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/projections"
@@ -34,8 +35,18 @@ type Config struct {
 	// connection past it waits in the kernel's backlog until one closes, so
 	// slow clients cannot take the node's memory.
 	HTTPMaxConns int
-	// API tunes the HTTP API (accounts, page budget, read-your-writes wait).
+	// API tunes the HTTP API (accounts, page budget, read-your-writes wait,
+	// CORS origins; the origins named there may also call the operators'
+	// API from a browser).
 	API httpapi.Config
+	// OperatorToken is the secret the operators' API (/$cairn/…) and
+	// /metrics require as "Authorization: Bearer <token>". Empty: the
+	// token of <DataDir>/operator.token, created on first start.
+	OperatorToken string
+	// TLSCert and TLSKey are the PEM files of the certificate and key the
+	// HTTP API and the embedded server's client port serve TLS with
+	// (both or neither; plain TCP when neither).
+	TLSCert, TLSKey string
 	// Prefix is the first token of every subject and stream ("cairn").
 	Prefix string
 	// SyncAlways makes the embedded server fsync every write before it
@@ -91,6 +102,12 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.NATSListen); err != nil {
 		return fmt.Errorf("node: nats-listen %q: %v", c.NATSListen, err)
+	}
+	if c.OperatorToken != "" && len(c.OperatorToken) < operator.MinTokenLength {
+		return fmt.Errorf("node: the operator token must have at least %d characters", operator.MinTokenLength)
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errors.New("node: TLS needs both a certificate (-tls-cert) and its key (-tls-key)")
 	}
 	if c.HTTP != "off" {
 		if _, _, err := net.SplitHostPort(c.HTTP); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -46,6 +47,7 @@ func (n *Node) connect() error {
 		Host:       hostName,
 		Port:       port,
 		SyncAlways: cfg.SyncAlways,
+		TLS:        n.tls,
 		NoLog:      true,
 	})
 	if err != nil {
@@ -53,7 +55,11 @@ func (n *Node) connect() error {
 		return fmt.Errorf("node: embedded NATS server: %w", err)
 	}
 	n.ns = ns
-	nc, err := nats.Connect(ns.ClientURL(), append(opts, nats.InProcessServer(ns))...)
+	// In process, without TLS even when the client port requires it (the
+	// server skips it for in-process connections; a tls:// URL would make
+	// the client insist).
+	inProc := "nats://" + strings.TrimPrefix(strings.TrimPrefix(ns.ClientURL(), "tls://"), "nats://")
+	nc, err := nats.Connect(inProc, append(opts, nats.InProcessServer(ns))...)
 	if err != nil {
 		ns.Shutdown()
 		unlock()

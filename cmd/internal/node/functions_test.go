@@ -118,29 +118,27 @@ func TestPoisonAndRequeue(t *testing.T) {
 	// Inspect over HTTP, then requeue there.
 	admin := th.h.HTTPURL() + functions.AdminPrefix + "queues/work-poison"
 	var listed []functions.PoisonMessage
-	getJSON(t, admin, &listed)
+	tok := th.h.OperatorToken()
+	getJSON(t, tok, admin, &listed)
 	if len(listed) != 1 || listed[0].Seq != p.Seq || string(listed[0].Body) != "order 7" || listed[0].Attempts != 5 {
 		t.Fatalf("GET %s: %+v", admin, listed)
 	}
 	var one functions.PoisonMessage
-	getJSON(t, fmt.Sprintf("%s/%d", admin, p.Seq), &one)
+	getJSON(t, tok, fmt.Sprintf("%s/%d", admin, p.Seq), &one)
 	if one.Error != p.Error {
 		t.Fatalf("one poison message over HTTP: %+v", one)
 	}
-	if code := httpDo(t, "GET", fmt.Sprintf("%s/%d", admin, p.Seq+1000)); code != http.StatusNotFound {
+	if code := httpDo(t, tok, "GET", fmt.Sprintf("%s/%d", admin, p.Seq+1000)); code != http.StatusNotFound {
 		t.Fatalf("unknown poison message: %d", code)
 	}
-	if code := httpDo(t, "POST", fmt.Sprintf("%s/%d/requeue", admin, p.Seq)); code != http.StatusNoContent {
+	if code := httpDo(t, tok, "POST", fmt.Sprintf("%s/%d/requeue", admin, p.Seq)); code != http.StatusNoContent {
 		t.Fatalf("requeue over HTTP: %d", code)
 	}
 	eventually(t, 30*time.Second, "the requeued message poisoned again", func() bool {
 		ps, err := fr.Queues().Poison(ctx, "work", 0, 10)
 		return err == nil && len(ps) == 1 && ps[0].Seq != p.Seq
 	})
-	resp, err := http.Get(th.h.HTTPURL() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := operatorDo(t, tok, "GET", th.h.HTTPURL()+"/metrics", nil)
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if !strings.Contains(string(metrics), "\ncairn_function_poisoned_total 2\n") || !strings.Contains(string(metrics), "\ncairn_function_failures_total 10\n") {
@@ -156,12 +154,27 @@ func TestPoisonAndRequeue(t *testing.T) {
 	}
 }
 
-func getJSON(t *testing.T, url string, v any) {
+// operatorDo sends a request to the operators' API with the operator token
+// (none when token is empty).
+func operatorDo(t *testing.T, token, method, url string, body io.Reader) *http.Response {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func getJSON(t *testing.T, token, url string, v any) {
+	t.Helper()
+	resp := operatorDo(t, token, "GET", url, nil)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %s", url, resp.Status)
@@ -171,13 +184,9 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 }
 
-func httpDo(t *testing.T, method, url string) int {
+func httpDo(t *testing.T, token, method, url string) int {
 	t.Helper()
-	req, _ := http.NewRequest(method, url, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := operatorDo(t, token, method, url, nil)
 	resp.Body.Close()
 	return resp.StatusCode
 }

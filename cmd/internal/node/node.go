@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/natsapi"
+	"github.com/cairn-dev/cairn/cmd/internal/operator"
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/journal"
@@ -31,18 +33,27 @@ type Node struct {
 	comm  *commit.Committer
 	fns   *functions.Runner
 
-	unlock func() // releases the data directory
-	httpLn net.Listener
+	unlock  func() // releases the data directory
+	httpLn  net.Listener
+	tls     *tls.Config // nil: plain TCP
+	opToken string      // the operator token ("" when HTTP is off)
 }
 
-// HTTPURL returns the base URL of the HTTP API ("http://127.0.0.1:10002"),
-// or "" when it is off.
+// HTTPURL returns the base URL of the HTTP API ("http://127.0.0.1:10002",
+// "https://…" with TLS), or "" when it is off.
 func (n *Node) HTTPURL() string {
 	if n.httpLn == nil {
 		return ""
 	}
+	if n.tls != nil {
+		return "https://" + n.httpLn.Addr().String()
+	}
 	return "http://" + n.httpLn.Addr().String()
 }
+
+// OperatorToken returns the token the operators' API and /metrics require
+// ("Authorization: Bearer <token>"), or "" when HTTP is off.
+func (n *Node) OperatorToken() string { return n.opToken }
 
 // Functions returns the node's function runner.
 func (n *Node) Functions() *functions.Runner { return n.fns }
@@ -73,7 +84,17 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 	}
 	n := &Node{cfg: cfg}
 	log := cfg.Log
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return fmt.Errorf("node: tls: %w", err)
+		}
+		n.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	if cfg.HTTP != "off" {
+		if err := n.loadOperatorToken(); err != nil {
+			return err
+		}
 		// Listen first: a busy port is reported before anything starts.
 		ln, err := net.Listen("tcp", cfg.HTTP)
 		if err != nil {
@@ -86,6 +107,7 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 		return err
 	}
 	defer n.close()
+	n.warnExposed()
 	j, err := journal.New(n.nc, journal.Config{Prefix: cfg.Prefix, Replicas: cfg.Replicas})
 	if err != nil {
 		return err
@@ -158,13 +180,19 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	if n.httpLn == nil {
 		return nil
 	}
+	// The operators' endpoints are behind the operator token; the Tables
+	// API signs its own requests.
+	guard := operator.NewGuard(n.opToken, cfg.API.CORS)
 	mux := http.NewServeMux()
-	mux.Handle(functions.AdminPrefix, n.fns.AdminHandler())
+	mux.Handle(functions.AdminPrefix, guard.Wrap(n.fns.AdminHandler()))
 	api := cfg.API
 	api.Metrics = n.fns.WriteMetrics
-	mux.Handle("/", httpapi.New(n.views, n.comm, log, api))
+	tables := httpapi.New(n.views, n.comm, log, api)
+	mux.Handle("/metrics", guard.Wrap(tables.MetricsHandler()))
+	mux.Handle("/", tables)
 	return g.Start(ctx, "http api", &webServer{ln: netutil.LimitListener(n.httpLn, cfg.HTTPMaxConns), log: log, srv: &http.Server{
 		Handler:           mux,
+		TLSConfig:         n.tls,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -201,7 +229,13 @@ type webServer struct {
 // are answered) and new connections are refused, for 10 s at the most.
 func (w *webServer) Run(ctx context.Context) error {
 	done := make(chan error, 1)
-	go func() { done <- w.srv.Serve(w.ln) }()
+	go func() {
+		if w.srv.TLSConfig != nil {
+			done <- w.srv.ServeTLS(w.ln, "", "") // the certificate is in TLSConfig
+			return
+		}
+		done <- w.srv.Serve(w.ln)
+	}()
 	select {
 	case err := <-done:
 		return fmt.Errorf("node: http: %w", err)
