@@ -18,9 +18,22 @@
 //     if the pool has room, waiting otherwise), points it at the
 //     invocation's call function, reseeds its random source, and calls
 //     cairn_handle. The instance goes back to the pool after a success or
-//     a failure the guest reported (*GuestError); after anything else —
-//     a panic, a trap, running out of memory, the deadline — it is closed
+//     a failure the guest reported (*GuestError), unless its memory grew
+//     more than 16 MiB past its size at start (a WebAssembly memory never
+//     shrinks: the pool would keep the peak); after anything else — a
+//     panic, a trap, running out of memory, the deadline — it is closed
 //     and never reused.
+//  5. Close closes the idle instances at once and the busy ones as their
+//     invocations end, and gives back the module's share of the budget.
+//
+// # Memory budget
+//
+// A runtime has a MemoryBudget (2 GiB by default). Load reserves a
+// module's worst case, its memory cap times its instances, and refuses
+// with a *BudgetError a module that does not fit in what is left; Close
+// gives it back. The budget counts what instances may reach, not what
+// they hold: the Go runtime's own heap and wazero's compiled code are
+// outside it.
 //
 // # Costs and limits
 //

@@ -20,13 +20,15 @@ type instance struct {
 	mod    api.Module
 	handle api.Function
 	mem    api.Memory
-	inv    invocation
-	rand   seededRand
-	stdout output
-	stderr output
-	lines  int // log lines left in this invocation
-	tail   bytes.Buffer
-	stack  [1]uint64 // cairn_handle's results
+	// initial is the memory's size once started, in bytes.
+	initial uint32
+	inv     invocation
+	rand    seededRand
+	stdout  output
+	stderr  output
+	lines   int // log lines left in this invocation
+	tail    bytes.Buffer
+	stack   [1]uint64 // cairn_handle's results
 }
 
 // invocation is what the host functions (runnerCall, runnerTake) need
@@ -90,6 +92,7 @@ func (m *Module) start(ctx context.Context) (*instance, error) {
 	inst.mod = mod
 	inst.handle = mod.ExportedFunction(abi.ExportHandle)
 	inst.mem = mod.Memory()
+	inst.initial = inst.mem.Size()
 	m.started.Add(1)
 	return inst, nil
 }

@@ -25,7 +25,9 @@ type LoadOptions struct {
 	MemoryLimitPages uint32
 	// MaxInstances bounds the instances, and so the concurrent
 	// invocations; 0 is 1. Instances start on demand and stay until the
-	// module is closed (or one crashes).
+	// module is closed, one crashes, or one grows its memory (see
+	// Invoke). MemoryLimitPages × MaxInstances is the module's share of
+	// the runtime's MemoryBudget.
 	MaxInstances int
 }
 
@@ -34,6 +36,8 @@ type LoadOptions struct {
 type Module struct {
 	name     string
 	log      *slog.Logger
+	rt       *Runtime
+	need     uint64 // its share of the runtime's memory budget
 	eng      *capRuntime
 	compiled wazero.CompiledModule
 	config   wazero.ModuleConfig
@@ -46,6 +50,8 @@ type Module struct {
 	mu      sync.Mutex // orders release against Close
 	closed  bool
 	started atomic.Int64 // instances started, for tests
+	// grownClosed counts instances closed because their memory grew.
+	grownClosed atomic.Int64
 }
 
 // Load validates and compiles module (from the cache when it can) and
@@ -60,6 +66,21 @@ func (r *Runtime) Load(ctx context.Context, module []byte, o LoadOptions) (*Modu
 		return nil, fmt.Errorf("wasm: load %s: memory limit of %d pages is over the 65536 pages (4 GiB) of a 32-bit memory", o.Name, limit)
 	}
 	n := max(o.MaxInstances, 1)
+	need := uint64(limit) << 16 * uint64(n)
+	if err := r.reserve(o.Name, need); err != nil {
+		return nil, err
+	}
+	m, err := r.load(ctx, module, o.Name, limit, n)
+	if err != nil {
+		r.unreserve(need)
+		return nil, err
+	}
+	m.rt, m.need = r, need
+	return m, nil
+}
+
+// load is Load once the module's share of the budget is reserved.
+func (r *Runtime) load(ctx context.Context, module []byte, name string, limit uint32, n int) (*Module, error) {
 	eng, err := r.engine(ctx, limit)
 	if err != nil {
 		return nil, err
@@ -72,7 +93,7 @@ func (r *Runtime) Load(ctx context.Context, module []byte, o LoadOptions) (*Modu
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("wasm: load %s: %w", o.Name, err)
+		return nil, fmt.Errorf("wasm: load %s: %w", name, err)
 	}
 	// No filesystem, network, arguments or environment: a module config
 	// gives none unless asked. WithName("") lets instances coexist.
@@ -86,8 +107,8 @@ func (r *Runtime) Load(ctx context.Context, module []byte, o LoadOptions) (*Modu
 		cfg = cfg.WithStartFunctions(abi.ExportInit)
 	}
 	m := &Module{
-		name:     o.Name,
-		log:      r.log.With("function", o.Name),
+		name:     name,
+		log:      r.log.With("function", name),
 		eng:      eng,
 		compiled: cm,
 		config:   cfg,
@@ -100,7 +121,7 @@ func (r *Runtime) Load(ctx context.Context, module []byte, o LoadOptions) (*Modu
 	inst, err := m.start(ctx)
 	if err != nil {
 		_ = cm.Close(ctx)
-		return nil, fmt.Errorf("wasm: load %s: %w", o.Name, err)
+		return nil, fmt.Errorf("wasm: load %s: %w", name, err)
 	}
 	m.idle <- inst
 	return m, nil
@@ -117,8 +138,13 @@ func (r *Runtime) Load(ctx context.Context, module []byte, o LoadOptions) (*Modu
 // starts). ctx bounds the invocation, and the wait for an instance when
 // all are busy.
 //
+// An instance whose memory grew during the invocation past what it had
+// when it started (plus growSlack) is closed instead of going back to the
+// pool: a WebAssembly memory never shrinks, so a pooled instance would
+// keep its peak for as long as the module stays loaded.
+//
 // The error is a *GuestError when the guest failed the invocation (the
-// instance is reused), a *CrashError when it crashed, or one that wraps
+// instance is reused unless it grew), a *CrashError when it crashed, or one that wraps
 // ctx.Err() (context.DeadlineExceeded: "timed out after …") when ctx ended
 // first; after those the instance is discarded.
 func (m *Module) Invoke(ctx context.Context, seed string, call func(op abi.Op, req []byte) []byte) error {
@@ -249,8 +275,26 @@ func (m *Module) acquire(ctx context.Context) (*instance, error) {
 	}
 }
 
-// release returns a healthy instance to the pool.
+// growSlack is how much an instance's memory may grow past its size at
+// start and still go back to the pool: a Go guest's heap settles in its
+// first invocations, and closing an instance for that would make every
+// invocation cold.
+const growSlack = 16 << 20
+
+// grown reports whether an instance's memory grew past its start size
+// plus growSlack.
+func (inst *instance) grown() bool {
+	return uint64(inst.mem.Size()) > uint64(inst.initial)+growSlack
+}
+
+// release returns a healthy instance to the pool, or closes it if its
+// memory grew.
 func (m *Module) release(inst *instance) {
+	if inst.grown() {
+		m.grownClosed.Add(1)
+		m.discard(inst)
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -268,7 +312,9 @@ func (m *Module) discard(inst *instance) {
 }
 
 // Close closes the idle instances and the compiled module; instances in
-// use are closed when their invocation ends. Invoke fails afterwards.
+// use are closed when their invocation ends. Invoke fails afterwards. The
+// module's share of the memory budget is given back at once (instances
+// still running finish within their deadline).
 func (m *Module) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -278,6 +324,9 @@ func (m *Module) Close(ctx context.Context) error {
 	m.closed = true
 	close(m.done)
 	m.mu.Unlock()
+	if m.rt != nil {
+		m.rt.unreserve(m.need)
+	}
 	for {
 		select {
 		case inst := <-m.idle:

@@ -18,6 +18,11 @@ import (
 // the Config nor the LoadOptions set one: 2048 pages of 64 KiB, 128 MiB.
 const DefaultMemoryLimitPages = 2048
 
+// DefaultMemoryBudget is the memory a runtime's modules may reserve
+// together when the Config sets no budget: 2 GiB, four functions of the
+// default manifest (128 MiB × 4 instances).
+const DefaultMemoryBudget = 2 << 30
+
 // Config configures a Runtime.
 type Config struct {
 	// CacheDir holds compiled modules across restarts (wazero's compilation
@@ -26,6 +31,11 @@ type Config struct {
 	// MemoryLimitPages is the default cap of an instance's memory, in
 	// 64 KiB pages; 0 is DefaultMemoryLimitPages.
 	MemoryLimitPages uint32
+	// MemoryBudget bounds, in bytes, the sum over loaded modules of their
+	// worst case: memory cap × instances. A Load that would pass it is
+	// refused with a *BudgetError; a Close gives the module's share back.
+	// 0 is DefaultMemoryBudget.
+	MemoryBudget uint64
 	// Log receives the lines guests write to stdout and stderr (lines sent
 	// with abi.OpLog go to the Invoke's call function instead);
 	// slog.Default() if nil.
@@ -40,6 +50,9 @@ type Runtime struct {
 
 	mu     sync.Mutex
 	closed bool
+	// reserved is the worst case of the loaded modules, in bytes (at most
+	// cfg.MemoryBudget).
+	reserved uint64
 	// engines holds one wazero runtime per memory cap (wazero sets the cap
 	// per runtime); all share the compilation cache, so a module compiled
 	// for one cap is not compiled again for another.
@@ -60,6 +73,9 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	if cfg.MemoryLimitPages > 65536 {
 		return nil, fmt.Errorf("wasm: memory limit of %d pages is over the 65536 pages (4 GiB) of a 32-bit memory", cfg.MemoryLimitPages)
+	}
+	if cfg.MemoryBudget == 0 {
+		cfg.MemoryBudget = DefaultMemoryBudget
 	}
 	r := &Runtime{cfg: cfg, log: cfg.Log, engines: map[uint32]*capRuntime{}}
 	if r.log == nil {

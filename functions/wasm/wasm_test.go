@@ -328,3 +328,99 @@ func BenchmarkInvokeWarm(b *testing.B) {
 		}
 	}
 }
+
+// idleMemory returns the memory sizes of the pooled instances, in bytes;
+// it takes them out and puts them back, so call it between invocations.
+func (m *Module) idleMemory() []uint32 {
+	var sizes []uint32
+	var back []*instance
+	for {
+		select {
+		case inst := <-m.idle:
+			sizes = append(sizes, inst.mem.Size())
+			back = append(back, inst)
+			continue
+		default:
+		}
+		break
+	}
+	for _, inst := range back {
+		m.idle <- inst
+	}
+	return sizes
+}
+
+func TestGrownInstanceNotPooled(t *testing.T) {
+	m := loadEcho(t, LoadOptions{Name: "grower", MaxInstances: 1})
+	for range 5 { // a Go guest's heap settles in its first invocations
+		mustRun(t, m, "settle")
+	}
+	before := m.idleMemory()
+	if len(before) != 1 || m.grownClosed.Load() != 0 {
+		t.Fatalf("before: idle instances of %v bytes, %d closed for growing; want one, none", before, m.grownClosed.Load())
+	}
+	if h := mustRun(t, m, "grow"); string(h.output) != "33554432" {
+		t.Fatalf("output %q", h.output)
+	}
+	if got := m.idleMemory(); len(got) != 0 || m.grownClosed.Load() != 1 {
+		t.Fatalf("after growing: idle instances of %v bytes, %d closed for growing; want none, one", got, m.grownClosed.Load())
+	}
+	mustRun(t, m, "after")
+	after := m.idleMemory()
+	if len(after) != 1 || after[0] > before[0]+growSlack {
+		t.Errorf("a fresh instance holds %v bytes, before growing %v", after, before)
+	}
+	t.Logf("pooled instance: %d KiB before, %d KiB after; the grown one was closed", before[0]>>10, after[0]>>10)
+	if n := m.started.Load(); n != 2 {
+		t.Errorf("%d instances started, want 2", n)
+	}
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.idleMemory(); len(got) != 0 {
+		t.Errorf("after Close, idle instances of %v bytes", got)
+	}
+}
+
+func TestMemoryBudget(t *testing.T) {
+	ctx := context.Background()
+	rt, err := NewRuntime(ctx, Config{MemoryBudget: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close(ctx) })
+	echo := pin(t, "echo")
+	// 32 MiB × 2 fits exactly; then nothing more does.
+	a, err := rt.Load(ctx, echo, LoadOptions{Name: "fits", MemoryLimitPages: 512, MaxInstances: 2})
+	if err != nil {
+		t.Fatalf("a module whose worst case fits: %v", err)
+	}
+	if r, b := rt.Reserved(); r != 64<<20 || b != 64<<20 {
+		t.Errorf("reserved %d of %d, want all of 64 MiB", r, b)
+	}
+	_, err = rt.Load(ctx, echo, LoadOptions{Name: "over", MemoryLimitPages: 256, MaxInstances: 1})
+	var be *BudgetError
+	if !errors.As(err, &be) || be.Need != 16<<20 || be.Reserved != 64<<20 {
+		t.Fatalf("err %v, want a BudgetError for 16 MiB over 64 MiB reserved", err)
+	}
+	t.Logf("%v", err)
+	if r, _ := rt.Reserved(); r != 64<<20 {
+		t.Errorf("a refused load left %d bytes reserved", r)
+	}
+	// Closing gives the share back: the same load fits now.
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := rt.Reserved(); r != 0 {
+		t.Errorf("after Close, %d bytes reserved", r)
+	}
+	b, err := rt.Load(ctx, echo, LoadOptions{Name: "now-fits", MemoryLimitPages: 256, MaxInstances: 1})
+	if err != nil {
+		t.Fatalf("after the other module closed: %v", err)
+	}
+	_ = b.Close(ctx)
+	// A module whose worst case alone is over the budget never loads.
+	if _, err := rt.Load(ctx, echo, LoadOptions{Name: "huge", MemoryLimitPages: 1024, MaxInstances: 2}); !errors.As(err, &be) {
+		t.Errorf("err %v, want a BudgetError", err)
+	}
+}

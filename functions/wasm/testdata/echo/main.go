@@ -72,6 +72,13 @@ func run(c *sdk.Context) error {
 			}
 			hoard = append(hoard, b)
 		}
+	case "grow":
+		// 32 MiB, touched and dropped: the memory stays grown.
+		b := make([]byte, 32<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		return c.Reply([]byte(fmt.Sprint(len(b))))
 	case "main":
 		if mainRan {
 			return c.Reply([]byte("main ran"))
