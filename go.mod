@@ -13,6 +13,7 @@ require (
 	github.com/tidwall/btree v1.8.2
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	golang.org/x/net v0.60.0
+	golang.org/x/time v0.16.0
 )
 
 require (
@@ -27,5 +28,4 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
 )

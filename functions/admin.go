@@ -25,6 +25,13 @@ const AdminPrefix = "/$cairn/"
 // request that changes something is a POST or a DELETE.
 func (rn *Runner) AdminHandler() http.Handler { return http.HandlerFunc(rn.admin) }
 
+// functionStatus is a deployed function as GET /$cairn/functions shows
+// it: its manifest, and why the node serving the request did not load it.
+type functionStatus struct {
+	Manifest
+	LoadError string `json:"loadError,omitempty"`
+}
+
 func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, AdminPrefix), "/"), "/")
 	fail := func(status int, err error) {
@@ -51,10 +58,14 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 			fail(http.StatusInternalServerError, err)
 			return
 		}
-		if ms == nil {
-			ms = []Manifest{}
+		out := make([]functionStatus, len(ms))
+		for i, m := range ms {
+			out[i].Manifest = m
+			if f, ok := rn.LoadFailure(m.Name); ok && f.Version == m.Version {
+				out[i].LoadError = f.Error
+			}
 		}
-		reply(ms)
+		reply(out)
 	case len(parts) == 2 && parts[0] == "queues" && r.Method == http.MethodPost && !strings.HasSuffix(parts[1], PoisonSuffix):
 		body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessage+1))
 		if err == nil {

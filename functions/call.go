@@ -69,7 +69,7 @@ func (inv *Invocation) call(ctx context.Context, op abi.Op, req []byte) (abi.Res
 		if err := decode(&r); err != nil {
 			return abi.Response{}, err
 		}
-		return abi.Response{}, inv.Enqueue(r.Queue, r.Body)
+		return abi.Response{}, inv.Enqueue(ctx, r.Queue, r.Body)
 	case abi.OpOutput:
 		return abi.Response{}, inv.SetOutput(req)
 	case abi.OpLog:

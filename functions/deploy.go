@@ -78,6 +78,7 @@ func (rn *Runner) deployed(name string, m *Manifest) {
 		f := rn.fns[name]
 		delete(rn.fns, name)
 		rn.mu.Unlock()
+		rn.noteLoad(name, 0, nil)
 		if f != nil {
 			f.stop()
 			rn.dropConsumer(f.cur.Load().m)
@@ -104,9 +105,11 @@ func (rn *Runner) deployed(name string, m *Manifest) {
 	}
 	handler, err := rn.cfg.Sandbox.Load(rn.ctx, module, *m)
 	if err != nil {
+		rn.noteLoad(name, m.Version, err)
 		rn.log.Error("function not loaded", "function", name, "version", m.Version, "err", err)
 		return
 	}
+	rn.noteLoad(name, m.Version, nil)
 	rn.install(m, handler)
 	rn.log.Info("function loaded", "function", name, "version", m.Version, "trigger", m.Trigger.Kind(), "elapsed", time.Since(start).Round(time.Millisecond))
 }
@@ -115,7 +118,7 @@ func (rn *Runner) deployed(name string, m *Manifest) {
 // settings are the running ones (in-flight invocations finish on the old
 // version, none is lost or run twice), else by restarting the trigger.
 func (rn *Runner) install(m *Manifest, handler Handler) {
-	v := &version{m: *m, handler: handler}
+	v := &version{m: *m, handler: handler, limits: newLimits(m, rn.log, &rn.stats)}
 	rn.mu.Lock()
 	f := rn.fns[m.Name]
 	if f != nil && f.sameFeed(m) {

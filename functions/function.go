@@ -21,6 +21,7 @@ type function struct {
 type version struct {
 	m       Manifest
 	handler Handler
+	limits  *limits
 
 	mu sync.Mutex
 	// inflight counts the invocations using the handler; once retired,

@@ -41,6 +41,7 @@ const (
 // An Invocation is used by one goroutine.
 type Invocation struct {
 	runner  *Runner
+	limits  *limits
 	trigger abi.Trigger
 	parts   []*pendingPartition // in the order first written
 	writes  int
@@ -49,6 +50,11 @@ type Invocation struct {
 	logs    int
 	// failure is the text a guest gave with OpFail.
 	failure string
+	// throttled: the invocation waited for a rate (it is counted once).
+	throttled bool
+	// depth is each destination queue's length when the invocation first
+	// enqueued to it.
+	depth map[string]uint64
 }
 
 // pendingPartition is the invocation's writes to one partition.
@@ -208,6 +214,9 @@ func (inv *Invocation) Write(ctx context.Context, table string, op engine.Operat
 	if err != nil {
 		return err
 	}
+	if err := inv.limits.wait(ctx, inv.limits.write, "write", &inv.throttled); err != nil {
+		return err
+	}
 	pk, rk := op.Entity.PartitionKey, op.Entity.RowKey
 	p := inv.partition(t, pk)
 	if p == nil {
@@ -235,8 +244,13 @@ func (inv *Invocation) Write(ctx context.Context, table string, op engine.Operat
 }
 
 // Enqueue collects a message for a queue, sent once the invocation's
-// writes are committed.
-func (inv *Invocation) Enqueue(queue string, body []byte) error {
+// writes are committed. It waits for the function's enqueueRate (at most
+// until ctx ends: ServerBusy), and fails with QueueBacklogExceeded when
+// the queue holds, with the invocation's own pending messages for it, the
+// function's queueBacklog. The queue's length is read once per queue and
+// invocation, so invocations running at once on several nodes may pass
+// the backlog by what each of them enqueues.
+func (inv *Invocation) Enqueue(ctx context.Context, queue string, body []byte) error {
 	if err := ValidateName("queue", queue); err != nil {
 		return engine.Errorf(engine.CodeInvalidInput, "%v", err)
 	}
@@ -246,7 +260,40 @@ func (inv *Invocation) Enqueue(queue string, body []byte) error {
 	if len(body) > MaxMessage {
 		return engine.Errorf(engine.CodeRequestBodyTooLarge, "a message is at most %d bytes, got %d", MaxMessage, len(body))
 	}
+	if err := inv.checkBacklog(ctx, queue); err != nil {
+		return err
+	}
+	if err := inv.limits.wait(ctx, inv.limits.enqueue, "enqueue", &inv.throttled); err != nil {
+		return err
+	}
 	inv.msgs = append(inv.msgs, pendingMessage{queue: queue, body: slices.Clone(body)})
+	return nil
+}
+
+// checkBacklog refuses one more message for queue if the queue and the
+// invocation's pending messages for it hold the function's queueBacklog.
+func (inv *Invocation) checkBacklog(ctx context.Context, queue string) error {
+	depth, ok := inv.depth[queue]
+	if !ok {
+		d, err := inv.runner.queues.Depth(ctx, queue)
+		if err != nil {
+			return fmt.Errorf("enqueue to %s: the queue's length: %w", queue, err)
+		}
+		if inv.depth == nil {
+			inv.depth = map[string]uint64{}
+		}
+		inv.depth[queue], depth = d, d
+	}
+	for _, m := range inv.msgs {
+		if m.queue == queue {
+			depth++
+		}
+	}
+	if depth >= uint64(inv.limits.backlog) {
+		inv.runner.stats.BacklogRefused.Add(1)
+		return engine.Errorf(CodeQueueBacklogExceeded, "queue %q holds %d messages, the queueBacklog (%d) of function %q: the message is refused rather than fill the queue",
+			queue, depth, inv.limits.backlog, inv.trigger.Function)
+	}
 	return nil
 }
 

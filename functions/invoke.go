@@ -31,7 +31,7 @@ const maxConflictRuns = 3
 func (rn *Runner) run(ctx context.Context, v *version, trig abi.Trigger) (*Invocation, error) {
 	for n := 1; ; n++ {
 		rn.stats.Invocations.Add(1)
-		inv := &Invocation{runner: rn, trigger: trig}
+		inv := &Invocation{runner: rn, limits: v.limits, trigger: trig}
 		rn.failpoint("functions.invoke")
 		ictx, cancel := context.WithTimeout(ctx, v.m.Timeout.D())
 		err := v.handler.Invoke(ictx, inv)

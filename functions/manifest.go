@@ -30,8 +30,20 @@ type Manifest struct {
 	// each next one, at most BackoffMax (1s, 1m).
 	BackoffMin Duration `json:"backoffMin,omitempty"`
 	BackoffMax Duration `json:"backoffMax,omitempty"`
-	// MemoryMB caps a WebAssembly instance's memory (128).
+	// MemoryMB caps a WebAssembly instance's memory (128). MemoryMB ×
+	// Concurrency is the function's share of each node's sandbox budget.
 	MemoryMB int `json:"memoryMB,omitempty"`
+	// EnqueueRate bounds the messages the function enqueues per second
+	// on each node (DefaultEnqueueRate); past it an invocation waits,
+	// within its timeout.
+	EnqueueRate int `json:"enqueueRate,omitempty"`
+	// WriteRate bounds the entities the function writes per second on
+	// each node (DefaultWriteRate), as EnqueueRate.
+	WriteRate int `json:"writeRate,omitempty"`
+	// QueueBacklog bounds the messages waiting on a queue the function
+	// enqueues to (DefaultQueueBacklog): an Enqueue that would pass it
+	// fails with QueueBacklogExceeded.
+	QueueBacklog int `json:"queueBacklog,omitempty"`
 
 	// Set by the registry.
 	Version  int       `json:"version,omitempty"`
@@ -143,6 +155,15 @@ func (m *Manifest) Defaults() {
 	if m.MemoryMB == 0 {
 		m.MemoryMB = 128
 	}
+	if m.EnqueueRate == 0 {
+		m.EnqueueRate = DefaultEnqueueRate
+	}
+	if m.WriteRate == 0 {
+		m.WriteRate = DefaultWriteRate
+	}
+	if m.QueueBacklog == 0 {
+		m.QueueBacklog = DefaultQueueBacklog
+	}
 }
 
 // Validate fills defaults and checks the manifest.
@@ -189,6 +210,15 @@ func (m *Manifest) Validate() error {
 	}
 	if m.MemoryMB < 1 || m.MemoryMB > 4096 {
 		errs = append(errs, fmt.Errorf("memoryMB %d: use 1..4096", m.MemoryMB))
+	}
+	if m.EnqueueRate < 1 || m.EnqueueRate > MaxRate {
+		errs = append(errs, fmt.Errorf("enqueueRate %d: use 1..%d messages per second", m.EnqueueRate, MaxRate))
+	}
+	if m.WriteRate < 1 || m.WriteRate > MaxRate {
+		errs = append(errs, fmt.Errorf("writeRate %d: use 1..%d writes per second", m.WriteRate, MaxRate))
+	}
+	if m.QueueBacklog < 1 || m.QueueBacklog > MaxQueueBacklog {
+		errs = append(errs, fmt.Errorf("queueBacklog %d: use 1..%d messages", m.QueueBacklog, MaxQueueBacklog))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("manifest of %q: %w", m.Name, err)

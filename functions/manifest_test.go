@@ -11,7 +11,8 @@ func TestManifestValidate(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if good.MaxDequeueCount != 5 || good.Timeout.D() != 30*time.Second || good.Concurrency != 4 || good.MemoryMB != 128 {
+	if good.MaxDequeueCount != 5 || good.Timeout.D() != 30*time.Second || good.Concurrency != 4 || good.MemoryMB != 128 ||
+		good.EnqueueRate != DefaultEnqueueRate || good.WriteRate != DefaultWriteRate || good.QueueBacklog != DefaultQueueBacklog {
 		t.Fatalf("defaults: %+v", good)
 	}
 	for _, c := range []struct {
@@ -28,6 +29,9 @@ func TestManifestValidate(t *testing.T) {
 		{Manifest{Name: "ok-name", MaxDequeueCount: 1000}, "maxDequeueCount"},
 		{Manifest{Name: "ok-name", Timeout: Duration(time.Hour)}, "timeout"},
 		{Manifest{Name: "ok-name", BackoffMin: Duration(time.Minute), BackoffMax: Duration(time.Second)}, "backoff"},
+		{Manifest{Name: "ok-name", EnqueueRate: -1}, "enqueueRate"},
+		{Manifest{Name: "ok-name", WriteRate: MaxRate + 1}, "writeRate"},
+		{Manifest{Name: "ok-name", QueueBacklog: MaxQueueBacklog + 1}, "queueBacklog"},
 	} {
 		err := c.m.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -11,6 +11,12 @@ type Stats struct {
 	Invocations atomic.Uint64 // runs of a function, retries included
 	Failures    atomic.Uint64 // runs that failed
 	Poisoned    atomic.Uint64 // messages moved to a poison queue
+	// Throttled counts invocations that waited for a rate (enqueueRate,
+	// writeRate) of their function's manifest.
+	Throttled atomic.Uint64
+	// BacklogRefused counts Enqueues refused because the queue was at the
+	// function's queueBacklog.
+	BacklogRefused atomic.Uint64
 }
 
 // WriteMetrics writes the runner's counters in the Prometheus text
@@ -27,6 +33,8 @@ func (rn *Runner) WriteMetrics(w io.Writer) {
 		{"cairn_function_invocations_total", "Invocations run by this node, retries included.", "counter", rn.stats.Invocations.Load()},
 		{"cairn_function_failures_total", "Invocations that failed (error, crash, timeout, commit).", "counter", rn.stats.Failures.Load()},
 		{"cairn_function_poisoned_total", "Messages this node moved to a poison queue.", "counter", rn.stats.Poisoned.Load()},
+		{"cairn_function_throttled_total", "Invocations that waited for their function's enqueueRate or writeRate.", "counter", rn.stats.Throttled.Load()},
+		{"cairn_function_backlog_refused_total", "Enqueues refused because the queue held its function's queueBacklog.", "counter", rn.stats.BacklogRefused.Load()},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.kind, m.name, m.v)
 	}

@@ -35,6 +35,8 @@ type Runner struct {
 	fns      map[string]*function
 	stopping bool // Run is stopping: no new direct invocation starts
 	direct   *nats.Subscription
+	// unloaded holds the deployed versions this node could not load.
+	unloaded map[string]LoadFailure
 
 	stats Stats
 }
@@ -47,7 +49,7 @@ func NewRunner(nc *nats.Conn, views Views, comm Committer, cfg Config) (*Runner,
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{cfg: cfg, nc: nc, js: js, views: views, comm: comm, log: cfg.Log, fns: map[string]*function{}, ready: make(chan struct{})}, nil
+	return &Runner{cfg: cfg, nc: nc, js: js, views: views, comm: comm, log: cfg.Log, fns: map[string]*function{}, unloaded: map[string]LoadFailure{}, ready: make(chan struct{})}, nil
 }
 
 // Queues returns the queue stream (nil before Ready is closed).
@@ -177,6 +179,35 @@ func (rn *Runner) Version(name string) (int, bool) {
 		return v.m.Version, true
 	}
 	return 0, false
+}
+
+// LoadFailure is a deployed version this node does not run, and why: its
+// module did not load (a memory budget it does not fit, a module that
+// fails to start). The node runs the version it ran before, if any.
+type LoadFailure struct {
+	Version int    `json:"version"`
+	Error   string `json:"error"`
+}
+
+// LoadFailure returns why this node did not load the deployed version of
+// a function, if it did not.
+func (rn *Runner) LoadFailure(name string) (LoadFailure, bool) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	f, ok := rn.unloaded[name]
+	return f, ok
+}
+
+// noteLoad records the outcome of loading a version (err nil: loaded, or
+// undeployed).
+func (rn *Runner) noteLoad(name string, version int, err error) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if err == nil {
+		delete(rn.unloaded, name)
+		return
+	}
+	rn.unloaded[name] = LoadFailure{Version: version, Error: err.Error()}
 }
 
 func (rn *Runner) current(name string) *version {

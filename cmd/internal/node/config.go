@@ -69,6 +69,10 @@ type FunctionsConfig struct {
 	NoBuiltins bool
 	// Failpoint kills the process at a named step (crash tests).
 	Failpoint string
+	// MemoryMB is the sandbox's memory budget in MiB: the sum over loaded
+	// functions of memoryMB × concurrency must fit, or a deploy is not
+	// loaded (0: wasm.DefaultMemoryBudget, 2 GiB).
+	MemoryMB int
 }
 
 // Validate fills defaults and checks the configuration.
@@ -116,6 +120,9 @@ func (c *Config) Validate() error {
 		if err := c.API.Validate(); err != nil {
 			return fmt.Errorf("node: %w", err)
 		}
+	}
+	if c.Functions.MemoryMB < 0 || c.Functions.MemoryMB > 1<<20 {
+		return fmt.Errorf("node: functions-memory must be between 0 and 1048576 MiB, got %d", c.Functions.MemoryMB)
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()

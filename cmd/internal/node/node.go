@@ -157,7 +157,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	if err := g.Start(ctx, "nats api", natsapi.New(n.nc, n.comm, n.views, log, natsapi.Config{Prefix: cfg.Prefix})); err != nil {
 		return err
 	}
-	sb, err := newSandbox(ctx, cfg.DataDir, log)
+	sb, err := newSandbox(ctx, cfg.DataDir, uint64(cfg.Functions.MemoryMB)<<20, log)
 	if err != nil {
 		return err
 	}

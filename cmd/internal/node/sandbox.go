@@ -13,11 +13,12 @@ import (
 )
 
 // sandbox runs deployed modules in the WebAssembly runtime, with the
-// compilation cache under the data directory.
+// compilation cache under the data directory and a memory budget in bytes
+// (0: the runtime's default).
 type sandbox struct{ rt *wasm.Runtime }
 
-func newSandbox(ctx context.Context, dataDir string, log *slog.Logger) (functions.Sandbox, error) {
-	rt, err := wasm.NewRuntime(ctx, wasm.Config{CacheDir: filepath.Join(dataDir, "wasm-cache"), Log: log})
+func newSandbox(ctx context.Context, dataDir string, budget uint64, log *slog.Logger) (functions.Sandbox, error) {
+	rt, err := wasm.NewRuntime(ctx, wasm.Config{CacheDir: filepath.Join(dataDir, "wasm-cache"), MemoryBudget: budget, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("host: sandbox: %w", err)
 	}
