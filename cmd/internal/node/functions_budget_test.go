@@ -2,6 +2,8 @@ package node_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +37,26 @@ func TestBudgetRefusesAFunctionThatDoesNotFit(t *testing.T) {
 	t.Log(failure.Error)
 	if _, ok := fr.Version("roomy"); ok {
 		t.Error("the node runs roomy")
+	}
+	// The operators see it in the list of functions.
+	req, err := http.NewRequestWithContext(ctx, "GET", th.h.HTTPURL()+functions.AdminPrefix+"functions", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+th.h.OperatorToken())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []struct {
+		Name      string
+		Version   int
+		LoadError string
+	}
+	err = json.NewDecoder(resp.Body).Decode(&listed)
+	resp.Body.Close()
+	if err != nil || len(listed) != 1 || listed[0].Name != "roomy" || listed[0].LoadError != failure.Error {
+		t.Errorf("GET /$cairn/functions: %+v (%v), want roomy with its load error", listed, err)
 	}
 	m.Concurrency = 2
 	deploy(t, th, m, module)
