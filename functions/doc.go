@@ -43,7 +43,8 @@
 // announces), registry.go and manifest.go (what is deployed), queues.go
 // and poisonqueue.go (the queue stream and the operators' view of poison
 // queues), admin.go (the HTTP API under /$cairn/), metrics.go, archive.go
-// (the built-in archive function).
+// (the built-in archive function), limits.go (a version's rates and
+// queue backlog).
 //
 // # What fails, and what the user sees
 //
@@ -62,8 +63,15 @@
 //   - A change of a table that keeps failing: recorded in
 //     <function>-changes-poison and skipped, so the feed does not wedge.
 //   - A version that cannot be loaded (a bad manifest, a missing module, a
-//     module the sandbox refuses): logged as "function not loaded"; the
-//     version before it keeps running.
+//     module the sandbox refuses, one over the node's memory budget):
+//     logged as "function not loaded", kept as the runner's LoadFailure
+//     (loadError in GET /$cairn/functions); the version before it keeps
+//     running.
+//   - A function past its enqueueRate or writeRate: its invocations wait
+//     for the bucket (ServerBusy if the token comes after the timeout),
+//     counted in cairn_function_throttled_total and logged at most every
+//     10 s. An Enqueue to a queue holding the function's queueBacklog
+//     fails with QueueBacklogExceeded (cairn_function_backlog_refused_total).
 //   - A lost connection to NATS: the pull loops, the consumers and the
 //     registry watch try again every few seconds and log a warning;
 //     deliveries in flight are delivered again by JetStream.
@@ -79,7 +87,9 @@
 // the committer and the journal) and an acknowledgement that waits for the
 // server (DoubleAck). A function runs at most `concurrency` invocations at
 // once on each node, and a WebAssembly function keeps as many instances of
-// memoryMB each. A table feed has one record in flight, so it advances one
+// memoryMB each, reserved against the node's sandbox budget. An Enqueue
+// reads the destination queue's length from the server once per queue and
+// invocation; a rate costs nothing until its bucket is empty. A table feed has one record in flight, so it advances one
 // invocation per record. A failed attempt costs its back-off; a conflict,
 // a rerun after 20 ms, then 80 ms. What the sandbox costs per invocation
 // is in functions/wasm.
