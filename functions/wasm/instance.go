@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -22,13 +23,15 @@ type instance struct {
 	mem    api.Memory
 	// initial is the memory's size once started, in bytes.
 	initial uint32
-	inv     invocation
-	rand    seededRand
-	stdout  output
-	stderr  output
-	lines   int // log lines left in this invocation
-	tail    bytes.Buffer
-	stack   [1]uint64 // cairn_handle's results
+	// live is the module's count of open instances.
+	live   *atomic.Int64
+	inv    invocation
+	rand   seededRand
+	stdout output
+	stderr output
+	lines  int // log lines left in this invocation
+	tail   bytes.Buffer
+	stack  [1]uint64 // cairn_handle's results
 }
 
 // invocation is what the host functions (runnerCall, runnerTake) need
@@ -93,6 +96,8 @@ func (m *Module) start(ctx context.Context) (*instance, error) {
 	inst.handle = mod.ExportedFunction(abi.ExportHandle)
 	inst.mem = mod.Memory()
 	inst.initial = inst.mem.Size()
+	inst.live = &m.live
+	m.live.Add(1)
 	m.started.Add(1)
 	return inst, nil
 }
@@ -116,6 +121,7 @@ func (inst *instance) sleep(ns int64) {
 func (inst *instance) close() {
 	if inst.mod != nil {
 		_ = inst.mod.Close(context.Background())
+		inst.live.Add(-1)
 	}
 }
 

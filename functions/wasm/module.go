@@ -52,6 +52,8 @@ type Module struct {
 	started atomic.Int64 // instances started, for tests
 	// grownClosed counts instances closed because their memory grew.
 	grownClosed atomic.Int64
+	// live counts the open instances, idle or busy.
+	live atomic.Int64
 }
 
 // Load validates and compiles module (from the cache when it can) and

@@ -424,3 +424,43 @@ func TestMemoryBudget(t *testing.T) {
 		t.Errorf("err %v, want a BudgetError", err)
 	}
 }
+
+// TestCloseClosesEveryInstance: closing a module (an undeploy) closes its
+// idle instances at once and a busy one when its invocation ends, so no
+// instance keeps its memory.
+func TestCloseClosesEveryInstance(t *testing.T) {
+	ctx := context.Background()
+	m, err := sharedRuntime(t).Load(ctx, pin(t, "echo"), LoadOptions{Name: "undeployed", MaxInstances: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy, stop := context.WithCancel(ctx)
+	running := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		h := newFakeRunner("loop")
+		var once sync.Once
+		done <- m.Invoke(busy, "s", func(op abi.Op, req []byte) []byte {
+			once.Do(func() { close(running) }) // the guest asks for its trigger first
+			return h.call(op, req)
+		})
+	}()
+	<-running
+	mustRun(t, m, "beside") // on the second instance
+	if n := m.live.Load(); n != 2 {
+		t.Fatalf("%d instances open, want 2", n)
+	}
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.live.Load(); n != 1 {
+		t.Errorf("after Close, %d instances open, want the busy one", n)
+	}
+	stop()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("the busy invocation: %v", err)
+	}
+	if n := m.live.Load(); n != 0 {
+		t.Errorf("after the busy invocation ended, %d instances open", n)
+	}
+}
