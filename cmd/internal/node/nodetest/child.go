@@ -36,6 +36,9 @@ type ChildConfig struct {
 	HTTP string
 	// Failpoint kills the child at a named step.
 	Failpoint string
+	// NoBuiltins leaves the built-in functions off (nothing takes the
+	// archive queue's messages).
+	NoBuiltins bool
 }
 
 // Main lets a test binary double as a node process: call it from TestMain.
@@ -58,7 +61,7 @@ func Main(m *testing.M) {
 		NATSListen: cc.NATSListen,
 		NATSURL:    cc.NATSURL,
 		HTTP:       cc.HTTP,
-		Functions:  node.FunctionsConfig{Failpoint: cc.Failpoint},
+		Functions:  node.FunctionsConfig{Failpoint: cc.Failpoint, NoBuiltins: cc.NoBuiltins},
 		Log:        slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}, func(*node.Node) { fmt.Println("READY") })
 	if err != nil {
