@@ -10,15 +10,28 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/cairn-dev/cairn/cmd/internal/natsauth"
 	"github.com/cairn-dev/cairn/journal"
 )
 
 // connect starts the embedded NATS server (locking the data directory
-// first) or connects to the configured one.
+// first) with the node user (its credentials made on first start) and,
+// while the development account is on, the development user, and
+// connects to it in process as the node user; or it connects to the
+// configured server with the credentials given (NATSCreds, or those in
+// the URL). The node's replies come on natsauth.InboxPrefix.
 func (n *Node) connect() error {
 	cfg := n.cfg
-	opts := []nats.Option{nats.Name("cairn-host"), nats.MaxReconnects(-1)}
+	opts := []nats.Option{nats.Name("cairn-host"), nats.MaxReconnects(-1), nats.CustomInboxPrefix(natsauth.InboxPrefix)}
 	if cfg.NATSURL != "" {
+		if cfg.NATSCreds != "" {
+			c, err := natsauth.Read(cfg.NATSCreds)
+			if err != nil {
+				return fmt.Errorf("node: -nats-creds: %w", err)
+			}
+			opts = append(opts, c.Options()...)
+			n.credsFile = cfg.NATSCreds
+		}
 		nc, err := nats.Connect(cfg.NATSURL, opts...)
 		if err != nil {
 			return fmt.Errorf("node: connect to %s: %w", cfg.NATSURL, err)
@@ -42,7 +55,22 @@ func (n *Node) connect() error {
 		return err
 	}
 	n.unlock = unlock
+	creds, path, created, loose, err := natsauth.LoadOrCreate(cfg.DataDir)
+	if err != nil {
+		unlock()
+		return fmt.Errorf("node: %w", err)
+	}
+	n.credsFile = path
+	if created {
+		cfg.Log.Info("NATS node credentials created (other nodes and the operators' CLI need them: -nats-creds)", "file", path)
+	}
+	if loose {
+		cfg.Log.Warn("the NATS node credentials file is readable by other users: chmod 600 it", "file", path)
+	}
+	users, noAuth := natsauth.Users(cfg.Prefix, creds, !cfg.API.NoDevAccount)
 	ns, err := journal.StartEmbedded(journal.EmbeddedConfig{
+		Users:      users,
+		NoAuthUser: noAuth,
 		StoreDir:   filepath.Join(cfg.DataDir, "jetstream"),
 		Host:       hostName,
 		Port:       port,
@@ -59,7 +87,7 @@ func (n *Node) connect() error {
 	// server skips it for in-process connections; a tls:// URL would make
 	// the client insist).
 	inProc := "nats://" + strings.TrimPrefix(strings.TrimPrefix(ns.ClientURL(), "tls://"), "nats://")
-	nc, err := nats.Connect(inProc, append(opts, nats.InProcessServer(ns))...)
+	nc, err := nats.Connect(inProc, append(append(opts, creds.Options()...), nats.InProcessServer(ns))...)
 	if err != nil {
 		ns.Shutdown()
 		unlock()
