@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -22,7 +23,8 @@ import (
 // the URL). The node's replies come on natsauth.InboxPrefix.
 func (n *Node) connect() error {
 	cfg := n.cfg
-	opts := []nats.Option{nats.Name("cairn-host"), nats.MaxReconnects(-1), nats.CustomInboxPrefix(natsauth.InboxPrefix)}
+	opts := []nats.Option{nats.Name("cairn-host"), nats.MaxReconnects(-1), nats.CustomInboxPrefix(natsauth.InboxPrefix),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { cfg.Log.Warn("nats", "err", err) })}
 	if cfg.NATSURL != "" {
 		if cfg.NATSCreds != "" {
 			c, err := natsauth.Read(cfg.NATSCreds)
@@ -35,6 +37,10 @@ func (n *Node) connect() error {
 		nc, err := nats.Connect(cfg.NATSURL, opts...)
 		if err != nil {
 			return fmt.Errorf("node: connect to %s: %w", cfg.NATSURL, err)
+		}
+		if err := checkRights(nc); err != nil {
+			nc.Close()
+			return fmt.Errorf("node: %s refuses this node what it needs (connect as the node user: -nats-creds <data>/nats/node.user of the node whose server it is, or user:password in -nats-url): %w", cfg.NATSURL, err)
 		}
 		n.nc = nc
 		return nil
@@ -111,4 +117,29 @@ func (n *Node) close() {
 	if n.unlock != nil {
 		n.unlock()
 	}
+}
+
+// checkRights finds out at once whether the server lets the connection do
+// what a node does: take replies on natsauth.InboxPrefix and use the
+// JetStream API. Without it a node connected as a restricted user (the
+// development user of another node's server, for one) would wait for
+// JetStream replies that never come. The server reports a refusal before
+// it answers the flush.
+func checkRights(nc *nats.Conn) error {
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest("$JS.API.INFO", inbox, nil); err != nil {
+		return err
+	}
+	if err := nc.Flush(); err != nil {
+		return err
+	}
+	if err := nc.LastError(); errors.Is(err, nats.ErrPermissionViolation) {
+		return err
+	}
+	return nil
 }

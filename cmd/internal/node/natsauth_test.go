@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -200,5 +201,27 @@ func TestNATSCredentialsFile(t *testing.T) {
 	}
 	if string(again) != string(first) {
 		t.Fatal("the credentials changed on restart")
+	}
+}
+
+// TestNATSJoinNeedsCredentials: a node that joins another node's server
+// without its credentials (as the development user) stops at once saying
+// what it needs, instead of waiting for JetStream replies; with them it
+// serves (TestTwoHosts).
+func TestNATSJoinNeedsCredentials(t *testing.T) {
+	a := startHost(t, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := node.Run(ctx, node.Config{DataDir: t.TempDir(), NATSURL: a.h.ClientURL(), HTTP: "off", Log: quietLog()}, func(*node.Node) { cancel() })
+	if err == nil || !strings.Contains(err.Error(), "-nats-creds") || !errors.Is(err, nats.ErrPermissionViolation) {
+		t.Fatalf("joined without credentials: %v", err)
+	}
+	wrong := filepath.Join(t.TempDir(), "node.user")
+	if err := os.WriteFile(wrong, []byte(natsauth.NodeUser+":wrong\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = node.Run(ctx, node.Config{DataDir: t.TempDir(), NATSURL: a.h.ClientURL(), NATSCreds: wrong, HTTP: "off", Log: quietLog()}, func(*node.Node) { cancel() })
+	if !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("joined with a wrong password: %v", err)
 	}
 }

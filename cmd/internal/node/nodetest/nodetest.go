@@ -3,7 +3,10 @@
 // with Main in the test binary's TestMain). Every node gets its own
 // temporary data directory and free loopback ports unless the test names
 // them, so no test writes into the source tree or collides with another.
-// SelfSigned makes a certificate for a node started with TLS.
+// SelfSigned makes a certificate for a node started with TLS. Connect
+// connects to a node's NATS server as its node user; a plain
+// nats.Connect(h.ClientURL()) is a development client, which may only
+// send commands.
 // A node that does not become ready in time (60 s in-process, 90 s in a
 // child) fails the test with its log; a node that stops with an error
 // fails it too. An in-process node starts in well under a second on an
