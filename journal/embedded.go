@@ -30,6 +30,12 @@ type EmbeddedConfig struct {
 	// TLS, if set, makes the client port require TLS with this
 	// configuration (its certificates); in-process connections skip it.
 	TLS *tls.Config
+	// Users, when set, are the only users the server lets in;
+	// NoAuthUser names the one of them that connections without
+	// credentials act as ("" refuses those connections). No users: the
+	// server authenticates nobody.
+	Users      []*server.User
+	NoAuthUser string
 }
 
 // StartEmbedded starts a NATS server with JetStream in this process and
@@ -71,6 +77,8 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		NoSigs:         true,
 		NoLog:          cfg.NoLog,
 		TLSConfig:      cfg.TLS,
+		Users:          cfg.Users,
+		NoAuthUser:     cfg.NoAuthUser,
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

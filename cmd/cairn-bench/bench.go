@@ -60,7 +60,7 @@ func bench(args []string) error {
 		return err
 	}
 	defer stop()
-	nc, err := nats.Connect(h.ClientURL())
+	nc, err := nats.Connect(h.ClientURL(), nodeCreds...)
 	if err != nil {
 		return err
 	}
@@ -332,7 +332,7 @@ func (b *bencher) run(ctx context.Context, h *node.Node) error {
 // once, with the same window and body size: the ceiling of any protocol
 // that answers each command, before JetStream is involved.
 func (b *bencher) echo(size int) error {
-	nc, err := nats.Connect(b.nc.ConnectedUrl())
+	nc, err := nats.Connect(b.nc.ConnectedUrl(), nodeCreds...)
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func benchFunctions(args []string) error {
 		return err
 	}
 	defer stop()
-	nc, err := nats.Connect(h.ClientURL())
+	nc, err := nats.Connect(h.ClientURL(), nodeCreds...)
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (b *fnBencher) waitLoaded(ctx context.Context, name string) error {
 func (b *fnBencher) latency(n int, subject string, echo bool) (time.Duration, error) {
 	if echo {
 		// A connection of its own, as the runner's responder has.
-		rc, err := nats.Connect(b.nc.ConnectedUrl())
+		rc, err := nats.Connect(b.nc.ConnectedUrl(), nodeCreds...)
 		if err != nil {
 			return 0, err
 		}

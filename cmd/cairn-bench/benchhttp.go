@@ -23,9 +23,11 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/nats-io/nats.go"
 
 	"github.com/cairn-dev/cairn/cmd/internal/cli"
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
+	"github.com/cairn-dev/cairn/cmd/internal/natsauth"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 )
 
@@ -205,8 +207,21 @@ func startCairn(ctx context.Context, dir string) (h *node.Node, stop func(), err
 		cleanup()
 		return nil, nil, err
 	}
+	c, err := natsauth.Read(h.NATSCredsFile())
+	if err != nil {
+		cancel()
+		<-done
+		cleanup()
+		return nil, nil, err
+	}
+	nodeCreds = c.Options()
 	return h, func() { cancel(); <-done; cleanup() }, nil
 }
+
+// nodeCreds connect as the node user of the node startCairn started last:
+// the benchmarks make streams of their own and answer requests on
+// subjects of their own, which a client without credentials may not.
+var nodeCreds []nats.Option
 
 // sharedHTTPClient returns the HTTP client both targets' SDK clients send
 // through, with enough idle connections for every worker.

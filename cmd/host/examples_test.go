@@ -52,7 +52,7 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 func TestExamplesWalkthrough(t *testing.T) {
 	ctx := context.Background()
 	h, _ := nodetest.Start(t, node.Config{})
-	url := h.ClientURL()
+	url, creds := h.ClientURL(), h.NATSCredsFile()
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestExamplesWalkthrough(t *testing.T) {
 	defer nc.Close()
 	c := client.New(nc)
 
-	out, err := runCLI(t, "deploy", "-nats-url", url, "../../examples/archive")
+	out, err := runCLI(t, "deploy", "-nats-url", url, "-nats-creds", creds, "../../examples/archive")
 	if err != nil || !strings.Contains(out, "deployed archive-employee version 1") {
 		t.Fatalf("deploy: %v\n%s", err, out)
 	}
@@ -76,7 +76,7 @@ func TestExamplesWalkthrough(t *testing.T) {
 		}
 	}
 	eventually(t, 60*time.Second, "archive-employee loaded", func() bool { _, ok := h.Functions().Version("archive-employee"); return ok })
-	if out, err := runCLI(t, "enqueue", "-nats-url", url, "archive-employee", `{"department":"Sales","id":"000003"}`); err != nil || !strings.Contains(out, "enqueued 1") {
+	if out, err := runCLI(t, "enqueue", "-nats-url", url, "-nats-creds", creds, "archive-employee", `{"department":"Sales","id":"000003"}`); err != nil || !strings.Contains(out, "enqueued 1") {
 		t.Fatalf("enqueue: %v %s", err, out)
 	}
 	gone := func(table, id string) bool {
@@ -87,43 +87,43 @@ func TestExamplesWalkthrough(t *testing.T) {
 	if gone("Current", "000001") {
 		t.Fatal("000001 was archived too")
 	}
-	out, err = runCLI(t, "functions", "-nats-url", url, "list")
+	out, err = runCLI(t, "functions", "-nats-url", url, "-nats-creds", creds, "list")
 	if err != nil || !strings.Contains(out, "archive-employee") || !strings.Contains(out, "queue archive-employee") {
 		t.Fatalf("functions list: %v\n%s", err, out)
 	}
 
 	// The failing function: five attempts with back-off (1+2+4+8 s), then poison.
-	if out, err := runCLI(t, "deploy", "-nats-url", url, "../../examples/failing"); err != nil {
+	if out, err := runCLI(t, "deploy", "-nats-url", url, "-nats-creds", creds, "../../examples/failing"); err != nil {
 		t.Fatalf("deploy failing: %v\n%s", err, out)
 	}
 	eventually(t, 60*time.Second, "always-fails loaded", func() bool { _, ok := h.Functions().Version("always-fails"); return ok })
-	if _, err := runCLI(t, "enqueue", "-nats-url", url, "doomed", "order 42"); err != nil {
+	if _, err := runCLI(t, "enqueue", "-nats-url", url, "-nats-creds", creds, "doomed", "order 42"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "the message in doomed-poison", func() bool {
-		out, _ := runCLI(t, "poison", "-nats-url", url, "list", "doomed")
+		out, _ := runCLI(t, "poison", "-nats-url", url, "-nats-creds", creds, "list", "doomed")
 		return strings.Contains(out, "always-fails")
 	})
-	out, _ = runCLI(t, "poison", "-nats-url", url, "list", "doomed")
+	out, _ = runCLI(t, "poison", "-nats-url", url, "-nats-creds", creds, "list", "doomed")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[1], "this function always fails") || strings.Fields(lines[1])[3] != "5" {
 		t.Fatalf("poison list:\n%s", out)
 	}
 	seq := strings.Fields(lines[1])[0]
-	if out, err := runCLI(t, "poison", "-nats-url", url, "show", "doomed", seq); err != nil || !strings.Contains(out, "order 42") || !strings.Contains(out, "attempts:  5") {
+	if out, err := runCLI(t, "poison", "-nats-url", url, "-nats-creds", creds, "show", "doomed", seq); err != nil || !strings.Contains(out, "order 42") || !strings.Contains(out, "attempts:  5") {
 		t.Fatalf("poison show: %v\n%s", err, out)
 	}
-	if out, err := runCLI(t, "poison", "-nats-url", url, "requeue", "doomed", seq); err != nil || !strings.Contains(out, "requeued 1") {
+	if out, err := runCLI(t, "poison", "-nats-url", url, "-nats-creds", creds, "requeue", "doomed", seq); err != nil || !strings.Contains(out, "requeued 1") {
 		t.Fatalf("poison requeue: %v\n%s", err, out)
 	}
 	eventually(t, 60*time.Second, "the requeued message poisoned again", func() bool {
-		out, _ := runCLI(t, "poison", "-nats-url", url, "list", "doomed")
+		out, _ := runCLI(t, "poison", "-nats-url", url, "-nats-creds", creds, "list", "doomed")
 		return strings.Contains(out, "always-fails") && !strings.Contains(out, "\n"+seq+" ")
 	})
-	if out, err := runCLI(t, "poison", "-nats-url", url, "delete", "doomed", "all"); err != nil || !strings.Contains(out, "deleted 1") {
+	if out, err := runCLI(t, "poison", "-nats-url", url, "-nats-creds", creds, "delete", "doomed", "all"); err != nil || !strings.Contains(out, "deleted 1") {
 		t.Fatalf("poison delete: %v\n%s", err, out)
 	}
-	if out, err := runCLI(t, "functions", "-nats-url", url, "undeploy", "always-fails"); err != nil || !strings.Contains(out, "undeployed") {
+	if out, err := runCLI(t, "functions", "-nats-url", url, "-nats-creds", creds, "undeploy", "always-fails"); err != nil || !strings.Contains(out, "undeployed") {
 		t.Fatalf("undeploy: %v\n%s", err, out)
 	}
 }

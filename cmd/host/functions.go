@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/cmd/internal/cli"
+	"github.com/cairn-dev/cairn/cmd/internal/natsauth"
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/functions/wasm"
 )
@@ -31,12 +32,16 @@ const ManifestFile = "cairn.json"
 type connFlags struct {
 	url    string
 	ca     string
+	creds  string
+	data   string
 	prefix string
 }
 
 func (c *connFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&c.url, "nats-url", nats.DefaultURL, "NATS server of the host (tls://… when it requires TLS)")
 	fs.StringVar(&c.ca, "nats-ca", "", "PEM file of the certificate authority (or the self-signed certificate) to trust for a NATS server with TLS")
+	fs.StringVar(&c.creds, "nats-creds", "", "file with the node credentials (user:password; default: <-data>/nats/node.user, else the credentials in -nats-url)")
+	fs.StringVar(&c.data, "data", "./data", "data directory of the host whose NATS credentials to use")
 	fs.StringVar(&c.prefix, "prefix", "cairn", "first token of every subject and stream name")
 }
 
@@ -46,7 +51,33 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, *functions.Queues,
 	if c.ca != "" {
 		opts = append(opts, nats.RootCAs(c.ca))
 	}
+	credsFile := c.creds
+	if credsFile == "" {
+		if f := natsauth.Path(c.data); fileExists(f) {
+			credsFile = f
+		}
+	}
+	if credsFile == "" && !strings.Contains(c.url, "@") {
+		// Without credentials the server lets a client send commands
+		// only; the JetStream requests below would wait for replies that
+		// never come.
+		return nil, nil, nil, fmt.Errorf("no NATS credentials: %s does not exist; give the host's data directory (-data) or its credentials file (-nats-creds <data>/nats/node.user)", natsauth.Path(c.data))
+	}
+	if credsFile != "" {
+		cr, err := natsauth.Read(credsFile)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		opts = append(opts, cr.Options()...)
+	}
 	nc, err := nats.Connect(c.url, opts...)
+	if errors.Is(err, nats.ErrAuthorization) {
+		src := credsFile
+		if src == "" {
+			src = "-nats-url"
+		}
+		return nil, nil, nil, fmt.Errorf("connect to %s: the credentials of %s are refused (another host's? -data, -nats-creds)", c.url, src)
+	}
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("connect to %s (is the host running? -nats-url): %w", c.url, err)
 	}
@@ -64,6 +95,11 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, *functions.Queues,
 	}
 	nc.Close()
 	return nil, nil, nil, err
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // deploy builds a function package (or takes a .wasm file) and deploys it.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,14 +16,36 @@ import (
 func TestCLIOverTLS(t *testing.T) {
 	certFile, keyFile, _ := nodetest.SelfSigned(t, t.TempDir())
 	h, _ := nodetest.Start(t, node.Config{TLSCert: certFile, TLSKey: keyFile})
-	url := h.ClientURL()
+	url, creds := h.ClientURL(), h.NATSCredsFile()
 	if !strings.HasPrefix(url, "tls://") {
 		t.Fatalf("client URL %s with TLS", url)
 	}
-	if out, err := runCLI(t, "enqueue", "-nats-url", url, "-nats-ca", certFile, "tls-probe", "hello"); err != nil || !strings.Contains(out, "enqueued 1") {
+	if out, err := runCLI(t, "enqueue", "-nats-url", url, "-nats-creds", creds, "-nats-ca", certFile, "tls-probe", "hello"); err != nil || !strings.Contains(out, "enqueued 1") {
 		t.Fatalf("enqueue over TLS: %v %s", err, out)
 	}
-	if _, err := runCLI(t, "enqueue", "-nats-url", url, "tls-probe", "hello"); err == nil {
+	if _, err := runCLI(t, "enqueue", "-nats-url", url, "-nats-creds", creds, "tls-probe", "hello"); err == nil {
 		t.Fatal("the CLI connected without trusting the certificate")
+	}
+}
+
+// TestCLICredentials: the operators' commands need the node credentials;
+// without them, or with wrong ones, they fail saying so.
+func TestCLICredentials(t *testing.T) {
+	h, _ := nodetest.Start(t, node.Config{})
+	url := h.ClientURL()
+	if _, err := runCLI(t, "enqueue", "-nats-url", url, "-data", t.TempDir(), "probe", "hello"); err == nil || !strings.Contains(err.Error(), "no NATS credentials") {
+		t.Fatalf("without credentials: %v", err)
+	}
+	wrong := filepath.Join(t.TempDir(), "node.user")
+	if err := os.WriteFile(wrong, []byte("cairn-node:not-the-password\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, "enqueue", "-nats-url", url, "-nats-creds", wrong, "probe", "hello"); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("with wrong credentials: %v", err)
+	}
+	// -data finds the credentials file of the host's data directory.
+	data := filepath.Dir(filepath.Dir(h.NATSCredsFile()))
+	if out, err := runCLI(t, "enqueue", "-nats-url", url, "-data", data, "probe", "hello"); err != nil || !strings.Contains(out, "enqueued 1") {
+		t.Fatalf("with -data: %v %s", err, out)
 	}
 }

@@ -40,10 +40,7 @@ func TestFaultedTableServesTheRest(t *testing.T) {
 			t.Fatalf("insert into %s: %s %s", name, resp.Status, body)
 		}
 	}
-	nc, err := nats.Connect(h.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc := nodetest.Connect(t, h) // the journal's subjects and streams need the node user
 	js, _ := jetstream.New(nc)
 	j, _ := journal.New(nc, journal.Config{})
 	publish := func(subj string, data []byte) uint64 {
@@ -141,10 +138,7 @@ func TestFaultedTableServesTheRest(t *testing.T) {
 	nc.Close()
 	stop()
 	h, _ = nodetest.Start(t, node.Config{DataDir: dir})
-	nc, err = nats.Connect(h.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc = nodetest.Connect(t, h)
 	defer nc.Close()
 	check(h, nc, map[string]uint64{"Bad": junk, "Purged": 1})
 }

@@ -26,6 +26,12 @@ type Config struct {
 	// NATSURL, when set, connects to an existing NATS server or cluster
 	// instead of embedding one.
 	NATSURL string
+	// NATSCreds names a credentials file ("user:password" on one line,
+	// as <DataDir>/nats/node.user) to connect to NATSURL with: the node
+	// user of another node's embedded server, or a user of an external
+	// server. Empty: the credentials in NATSURL, if any. The embedded
+	// server's node uses its own credentials and ignores it.
+	NATSCreds string
 	// Replicas is the replica count of the streams (1; 3 on a cluster).
 	Replicas int
 	// HTTP is the HTTP API's address ("127.0.0.1:10002"; port 0 picks a

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -10,18 +11,36 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/cairn-dev/cairn/cmd/internal/natsauth"
 	"github.com/cairn-dev/cairn/journal"
 )
 
 // connect starts the embedded NATS server (locking the data directory
-// first) or connects to the configured one.
+// first) with the node user (its credentials made on first start) and,
+// while the development account is on, the development user, and
+// connects to it in process as the node user; or it connects to the
+// configured server with the credentials given (NATSCreds, or those in
+// the URL). The node's replies come on natsauth.InboxPrefix.
 func (n *Node) connect() error {
 	cfg := n.cfg
-	opts := []nats.Option{nats.Name("cairn-host"), nats.MaxReconnects(-1)}
+	opts := []nats.Option{nats.Name("cairn-host"), nats.MaxReconnects(-1), nats.CustomInboxPrefix(natsauth.InboxPrefix),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { cfg.Log.Warn("nats", "err", err) })}
 	if cfg.NATSURL != "" {
+		if cfg.NATSCreds != "" {
+			c, err := natsauth.Read(cfg.NATSCreds)
+			if err != nil {
+				return fmt.Errorf("node: -nats-creds: %w", err)
+			}
+			opts = append(opts, c.Options()...)
+			n.credsFile = cfg.NATSCreds
+		}
 		nc, err := nats.Connect(cfg.NATSURL, opts...)
 		if err != nil {
 			return fmt.Errorf("node: connect to %s: %w", cfg.NATSURL, err)
+		}
+		if err := checkRights(nc); err != nil {
+			nc.Close()
+			return fmt.Errorf("node: %s refuses this node what it needs (connect as the node user: -nats-creds <data>/nats/node.user of the node whose server it is, or user:password in -nats-url): %w", cfg.NATSURL, err)
 		}
 		n.nc = nc
 		return nil
@@ -42,7 +61,22 @@ func (n *Node) connect() error {
 		return err
 	}
 	n.unlock = unlock
+	creds, path, created, loose, err := natsauth.LoadOrCreate(cfg.DataDir)
+	if err != nil {
+		unlock()
+		return fmt.Errorf("node: %w", err)
+	}
+	n.credsFile = path
+	if created {
+		cfg.Log.Info("NATS node credentials created (other nodes and the operators' CLI need them: -nats-creds)", "file", path)
+	}
+	if loose {
+		cfg.Log.Warn("the NATS node credentials file is readable by other users: chmod 600 it", "file", path)
+	}
+	users, noAuth := natsauth.Users(cfg.Prefix, creds, !cfg.API.NoDevAccount)
 	ns, err := journal.StartEmbedded(journal.EmbeddedConfig{
+		Users:      users,
+		NoAuthUser: noAuth,
 		StoreDir:   filepath.Join(cfg.DataDir, "jetstream"),
 		Host:       hostName,
 		Port:       port,
@@ -59,7 +93,7 @@ func (n *Node) connect() error {
 	// server skips it for in-process connections; a tls:// URL would make
 	// the client insist).
 	inProc := "nats://" + strings.TrimPrefix(strings.TrimPrefix(ns.ClientURL(), "tls://"), "nats://")
-	nc, err := nats.Connect(inProc, append(opts, nats.InProcessServer(ns))...)
+	nc, err := nats.Connect(inProc, append(append(opts, creds.Options()...), nats.InProcessServer(ns))...)
 	if err != nil {
 		ns.Shutdown()
 		unlock()
@@ -83,4 +117,29 @@ func (n *Node) close() {
 	if n.unlock != nil {
 		n.unlock()
 	}
+}
+
+// checkRights finds out at once whether the server lets the connection do
+// what a node does: take replies on natsauth.InboxPrefix and use the
+// JetStream API. Without it a node connected as a restricted user (the
+// development user of another node's server, for one) would wait for
+// JetStream replies that never come. The server reports a refusal before
+// it answers the flush.
+func checkRights(nc *nats.Conn) error {
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest("$JS.API.INFO", inbox, nil); err != nil {
+		return err
+	}
+	if err := nc.Flush(); err != nil {
+		return err
+	}
+	if err := nc.LastError(); errors.Is(err, nats.ErrPermissionViolation) {
+		return err
+	}
+	return nil
 }

@@ -39,7 +39,8 @@ func (n *Node) loadOperatorToken() error {
 
 // warnExposed logs a warning for each listener reachable beyond loopback
 // that carries data in clear (no TLS), and for an embedded NATS server
-// reachable beyond loopback at all: it authenticates nobody.
+// reachable beyond loopback that lets clients without credentials in (the
+// development account).
 func (n *Node) warnExposed() {
 	var httpAddr, natsAddr string
 	if n.httpLn != nil {
@@ -48,7 +49,7 @@ func (n *Node) warnExposed() {
 	if n.ns != nil {
 		natsAddr = n.cfg.NATSListen
 	}
-	for _, w := range exposures(httpAddr, natsAddr, n.tls != nil) {
+	for _, w := range exposures(httpAddr, natsAddr, n.tls != nil, !n.cfg.API.NoDevAccount) {
 		n.cfg.Log.Warn(w.msg, w.listener, w.addr)
 	}
 }
@@ -57,18 +58,23 @@ func (n *Node) warnExposed() {
 type exposure struct{ msg, listener, addr string }
 
 // exposures returns the warnings for an HTTP listener and an embedded NATS
-// server on the given addresses ("" for none).
-func exposures(httpAddr, natsAddr string, tls bool) []exposure {
+// server on the given addresses ("" for none); dev tells whether the
+// development account (and the NATS development user) is on.
+func exposures(httpAddr, natsAddr string, tls, dev bool) []exposure {
 	var ws []exposure
 	if httpAddr != "" && !tls && !onLoopback(httpAddr) {
 		ws = append(ws, exposure{"the HTTP API listens beyond loopback without TLS: data, signatures and the operator token cross the network in clear; use -tls-cert and -tls-key, or a TLS proxy", "http", httpAddr})
 	}
+	devNote := ""
+	if dev {
+		devNote = "; and clients without credentials may read and write every table through the commands (the development account; -dev-account=false refuses them)"
+	}
 	switch {
 	case natsAddr == "" || onLoopback(natsAddr):
 	case !tls:
-		ws = append(ws, exposure{"the embedded NATS server listens beyond loopback without TLS and authenticates nobody: anyone who reaches it can read and write every table, in clear; use -tls-cert and -tls-key and a trusted network, or keep -nats-listen on loopback", "nats", natsAddr})
-	default:
-		ws = append(ws, exposure{"the embedded NATS server listens beyond loopback and authenticates nobody: anyone who reaches it can read and write every table; keep it on a trusted network", "nats", natsAddr})
+		ws = append(ws, exposure{"the embedded NATS server listens beyond loopback without TLS: passwords, commands and data cross the network in clear; use -tls-cert and -tls-key, or keep -nats-listen on loopback" + devNote, "nats", natsAddr})
+	case dev:
+		ws = append(ws, exposure{"the embedded NATS server listens beyond loopback and lets clients without credentials read and write every table through the commands (the development account): -dev-account=false refuses them, or keep it on a trusted network", "nats", natsAddr})
 	}
 	return ws
 }

@@ -27,18 +27,20 @@ func TestOnLoopback(t *testing.T) {
 func TestExposures(t *testing.T) {
 	for _, c := range []struct {
 		http, nats string
-		tls        bool
+		tls, dev   bool
 		want       []string // listener and a word of the message
 	}{
-		{"127.0.0.1:10002", "127.0.0.1:4222", false, nil},
-		{"", "", false, nil},
-		{"0.0.0.0:10002", "127.0.0.1:4222", false, []string{"http clear"}},
-		{"0.0.0.0:10002", "127.0.0.1:4222", true, nil},
-		{"127.0.0.1:10002", ":4222", false, []string{"nats clear"}},
-		{"[::]:10002", "0.0.0.0:4222", true, []string{"nats nobody"}},
-		{"10.1.2.3:10002", "10.1.2.3:4222", false, []string{"http clear", "nats clear"}},
+		{"127.0.0.1:10002", "127.0.0.1:4222", false, true, nil},
+		{"", "", false, true, nil},
+		{"0.0.0.0:10002", "127.0.0.1:4222", false, true, []string{"http clear"}},
+		{"0.0.0.0:10002", "127.0.0.1:4222", true, true, nil},
+		{"127.0.0.1:10002", ":4222", false, true, []string{"nats clear"}},
+		{"127.0.0.1:10002", ":4222", false, false, []string{"nats clear"}},
+		{"[::]:10002", "0.0.0.0:4222", true, true, []string{"nats credentials"}},
+		{"[::]:10002", "0.0.0.0:4222", true, false, nil},
+		{"10.1.2.3:10002", "10.1.2.3:4222", false, true, []string{"http clear", "nats clear"}},
 	} {
-		ws := exposures(c.http, c.nats, c.tls)
+		ws := exposures(c.http, c.nats, c.tls, c.dev)
 		if len(ws) != len(c.want) {
 			t.Errorf("%+v: %d warnings %+v, want %v", c, len(ws), ws, c.want)
 			continue

@@ -336,7 +336,7 @@ func TestReadsSeeOwnWritesAndCommitAfterSuccess(t *testing.T) {
 // messages; every message is processed, none twice.
 func TestTwoHostsShareQueue(t *testing.T) {
 	a := startHost(t, "")
-	b := startHostOn(t, a.h.ClientURL())
+	b := startHostOn(t, a)
 	ctx := ctxT(t)
 	mustTable(t, a.c, "Done")
 	var mu sync.Mutex
@@ -501,7 +501,7 @@ func TestArchiveSurvivesSIGKILL(t *testing.T) {
 
 	// Restart with the archive function: the message is delivered again.
 	nodetest.StartChild(t, nodetest.ChildConfig{DataDir: dir, NATSListen: listen})
-	nc, err = nats.Connect("nats://" + listen)
+	nc, err = nats.Connect("nats://"+listen, nodeCreds(t, dir)...) // the journal's streams and the queues need the node user
 	if err != nil {
 		t.Fatal(err)
 	}

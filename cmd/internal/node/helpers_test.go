@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/cairn-dev/cairn/cmd/internal/natsauth"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
 	"github.com/cairn-dev/cairn/engine/client"
@@ -32,11 +33,22 @@ func startHost(t testing.TB, dir string) *testHost {
 	return startNode(t, node.Config{DataDir: dir})
 }
 
-// startHostOn starts a host on a new data directory, connected to the NATS
-// server at natsURL (another host's, for example).
-func startHostOn(t testing.TB, natsURL string) *testHost {
+// startHostOn starts a host on a new data directory, connected to the
+// embedded NATS server of another host with that host's credentials.
+func startHostOn(t testing.TB, other *testHost) *testHost {
 	t.Helper()
-	return startNode(t, node.Config{NATSURL: natsURL})
+	return startNode(t, node.Config{NATSURL: other.h.ClientURL(), NATSCreds: other.h.NATSCredsFile()})
+}
+
+// nodeCreds returns the options that connect as the node user of the
+// embedded server whose data directory is dir (a child's, for example).
+func nodeCreds(t testing.TB, dir string) []nats.Option {
+	t.Helper()
+	c, err := natsauth.Read(natsauth.Path(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Options()
 }
 
 func startNode(t testing.TB, cfg node.Config) *testHost {
@@ -46,13 +58,11 @@ func startNode(t testing.TB, cfg node.Config) *testHost {
 	}
 	th := &testHost{dir: cfg.DataDir}
 	th.h, th.stopHost = nodetest.Start(t, cfg)
-	nc, err := nats.Connect(th.h.ClientURL())
-	if err != nil {
-		th.stop(t)
-		t.Fatalf("connect: %v", err)
-	}
-	th.nc = nc
-	th.c = client.New(nc, client.WithTimeout(20*time.Second))
+	// As the node user: tests look into the streams and the registry.
+	// (security_test.go connects without credentials, as a development
+	// client does.)
+	th.nc = nodetest.Connect(t, th.h)
+	th.c = client.New(th.nc, client.WithTimeout(20*time.Second))
 	t.Cleanup(func() { th.stop(t) })
 	return th
 }

@@ -23,7 +23,7 @@ func startSecondHost(t *testing.T, first *testHost) *node.Node {
 	ready := make(chan *node.Node, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- node.Run(ctx, node.Config{DataDir: t.TempDir(), NATSURL: first.h.ClientURL(), HTTP: "127.0.0.1:0", Log: quietLog()},
+		done <- node.Run(ctx, node.Config{DataDir: t.TempDir(), NATSURL: first.h.ClientURL(), NATSCreds: first.h.NATSCredsFile(), HTTP: "127.0.0.1:0", Log: quietLog()},
 			func(h *node.Node) { ready <- h })
 	}()
 	t.Cleanup(func() {

@@ -37,6 +37,9 @@ type Node struct {
 	httpLn  net.Listener
 	tls     *tls.Config // nil: plain TCP
 	opToken string      // the operator token ("" when HTTP is off)
+	// credsFile is the node credentials file: the embedded server's, or
+	// Config.NATSCreds ("" when the node has none of its own).
+	credsFile string
 }
 
 // HTTPURL returns the base URL of the HTTP API ("http://127.0.0.1:10002",
@@ -71,6 +74,12 @@ func (n *Node) ClientURL() string {
 	}
 	return n.cfg.NATSURL
 }
+
+// NATSCredsFile returns the file of the credentials the node connects
+// with ("user:password"): <DataDir>/nats/node.user for the embedded
+// server, Config.NATSCreds otherwise ("" when it has none). Other nodes
+// and the operators' CLI connect to ClientURL with them.
+func (n *Node) NATSCredsFile() string { return n.credsFile }
 
 // Run runs a node until ctx ends: it connects to NATS (or starts the
 // embedded server), starts the components in the order of the data flow,

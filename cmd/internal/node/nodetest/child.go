@@ -32,6 +32,9 @@ type ChildConfig struct {
 	NATSListen string
 	// NATSURL connects the node to a NATS server instead of embedding one.
 	NATSURL string
+	// NATSCreds is the credentials file to connect to NATSURL with (the
+	// NATSCredsFile of the node whose server that is).
+	NATSCreds string
 	// HTTP is the HTTP API's address ("off" when empty).
 	HTTP string
 	// Failpoint kills the child at a named step.
@@ -60,6 +63,7 @@ func Main(m *testing.M) {
 		DataDir:    cc.DataDir,
 		NATSListen: cc.NATSListen,
 		NATSURL:    cc.NATSURL,
+		NATSCreds:  cc.NATSCreds,
 		HTTP:       cc.HTTP,
 		Functions:  node.FunctionsConfig{Failpoint: cc.Failpoint, NoBuiltins: cc.NoBuiltins},
 		Log:        slog.New(slog.NewTextHandler(os.Stderr, nil)),

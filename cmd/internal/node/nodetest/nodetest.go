@@ -3,7 +3,10 @@
 // with Main in the test binary's TestMain). Every node gets its own
 // temporary data directory and free loopback ports unless the test names
 // them, so no test writes into the source tree or collides with another.
-// SelfSigned makes a certificate for a node started with TLS.
+// SelfSigned makes a certificate for a node started with TLS. Connect
+// connects to a node's NATS server as its node user; a plain
+// nats.Connect(h.ClientURL()) is a development client, which may only
+// send commands.
 // A node that does not become ready in time (60 s in-process, 90 s in a
 // child) fails the test with its log; a node that stops with an error
 // fails it too. An in-process node starts in well under a second on an
@@ -20,6 +23,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/cairn-dev/cairn/cmd/internal/natsauth"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 )
 
@@ -80,4 +86,26 @@ func Start(t testing.TB, cfg node.Config) (h *node.Node, stop func()) {
 	}
 	t.Cleanup(stop)
 	return h, stop
+}
+
+// Connect connects to a node's NATS server as the node user (its
+// credentials file), with opts; the connection closes when the test ends.
+// Tests that use JetStream, the function registry or the journal's
+// subjects need it; a test that only sends commands may connect without
+// credentials, as a development client does.
+func Connect(t testing.TB, h *node.Node, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	if f := h.NATSCredsFile(); f != "" {
+		c, err := natsauth.Read(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(c.Options(), opts...)
+	}
+	nc, err := nats.Connect(h.ClientURL(), opts...)
+	if err != nil {
+		t.Fatalf("connect to %s as the node user: %v", h.ClientURL(), err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }

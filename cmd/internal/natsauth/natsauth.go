@@ -1,0 +1,143 @@
+// Package natsauth holds the users of a node's embedded NATS server: the
+// node user, whose credentials a node creates under its data directory on
+// first start and keeps across restarts, and the development user that
+// unauthenticated connections map to while the development account is on.
+//
+// The node user may do everything: the node itself, other nodes joining
+// its server, and the operators' CLI connect as it. The development user
+// may only send what the documented development commands send (table and
+// entity commands, queue messages, direct function calls) and receive
+// replies on _INBOX.>; the JetStream API, the journal, the catalog, the
+// key-value and object stores and the system account are out of its reach.
+// Connections of the node user take their replies on InboxPrefix, so a
+// development client subscribed to _INBOX.> never sees what the node reads
+// from JetStream.
+//
+// The credentials file is one line, "user:password", mode 0600 in a 0700
+// directory. It costs nothing per message: the server checks a password
+// when a connection opens and permissions from a cache afterwards.
+package natsauth
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+const (
+	// NodeUser is the name of the node user.
+	NodeUser = "cairn-node"
+	// DevUser is the user unauthenticated connections map to while the
+	// development account is on.
+	DevUser = "cairn-dev"
+	// InboxPrefix is where the node user's connections take replies.
+	InboxPrefix = "_CAIRN_INBOX"
+	// Dir is the directory under the data directory that holds the
+	// credentials, and File the credentials file's name in it.
+	Dir  = "nats"
+	File = "node.user"
+)
+
+// Creds are a user's name and password.
+type Creds struct {
+	User, Password string
+}
+
+// Path returns the node credentials file of a data directory.
+func Path(dataDir string) string { return filepath.Join(dataDir, Dir, File) }
+
+// Options returns the connection options that authenticate as c, with
+// replies on InboxPrefix.
+func (c Creds) Options() []nats.Option {
+	return []nats.Option{nats.UserInfo(c.User, c.Password), nats.CustomInboxPrefix(InboxPrefix)}
+}
+
+// LoadOrCreate returns the node credentials of a data directory, creating
+// them (a random 256-bit password) on first start. loose reports a file
+// other users may read.
+func LoadOrCreate(dataDir string) (c Creds, path string, created, loose bool, err error) {
+	path = Path(dataDir)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return Creds{}, path, false, false, fmt.Errorf("natsauth: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		var b [32]byte
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+		c = Creds{User: NodeUser, Password: hex.EncodeToString(b[:])}
+		_, err = f.WriteString(c.User + ":" + c.Password + "\n")
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			_ = os.Remove(path)
+			return Creds{}, path, false, false, fmt.Errorf("natsauth: create %s: %w", path, err)
+		}
+		return c, path, true, false, nil
+	case !errors.Is(err, fs.ErrExist):
+		return Creds{}, path, false, false, fmt.Errorf("natsauth: create %s: %w", path, err)
+	}
+	c, err = Read(path)
+	if err != nil {
+		return Creds{}, path, false, false, err
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		loose = true
+	}
+	return c, path, false, loose, nil
+}
+
+// Read reads a credentials file ("user:password" on one line).
+func Read(path string) (Creds, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Creds{}, fmt.Errorf("natsauth: %w", err)
+	}
+	user, pass, ok := strings.Cut(strings.TrimSpace(string(raw)), ":")
+	if !ok || user == "" || pass == "" {
+		return Creds{}, fmt.Errorf("natsauth: %s does not hold user:password", path)
+	}
+	return Creds{User: user, Password: pass}, nil
+}
+
+// Users returns the users of an embedded server: the node user, and, when
+// dev is true, the development user that unauthenticated connections map
+// to (noAuthUser; "" when dev is false: those connections are refused).
+func Users(prefix string, node Creds, dev bool) (users []*server.User, noAuthUser string) {
+	users = []*server.User{{Username: node.User, Password: node.Password}}
+	if !dev {
+		return users, ""
+	}
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // the password nobody uses: its connections come unauthenticated
+	users = append(users, &server.User{Username: DevUser, Password: hex.EncodeToString(b[:]), Permissions: DevPermissions(prefix)})
+	return users, DevUser
+}
+
+// DevPermissions are the development user's: publish commands, queue
+// messages and direct calls; subscribe to replies. Everything else is
+// denied, the JetStream API ($JS.API.>), the journal (<prefix>.j.>), the
+// catalog (<prefix>.catalog.>), $KV.>, $O.> and $SYS.> among it.
+func DevPermissions(prefix string) *server.Permissions {
+	return &server.Permissions{
+		Publish: &server.SubjectPermission{Allow: []string{
+			prefix + ".cmd.>",
+			prefix + ".tables",
+			prefix + ".queue.>",
+			prefix + ".fn.>",
+		}},
+		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
+	}
+}
