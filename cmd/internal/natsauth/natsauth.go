@@ -21,15 +21,15 @@ package natsauth
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/cairn-dev/cairn/cmd/internal/secret"
 )
 
 const (
@@ -65,38 +65,15 @@ func (c Creds) Options() []nats.Option {
 // other users may read.
 func LoadOrCreate(dataDir string) (c Creds, path string, created, loose bool, err error) {
 	path = Path(dataDir)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	content, created, loose, err := secret.LoadOrCreate(path, func(random string) string { return NodeUser + ":" + random })
+	if err != nil {
 		return Creds{}, path, false, false, fmt.Errorf("natsauth: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	switch {
-	case err == nil:
-		var b [32]byte
-		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-		c = Creds{User: NodeUser, Password: hex.EncodeToString(b[:])}
-		_, err = f.WriteString(c.User + ":" + c.Password + "\n")
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			_ = os.Remove(path)
-			return Creds{}, path, false, false, fmt.Errorf("natsauth: create %s: %w", path, err)
-		}
-		return c, path, true, false, nil
-	case !errors.Is(err, fs.ErrExist):
-		return Creds{}, path, false, false, fmt.Errorf("natsauth: create %s: %w", path, err)
-	}
-	c, err = Read(path)
+	c, err = parse(path, content)
 	if err != nil {
 		return Creds{}, path, false, false, err
 	}
-	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
-		loose = true
-	}
-	return c, path, false, loose, nil
+	return c, path, created, loose, nil
 }
 
 // Read reads a credentials file ("user:password" on one line).
@@ -105,7 +82,12 @@ func Read(path string) (Creds, error) {
 	if err != nil {
 		return Creds{}, fmt.Errorf("natsauth: %w", err)
 	}
-	user, pass, ok := strings.Cut(strings.TrimSpace(string(raw)), ":")
+	return parse(path, string(raw))
+}
+
+// parse reads "user:password" (the content of the file at path).
+func parse(path, content string) (Creds, error) {
+	user, pass, ok := strings.Cut(strings.TrimSpace(content), ":")
 	if !ok || user == "" || pass == "" {
 		return Creds{}, fmt.Errorf("natsauth: %s does not hold user:password", path)
 	}
