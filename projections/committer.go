@@ -15,6 +15,14 @@ func (v *Views) ForCommitter() commit.Views { return commitViews{v} }
 // commitViews adapts the views to commit.Views.
 type commitViews struct{ *Views }
 
+func (v commitViews) Table(name string) (commit.Table, bool) {
+	t, ok := v.Views.Table(name)
+	if !ok {
+		return nil, false
+	}
+	return commitTable{t}, true
+}
+
 func (v commitViews) Lookup(ctx context.Context, name string) (commit.Table, bool, error) {
 	t, ok, err := v.Views.Lookup(ctx, name)
 	if !ok {
@@ -29,6 +37,8 @@ type commitTable struct{ *Table }
 func (t commitTable) Partition(pk string) commit.Partition {
 	return commitPartition{s: t.Snapshot(), pk: pk}
 }
+
+func (t commitTable) VisibleSeq() uint64 { return t.Snapshot().Seq }
 
 func (t commitTable) WaitSeq(ctx context.Context, seq uint64) error {
 	_, err := t.Table.WaitSeq(ctx, seq)

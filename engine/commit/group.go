@@ -125,6 +125,9 @@ func latestDeadline(group []*pending) time.Time {
 
 // waitVisible waits until the view shows seq.
 func (c *Committer) waitVisible(tbl Table, seq uint64) error {
+	if tbl.VisibleSeq() >= seq {
+		return nil // no timer when the view is there already (the usual case)
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
 	defer cancel()
 	return tbl.WaitSeq(ctx, seq)
@@ -133,6 +136,9 @@ func (c *Committer) waitVisible(tbl Table, seq uint64) error {
 // lookup finds a table's view, catching up with the catalog when this host
 // does not know the table yet.
 func (c *Committer) lookup(table string) (Table, bool, error) {
+	if t, ok := c.views.Table(table); ok {
+		return t, true, nil // no timer for a table this host knows
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
 	defer cancel()
 	return c.views.Lookup(ctx, table)

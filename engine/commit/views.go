@@ -8,8 +8,11 @@ import (
 
 // Views is what the committer needs of this host's views: the tables the
 // catalog holds, and waits until the views have applied a catalog record.
-// Package projections holds the views; the composition root adapts them.
+// Package projections implements it (Views.ForCommitter).
 type Views interface {
+	// Table returns the view of a live table this host knows, looked up
+	// case-insensitively, without waiting: the committer's fast path.
+	Table(name string) (Table, bool)
 	// Lookup returns the view of a live table, looked up
 	// case-insensitively; when this host does not know the name it first
 	// catches up with the catalog. A missing table is (nil, false, nil).
@@ -36,7 +39,9 @@ type Table interface {
 	// Partition returns the partition pk as the view shows it now, frozen:
 	// what a round is decided against.
 	Partition(pk string) Partition
-	// WaitSeq waits until the view shows journal position seq.
+	// VisibleSeq is the journal position the view shows now; WaitSeq
+	// waits until it shows seq.
+	VisibleSeq() uint64
 	WaitSeq(ctx context.Context, seq uint64) error
 	// NoteAppending tells the view that this host is appending rec, so that
 	// it need not decode the record when it is stored; ForgetAppending
