@@ -144,6 +144,26 @@ func sign(req *http.Request) {
 	req.Header.Set("Authorization", "SharedKey "+httpapi.DevAccountName+":"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
 }
 
+// metrics returns a node's /metrics, read with its operator token.
+func metrics(t testing.TB, h *node.Node) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, h.HTTPURL()+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+h.OperatorToken())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // list pages through a query with the SDK and returns the entities.
 func list(t testing.TB, c *aztables.Client, opts *aztables.ListEntitiesOptions) []aztables.EDMEntity {
 	t.Helper()
