@@ -9,8 +9,9 @@
 //
 // What fails: a refused command returns its *engine.Error (TableNotFound,
 // UpdateConditionNotSatisfied, …); a command without an id whose reply
-// does not come within the timeout (10 s) returns nats.ErrTimeout, and its
-// outcome is then unknown to the caller. What it costs: one NATS request
+// does not come within the timeout (10 s) returns an error wrapping
+// context.DeadlineExceeded, and its outcome is then unknown to the caller;
+// with no node listening, nats.ErrNoResponders. What it costs: one NATS request
 // per call (a round trip to a node), and up to five for a command with an
 // id whose replies are lost.
 package client

@@ -1,8 +1,7 @@
 // Package guesttest builds Go function packages to WebAssembly for tests,
 // with the go command on PATH, once per test binary and build. A build
-// that fails fails the test with the compiler's output. A build costs a
-// few seconds the first time (the go command's cache makes later test
-// runs quick).
+// that fails fails the test with the compiler's output. A build costs one
+// run of the go command, whose build cache makes later test runs cheaper.
 package guesttest
 
 import (

@@ -2,8 +2,8 @@
 // be set from the environment, and building a Go function package into a
 // WebAssembly module. Errors are returned as they are, ready to be printed
 // to the user: a bad environment value names the variable, a failed build
-// shows the compiler's output on stderr. Building a module runs the go
-// command (seconds the first time, then cached by it).
+// shows the compiler's output on stderr. Building a module costs one run
+// of the go command (its build cache makes later builds cheaper).
 package cli
 
 import (

@@ -37,13 +37,17 @@
 // OperationTimedOut, and its outcome is then found by retrying with the
 // same x-ms-client-request-id; a read whose X-Cairn-Position the view does
 // not reach within 10 s is 503 PositionNotReached. A query page stops at
-// 1,000 entities or after 5 s with a continuation token. Nothing in a
-// refused request is stored.
+// 1,000 entities or after 5 s with a continuation token. A body that stops
+// arriving (10 s without bytes, or slower than 16 KiB/s overall) is
+// OperationTimedOut on a connection then closed; a body over 5 MiB, or
+// announced so, is 413 RequestBodyTooLarge; a $filter over 16 KiB is 400
+// InvalidInput. Nothing in a refused request is stored.
 //
 // What it costs: a read never leaves the host and never takes a lock (a
 // snapshot is an O(1) copy-on-write of the B-trees); a held snapshot
 // (30 s after each page, 4,096 at most) keeps the entities it saw alive
-// until it is released; bodies are read whole, up to 5 MiB. The measured
+// until it is released, and a timer releases it when it expires; bodies
+// are read whole, into a buffer that grows with the bytes that arrive. The measured
 // figures, side by side with Azurite, are in docs/PERFORMANCE.md
 // (go run ./cmd/cairn-bench http).
 package httpapi

@@ -9,8 +9,9 @@
 // What fails, and what the client sees: an undecodable or invalid request
 // is answered with a coded error (InvalidInput and the like) and nothing is
 // stored; a table command that does not finish within 30 s is answered
-// with OperationTimedOut; a request published without a reply subject is
-// executed but not answered. At shutdown the subscriptions drain: requests
+// with InternalError naming the deadline (the table may still have been
+// created or deleted: ListTables tells); a request published without a
+// reply subject is executed but not answered. At shutdown the subscriptions drain: requests
 // already received are answered (5 s at the most), new ones go to the
 // other nodes of the queue group.
 //

@@ -22,7 +22,8 @@
 // state, and the next start replays it.
 //
 // What it costs: the start time is the views' replay of the journal (the
-// figures are in docs/PERFORMANCE.md); a clean stop waits at most for the
-// drain timeouts of the HTTP server (10 s), the NATS subscriptions (5 s)
-// and the committer (10 s).
+// figures are in docs/PERFORMANCE.md); a clean stop waits for the HTTP
+// server (10 s at most), the NATS subscriptions (5 s at most), the function
+// invocations in hand (each bounded by its function's timeout) and the
+// committer (10 s at most), one after the other.
 package node

@@ -9,9 +9,9 @@
 // send commands.
 // A node that does not become ready in time (60 s in-process, 90 s in a
 // child) fails the test with its log; a node that stops with an error
-// fails it too. An in-process node starts in well under a second on an
-// empty data directory; a child process costs a fork and exec of the test
-// binary on top.
+// fails it too. An in-process node costs an embedded server and a replay
+// of its data directory's journal (nothing, for a new one); a child
+// process costs a fork and exec of the test binary on top.
 package nodetest
 
 import (
