@@ -48,8 +48,10 @@ const (
 
 // CatalogRecord creates or deletes a table.
 type CatalogRecord struct {
-	Kind  CatalogKind
-	Name  string // as the creator spelled it
-	Time  int64  // ticks
+	Kind CatalogKind
+	// Name is the table's full name (FullTableName: the account and the
+	// table), the table part as its creator spelled it.
+	Name  string
+	Time  int64 // ticks
 	Extra map[string]msgpack.RawMessage
 }

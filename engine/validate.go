@@ -177,7 +177,7 @@ func validateQueueName(q string) bool {
 // key, a property name, a string value or an id, since a decoder that
 // replaced the bad bytes would make two different inputs one.
 func ValidateCommand(c *Command) error {
-	if err := ValidateTableName(c.Table); err != nil {
+	if err := ValidateFullTableName(c.Table); err != nil {
 		return err
 	}
 	if !utf8.ValidString(c.ID) {
@@ -295,10 +295,10 @@ func ValidateRecord(rec *Record) error {
 }
 
 // ValidateCatalogRecord checks a catalog record before the views apply it:
-// a known kind and a valid table name.
+// a known kind and a valid full table name.
 func ValidateCatalogRecord(rec *CatalogRecord) error {
 	if rec.Kind != CatalogTableCreated && rec.Kind != CatalogTableDeleted {
 		return Errorf(CodeInvalidInput, "unknown catalog record kind %d", rec.Kind)
 	}
-	return ValidateTableName(rec.Name)
+	return ValidateFullTableName(rec.Name)
 }

@@ -24,6 +24,15 @@
 //     Deleting a table deletes its stream, at a cost independent of the
 //     number of entities; a table created again under the same name gets a
 //     new epoch and a new, empty stream.
+//   - A table's name above is its full name (engine.FullTableName): the
+//     development account's table Employees is "employees" (the layout of
+//     every table made before accounts were namespaces), account acme's
+//     is "acme.employees", two subject tokens: cairn.catalog.acme.employees,
+//     cairn.j.acme.employees.<epoch>.<token>, and the stream
+//     CAIRN_T_acme_employees_<epoch>. Neither can be mistaken for a
+//     development account's table: its names hold no '.' or '_', and an
+//     epoch token (digits) is never a table name (which starts with a
+//     letter).
 //
 // Streams use file storage, limits retention without limits, discard old,
 // a two-minute duplicate window, Replicas from Config; tables' streams

@@ -10,9 +10,13 @@ import (
 // CatalogStreamName returns the name of the catalog stream.
 func CatalogStreamName(prefix string) string { return strings.ToUpper(prefix) + "_CATALOG" }
 
-// StreamName returns the name of a table incarnation's stream.
+// StreamName returns the name of a table incarnation's stream; table is
+// its full name (engine.FullTableName). Stream names cannot hold a dot: an
+// account's table "acme.Employees" has the stream CAIRN_T_acme_employees_7,
+// which no table of the development account can have (its names hold no
+// '_').
 func StreamName(prefix, table string, epoch uint64) string {
-	return strings.ToUpper(prefix) + "_T_" + strings.ToLower(table) + "_" + strconv.FormatUint(epoch, 10)
+	return strings.ToUpper(prefix) + "_T_" + strings.ReplaceAll(strings.ToLower(table), ".", "_") + "_" + strconv.FormatUint(epoch, 10)
 }
 
 // TableStream returns the name of a table incarnation's stream.

@@ -30,7 +30,26 @@ package journal
 // the encoder: a field added by a newer writer survives a rewrite by an
 // older one. A change that an older reader must not misread raises the
 // version instead.
-const FormatVersion = 1
+//
+// Format version 2 adds to catalog records
+//
+//	"acct" string  the account that owns the table (engine.FullTableName);
+//	               "name" is then the table's name within that account
+//
+// A catalog record of an account other than the development account is
+// written as version 2; every other record is still written as version 1,
+// which hosts that know only version 1 read as before. A version 1 host
+// refuses a version 2 record rather than take another account's table
+// for one of the development account; a version 1 record with "acct" is
+// refused too (no version 1 writer ever wrote one).
+const FormatVersion = 2
+
+// Record versions this code writes.
+const (
+	version1 = 1
+	// versionAccounts is the first version with accounts as namespaces.
+	versionAccounts = 2
+)
 
 // Record types, written as the envelope's "t" field.
 const (
@@ -43,5 +62,5 @@ const (
 // one of them (it would be written twice).
 var (
 	commitFields  = map[string]bool{"v": true, "t": true, "ts": true, "pk": true, "n": true, "cmds": true, "ev": true, "out": true}
-	catalogFields = map[string]bool{"v": true, "t": true, "name": true, "ts": true}
+	catalogFields = map[string]bool{"v": true, "t": true, "name": true, "ts": true, "acct": true}
 )

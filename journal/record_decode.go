@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -24,6 +25,7 @@ const (
 	fEvents
 	fOut
 	fName
+	fAccount
 )
 
 // Smallest encodings of the array elements, which bound an array's length
@@ -138,15 +140,18 @@ func (d *decoder) header() (int, error) {
 }
 
 // version reads and checks the "v" field's value.
-func (d *decoder) version() error {
+func (d *decoder) version() (uint64, error) {
 	v, err := d.dec.DecodeUint64()
 	if err != nil {
-		return fmt.Errorf("version: %w", err)
+		return 0, fmt.Errorf("version: %w", err)
 	}
-	if v == 0 || v > FormatVersion {
-		return fmt.Errorf("record version %d is newer than this host understands (max %d)", v, FormatVersion)
+	if v == 0 {
+		return 0, errors.New("record version 0 does not exist")
 	}
-	return nil
+	if v > FormatVersion {
+		return 0, fmt.Errorf("record version %d is newer than this host understands (max %d)", v, FormatVersion)
+	}
+	return v, nil
 }
 
 // extra keeps an unknown field's value raw.
@@ -188,7 +193,8 @@ func (d *decoder) record() (*engine.Record, error) {
 		var bit uint
 		switch string(key) {
 		case "v":
-			bit, err = fVersion, d.version()
+			bit = fVersion
+			_, err = d.version()
 		case "t":
 			bit = fType
 			var t []byte
@@ -249,6 +255,8 @@ func (d *decoder) catalog() (*engine.CatalogRecord, error) {
 	}
 	r := &engine.CatalogRecord{}
 	var seen uint
+	var version uint64
+	var account msgpack.RawMessage // "acct", a field from version 2 on
 	for i := 0; i < n; i++ {
 		key, err := d.readKey()
 		if err != nil {
@@ -257,7 +265,8 @@ func (d *decoder) catalog() (*engine.CatalogRecord, error) {
 		var bit uint
 		switch string(key) {
 		case "v":
-			bit, err = fVersion, d.version()
+			bit = fVersion
+			version, err = d.version()
 		case "t":
 			bit = fType
 			var t []byte
@@ -277,6 +286,9 @@ func (d *decoder) catalog() (*engine.CatalogRecord, error) {
 		case "ts":
 			bit = fTime
 			r.Time, err = d.dec.DecodeInt64()
+		case "acct":
+			bit = fAccount
+			account, err = d.dec.DecodeRaw()
 		default:
 			if err := d.extra(&r.Extra, key); err != nil {
 				return nil, err
@@ -298,12 +310,36 @@ func (d *decoder) catalog() (*engine.CatalogRecord, error) {
 	if seen&required != required {
 		return nil, fmt.Errorf("field %s missing", missing(seen&required^required))
 	}
+	if account != nil {
+		if err := catalogAccount(r, version, account); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
+}
+
+// catalogAccount applies a catalog record's "acct" field, the account whose
+// table r.Name is (r.Name becomes the full name). No version 1 writer ever
+// wrote the key: a version 1 record with it is refused rather than read
+// as the development account's.
+func catalogAccount(r *engine.CatalogRecord, version uint64, raw msgpack.RawMessage) error {
+	if version < versionAccounts {
+		return fmt.Errorf("field \"acct\" in a version %d record (accounts came with version %d)", version, versionAccounts)
+	}
+	var account string
+	if err := msgpack.Unmarshal(raw, &account); err != nil {
+		return fmt.Errorf("field \"acct\": %w", err)
+	}
+	if account == "" || account == engine.DevAccount || strings.Contains(account, ".") || strings.Contains(r.Name, ".") {
+		return fmt.Errorf("field \"acct\": account %q and table %q do not make a full table name", account, r.Name)
+	}
+	r.Name = engine.FullTableName(account, r.Name)
+	return nil
 }
 
 // missing names the first field of a set of field bits.
 func missing(bits uint) string {
-	names := []string{"v", "t", "ts", "pk", "n", "cmds", "ev", "out", "name"}
+	names := []string{"v", "t", "ts", "pk", "n", "cmds", "ev", "out", "name", "acct"}
 	for i, name := range names {
 		if bits&(1<<i) != 0 {
 			return fmt.Sprintf("%q", name)
@@ -325,7 +361,7 @@ func (d *decoder) peekNonce() (string, bool) {
 		}
 		switch string(key) {
 		case "v":
-			if d.version() != nil {
+			if _, err := d.version(); err != nil {
 				return "", false
 			}
 			known = true

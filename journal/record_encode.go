@@ -31,7 +31,7 @@ func EncodeRecord(r *engine.Record) ([]byte, error) {
 	// The version comes first and the nonce early: PeekNonce relies on it.
 	err := first(
 		enc.EncodeMapLen(n),
-		enc.EncodeString("v"), enc.EncodeUint(FormatVersion),
+		enc.EncodeString("v"), enc.EncodeUint(version1),
 		enc.EncodeString("t"), enc.EncodeString(typeCommit),
 		enc.EncodeString("ts"), enc.EncodeInt(r.Time),
 		enc.EncodeString("pk"), enc.EncodeString(r.PartitionKey),
@@ -82,13 +82,19 @@ func EncodeCatalogRecord(r *engine.CatalogRecord) ([]byte, error) {
 	if err := checkExtra(r.Extra, catalogFields); err != nil {
 		return nil, fmt.Errorf("journal: encode catalog record: %w", err)
 	}
+	account, name := engine.SplitTableName(r.Name)
 	s := getEncoder(64 + len(r.Name) + extraSize(r.Extra))
 	enc := s.enc
-	err := first(
-		enc.EncodeMapLen(4+len(r.Extra)),
-		enc.EncodeString("v"), enc.EncodeUint(FormatVersion),
+	var err error
+	if account == engine.DevAccount {
+		err = first(enc.EncodeMapLen(4+len(r.Extra)), enc.EncodeString("v"), enc.EncodeUint(version1))
+	} else {
+		err = first(enc.EncodeMapLen(5+len(r.Extra)), enc.EncodeString("v"), enc.EncodeUint(versionAccounts),
+			enc.EncodeString("acct"), enc.EncodeString(account))
+	}
+	err = first(err,
 		enc.EncodeString("t"), enc.EncodeString(t),
-		enc.EncodeString("name"), enc.EncodeString(r.Name),
+		enc.EncodeString("name"), enc.EncodeString(name),
 		enc.EncodeString("ts"), enc.EncodeInt(r.Time),
 		s.writeExtra(r.Extra),
 	)

@@ -57,6 +57,12 @@ func sampleCatalog(kind engine.CatalogKind) *engine.CatalogRecord {
 	return &engine.CatalogRecord{Kind: kind, Name: "Employees", Time: engine.TimeToTicks(time.Date(2026, 11, 22, 15, 0, 0, 100, time.UTC))}
 }
 
+// sampleAccountCatalog is a catalog record of another account's table,
+// which format v2 added.
+func sampleAccountCatalog(kind engine.CatalogKind) *engine.CatalogRecord {
+	return &engine.CatalogRecord{Kind: kind, Name: engine.FullTableName("contoso", "Employees"), Time: engine.TimeToTicks(time.Date(2026, 11, 23, 15, 0, 0, 100, time.UTC))}
+}
+
 func equalRecords(t *testing.T, got, want *engine.Record) {
 	t.Helper()
 	if got.Time != want.Time || got.PartitionKey != want.PartitionKey || got.Nonce != want.Nonce {
@@ -112,13 +118,20 @@ func TestRecordRoundTrip(t *testing.T) {
 	equalRecords(t, got2, want)
 }
 
-// TestEncodeMatchesGolden: the writer of the current version still writes
-// exactly what it wrote when the golden files were made.
+// TestEncodeMatchesGolden: the writer still writes exactly what it wrote
+// when the golden files were made (version 1 for everything a version 1
+// host can read, version 2 for another account's catalog records).
 func TestEncodeMatchesGolden(t *testing.T) {
 	for file, enc := range map[string]func() ([]byte, error){
 		"commit-v1.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleRecord()) },
 		"table-created-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated)) },
 		"table-deleted-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableDeleted)) },
+		"table-created-v2.msgpack": func() ([]byte, error) {
+			return EncodeCatalogRecord(sampleAccountCatalog(engine.CatalogTableCreated))
+		},
+		"table-deleted-v2.msgpack": func() ([]byte, error) {
+			return EncodeCatalogRecord(sampleAccountCatalog(engine.CatalogTableDeleted))
+		},
 	} {
 		want, err := os.ReadFile(filepath.Join("testdata", "golden", file))
 		if err != nil {
@@ -281,11 +294,35 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("got %+v, want %+v", got, w)
 			}
 		}},
+		{"table-created-v2.msgpack", func(t *testing.T, data []byte) {
+			got, err := DecodeCatalogRecord(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := sampleAccountCatalog(engine.CatalogTableCreated); !reflect.DeepEqual(got, w) {
+				t.Fatalf("got %+v, want %+v", got, w)
+			}
+		}},
+		{"table-deleted-v2.msgpack", func(t *testing.T, data []byte) {
+			got, err := DecodeCatalogRecord(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := sampleAccountCatalog(engine.CatalogTableDeleted); !reflect.DeepEqual(got, w) {
+				t.Fatalf("got %+v, want %+v", got, w)
+			}
+		}},
 	}
 	writers := map[string]func() ([]byte, error){
 		"commit-v1.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleRecord()) },
 		"table-created-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated)) },
 		"table-deleted-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableDeleted)) },
+		"table-created-v2.msgpack": func() ([]byte, error) {
+			return EncodeCatalogRecord(sampleAccountCatalog(engine.CatalogTableCreated))
+		},
+		"table-deleted-v2.msgpack": func() ([]byte, error) {
+			return EncodeCatalogRecord(sampleAccountCatalog(engine.CatalogTableDeleted))
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -401,5 +438,49 @@ func TestPeekNonce(t *testing.T) {
 		if n, ok := PeekNonce(b); ok {
 			t.Fatalf("%x: nonce %q", b, n)
 		}
+	}
+}
+
+// TestCatalogAccountField: "acct" is read only where version 2 put it and
+// only when it names another account: a record that would make one
+// account's table another's is refused, not guessed at.
+func TestCatalogAccountField(t *testing.T) {
+	enc := func(fields ...any) []byte {
+		var buf bytes.Buffer
+		e := msgpack.NewEncoder(&buf)
+		_ = e.EncodeMapLen(len(fields) / 2)
+		for _, f := range fields {
+			_ = e.Encode(f)
+		}
+		return buf.Bytes()
+	}
+	good := enc("v", 2, "acct", "contoso", "t", "table.created", "name", "Employees", "ts", 1)
+	r, err := DecodeCatalogRecord(good)
+	if err != nil || r.Name != "contoso.Employees" {
+		t.Fatalf("got %+v, %v", r, err)
+	}
+	if r, err := DecodeCatalogRecord(enc("v", 2, "t", "table.created", "name", "Employees", "ts", 1)); err != nil || r.Name != "Employees" {
+		t.Fatalf("a version 2 record without an account: %+v, %v", r, err)
+	}
+	for name, data := range map[string][]byte{
+		"acct in v1":       enc("v", 1, "acct", "contoso", "t", "table.created", "name", "Employees", "ts", 1),
+		"empty account":    enc("v", 2, "acct", "", "t", "table.created", "name", "Employees", "ts", 1),
+		"dev account":      enc("v", 2, "acct", engine.DevAccount, "t", "table.created", "name", "Employees", "ts", 1),
+		"dotted account":   enc("v", 2, "acct", "a.b", "t", "table.created", "name", "Employees", "ts", 1),
+		"dotted name":      enc("v", 2, "acct", "contoso", "t", "table.created", "name", "x.Employees", "ts", 1),
+		"account not text": enc("v", 2, "acct", 7, "t", "table.created", "name", "Employees", "ts", 1),
+		"acct twice":       enc("v", 2, "acct", "contoso", "acct", "fabrikam", "t", "table.created", "name", "Employees", "ts", 1),
+		"version 3":        enc("v", 3, "t", "table.created", "name", "Employees", "ts", 1),
+		"version 0":        enc("v", 0, "t", "table.created", "name", "Employees", "ts", 1),
+	} {
+		if r, err := DecodeCatalogRecord(data); err == nil {
+			t.Errorf("%s: decoded as %+v", name, r)
+		}
+	}
+	// The development account's records stay version 1, readable by
+	// hosts that know nothing of accounts.
+	data, err := EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated))
+	if err != nil || !bytes.HasPrefix(data[1:], []byte{0xa1, 'v', 0x01}) {
+		t.Fatalf("development account record %x, %v: not version 1", data, err)
 	}
 }

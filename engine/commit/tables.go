@@ -15,7 +15,7 @@ import (
 // in the caller's goroutine, under ctx; while Run is not taking commands
 // it fails with ServerBusy.
 func (c *Committer) CreateTable(ctx context.Context, name string) (engine.TableInfo, error) {
-	if err := engine.ValidateTableName(name); err != nil {
+	if err := engine.ValidateFullTableName(name); err != nil {
 		return engine.TableInfo{}, err
 	}
 	if !c.taking() {
