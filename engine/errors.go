@@ -40,6 +40,10 @@ const (
 	// so its view stopped at the last good record and neither reads nor
 	// writes are served until an operator repairs the journal.
 	CodeTableFaulted Code = "TableFaulted"
+
+	// CodeTableQuotaExceeded is Cairn's own: the account already has as
+	// many tables as the node allows one account (nothing was created).
+	CodeTableQuotaExceeded Code = "TableQuotaExceeded"
 )
 
 // NoIndex is Error.Index when the error is not about one operation of a batch.

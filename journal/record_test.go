@@ -235,13 +235,13 @@ func TestRecordRejects(t *testing.T) {
 		t.Fatal("commit decoded as a catalog record")
 	}
 	newerCat, _ := msgpack.Marshal(map[string]any{"v": 7, "t": "table.created", "name": "T", "ts": 1})
-	if _, err := DecodeCatalogRecord(newerCat); err == nil || !strings.Contains(err.Error(), "record version 7 is newer than this host understands (max 1)") {
+	if _, err := DecodeCatalogRecord(newerCat); err == nil || !strings.Contains(err.Error(), "record version 7 is newer than this host understands (max 2)") {
 		t.Fatalf("v7 catalog record: %v", err)
 	}
 
-	newer, _ := msgpack.Marshal(map[string]any{"v": 2, "t": "commit", "ts": 1, "pk": "", "cmds": []any{}, "ev": []any{}})
+	newer, _ := msgpack.Marshal(map[string]any{"v": 3, "t": "commit", "ts": 1, "pk": "", "cmds": []any{}, "ev": []any{}})
 	if _, err := DecodeRecord(newer); err == nil || !strings.Contains(err.Error(), "newer than this host understands") {
-		t.Fatalf("v2 record: %v", err)
+		t.Fatalf("v3 record: %v", err)
 	}
 	missing, _ := msgpack.Marshal(map[string]any{"v": 1, "t": "commit", "pk": ""})
 	if _, err := DecodeRecord(missing); err == nil {
@@ -433,7 +433,7 @@ func TestPeekNonce(t *testing.T) {
 		t.Fatalf("PeekNonce = %q, %v", n, ok)
 	}
 	cat, _ := EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated))
-	newer, _ := msgpack.Marshal(map[string]any{"v": 2, "n": "x"})
+	newer, _ := msgpack.Marshal(map[string]any{"v": 3, "n": "x"})
 	for _, b := range [][]byte{nil, cat, newer, {0xc1}} {
 		if n, ok := PeekNonce(b); ok {
 			t.Fatalf("%x: nonce %q", b, n)

@@ -220,7 +220,36 @@ func (v *Views) CatalogEntry(name string) (seq uint64, info engine.TableInfo, li
 	return e.seq, e.info, e.live
 }
 
-// Tables lists the live tables sorted by name (ordinal, as Azure does).
+// AccountTables counts the live tables of an account (engine.DevAccount:
+// the tables with bare names).
+func (v *Views) AccountTables(account string) int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	n := 0
+	for _, e := range v.entries {
+		if _, ok := engine.TableOfAccount(e.info.Name, account); ok && e.live {
+			n++
+		}
+	}
+	return n
+}
+
+// TablesOf lists the live tables of an account sorted by name, each named
+// as the account sees it (without the account).
+func (v *Views) TablesOf(account string) []engine.TableInfo {
+	all := v.Tables()
+	out := all[:0]
+	for _, info := range all {
+		if t, ok := engine.TableOfAccount(info.Name, account); ok {
+			info.Name = t
+			out = append(out, info)
+		}
+	}
+	return out
+}
+
+// Tables lists the live tables of every account sorted by full name
+// (ordinal, as Azure does).
 func (v *Views) Tables() []engine.TableInfo {
 	v.mu.RLock()
 	out := make([]engine.TableInfo, 0, len(v.entries))

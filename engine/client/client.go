@@ -32,6 +32,7 @@ import (
 type Client struct {
 	nc       *nats.Conn
 	prefix   string
+	account  string // "" for the development account
 	timeout  time.Duration
 	attempts int
 }
@@ -41,6 +42,18 @@ type Option func(*Client)
 
 // WithPrefix sets the subject prefix of the hosts ("cairn").
 func WithPrefix(p string) Option { return func(c *Client) { c.prefix = p } }
+
+// WithAccount sends the commands to an account's tables
+// (<prefix>.cmd.<account>.<Table>, <prefix>.tables.<account>); without
+// it they go to the development account's.
+func WithAccount(a string) Option {
+	return func(c *Client) {
+		if a == engine.DevAccount {
+			a = ""
+		}
+		c.account = a
+	}
+}
 
 // WithTimeout sets the time one attempt waits for its reply (10s).
 func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
@@ -110,10 +123,16 @@ func (c *Client) entity(ctx context.Context, table string, req *engine.Request, 
 	for _, o := range opts {
 		o(req)
 	}
+	if c.account != "" {
+		return c.Do(ctx, c.prefix+".cmd."+c.account+"."+table, req)
+	}
 	return c.Do(ctx, c.prefix+".cmd."+table, req)
 }
 
 func (c *Client) tables(ctx context.Context, req *engine.Request) (*engine.Reply, error) {
+	if c.account != "" {
+		return c.Do(ctx, c.prefix+".tables."+c.account, req)
+	}
 	return c.Do(ctx, c.prefix+".tables", req)
 }
 

@@ -30,6 +30,10 @@ type Config struct {
 	// DrainTimeout bounds how long Run, once its context has ended, waits
 	// for the commands already taken before it abandons them (10s).
 	DrainTimeout time.Duration
+	// MaxTablesPerAccount bounds the live tables of one account (1,000):
+	// CreateTable past it fails with TableQuotaExceeded. Two creations
+	// racing on different nodes at the bound may both pass.
+	MaxTablesPerAccount int
 	// Now is the clock (server Timestamps); time.Now when nil.
 	Now func() time.Time
 }
@@ -50,10 +54,18 @@ func (c *Config) defaults() {
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 10 * time.Second
 	}
+	if c.MaxTablesPerAccount <= 0 {
+		c.MaxTablesPerAccount = DefaultMaxTablesPerAccount
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 }
+
+// DefaultMaxTablesPerAccount is Config.MaxTablesPerAccount's default. Each
+// table is a JetStream stream and a view: the bound keeps one account from
+// taking the node's streams.
+const DefaultMaxTablesPerAccount = 1000
 
 // Committer turns commands into journal records, one partition at a time,
 // with group commit: while a partition's append is in flight, new commands

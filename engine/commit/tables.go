@@ -26,6 +26,10 @@ func (c *Committer) CreateTable(ctx context.Context, name string) (engine.TableI
 		if live {
 			return engine.TableInfo{}, engine.Errorf(engine.CodeTableAlreadyExists, "table %s already exists", info.Name)
 		}
+		if account, _ := engine.SplitTableName(name); c.views.AccountTables(account) >= c.cfg.MaxTablesPerAccount {
+			return engine.TableInfo{}, engine.Errorf(engine.CodeTableQuotaExceeded,
+				"account %s already has %d tables, the most this node allows one account: delete one first", account, c.cfg.MaxTablesPerAccount)
+		}
 		rec := &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: name, Time: engine.TimeToTicks(c.cfg.Now())}
 		epoch, err := c.j.AppendCatalog(ctx, rec, seq)
 		if errors.Is(err, engine.ErrConflict) && attempt < c.cfg.MaxAttempts {

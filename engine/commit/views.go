@@ -20,6 +20,9 @@ type Views interface {
 	// CatalogEntry returns the sequence of the name's last catalog record
 	// (0: none), the table's info and whether it is live.
 	CatalogEntry(name string) (seq uint64, info engine.TableInfo, live bool)
+	// AccountTables counts the live tables of an account (engine
+	// account names; engine.DevAccount for the bare names).
+	AccountTables(account string) int
 	// WaitCatalog waits until the views have applied the catalog up to seq.
 	WaitCatalog(ctx context.Context, seq uint64) error
 	// WaitTableReady waits until the view of the table incarnation (name,

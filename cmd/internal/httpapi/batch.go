@@ -225,10 +225,16 @@ func (c *call) batch() {
 			c.batchFailure(engine.AsError(err).AtIndex(i))
 			return
 		}
+		full, err := c.fullName(table)
+		if err != nil {
+			c.batchFailure(engine.AsError(err).AtIndex(i))
+			return
+		}
 		if i == 0 {
-			cmd.Table, c.table = table, table
-		} else if !strings.EqualFold(table, cmd.Table) {
-			c.batchFailure(engine.Errorf(engine.CodeInvalidInput, "all operations of a batch must be on one table: %s, then %s", cmd.Table, table).AtIndex(i))
+			cmd.Table, c.table = full, full
+		} else if !strings.EqualFold(full, cmd.Table) {
+			_, first := engine.SplitTableName(cmd.Table)
+			c.batchFailure(engine.Errorf(engine.CodeInvalidInput, "all operations of a batch must be on one table: %s, then %s", first, table).AtIndex(i))
 			return
 		}
 		cmd.Ops[i] = op

@@ -49,9 +49,20 @@ func (c *call) appendEntity(b []byte, table string, e *engine.Entity, etag strin
 	return append(b, ent[1:]...)
 }
 
-// view returns the table's view, refusing a missing table or a stopped view.
+// shownName is the name of a table's view as its account sees it.
+func shownName(t *projections.Table) string {
+	_, name := engine.SplitTableName(t.Name())
+	return name
+}
+
+// view returns the view of the account's table table (its name as the
+// account sees it), refusing a missing table or a stopped view.
 func (c *call) view(table string) (*projections.Table, error) {
-	t, ok, err := c.s.views.Lookup(c.r.Context(), table)
+	full, err := c.fullName(table)
+	if err != nil {
+		return nil, err
+	}
+	t, ok, err := c.s.views.Lookup(c.r.Context(), full)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +72,7 @@ func (c *call) view(table string) (*projections.Table, error) {
 	if err := t.Err(); err != nil {
 		// TableFaulted when its journal holds what the view cannot apply.
 		if engine.ErrorCode(err) == engine.CodeInternalError {
-			err = engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", t.Name(), err)
+			err = engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", shownName(t), err)
 		}
 		return nil, err
 	}
@@ -87,7 +98,7 @@ func (c *call) snapshot(t *projections.Table) (*projections.Snapshot, error) {
 	s, err := t.WaitSeq(ctx, seq)
 	if err != nil {
 		return nil, engine.Errorf(codePositionNotReached, "the view of %s has not reached position %d within %v (it is at %d): retry, or check that the position belongs to this table",
-			t.Name(), seq, c.s.cfg.PositionWait, t.Snapshot().Seq)
+			shownName(t), seq, c.s.cfg.PositionWait, t.Snapshot().Seq)
 	}
 	return s, nil
 }
@@ -114,7 +125,7 @@ func (c *call) get(table string, k keys) {
 	}
 	e, ok := snap.Get(k.pk, k.rk)
 	if !ok {
-		c.fail(engine.Errorf(engine.CodeResourceNotFound, "The specified resource does not exist: (%q, %q) in %s.", k.pk, k.rk, t.Name()))
+		c.fail(engine.Errorf(engine.CodeResourceNotFound, "The specified resource does not exist: (%q, %q) in %s.", k.pk, k.rk, shownName(t)))
 		return
 	}
 	t.NoteRead(k.pk, 1)
@@ -127,7 +138,7 @@ func (c *call) get(table string, k keys) {
 	etag := engine.ETag(t.Epoch(), e.Version)
 	c.w.Header().Set("ETag", etag)
 	c.w.Header().Set(PositionHeader, strconv.FormatUint(snap.Seq, 10))
-	c.writeJSON(http.StatusOK, c.appendEntity(nil, t.Name(), e, etag, true))
+	c.writeJSON(http.StatusOK, c.appendEntity(nil, shownName(t), e, etag, true))
 }
 
 // entityBody parses the request's entity. Without keys (an insert) the

@@ -179,7 +179,12 @@ func (c *call) load() {
 	if name := q.Get("table"); name != "" {
 		// A faulted table's load is where its fault shows: only a table
 		// this host does not know goes through the refusals of view.
-		t, ok := c.s.views.Table(name)
+		full, err := c.fullName(name)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		t, ok := c.s.views.Table(full)
 		if !ok {
 			var err error
 			if t, err = c.view(name); err != nil {
@@ -189,8 +194,8 @@ func (c *call) load() {
 		}
 		out = append(out, t.Load(top))
 	} else {
-		for _, info := range c.s.views.Tables() {
-			if t, ok := c.s.views.Table(info.Name); ok {
+		for _, info := range c.s.views.TablesOf(c.account) {
+			if t, ok := c.s.views.Table(engine.FullTableName(c.account, info.Name)); ok {
 				out = append(out, t.Load(top))
 			}
 		}

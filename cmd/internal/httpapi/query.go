@@ -182,7 +182,7 @@ func (c *call) query(table string) {
 	b = append(b, '{')
 	if c.meta != wire.NoMetadata {
 		b = append(b, `"odata.metadata":`...)
-		b = wire.AppendJSONString(b, c.base()+"/$metadata#"+t.Name())
+		b = wire.AppendJSONString(b, c.base()+"/$metadata#"+shownName(t))
 		b = append(b, ',')
 	}
 	b = append(b, `"value":[`...)
@@ -205,7 +205,7 @@ func (c *call) query(table string) {
 		if sel != nil {
 			e = sel.project(e)
 		}
-		b = c.appendEntity(b, t.Name(), e, etag, false)
+		b = c.appendEntity(b, shownName(t), e, etag, false)
 	}
 	t.NoteRead(lastPK, run)
 	b = append(b, "]}"...)

@@ -109,8 +109,11 @@ func (c *Config) Validate() error {
 		seen[DevAccountName] = true
 	}
 	for _, a := range c.Accounts {
-		if a.Name == "" || strings.ContainsAny(a.Name, "/?#%: ") || len(a.Key) == 0 {
-			return fmt.Errorf("http: account %q needs a name without / ? # %% : or spaces, and a key", a.Name)
+		if err := engine.ValidateAccountName(a.Name); err != nil {
+			return fmt.Errorf("http: %s (as Azure's storage account names)", engine.AsError(err).Message)
+		}
+		if len(a.Key) == 0 {
+			return fmt.Errorf("http: account %s needs a key", a.Name)
 		}
 		if seen[a.Name] {
 			return fmt.Errorf("http: account %s is configured twice", a.Name)
@@ -199,7 +202,17 @@ type call struct {
 	meta    wire.Metadata
 	id      string // x-ms-request-id
 	op      string // for the request counters
-	table   string
+	table   string // the full name of the table the request names (engine.FullTableName)
+}
+
+// fullName returns the full name of the account's table table, refusing a
+// name that is not a table name (a dot in it would name another account's
+// table).
+func (c *call) fullName(table string) (string, error) {
+	if err := engine.ValidateTableName(table); err != nil {
+		return "", err
+	}
+	return engine.FullTableName(c.account, table), nil
 }
 
 // ServeHTTP implements http.Handler. It serves the Tables API; /metrics
@@ -320,7 +333,10 @@ func (c *call) route(resource string) {
 		c.fail(err)
 		return
 	}
-	c.table = table
+	if c.table, err = c.fullName(table); err != nil {
+		c.fail(err)
+		return
+	}
 	if r.URL.Query().Get("comp") != "" {
 		c.fail(notImplemented("table access policies (?comp=acl)"))
 		return

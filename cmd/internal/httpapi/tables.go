@@ -88,7 +88,7 @@ func (c *call) listTables() {
 		c.fail(err)
 		return
 	}
-	tables := c.s.views.Tables()
+	tables := c.s.views.TablesOf(c.account)
 	sort.Slice(tables, func(i, j int) bool { return tables[i].Name < tables[j].Name })
 	next := q.Get("NextTableName")
 	b := []byte(`{`)
@@ -161,14 +161,20 @@ func (c *call) createTable() {
 		c.fail(engine.Errorf(engine.CodeInvalidInput, `the body must be {"TableName":"…"}`))
 		return
 	}
-	c.table = *req.TableName
-	ctx, cancel := c.writeContext()
-	defer cancel()
-	info, err := c.s.comm.CreateTable(ctx, *req.TableName)
+	full, err := c.fullName(*req.TableName)
 	if err != nil {
 		c.fail(err)
 		return
 	}
+	c.table = full
+	ctx, cancel := c.writeContext()
+	defer cancel()
+	info, err := c.s.comm.CreateTable(ctx, full)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	_, info.Name = engine.SplitTableName(info.Name)
 	c.w.Header().Set("Location", c.base()+"/Tables('"+info.Name+"')")
 	if c.noContent() {
 		c.w.WriteHeader(http.StatusNoContent)
@@ -178,28 +184,41 @@ func (c *call) createTable() {
 }
 
 func (c *call) getTable(name string) {
-	c.op, c.table = "GetTable", name
+	c.op = "GetTable"
 	if err := c.allowTables('l'); err != nil {
 		c.fail(err)
 		return
 	}
-	_, info, live := c.s.views.CatalogEntry(name)
+	full, err := c.fullName(name)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.table = full
+	_, info, live := c.s.views.CatalogEntry(full)
 	if !live {
 		c.fail(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", name))
 		return
 	}
-	c.writeJSON(http.StatusOK, c.appendTable(nil, info.Name, true))
+	_, shown := engine.SplitTableName(info.Name)
+	c.writeJSON(http.StatusOK, c.appendTable(nil, shown, true))
 }
 
 func (c *call) deleteTable(name string) {
-	c.op, c.table = "DeleteTable", name
+	c.op = "DeleteTable"
 	if err := c.allowTables('d'); err != nil {
 		c.fail(err)
 		return
 	}
+	full, err := c.fullName(name)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.table = full
 	ctx, cancel := c.writeContext()
 	defer cancel()
-	if err := c.s.comm.DeleteTable(ctx, name); err != nil {
+	if err := c.s.comm.DeleteTable(ctx, full); err != nil {
 		c.fail(err)
 		return
 	}

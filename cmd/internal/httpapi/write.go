@@ -39,7 +39,11 @@ func (c *call) commit(cmd *engine.Command) (*engine.Reply, error) {
 
 // submit commits one operation and sets the reply's ETag header.
 func (c *call) submit(table string, op engine.Operation) (*engine.Reply, error) {
-	r, err := c.commit(&engine.Command{ID: c.commandID(), Table: table, Ops: []engine.Operation{op}})
+	full, err := c.fullName(table)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.commit(&engine.Command{ID: c.commandID(), Table: full, Ops: []engine.Operation{op}})
 	if err != nil {
 		return nil, err
 	}

@@ -75,11 +75,35 @@ func New(nc *nats.Conn, c Committer, views *projections.Views, log *slog.Logger,
 	return &Service{nc: nc, c: c, views: views, log: log, cfg: cfg, ready: make(chan struct{})}
 }
 
-// CommandSubject returns the subject of a table's entity commands.
+// CommandSubject returns the subject of a table's entity commands; table
+// is its full name (engine.FullTableName): <prefix>.cmd.<Table> for the
+// development account's tables, <prefix>.cmd.<account>.<Table> for
+// another account's. The development account's tables also answer on
+// <prefix>.cmd.devstoreaccount1.<Table>.
 func CommandSubject(prefix, table string) string { return prefix + ".cmd." + table }
 
-// TablesSubject returns the subject of table commands.
-func TablesSubject(prefix string) string { return prefix + ".tables" }
+// TablesSubject returns the subject of an account's table commands:
+// <prefix>.tables for the development account (also
+// <prefix>.tables.devstoreaccount1), <prefix>.tables.<account> for another.
+func TablesSubject(prefix, account string) string {
+	if account == "" || account == engine.DevAccount {
+		return prefix + ".tables"
+	}
+	return prefix + ".tables." + account
+}
+
+// accountOf returns the account a subject names after its first tokens
+// (rest is "" for the development account's short form), refusing a name
+// that is not an account's.
+func accountOf(rest string) (string, error) {
+	if rest == "" {
+		return engine.DevAccount, nil
+	}
+	if err := engine.ValidateAccountName(rest); err != nil {
+		return "", err
+	}
+	return rest, nil
+}
 
 // Ready is closed once the service is subscribed to its subjects.
 func (s *Service) Ready() <-chan struct{} { return s.ready }
@@ -101,14 +125,22 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	var err error
 	for i := 0; i < s.cfg.Subscriptions && err == nil; i++ {
-		err = subscribe(CommandSubject(s.cfg.Prefix, "*"), s.handleEntity)
-		if err == nil {
-			// A slow host must not drop commands silently: allow a deep queue.
-			_ = subs[len(subs)-1].SetPendingLimits(1<<20, 1<<30)
+		// The development account's tables (one token), then any account's
+		// (two).
+		for _, subject := range []string{CommandSubject(s.cfg.Prefix, "*"), CommandSubject(s.cfg.Prefix, "*.*")} {
+			if err == nil {
+				err = subscribe(subject, s.handleEntity)
+			}
+			if err == nil {
+				// A slow host must not drop commands silently: allow a deep queue.
+				_ = subs[len(subs)-1].SetPendingLimits(1<<20, 1<<30)
+			}
 		}
 	}
-	if err == nil {
-		err = subscribe(TablesSubject(s.cfg.Prefix), s.handleTables)
+	for _, subject := range []string{TablesSubject(s.cfg.Prefix, ""), TablesSubject(s.cfg.Prefix, "*")} {
+		if err == nil {
+			err = subscribe(subject, s.handleTables)
+		}
 	}
 	if err == nil {
 		err = s.nc.Flush()
@@ -164,7 +196,14 @@ func errReply(err error) *engine.Reply { return &engine.Reply{Error: engine.AsEr
 
 func (s *Service) handleEntity(m *nats.Msg) {
 	enc := wire.Detect(m.Data, m.Header.Get("Content-Type"))
-	table := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	rest := strings.TrimPrefix(m.Subject, s.cfg.Prefix+".cmd.")
+	table := rest[strings.LastIndexByte(rest, '.')+1:]
+	account, err := accountOf(strings.TrimSuffix(rest[:len(rest)-len(table)], "."))
+	if err != nil {
+		respond(m, enc, errReply(err))
+		return
+	}
+	table = engine.FullTableName(account, table)
 	req, err := wire.DecodeRequest(m.Data, enc)
 	if err != nil {
 		respond(m, enc, errReply(err))
@@ -176,7 +215,7 @@ func (s *Service) handleEntity(m *nats.Msg) {
 		return
 	case "CreateTable", "DeleteTable", "ListTables":
 		respond(m, enc, errReply(engine.Errorf(engine.CodeInvalidInput,
-			"%s is a table command: send it to %s", req.Op, TablesSubject(s.cfg.Prefix))))
+			"%s is a table command: send it to %s", req.Op, TablesSubject(s.cfg.Prefix, account))))
 		return
 	}
 	cmd, err := wire.ToCommand(req, table)
@@ -199,13 +238,15 @@ func (s *Service) retrieve(table string, req *engine.Request) *engine.Reply {
 		return errReply(err)
 	}
 	if !ok {
-		return errReply(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", table))
+		_, shown := engine.SplitTableName(table)
+		return errReply(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", shown))
 	}
+	_, shown := engine.SplitTableName(t.Name())
 	if err := t.Err(); err != nil {
 		// A stopped view is stale for good: say so rather than answer
 		// (TableFaulted when its journal holds what it cannot apply).
 		if engine.ErrorCode(err) == engine.CodeInternalError {
-			err = engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", t.Name(), err)
+			err = engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", shown, err)
 		}
 		return errReply(err)
 	}
@@ -213,13 +254,18 @@ func (s *Service) retrieve(table string, req *engine.Request) *engine.Reply {
 	e, ok := snap.Get(pk, rk)
 	t.NoteRead(pk, 1)
 	if !ok {
-		return errReply(engine.Errorf(engine.CodeResourceNotFound, "entity (%q, %q) does not exist in %s", pk, rk, t.Name()))
+		return errReply(engine.Errorf(engine.CodeResourceNotFound, "entity (%q, %q) does not exist in %s", pk, rk, shown))
 	}
 	return &engine.Reply{Entity: e, ETag: engine.ETag(t.Epoch(), e.Version), Timestamp: e.Timestamp, Seq: snap.Seq}
 }
 
 func (s *Service) handleTables(m *nats.Msg) {
 	enc := wire.Detect(m.Data, m.Header.Get("Content-Type"))
+	account, err := accountOf(strings.TrimPrefix(strings.TrimPrefix(m.Subject, TablesSubject(s.cfg.Prefix, "")), "."))
+	if err != nil {
+		respond(m, enc, errReply(err))
+		return
+	}
 	req, err := wire.DecodeRequest(m.Data, enc)
 	if err != nil {
 		respond(m, enc, errReply(err))
@@ -229,7 +275,7 @@ func (s *Service) handleTables(m *nats.Msg) {
 	go func() {
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.TableTimeout)
 		defer cancel()
-		r := s.tableCommand(ctx, req)
+		r := s.tableCommand(ctx, account, req)
 		if r.Error != nil && r.Error.Code == engine.CodeInternalError {
 			s.log.Error("table command failed", "op", req.Op, "table", req.Table, "err", r.Error.Message)
 		}
@@ -237,23 +283,33 @@ func (s *Service) handleTables(m *nats.Msg) {
 	}()
 }
 
-func (s *Service) tableCommand(ctx context.Context, req *engine.Request) *engine.Reply {
+// tableCommand runs a table command of an account; the request names the
+// table as the account sees it.
+func (s *Service) tableCommand(ctx context.Context, account string, req *engine.Request) *engine.Reply {
+	switch req.Op {
+	case "CreateTable", "DeleteTable":
+		if err := engine.ValidateTableName(req.Table); err != nil {
+			return errReply(err)
+		}
+	}
+	full := engine.FullTableName(account, req.Table)
 	switch req.Op {
 	case "CreateTable":
-		info, err := s.c.CreateTable(ctx, req.Table)
+		info, err := s.c.CreateTable(ctx, full)
 		if err != nil {
 			return errReply(err)
 		}
+		_, info.Name = engine.SplitTableName(info.Name)
 		return &engine.Reply{Tables: []engine.TableInfo{info}, Seq: info.Epoch}
 	case "DeleteTable":
-		if err := s.c.DeleteTable(ctx, req.Table); err != nil {
+		if err := s.c.DeleteTable(ctx, full); err != nil {
 			return errReply(err)
 		}
 		return &engine.Reply{}
 	case "ListTables":
-		return &engine.Reply{Tables: s.views.Tables()}
+		return &engine.Reply{Tables: s.views.TablesOf(account)}
 	}
 	return errReply(engine.Errorf(engine.CodeInvalidInput,
 		"op %q is not a table command (CreateTable, DeleteTable, ListTables); entity commands go to %s",
-		req.Op, CommandSubject(s.cfg.Prefix, "<Table>")))
+		req.Op, CommandSubject(s.cfg.Prefix, engine.FullTableName(account, "<Table>"))))
 }

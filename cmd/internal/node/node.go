@@ -212,7 +212,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 // node.
 func (n *Node) readyAttrs() []any {
 	cfg := n.cfg
-	attrs := []any{"nats", n.ClientURL(), "commands", natsapi.CommandSubject(cfg.Prefix, "<Table>"), "tables", natsapi.TablesSubject(cfg.Prefix)}
+	attrs := []any{"nats", n.ClientURL(), "commands", natsapi.CommandSubject(cfg.Prefix, "<Table>"), "tables", natsapi.TablesSubject(cfg.Prefix, "")}
 	if n.httpLn != nil {
 		account := httpapi.DevAccountName
 		if cfg.API.NoDevAccount {
