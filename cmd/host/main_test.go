@@ -68,10 +68,12 @@ func TestAccountFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	for args, want := range map[string]string{
-		"-accounts=nokey":         "name:base64key",
-		"-accounts=a:!!":          "not base64",
-		"-dev-account=false":      "no account can sign",
-		"-accounts=a:eA==,a:eA==": "twice",
+		"-accounts=nokey":             "name:base64key",
+		"-accounts=a:!!":              "not base64",
+		"-dev-account=false":          "no account can sign",
+		"-accounts=abc:eA==,abc:eA==": "twice",
+		"-accounts=a:eA==":            "3 to 24 characters",
+		"-accounts=Contoso:eA==":      "lowercase letters and digits",
 	} {
 		t.Setenv("CAIRN_ACCOUNTS", "")
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)

@@ -32,7 +32,7 @@ const (
 // status maps an error code to its HTTP status, as the Table service does.
 func status(code engine.Code) int {
 	switch code {
-	case engine.CodeEntityAlreadyExists, engine.CodeTableAlreadyExists:
+	case engine.CodeEntityAlreadyExists, engine.CodeTableAlreadyExists, engine.CodeTableQuotaExceeded:
 		return http.StatusConflict
 	case engine.CodeResourceNotFound, engine.CodeTableNotFound:
 		return http.StatusNotFound
