@@ -113,6 +113,22 @@ func (j *Journal) StreamBounds(ctx context.Context, table string, epoch uint64) 
 	return st.FirstSeq, st.LastSeq, nil
 }
 
+// RemovedRecords reports whether records were removed from a table
+// incarnation's stream since they were appended (Cairn never removes one:
+// a purge or a deleted message behind its back), with the stream's first
+// and last sequence.
+func (j *Journal) RemovedRecords(ctx context.Context, table string, epoch uint64) (removed bool, first, last uint64, err error) {
+	s, err := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			err = engine.ErrTableGone
+		}
+		return false, 0, 0, fmt.Errorf("journal: stream of %s: %w", table, err)
+	}
+	st := s.CachedInfo().State
+	return st.LastSeq > 0 && (st.FirstSeq > 1 || st.NumDeleted > 0), st.FirstSeq, st.LastSeq, nil
+}
+
 // NextRecord returns the sequence and nonce of the partition's first
 // record after sequence after: seq 0 when there is none yet, nonce "" when
 // the record has none this code can read. It reads the nonce without

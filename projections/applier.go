@@ -132,17 +132,56 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 		}
 		return nil
 	}
-	return v.retry(ctx, "follow the journal", t.Name(), func() error {
+	// The watch ends the follow with a fault as its cause when records
+	// disappear from the journal.
+	fctx, stopFollow := context.WithCancelCause(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		v.watchHistory(fctx, t, stopFollow)
+	}()
+	defer func() {
+		stopFollow(nil)
+		<-watched
+	}()
+	err = v.retry(fctx, "follow the journal", t.Name(), func() error {
 		// After an interruption, resume right after the last record applied.
-		err := v.j.ConsumeKnown(ctx, t.Name(), t.Epoch(), t.Seq()+1, t.appendedRecord, apply)
+		err := v.j.ConsumeKnown(fctx, t.Name(), t.Epoch(), t.Seq()+1, t.appendedRecord, apply)
 		if errors.Is(err, engine.ErrTableGone) {
-			return v.streamGone(ctx, t)
+			return v.streamGone(fctx, t)
 		}
-		if err == nil && ctx.Err() == nil {
+		if err == nil && fctx.Err() == nil {
 			err = errors.New("consumer ended")
 		}
 		return err
 	})
+	if cause := context.Cause(fctx); ctx.Err() == nil && permanent(cause) {
+		return cause
+	}
+	return err
+}
+
+// watchHistory checks every HistoryCheck, while the applier follows the
+// table, that no record was removed from its journal; if one was, it stops
+// the follow with the fault as the cause. The view holds records the
+// journal no longer has: a new host could not rebuild it, and appends that
+// expect a partition's removed last record would be refused for ever.
+func (v *Views) watchHistory(ctx context.Context, t *Table, stop context.CancelCauseFunc) {
+	tick := time.NewTicker(v.cfg.HistoryCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		removed, first, last, err := v.j.RemovedRecords(ctx, t.Name(), t.Epoch())
+		if err != nil || !removed {
+			continue // a missing stream is the consumer's to find; errors pass
+		}
+		stop(&faultError{seq: 1, err: fmt.Errorf("records were removed from the journal behind Cairn's back (it now starts at %d and ends at %d): the view holds history the journal lost", first, last)})
+		return
+	}
 }
 
 // streamGone decides what a table's missing stream means: when the table

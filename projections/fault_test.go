@@ -3,7 +3,9 @@ package projections_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -200,6 +202,77 @@ func TestViewsStreamDeleted(t *testing.T) {
 	}
 	if tb, _ := v.Table("Kept"); tb.Fault() != nil || tb.Snapshot().Len() != 1 {
 		t.Fatalf("Kept: fault %+v", tb.Fault())
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestViewsFaultRemovedHistory: records removed from a journal while its
+// view follows it (a purge, one deleted message) fault the table then, not
+// only at the next start; another account's table and an untouched one go
+// on serving.
+func TestViewsFaultRemovedHistory(t *testing.T) {
+	r := newRig(t)
+	r.cfg.HistoryCheck = 20 * time.Millisecond
+	js, err := jetstream.New(r.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"Purged", "Holed", "Kept", engine.FullTableName("contoso", "Kept")}
+	for _, name := range names {
+		r.create(name)
+		for i := 1; i <= 3; i++ {
+			if err := r.append(r.ctx, name, r.catalog[name], i); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	vctx, stop := context.WithCancel(r.ctx)
+	defer stop()
+	v, done := r.start(vctx)
+	if err := v.WaitReady(r.ctx); err != nil {
+		t.Fatal(err)
+	}
+	stream := func(name string) jetstream.Stream {
+		t.Helper()
+		s, err := js.Stream(r.ctx, journal.StreamName("cairn", name, r.catalog[name]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if err := stream("Purged").Purge(r.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream("Holed").DeleteMsg(r.ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"Purged", "Holed"} {
+		tb, ok := v.Table(name)
+		if !ok {
+			t.Fatalf("%s unknown", name)
+		}
+		// Record 4 never comes: the wait ends with the fault.
+		if _, err := tb.WaitSeq(r.ctx, 4); engine.ErrorCode(err) != engine.CodeTableFaulted {
+			t.Fatalf("%s: WaitSeq after records were removed: %v", name, err)
+		}
+		if f := tb.Fault(); f == nil || f.Seq != 1 || !strings.Contains(f.Error, "removed from the journal") {
+			t.Fatalf("%s: fault %+v", name, f)
+		}
+		if s := tb.Snapshot(); s.Seq != 3 || s.Len() != 3 {
+			t.Errorf("%s: view at %d with %d entities, want what it had applied", name, s.Seq, s.Len())
+		}
+	}
+	for _, name := range names[2:] {
+		if err := r.append(r.ctx, name, r.catalog[name], 4); err != nil {
+			t.Fatal(err)
+		}
+		tb, _ := v.Table(name)
+		if _, err := tb.WaitSeq(r.ctx, 4); err != nil || tb.Fault() != nil {
+			t.Fatalf("%s: %v, fault %+v", name, err, tb.Fault())
+		}
 	}
 	stop()
 	if err := <-done; err != nil {

@@ -46,6 +46,11 @@ type Config struct {
 	// stream is created (its creator crashed before it did); later, a
 	// missing stream faults the table (1 minute).
 	StreamGrace time.Duration
+	// HistoryCheck is how often the applier of a table checks that no
+	// record was removed from its journal while it follows it (a purge
+	// behind Cairn's back), which faults the table then rather than at the
+	// next start (30 seconds; one stream-info request per table).
+	HistoryCheck time.Duration
 }
 
 func (c *Config) defaults() {
@@ -60,6 +65,9 @@ func (c *Config) defaults() {
 	}
 	if c.StreamGrace <= 0 {
 		c.StreamGrace = time.Minute
+	}
+	if c.HistoryCheck <= 0 {
+		c.HistoryCheck = 30 * time.Second
 	}
 }
 

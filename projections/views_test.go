@@ -27,6 +27,7 @@ type rig struct {
 	ctx context.Context
 
 	catalog map[string]uint64 // the catalog sequence of each name's last record
+	cfg     projections.Config // of the views start runs
 }
 
 func newRig(t *testing.T) *rig {
@@ -86,7 +87,9 @@ func (r *rig) append(ctx context.Context, table string, epoch uint64, i int) err
 // result.
 func (r *rig) start(ctx context.Context) (*projections.Views, <-chan error) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	v := projections.NewViews(r.j, log, projections.Config{PublishEvery: 7})
+	cfg := r.cfg
+	cfg.PublishEvery = 7
+	v := projections.NewViews(r.j, log, cfg)
 	done := make(chan error, 1)
 	go func() { done <- v.Run(ctx) }()
 	return v, done
