@@ -6,7 +6,8 @@
 // The node user may do everything: the node itself, other nodes joining
 // its server, and the operators' CLI connect as it. The development user
 // may only send what the documented development commands send (table and
-// entity commands, queue messages, direct function calls) and receive
+// entity commands of the development account's tables, queue messages,
+// direct function calls) and receive
 // replies on _INBOX.>; the JetStream API, the journal, the catalog, the
 // key-value and object stores and the system account are out of its reach.
 // Connections of the node user take their replies on InboxPrefix, so a
@@ -108,18 +109,17 @@ func Users(prefix string, node Creds, dev bool) (users []*server.User, noAuthUse
 	return users, DevUser
 }
 
-// DevPermissions are the development user's: publish commands, queue
-// messages and direct calls; subscribe to replies. Everything else is
-// denied, the JetStream API ($JS.API.>), the journal (<prefix>.j.>), the
-// catalog (<prefix>.catalog.>), $KV.>, $O.> and $SYS.> among it.
+// DevPermissions are the development user's: publish the development
+// account's table and entity commands (TableSubjects and TablesSubjects
+// of DevAccount, so no other account's tables), queue messages and direct
+// calls; subscribe to replies on _INBOX.>. Everything else is denied, the
+// JetStream API ($JS.API.>), the journal (<prefix>.j.>), the catalog
+// (<prefix>.catalog.>), $KV.>, $O.> and $SYS.> among it.
 func DevPermissions(prefix string) *server.Permissions {
+	allow := append(TableSubjects(prefix, DevAccount, "*"), TablesSubjects(prefix, DevAccount)...)
+	allow = append(allow, prefix+".queue.>", prefix+".fn.>")
 	return &server.Permissions{
-		Publish: &server.SubjectPermission{Allow: []string{
-			prefix + ".cmd.>",
-			prefix + ".tables",
-			prefix + ".queue.>",
-			prefix + ".fn.>",
-		}},
+		Publish:   &server.SubjectPermission{Allow: allow},
 		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
 	}
 }
