@@ -14,12 +14,13 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	t.Setenv("CAIRN_DATA", "/env/data")
 	t.Setenv("CAIRN_NATS_URL", "nats://env:4222")
 	t.Setenv("CAIRN_REPLICAS", "3")
+	t.Setenv("CAIRN_NATS_USERS", "/env/users.json")
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg := hostFlags(fs)
 	if err := cli.Parse(fs, []string{"-data", "/flag/data"}); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.DataDir != "/flag/data" || cfg.NATSURL != "nats://env:4222" || cfg.Replicas != 3 || cfg.HTTP != "127.0.0.1:10002" || cfg.NATSListen != "127.0.0.1:4222" {
+	if cfg.DataDir != "/flag/data" || cfg.NATSURL != "nats://env:4222" || cfg.Replicas != 3 || cfg.NATSUsers != "/env/users.json" || cfg.HTTP != "127.0.0.1:10002" || cfg.NATSListen != "127.0.0.1:4222" {
 		t.Fatalf("config %+v", cfg)
 	}
 	t.Setenv("CAIRN_REPLICAS", "three")
@@ -42,6 +43,7 @@ func TestConfigValidate(t *testing.T) {
 		{node.Config{}, "data directory is required"},
 		{node.Config{DataDir: "d", OperatorToken: "short"}, "at least 16"},
 		{node.Config{DataDir: "d", TLSCert: "cert.pem"}, "-tls-key"},
+		{node.Config{DataDir: "d", NATSURL: "nats://x", NATSUsers: "users.json"}, "configure the users on that server"},
 	} {
 		err := c.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {

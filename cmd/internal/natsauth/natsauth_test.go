@@ -52,11 +52,11 @@ func TestRead(t *testing.T) {
 
 func TestUsers(t *testing.T) {
 	node := Creds{User: NodeUser, Password: "secret"}
-	users, noAuth := Users("cairn", node, false)
+	users, noAuth := Users("cairn", node, nil, false)
 	if len(users) != 1 || noAuth != "" || users[0].Permissions != nil {
 		t.Fatalf("without the development account: %+v %q", users, noAuth)
 	}
-	users, noAuth = Users("cairn", node, true)
+	users, noAuth = Users("cairn", node, nil, true)
 	if len(users) != 2 || noAuth != DevUser || users[1].Username != DevUser || users[1].Password == "" {
 		t.Fatalf("with the development account: %+v %q", users, noAuth)
 	}
