@@ -2,7 +2,8 @@
 // JetStream storing its journal under -data, and the node on top of it
 // (package cmd/internal/node). Its other subcommands are the operators'
 // CLI: deploy a function, list and roll back functions, inspect and
-// requeue poison messages, enqueue a message.
+// requeue poison messages, enqueue a message, hash a NATS service user's
+// password.
 //
 //	go run ./cmd/host                 # serve (the default subcommand)
 //	go run ./cmd/host serve -data /var/lib/cairn
@@ -54,6 +55,7 @@ func usage() {
        host functions list|history|undeploy|rollback …
        host poison list|show|requeue|delete <queue> …
        host enqueue <queue> <message>…
+       host nats-password < password       print the bcrypt hash of a service user's password (-nats-users)
 
 Run "host serve -h" for the flags; the benchmarks are in cmd/cairn-bench.
 `)
@@ -75,6 +77,8 @@ func run(args []string) error {
 		return poisonCmd(args)
 	case "enqueue":
 		return enqueue(args)
+	case "nats-password":
+		return natsPassword(args, os.Stdin, os.Stdout)
 	case "help":
 		usage()
 		return nil

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/cairn-dev/cairn/cmd/internal/cli"
+	"github.com/cairn-dev/cairn/cmd/internal/natsauth"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 )
 
@@ -116,5 +119,39 @@ func TestSecurityFlags(t *testing.T) {
 func TestUnknownSubcommand(t *testing.T) {
 	if err := run([]string{"frobnicate"}); err == nil {
 		t.Fatal("unknown subcommand accepted")
+	}
+}
+
+func TestNATSPassword(t *testing.T) {
+	var out strings.Builder
+	if err := natsPassword([]string{"-cost", "4"}, strings.NewReader("s3cret pass\r\nignored\n"), &out); err != nil {
+		t.Fatal(err)
+	}
+	hash := strings.TrimSuffix(out.String(), "\n")
+	if !strings.HasPrefix(hash, "$2a$04$") || strings.Contains(hash, "\n") {
+		t.Fatalf("hash %q", out.String())
+	}
+	if err := bcrypt.CompareHashAndPassword([]byte(hash), []byte("s3cret pass")); err != nil {
+		t.Fatalf("the hash is not the password's: %v", err)
+	}
+	// The users file takes it as a hashed password.
+	if _, err := natsauth.ParseUsers([]byte(`{"users":[{"user":"u","password":"` + hash + `","queues":["mail"]}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args  []string
+		stdin string
+		want  string
+	}{
+		{nil, "", "no password"},
+		{nil, "\n", "no password"},
+		{[]string{"pw"}, "pw\n", "on stdin"},
+		{[]string{"-cost", "3"}, "pw\n", "-cost"},
+		{nil, strings.Repeat("x", 73), "72 bytes"},
+	} {
+		err := natsPassword(c.args, strings.NewReader(c.stdin), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v %q: %v, want an error with %q", c.args, c.stdin, err, c.want)
+		}
 	}
 }
