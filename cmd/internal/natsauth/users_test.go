@@ -28,6 +28,14 @@ func TestParseUsers(t *testing.T) {
 		!slices.Equal(users[0].Tables, []string{"Invoices", "Customers"}) || !users[0].ManageTables || users[2].Account != "" {
 		t.Fatalf("%+v", users)
 	}
+	// htpasswd writes $2y$ hashes; the server and the check take them.
+	y := "$2y$" + strings.TrimPrefix(string(hash), "$2a$")
+	if _, err := ParseUsers([]byte(`{"users":[{"user":"u","password":"` + y + `","queues":["mail"]}]}`)); err != nil {
+		t.Fatalf("a $2y$ hash: %v", err)
+	}
+	if err := bcrypt.CompareHashAndPassword([]byte(y), []byte("pw")); err != nil {
+		t.Fatalf("a $2y$ hash: %v", err)
+	}
 	if users, err := ParseUsers([]byte(`{"users":[]}`)); err != nil || len(users) != 0 {
 		t.Fatalf("no users: %v %v", users, err)
 	}
