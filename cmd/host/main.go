@@ -2,7 +2,8 @@
 // JetStream storing its journal under -data, and the node on top of it
 // (package cmd/internal/node). Its other subcommands are the operators'
 // CLI: deploy a function, list and roll back functions, inspect and
-// requeue poison messages, enqueue a message.
+// requeue poison messages, enqueue a message, hash a NATS service user's
+// password.
 //
 //	go run ./cmd/host                 # serve (the default subcommand)
 //	go run ./cmd/host serve -data /var/lib/cairn
@@ -55,6 +56,7 @@ func usage() {
        host functions list|history|undeploy|rollback …
        host poison list|show|requeue|delete <queue> …
        host enqueue <queue> <message>…
+       host nats-password < password       print the bcrypt hash of a service user's password (-nats-users)
 
 Run "host serve -h" for the flags; the benchmarks are in cmd/cairn-bench.
 `)
@@ -76,6 +78,8 @@ func run(args []string) error {
 		return poisonCmd(args)
 	case "enqueue":
 		return enqueue(args)
+	case "nats-password":
+		return natsPassword(args, os.Stdin, os.Stdout)
 	case "help":
 		usage()
 		return nil
@@ -91,6 +95,7 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "use this NATS server or cluster instead of the embedded one")
 	fs.StringVar(&cfg.NATSCreds, "nats-creds", "", "file with user:password to connect to -nats-url with (another node's <data>/nats/node.user); default: the credentials in -nats-url, if any")
+	fs.StringVar(&cfg.NATSUsers, "nats-users", "", "JSON file of the embedded server's service users, each with rights on some tables of one storage account, queues and functions (docs/PROTOCOL.md, Giving a service its own user); mode 0600; not with -nats-url")
 	fs.IntVar(&cfg.Replicas, "replicas", 1, "stream replicas (3 on a cluster)")
 	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:10002", "address of the HTTP API (Azure Tables protocol); \"off\" for none")
 	fs.IntVar(&cfg.HTTPMaxConns, "http-max-conns", 1024, "HTTP connections open at once; more wait until one closes")

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/cairn-dev/cairn/cmd/internal/cli"
+	"github.com/cairn-dev/cairn/cmd/internal/natsauth"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 )
 
@@ -14,12 +17,13 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	t.Setenv("CAIRN_DATA", "/env/data")
 	t.Setenv("CAIRN_NATS_URL", "nats://env:4222")
 	t.Setenv("CAIRN_REPLICAS", "3")
+	t.Setenv("CAIRN_NATS_USERS", "/env/users.json")
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg := hostFlags(fs)
 	if err := cli.Parse(fs, []string{"-data", "/flag/data"}); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.DataDir != "/flag/data" || cfg.NATSURL != "nats://env:4222" || cfg.Replicas != 3 || cfg.HTTP != "127.0.0.1:10002" || cfg.NATSListen != "127.0.0.1:4222" {
+	if cfg.DataDir != "/flag/data" || cfg.NATSURL != "nats://env:4222" || cfg.Replicas != 3 || cfg.NATSUsers != "/env/users.json" || cfg.HTTP != "127.0.0.1:10002" || cfg.NATSListen != "127.0.0.1:4222" {
 		t.Fatalf("config %+v", cfg)
 	}
 	t.Setenv("CAIRN_REPLICAS", "three")
@@ -42,6 +46,7 @@ func TestConfigValidate(t *testing.T) {
 		{node.Config{}, "data directory is required"},
 		{node.Config{DataDir: "d", OperatorToken: "short"}, "at least 16"},
 		{node.Config{DataDir: "d", TLSCert: "cert.pem"}, "-tls-key"},
+		{node.Config{DataDir: "d", NATSURL: "nats://x", NATSUsers: "users.json"}, "configure the users on that server"},
 	} {
 		err := c.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -116,5 +121,39 @@ func TestSecurityFlags(t *testing.T) {
 func TestUnknownSubcommand(t *testing.T) {
 	if err := run([]string{"frobnicate"}); err == nil {
 		t.Fatal("unknown subcommand accepted")
+	}
+}
+
+func TestNATSPassword(t *testing.T) {
+	var out strings.Builder
+	if err := natsPassword([]string{"-cost", "4"}, strings.NewReader("s3cret pass\r\nignored\n"), &out); err != nil {
+		t.Fatal(err)
+	}
+	hash := strings.TrimSuffix(out.String(), "\n")
+	if !strings.HasPrefix(hash, "$2a$04$") || strings.Contains(hash, "\n") {
+		t.Fatalf("hash %q", out.String())
+	}
+	if err := bcrypt.CompareHashAndPassword([]byte(hash), []byte("s3cret pass")); err != nil {
+		t.Fatalf("the hash is not the password's: %v", err)
+	}
+	// The users file takes it as a hashed password.
+	if _, err := natsauth.ParseUsers([]byte(`{"users":[{"user":"u","password":"` + hash + `","queues":["mail"]}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args  []string
+		stdin string
+		want  string
+	}{
+		{nil, "", "no password"},
+		{nil, "\n", "no password"},
+		{[]string{"pw"}, "pw\n", "on stdin"},
+		{[]string{"-cost", "3"}, "pw\n", "-cost"},
+		{nil, strings.Repeat("x", 73), "72 bytes"},
+	} {
+		err := natsPassword(c.args, strings.NewReader(c.stdin), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v %q: %v, want an error with %q", c.args, c.stdin, err, c.want)
+		}
 	}
 }

@@ -1,21 +1,37 @@
 // Package natsauth holds the users of a node's embedded NATS server: the
 // node user, whose credentials a node creates under its data directory on
-// first start and keeps across restarts, and the development user that
-// unauthenticated connections map to while the development account is on.
+// first start and keeps across restarts; the service users of a users
+// file (ReadUsers); and the development user that unauthenticated
+// connections map to while the development account is on.
 //
 // The node user may do everything: the node itself, other nodes joining
 // its server, and the operators' CLI connect as it. The development user
 // may only send what the documented development commands send (table and
-// entity commands, queue messages, direct function calls) and receive
-// replies on _INBOX.>; the JetStream API, the journal, the catalog, the
-// key-value and object stores and the system account are out of its reach.
-// Connections of the node user take their replies on InboxPrefix, so a
-// development client subscribed to _INBOX.> never sees what the node reads
-// from JetStream.
+// entity commands of the development account's tables, queue messages,
+// direct function calls) and receive replies on _INBOX.>. A service user
+// may send commands to the tables of one storage account it is given
+// (exactly as spelled in the file: subjects are case-sensitive), manage
+// that account's tables if allowed, enqueue to its queues and call its
+// functions, and receive replies only under its own inbox prefix,
+// _INBOX_<user>, which nobody else but the node user may subscribe to.
+// For all but the node user, the JetStream API, the journal, the catalog,
+// the key-value and object stores and the system account are out of
+// reach. Connections of the node user take their replies on InboxPrefix,
+// so a development client subscribed to _INBOX.> never sees what the node
+// reads from JetStream.
+//
+// Storage accounts are namespaces of tables (TableSubjects,
+// TablesSubjects): account acme's tables are <prefix>.cmd.acme.<Table>,
+// the development account's also <prefix>.cmd.<Table>.
 //
 // The credentials file is one line, "user:password", mode 0600 in a 0700
-// directory. It costs nothing per message: the server checks a password
-// when a connection opens and permissions from a cache afterwards.
+// directory. A users file is JSON, mode 0600 (a file others may read is
+// refused), checked whole before the server starts: unknown fields, a
+// name taken, an account, table, queue or function name that is not one
+// are errors naming the user. Passwords cost nothing per message: the
+// server checks one when a connection opens (a bcrypt hash costs a
+// bcrypt comparison, some 50 ms at cost 10) and permissions from a cache
+// afterwards.
 package natsauth
 
 import (
@@ -94,11 +110,15 @@ func parse(path, content string) (Creds, error) {
 	return Creds{User: user, Password: pass}, nil
 }
 
-// Users returns the users of an embedded server: the node user, and, when
-// dev is true, the development user that unauthenticated connections map
-// to (noAuthUser; "" when dev is false: those connections are refused).
-func Users(prefix string, node Creds, dev bool) (users []*server.User, noAuthUser string) {
+// Users returns the users of an embedded server: the node user, the
+// service users with their permissions, and, when dev is true, the
+// development user that unauthenticated connections map to (noAuthUser;
+// "" when dev is false: those connections are refused).
+func Users(prefix string, node Creds, service []ServiceUser, dev bool) (users []*server.User, noAuthUser string) {
 	users = []*server.User{{Username: node.User, Password: node.Password}}
+	for _, u := range service {
+		users = append(users, &server.User{Username: u.User, Password: u.Password, Permissions: u.Permissions(prefix)})
+	}
 	if !dev {
 		return users, ""
 	}
@@ -108,18 +128,17 @@ func Users(prefix string, node Creds, dev bool) (users []*server.User, noAuthUse
 	return users, DevUser
 }
 
-// DevPermissions are the development user's: publish commands, queue
-// messages and direct calls; subscribe to replies. Everything else is
-// denied, the JetStream API ($JS.API.>), the journal (<prefix>.j.>), the
-// catalog (<prefix>.catalog.>), $KV.>, $O.> and $SYS.> among it.
+// DevPermissions are the development user's: publish the development
+// account's table and entity commands (TableSubjects and TablesSubjects
+// of DevAccount, so no other account's tables), queue messages and direct
+// calls; subscribe to replies on _INBOX.>. Everything else is denied, the
+// JetStream API ($JS.API.>), the journal (<prefix>.j.>), the catalog
+// (<prefix>.catalog.>), $KV.>, $O.> and $SYS.> among it.
 func DevPermissions(prefix string) *server.Permissions {
+	allow := append(TableSubjects(prefix, DevAccount, "*"), TablesSubjects(prefix, DevAccount)...)
+	allow = append(allow, prefix+".queue.>", prefix+".fn.>")
 	return &server.Permissions{
-		Publish: &server.SubjectPermission{Allow: []string{
-			prefix + ".cmd.>",
-			prefix + ".tables",
-			prefix + ".queue.>",
-			prefix + ".fn.>",
-		}},
+		Publish:   &server.SubjectPermission{Allow: allow},
 		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
 	}
 }

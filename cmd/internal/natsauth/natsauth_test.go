@@ -3,6 +3,7 @@ package natsauth
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -51,16 +52,47 @@ func TestRead(t *testing.T) {
 
 func TestUsers(t *testing.T) {
 	node := Creds{User: NodeUser, Password: "secret"}
-	users, noAuth := Users("cairn", node, false)
+	users, noAuth := Users("cairn", node, nil, false)
 	if len(users) != 1 || noAuth != "" || users[0].Permissions != nil {
 		t.Fatalf("without the development account: %+v %q", users, noAuth)
 	}
-	users, noAuth = Users("cairn", node, true)
+	users, noAuth = Users("cairn", node, nil, true)
 	if len(users) != 2 || noAuth != DevUser || users[1].Username != DevUser || users[1].Password == "" {
 		t.Fatalf("with the development account: %+v %q", users, noAuth)
 	}
 	p := users[1].Permissions
-	if len(p.Publish.Allow) != 4 || len(p.Subscribe.Allow) != 1 || p.Subscribe.Allow[0] != "_INBOX.>" {
+	wantPub := []string{"cairn.cmd.*", "cairn.cmd.devstoreaccount1.*", "cairn.tables", "cairn.tables.devstoreaccount1", "cairn.queue.>", "cairn.fn.>"}
+	if !slices.Equal(p.Publish.Allow, wantPub) || p.Publish.Deny != nil || !slices.Equal(p.Subscribe.Allow, []string{"_INBOX.>"}) || p.Subscribe.Deny != nil {
 		t.Fatalf("development permissions %+v %+v", p.Publish, p.Subscribe)
+	}
+}
+
+func TestSubjects(t *testing.T) {
+	for _, c := range []struct {
+		account, table string
+		cmd, tables    []string
+	}{
+		{"devstoreaccount1", "Orders", []string{"x.cmd.Orders", "x.cmd.devstoreaccount1.Orders"}, []string{"x.tables", "x.tables.devstoreaccount1"}},
+		{"devstoreaccount1", "*", []string{"x.cmd.*", "x.cmd.devstoreaccount1.*"}, []string{"x.tables", "x.tables.devstoreaccount1"}},
+		{"acme", "Orders", []string{"x.cmd.acme.Orders"}, []string{"x.tables.acme"}},
+		{"acme", "*", []string{"x.cmd.acme.*"}, []string{"x.tables.acme"}},
+	} {
+		if got := TableSubjects("x", c.account, c.table); !slices.Equal(got, c.cmd) {
+			t.Errorf("TableSubjects(%s, %s) = %v, want %v", c.account, c.table, got, c.cmd)
+		}
+		if got := TablesSubjects("x", c.account); !slices.Equal(got, c.tables) {
+			t.Errorf("TablesSubjects(%s) = %v, want %v", c.account, got, c.tables)
+		}
+	}
+}
+
+func TestValidateAccount(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"acme": true, "devstoreaccount1": true, "abc": true, "a23456789012345678901234": true,
+		"ab": false, "a234567890123456789012345": false, "Acme": false, "ac-me": false, "ac.me": false, "ac*": false, "": false,
+	} {
+		if err := ValidateAccount(name); (err == nil) != ok {
+			t.Errorf("%q: %v", name, err)
+		}
 	}
 }

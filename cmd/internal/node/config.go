@@ -32,6 +32,13 @@ type Config struct {
 	// server. Empty: the credentials in NATSURL, if any. The embedded
 	// server's node uses its own credentials and ignores it.
 	NATSCreds string
+	// NATSUsers names the users file of the embedded server: services'
+	// users with rights on some tables of one storage account, some
+	// queues and some functions (natsauth.ReadUsers; docs/PROTOCOL.md,
+	// Giving a service its own user). A bad file, or one others may read,
+	// stops the node at start. Not with NATSURL: an external server's
+	// users are configured on that server.
+	NATSUsers string
 	// Replicas is the replica count of the streams (1; 3 on a cluster).
 	Replicas int
 	// HTTP is the HTTP API's address ("127.0.0.1:10002"; port 0 picks a
@@ -100,6 +107,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTPMaxConns < 1 {
 		return fmt.Errorf("node: http-max-conns must be positive, got %d", c.HTTPMaxConns)
+	}
+	if c.NATSUsers != "" && c.NATSURL != "" {
+		return errors.New("node: -nats-users is for the embedded server; with -nats-url, configure the users on that server (docs/PROTOCOL.md, Giving a service its own user, shows the equivalent configuration)")
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1

@@ -16,8 +16,9 @@ import (
 )
 
 // connect starts the embedded NATS server (locking the data directory
-// first) with the node user (its credentials made on first start) and,
-// while the development account is on, the development user, and
+// first) with the node user (its credentials made on first start), the
+// service users of the users file (NATSUsers) and, while the development
+// account is on, the development user, and
 // connects to it in process as the node user; or it connects to the
 // configured server with the credentials given (NATSCreds, or those in
 // the URL). The node's replies come on natsauth.InboxPrefix.
@@ -53,6 +54,17 @@ func (n *Node) connect() error {
 	if port == 0 {
 		port = -1 // the server's "pick a free port"
 	}
+	var service []natsauth.ServiceUser
+	if cfg.NATSUsers != "" {
+		if service, err = natsauth.ReadUsers(cfg.NATSUsers); err != nil {
+			return fmt.Errorf("node: -nats-users: %w", err)
+		}
+		for _, u := range service {
+			if !u.Hashed() {
+				cfg.Log.Warn("a NATS service user's password is in plain text in the users file: prefer its bcrypt hash (host nats-password)", "user", u.User, "file", cfg.NATSUsers)
+			}
+		}
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("node: data directory: %w", err)
 	}
@@ -73,7 +85,7 @@ func (n *Node) connect() error {
 	if loose {
 		cfg.Log.Warn("the NATS node credentials file is readable by other users: chmod 600 it", "file", path)
 	}
-	users, noAuth := natsauth.Users(cfg.Prefix, creds, !cfg.API.NoDevAccount)
+	users, noAuth := natsauth.Users(cfg.Prefix, creds, service, !cfg.API.NoDevAccount)
 	ns, err := journal.StartEmbedded(journal.EmbeddedConfig{
 		Users:      users,
 		NoAuthUser: noAuth,

@@ -15,7 +15,8 @@
 // commands it has taken, and the views and the journal go last.
 //
 // What fails: a configuration error or a busy port is returned before
-// anything starts; a data directory locked by another node is refused; a
+// anything starts, and so is a users file (NATSUsers) that is bad or that
+// others may read; a data directory locked by another node is refused; a
 // component that stops on its own (the views on a catalog record they
 // cannot decode, the HTTP listener closing) stops the whole node, and Run
 // returns why. A SIGKILL loses nothing acknowledged: the journal is the

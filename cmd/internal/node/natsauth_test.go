@@ -38,10 +38,27 @@ func refused(t *testing.T, nc *nats.Conn, subject string, send func() error) {
 	}
 }
 
+// allowed sends what send sends on nc and checks that the server did not
+// refuse it: no new error once Flush returns (each refusal is a new error
+// value, so one from an earlier attempt does not count).
+func allowed(t *testing.T, nc *nats.Conn, subject string, send func() error) {
+	t.Helper()
+	before := nc.LastError()
+	if err := send(); err != nil {
+		t.Fatalf("%s: %v", subject, err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatalf("%s: flush: %v", subject, err)
+	}
+	if err := nc.LastError(); err != before {
+		t.Fatalf("%s was refused: %v", subject, err)
+	}
+}
+
 // TestNATSDevelopmentUser: a client without credentials runs the
 // documented development commands (create a table, insert, retrieve,
 // enqueue with a JetStream acknowledgement, call a function) and nothing
-// else: forged journal and catalog records, the JetStream API, the
+// else: another account's tables, forged journal and catalog records, the JetStream API, the
 // key-value and object stores, the system account and subscriptions
 // beyond its replies are refused. Afterwards the node still serves and no
 // table was changed.
@@ -87,7 +104,14 @@ func TestNATSDevelopmentUser(t *testing.T) {
 	pub := func(subj string) {
 		refused(t, dev, subj, func() error { return dev.PublishRequest(subj, inbox, []byte(`{}`)) })
 	}
+	// The development account's subjects with the account named are its
+	// own (no front door serves them yet: the publish alone is checked).
+	for _, subj := range []string{"cairn.cmd.devstoreaccount1.Guarded", "cairn.tables.devstoreaccount1"} {
+		allowed(t, dev, subj, func() error { return dev.PublishRequest(subj, inbox, []byte(`{}`)) })
+	}
 	for _, subj := range []string{
+		"cairn.cmd.acme.Guarded", // another account's table
+		"cairn.tables.acme",      // another account's table commands
 		"cairn.j.guarded.1.p",
 		"cairn.catalog.guarded",
 		"$JS.API.INFO",
