@@ -46,6 +46,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/cairn-dev/cairn/cmd/internal/secret"
+	"github.com/cairn-dev/cairn/engine"
 )
 
 const (
@@ -130,12 +131,12 @@ func Users(prefix string, node Creds, service []ServiceUser, dev bool) (users []
 
 // DevPermissions are the development user's: publish the development
 // account's table and entity commands (TableSubjects and TablesSubjects
-// of DevAccount, so no other account's tables), queue messages and direct
+// of engine.DevAccount, so no other account's tables), queue messages and direct
 // calls; subscribe to replies on _INBOX.>. Everything else is denied, the
 // JetStream API ($JS.API.>), the journal (<prefix>.j.>), the catalog
 // (<prefix>.catalog.>), $KV.>, $O.> and $SYS.> among it.
 func DevPermissions(prefix string) *server.Permissions {
-	allow := append(TableSubjects(prefix, DevAccount, "*"), TablesSubjects(prefix, DevAccount)...)
+	allow := append(TableSubjects(prefix, engine.DevAccount, "*"), TablesSubjects(prefix, engine.DevAccount)...)
 	allow = append(allow, prefix+".queue.>", prefix+".fn.>")
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: allow},

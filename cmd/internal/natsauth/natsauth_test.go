@@ -85,14 +85,3 @@ func TestSubjects(t *testing.T) {
 		}
 	}
 }
-
-func TestValidateAccount(t *testing.T) {
-	for name, ok := range map[string]bool{
-		"acme": true, "devstoreaccount1": true, "abc": true, "a23456789012345678901234": true,
-		"ab": false, "a234567890123456789012345": false, "Acme": false, "ac-me": false, "ac.me": false, "ac*": false, "": false,
-	} {
-		if err := ValidateAccount(name); (err == nil) != ok {
-			t.Errorf("%q: %v", name, err)
-		}
-	}
-}

@@ -79,10 +79,10 @@ func (u ServiceUser) Validate() error {
 		}
 	}
 	if (len(u.Tables) > 0 || u.ManageTables) && u.Account == "" {
-		return fmt.Errorf("account is required with tables or manageTables (%s for the development account)", DevAccount)
+		return fmt.Errorf("account is required with tables or manageTables (%s for the development account)", engine.DevAccount)
 	}
 	if u.Account != "" {
-		if err := ValidateAccount(u.Account); err != nil {
+		if err := engine.ValidateAccountName(u.Account); err != nil {
 			return err
 		}
 	}
