@@ -1,0 +1,55 @@
+// Package outbox is the relay of the transactional outbox: it publishes
+// every message stored in a committed journal record (engine.Record's
+// Messages, written in the same record as the writes that caused them),
+// after the commit, so that a write and its messages are never separated
+// by a crash.
+//
+// # Guarantees
+//
+//   - At least once from the relay, exactly once as seen by a destination
+//     that de-duplicates: each message carries a Nats-Msg-Id (its own id
+//     when the command gave one, otherwise one derived from its journal
+//     position: table, epoch, record sequence, index) and its position in
+//     the Cairn-Outbox-Position header, so a consumer can de-duplicate
+//     beyond JetStream's de-duplication window.
+//   - Order per partition: a message of a partition is published only
+//     after every earlier message of that partition was delivered. A
+//     message that cannot be delivered (no stream for its subject, a full
+//     queue, a permission refused) blocks its partition, retried with
+//     back-off up to 30 s, and shows up with its error and age in Status,
+//     /metrics and the log; the other partitions go on. An operator may
+//     skip it (host outbox skip) or retry at once (host outbox retry).
+//   - Durable position: per table incarnation, the relay stores in the
+//     key-value bucket <PREFIX>_OUTBOX the sequence up to which every
+//     message was delivered (pos.<stream>), at most every
+//     Config.CheckpointEvery. After a crash the new holder starts after
+//     it: messages delivered after the last checkpoint are published again
+//     with the same ids.
+//   - Shared work: the tables are hashed into Config.Shards shards, and
+//     each shard is relayed by the one node holding its lease (a key of the
+//     same bucket renewed every Config.Renew by compare-and-set, free once
+//     not renewed for Config.LeaseTTL). Live nodes heartbeat there too, and
+//     each takes at most its share of the shards, so a node that joins
+//     gets work and a node that dies has its shards taken over. Two nodes
+//     publish the same message only while a lease changes hands (a node
+//     paused for longer than LeaseTTL): the ids make that harmless for
+//     JetStream destinations.
+//
+// # Destinations
+//
+// A message names a Cairn queue (published on <prefix>.queue.<q>, a subject
+// of the work-queue stream; a refusal of that stream, or its absence,
+// blocks the partition) or any NATS subject (engine.Message.Subject): a
+// subject a JetStream stream captures is delivered once the stream
+// acknowledges it; a subject no stream captures is delivered once
+// published (core NATS: no one may be listening).
+//
+// # Cost
+//
+// The holder of a table's shard reads its journal a second time (an
+// ordered consumer, every record decoded) and publishes asynchronously,
+// one message in flight per partition, so throughput grows with the number
+// of partitions that have messages. At most Config.MaxPending messages per
+// table wait in memory; past it the relay stops reading until they drain.
+// Deleting a table drops its messages not yet delivered.
+package outbox

@@ -1,0 +1,70 @@
+package outbox
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cairn-dev/cairn/engine"
+)
+
+// Headers of a relayed message.
+const (
+	// PositionHeader carries a message's journal position,
+	// "<table>/<epoch>/<seq>/<index>" (the table's full name): unique and
+	// increasing per partition, for consumers that de-duplicate beyond
+	// JetStream's window.
+	PositionHeader = "Cairn-Outbox-Position"
+	// PartitionHeader carries the PartitionKey of the write.
+	PartitionHeader = "Cairn-Partition"
+)
+
+// QueueSubject is the subject of a Cairn queue (the functions' work-queue
+// stream captures <prefix>.queue.>).
+func QueueSubject(prefix, queue string) string { return prefix + ".queue." + queue }
+
+// destination is the subject a message goes to.
+func destination(prefix string, m engine.Message) string {
+	return QueueSubject(prefix, m.Queue)
+}
+
+// MessageID is the Nats-Msg-Id of a message: the command's own id for it
+// when it gave one, otherwise its position.
+func MessageID(table string, epoch, seq uint64, index int, m engine.Message) string {
+	if m.ID != "" {
+		return m.ID
+	}
+	return "cairn:" + position(table, epoch, seq, index)
+}
+
+func position(table string, epoch, seq uint64, index int) string {
+	return strings.ToLower(table) + "/" + strconv.FormatUint(epoch, 10) + "/" + strconv.FormatUint(seq, 10) + "/" + strconv.Itoa(index)
+}
+
+// publish sends a partition's head and calls done with the outcome, from
+// another goroutine: nil once the destination's stream stored it (or, for a
+// subject no stream captures, once published).
+func (r *Relay) publish(ctx context.Context, w *worker, it item, done func(error)) {
+	m := nats.NewMsg(destination(r.cfg.Prefix, it.msg))
+	m.Data = it.msg.Body
+	m.Header.Set(nats.MsgIdHdr, MessageID(w.table, w.epoch, it.seq, it.index, it.msg))
+	m.Header.Set(PositionHeader, position(w.table, w.epoch, it.seq, it.index))
+	m.Header.Set(PartitionHeader, it.pk)
+	f, err := r.js.PublishMsgAsync(m)
+	if err != nil {
+		go done(err)
+		return
+	}
+	go func() {
+		select {
+		case <-f.Ok():
+			done(nil)
+		case err := <-f.Err():
+			done(err)
+		case <-ctx.Done():
+			done(ctx.Err())
+		}
+	}()
+}

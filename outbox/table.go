@@ -1,0 +1,329 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal"
+)
+
+// item is one message waiting in its partition.
+type item struct {
+	pk    string
+	seq   uint64
+	index int
+	time  int64 // the record's time in ticks
+	msg   engine.Message
+}
+
+// partition is the queue of one partition's messages, oldest first: only
+// the head is ever in flight.
+type partition struct {
+	pk       string
+	queue    []item
+	inflight bool
+	// blocked: the head's last attempt failed.
+	err      string
+	since    time.Time // the first failure of the head
+	attempts int
+	retryAt  time.Time
+}
+
+// delivery is the outcome of publishing a partition's head.
+type delivery struct {
+	p   *partition
+	err error
+}
+
+// worker relays one table incarnation's messages. Its state belongs to
+// its run goroutine.
+type worker struct {
+	r      *Relay
+	table  string
+	epoch  uint64
+	stream string
+
+	pos     uint64 // stored: every message of records ≤ pos is delivered
+	read    uint64 // the last record read
+	head    uint64 // the journal's last record, as last seen
+	pending int
+	parts   map[string]*partition
+	// times of the records read with messages not all delivered, to tell
+	// the age of the oldest (lag in seconds).
+	blockedShown string // the blocked list last stored, to store changes only
+
+	status *tableStatus
+}
+
+type record struct {
+	seq, head uint64
+	rec       *engine.Record
+}
+
+// run relays until ctx ends or the table's journal ends (deleted), and
+// returns why it stopped (nil when ctx ended).
+func (w *worker) run(ctx context.Context) error {
+	r := w.r
+	w.parts, w.pending = map[string]*partition{}, 0
+	if err := w.loadPos(ctx); err != nil {
+		return err
+	}
+	w.read, w.head = w.pos, w.pos
+	recs := make(chan record, 1024)
+	readErr := make(chan error, 1)
+	rctx, stopRead := context.WithCancel(ctx)
+	defer stopRead()
+	go func() {
+		readErr <- r.j.Consume(rctx, w.table, w.epoch, w.pos+1, func(seq uint64, rec *engine.Record, pending uint64) error {
+			select {
+			case recs <- record{seq: seq, head: seq + pending, rec: rec}:
+				return nil
+			case <-rctx.Done():
+				return rctx.Err()
+			}
+		})
+	}()
+	done := make(chan delivery, 256)
+	tick := time.NewTicker(r.cfg.CheckpointEvery)
+	defer tick.Stop()
+	var lastStored uint64 = w.pos
+	inflight := 0
+	defer func() {
+		// Let the publishes in flight end before the worker is gone: a
+		// stopped worker must not publish behind its successor's back.
+		for ; inflight > 0; inflight-- {
+			<-done
+		}
+	}()
+	for {
+		in := recs
+		if w.pending >= r.cfg.MaxPending {
+			in = nil // back-pressure: drain before reading more
+		}
+		select {
+		case <-ctx.Done():
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			w.checkpoint(cctx, &lastStored)
+			cancel()
+			return nil
+		case err := <-readErr:
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, engine.ErrTableGone) {
+				return nil // dropped: the relay stops its worker
+			}
+			if err == nil {
+				err = errors.New("journal consumer ended")
+			}
+			return err
+		case rc := <-in:
+			w.add(rc)
+		case d := <-done:
+			inflight--
+			w.delivered(ctx, d)
+		case <-tick.C:
+			w.checkpoint(ctx, &lastStored)
+			w.publishStatus(ctx)
+		}
+		inflight += w.dispatch(ctx, done)
+	}
+}
+
+// loadPos reads the table's stored position (0 when none).
+func (w *worker) loadPos(ctx context.Context) error {
+	e, err := w.r.kv.Get(ctx, posKey(w.stream))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		w.pos = 0
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("outbox: position of %s: %w", w.table, err)
+	}
+	n, err := strconv.ParseUint(string(e.Value()), 10, 64)
+	if err != nil {
+		return fmt.Errorf("outbox: position of %s: %q is not a sequence", w.table, e.Value())
+	}
+	w.pos = n
+	return nil
+}
+
+// add queues a record's messages on their partition.
+func (w *worker) add(rc record) {
+	w.read, w.head = rc.seq, max(w.head, rc.head)
+	if len(rc.rec.Messages) == 0 {
+		return
+	}
+	p := w.parts[rc.rec.PartitionKey]
+	if p == nil {
+		p = &partition{pk: rc.rec.PartitionKey}
+		w.parts[p.pk] = p
+	}
+	for i, m := range rc.rec.Messages {
+		p.queue = append(p.queue, item{pk: p.pk, seq: rc.seq, index: i, time: rc.rec.Time, msg: m})
+		w.pending++
+	}
+}
+
+// dispatch publishes the head of every partition that has one ready and
+// nothing in flight; it returns how many it started.
+func (w *worker) dispatch(ctx context.Context, done chan<- delivery) int {
+	n := 0
+	now := time.Now()
+	for _, p := range w.parts {
+		if p.inflight || len(p.queue) == 0 || now.Before(p.retryAt) {
+			continue
+		}
+		p.inflight = true
+		n++
+		it := p.queue[0]
+		w.r.publish(ctx, w, it, func(err error) { done <- delivery{p: p, err: err} })
+	}
+	return n
+}
+
+// delivered records the outcome of a partition head's publish.
+func (w *worker) delivered(ctx context.Context, d delivery) {
+	p := d.p
+	p.inflight = false
+	if d.err == nil {
+		if p.err != "" {
+			w.r.cfg.Log.Info("outbox: partition unblocked", "table", w.table, "partition", p.pk, "seq", p.queue[0].seq, "attempts", p.attempts)
+		}
+		w.pop(p)
+		w.r.stats.delivered.Add(1)
+		return
+	}
+	w.r.stats.failed.Add(1)
+	it := p.queue[0]
+	if p.err == "" {
+		p.since = time.Now()
+		w.r.cfg.Log.Warn("outbox: a message cannot be delivered; its partition waits", "table", w.table, "partition", p.pk,
+			"seq", it.seq, "index", it.index, "destination", destination(w.r.cfg.Prefix, it.msg), "err", d.err)
+	}
+	p.err = d.err.Error()
+	p.attempts++
+	backoff := min(w.r.cfg.MaxBackoff, 100*time.Millisecond<<min(p.attempts, 16))
+	p.retryAt = time.Now().Add(backoff)
+	// The operators' requests: skip the head, or retry it now.
+	if w.skipRequested(ctx, it) {
+		w.r.cfg.Log.Warn("outbox: message skipped by an operator", "table", w.table, "partition", p.pk, "seq", it.seq, "index", it.index)
+		w.r.stats.skipped.Add(1)
+		w.pop(p)
+	}
+}
+
+// pop removes a partition's head.
+func (w *worker) pop(p *partition) {
+	p.queue[0] = item{}
+	p.queue = p.queue[1:]
+	w.pending--
+	p.err, p.attempts, p.since, p.retryAt = "", 0, time.Time{}, time.Time{}
+	if len(p.queue) == 0 {
+		delete(w.parts, p.pk)
+	}
+}
+
+// skipRequested reports whether an operator asked to skip it.
+func (w *worker) skipRequested(ctx context.Context, it item) bool {
+	_, err := w.r.kv.Get(ctx, skipKey(w.stream, it.seq, it.index))
+	return err == nil
+}
+
+// low is the position every message up to which is delivered.
+func (w *worker) low() uint64 {
+	low := w.read
+	for _, p := range w.parts {
+		if len(p.queue) > 0 && p.queue[0].seq-1 < low {
+			low = p.queue[0].seq - 1
+		}
+	}
+	return low
+}
+
+// checkpoint stores the position when it moved.
+func (w *worker) checkpoint(ctx context.Context, last *uint64) {
+	pos := w.low()
+	if pos == *last {
+		return
+	}
+	if _, err := w.r.kv.Put(ctx, posKey(w.stream), []byte(strconv.FormatUint(pos, 10))); err != nil {
+		w.r.cfg.Log.Warn("outbox: cannot store the position", "table", w.table, "err", err)
+		return
+	}
+	*last, w.pos = pos, pos
+}
+
+// Blocked is a partition whose oldest message cannot be delivered.
+type Blocked struct {
+	Partition   string    `json:"partition"`
+	Seq         uint64    `json:"seq"`
+	Index       int       `json:"index"`
+	Destination string    `json:"destination"`
+	Error       string    `json:"error"`
+	Since       time.Time `json:"since"`
+	Attempts    int       `json:"attempts"`
+	Waiting     int       `json:"waiting"` // messages of the partition waiting behind it, itself included
+}
+
+// publishStatus updates what Status and /metrics show, and the blocked
+// list in the bucket (for the CLI on any node) when it changed. A retry
+// request of an operator makes every blocked head due now.
+func (w *worker) publishStatus(ctx context.Context) {
+	st := TableStatus{Table: w.table, Epoch: w.epoch, Position: w.pos, Read: w.read, Head: w.head, Pending: w.pending}
+	var oldest int64
+	for _, p := range w.parts {
+		if len(p.queue) > 0 && (oldest == 0 || p.queue[0].time < oldest) {
+			oldest = p.queue[0].time
+		}
+		if p.err != "" {
+			it := p.queue[0]
+			st.Blocked = append(st.Blocked, Blocked{Partition: p.pk, Seq: it.seq, Index: it.index, Destination: destination(w.r.cfg.Prefix, it.msg),
+				Error: p.err, Since: p.since, Attempts: p.attempts, Waiting: len(p.queue)})
+		}
+	}
+	if oldest != 0 {
+		st.OldestPending = engine.TicksToTime(oldest)
+	}
+	w.status.set(st)
+	if len(st.Blocked) == 0 && w.blockedShown == "" {
+		return
+	}
+	b, _ := json.Marshal(st.Blocked)
+	if len(st.Blocked) == 0 {
+		b = nil
+	}
+	if string(b) != w.blockedShown {
+		var err error
+		if b == nil {
+			err = w.r.kv.Delete(ctx, blockedKey(w.stream))
+		} else {
+			_, err = w.r.kv.Put(ctx, blockedKey(w.stream), b)
+		}
+		if err == nil {
+			w.blockedShown = string(b)
+		}
+	}
+	if len(st.Blocked) > 0 {
+		if e, err := w.r.kv.Get(ctx, retryKey(w.stream)); err == nil && e.Created().After(w.status.retrySeen()) {
+			w.status.sawRetry(e.Created())
+			for _, p := range w.parts {
+				p.retryAt = time.Time{}
+			}
+		}
+	}
+}
+
+// journalReader is what a worker reads of the journal.
+type journalReader interface {
+	Consume(ctx context.Context, table string, epoch uint64, from uint64, fn func(seq uint64, rec *engine.Record, pending uint64) error) error
+}
+
+var _ journalReader = (*journal.Journal)(nil)
