@@ -13,6 +13,10 @@ type Config struct {
 	Replicas int
 	// Sandbox runs deployed modules; nil: only native functions run.
 	Sandbox Sandbox
+	// QueueMaxMessages caps every queue of the queue stream, poison
+	// queues included (0: DefaultQueueMaxMessages). It is the stream's
+	// setting, shared by every node: the last node to start sets it.
+	QueueMaxMessages int64
 	// NoBuiltins leaves the built-in functions (archive) off.
 	NoBuiltins bool
 	// Failpoint, when it names a point in the code, kills the process with
@@ -28,8 +32,12 @@ type Config struct {
 }
 
 // setDefaults fills the zero fields: prefix "cairn", one replica, the
-// default logger, the real clock.
+// default queue cap, the default logger, the real clock.
 func (c *Config) setDefaults() {
+	if c.QueueMaxMessages <= 0 {
+		c.QueueMaxMessages = DefaultQueueMaxMessages
+	}
+
 	if c.Prefix == "" {
 		c.Prefix = "cairn"
 	}

@@ -177,6 +177,8 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		NoBuiltins: cfg.Functions.NoBuiltins,
 		Failpoint:  cfg.Functions.Failpoint,
 		Log:        log,
+
+		QueueMaxMessages: cfg.Functions.QueueMaxMessages,
 	})
 	if err != nil {
 		_ = sb.Close(context.WithoutCancel(ctx))
