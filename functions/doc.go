@@ -72,6 +72,15 @@
 //     counted in cairn_function_throttled_total and logged at most every
 //     10 s. An Enqueue to a queue holding the function's queueBacklog
 //     fails with QueueBacklogExceeded (cairn_function_backlog_refused_total).
+//   - A queue that holds the node's cap (-queue-max-messages): the queue
+//     stream refuses the message, whoever publishes it (queues.go). The
+//     runner's publishes fail with QueueBacklogExceeded: an Enqueue of the
+//     operators' API answers 503, a function's message fails its
+//     invocation, a timer tick is logged (cairn_queue_full_total). A full
+//     poison queue refuses a move: the message stays on its queue,
+//     unacknowledged, and the move is tried again after backoffMax
+//     (cairn_function_poison_refused_total); a table feed waits at the
+//     record.
 //   - A lost connection to NATS: the pull loops, the consumers and the
 //     registry watch try again every few seconds and log a warning;
 //     deliveries in flight are delivered again by JetStream.
