@@ -40,7 +40,8 @@
 // dependencies.go (the Committer and Views the runner needs of the node),
 // handler.go (Handler, NativeFunc, Sandbox), function.go (a deployed
 // function and its versions), deploy.go (loading what the registry
-// announces), registry.go and manifest.go (what is deployed), queues.go
+// announces), loadreport.go (what each node reports of each load),
+// registry.go and manifest.go (what is deployed), queues.go
 // and poisonqueue.go (the queue stream and the operators' view of poison
 // queues), admin.go (the HTTP API under /$cairn/), metrics.go, archive.go
 // (the built-in archive function), limits.go (a version's rates and
@@ -65,8 +66,10 @@
 //   - A version that cannot be loaded (a bad manifest, a missing module, a
 //     module the sandbox refuses, one over the node's memory budget):
 //     logged as "function not loaded", kept as the runner's LoadFailure
-//     (loadError in GET /$cairn/functions); the version before it keeps
-//     running.
+//     (loadError in GET /$cairn/functions) and reported on
+//     <prefix>.events.functions.<name> (loadreport.go), where the deploy
+//     command waits for it; the version before it keeps running. A
+//     version loaded is reported there too.
 //   - A function past its enqueueRate or writeRate: its invocations wait
 //     for the bucket (ServerBusy if the token comes after the timeout),
 //     counted in cairn_function_throttled_total and logged at most every
