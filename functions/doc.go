@@ -101,7 +101,10 @@
 // once on each node, and a WebAssembly function keeps as many instances of
 // memoryMB each, reserved against the node's sandbox budget. An Enqueue
 // reads the destination queue's length from the server once per queue and
-// invocation; a rate costs nothing until its bucket is empty. A table feed has one record in flight, so it advances one
+// invocation; a rate costs nothing until its bucket is empty. The cap of
+// every queue is the server's per-subject count, checked as it stores a
+// message. Each load of a version costs one plain NATS message (its
+// report). A table feed has one record in flight, so it advances one
 // invocation per record. A failed attempt costs its back-off; a conflict,
 // a rerun after 20 ms, then 80 ms. What the sandbox costs per invocation
 // is in functions/wasm.
