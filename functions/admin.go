@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/cairn-dev/cairn/engine"
 )
 
 // AdminPrefix is the path under which the node serves the operators' API
@@ -35,9 +37,15 @@ type functionStatus struct {
 func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, AdminPrefix), "/"), "/")
 	fail := func(status int, err error) {
+		code := adminCode(status)
+		if engine.ErrorCode(err) == CodeQueueBacklogExceeded {
+			// The queue is full: a coded answer the caller can wait on.
+			status, code = http.StatusServiceUnavailable, string(CodeQueueBacklogExceeded)
+			rn.stats.QueueFull.Add(1)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(map[string]string{"code": adminCode(status), "error": err.Error()})
+		json.NewEncoder(w).Encode(map[string]string{"code": code, "error": err.Error()})
 	}
 	reply := func(v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -68,11 +76,16 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 		reply(out)
 	case len(parts) == 2 && parts[0] == "queues" && r.Method == http.MethodPost && !strings.HasSuffix(parts[1], PoisonSuffix):
 		body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessage+1))
-		if err == nil {
-			err = rn.queues.Enqueue(ctx, parts[1], body)
-		}
 		if err != nil {
 			fail(http.StatusBadRequest, err)
+			return
+		}
+		if err := rn.queues.Enqueue(ctx, parts[1], body); err != nil {
+			st := http.StatusInternalServerError // the queue stream failed
+			if engine.ErrorCode(err) == engine.CodeInvalidInput {
+				st = http.StatusBadRequest
+			}
+			fail(st, err)
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)

@@ -2,6 +2,7 @@ package functions
 
 import (
 	"log/slog"
+	"os"
 	"time"
 )
 
@@ -13,6 +14,13 @@ type Config struct {
 	Replicas int
 	// Sandbox runs deployed modules; nil: only native functions run.
 	Sandbox Sandbox
+	// QueueMaxMessages caps every queue of the queue stream, poison
+	// queues included (0: DefaultQueueMaxMessages). It is the stream's
+	// setting, shared by every node: the last node to start sets it.
+	QueueMaxMessages int64
+	// Node names this node in its load reports (LoadReport; the host
+	// name when empty).
+	Node string
 	// NoBuiltins leaves the built-in functions (archive) off.
 	NoBuiltins bool
 	// Failpoint, when it names a point in the code, kills the process with
@@ -28,8 +36,15 @@ type Config struct {
 }
 
 // setDefaults fills the zero fields: prefix "cairn", one replica, the
-// default logger, the real clock.
+// default queue cap, the host name, the default logger, the real clock.
 func (c *Config) setDefaults() {
+	if c.QueueMaxMessages <= 0 {
+		c.QueueMaxMessages = DefaultQueueMaxMessages
+	}
+	if c.Node == "" {
+		c.Node, _ = os.Hostname()
+	}
+
 	if c.Prefix == "" {
 		c.Prefix = "cairn"
 	}

@@ -71,7 +71,8 @@ func (rn *Runner) watch(ctx context.Context, first chan<- error) {
 }
 
 // deployed reacts to a registry change: load the new version, or stop an
-// undeployed function.
+// undeployed function. Every outcome of a load is kept (LoadFailure),
+// logged and reported on the function's load-report subject.
 func (rn *Runner) deployed(name string, m *Manifest) {
 	if m == nil {
 		rn.mu.Lock()
@@ -86,32 +87,39 @@ func (rn *Runner) deployed(name string, m *Manifest) {
 		}
 		return
 	}
-	if err := m.Validate(); err != nil {
-		rn.log.Error("function not loaded: bad manifest", "function", name, "err", err)
-		return
-	}
 	if cur := rn.current(name); cur != nil && cur.m.Version == m.Version && cur.m.Digest == m.Digest && cur.m.Builtin == "" {
 		return
 	}
 	start := time.Now()
-	module, err := rn.registry.Module(rn.ctx, *m)
-	if err != nil {
-		rn.log.Error("function not loaded", "function", name, "version", m.Version, "err", err)
-		return
+	handler, err := rn.load(m)
+	if err != nil && rn.ctx.Err() != nil {
+		return // stopping: the load was cut short, nothing to report
 	}
-	if rn.cfg.Sandbox == nil {
-		rn.log.Error("function not loaded: this node runs no sandbox", "function", name)
-		return
-	}
-	handler, err := rn.cfg.Sandbox.Load(rn.ctx, module, *m)
 	if err != nil {
 		rn.noteLoad(name, m.Version, err)
 		rn.log.Error("function not loaded", "function", name, "version", m.Version, "err", err)
+		rn.report(name, m.Version, err)
 		return
 	}
 	rn.noteLoad(name, m.Version, nil)
 	rn.install(m, handler)
 	rn.log.Info("function loaded", "function", name, "version", m.Version, "trigger", m.Trigger.Kind(), "elapsed", time.Since(start).Round(time.Millisecond))
+	rn.report(name, m.Version, nil)
+}
+
+// load checks a manifest and loads its module into the sandbox.
+func (rn *Runner) load(m *Manifest) (Handler, error) {
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("bad manifest: %w", err)
+	}
+	module, err := rn.registry.Module(rn.ctx, *m)
+	if err != nil {
+		return nil, err
+	}
+	if rn.cfg.Sandbox == nil {
+		return nil, errors.New("this node runs no sandbox")
+	}
+	return rn.cfg.Sandbox.Load(rn.ctx, module, *m)
 }
 
 // install makes a version current: in place when its trigger and delivery

@@ -40,7 +40,8 @@
 // dependencies.go (the Committer and Views the runner needs of the node),
 // handler.go (Handler, NativeFunc, Sandbox), function.go (a deployed
 // function and its versions), deploy.go (loading what the registry
-// announces), registry.go and manifest.go (what is deployed), queues.go
+// announces), loadreport.go (what each node reports of each load),
+// registry.go and manifest.go (what is deployed), queues.go
 // and poisonqueue.go (the queue stream and the operators' view of poison
 // queues), admin.go (the HTTP API under /$cairn/), metrics.go, archive.go
 // (the built-in archive function), limits.go (a version's rates and
@@ -65,13 +66,24 @@
 //   - A version that cannot be loaded (a bad manifest, a missing module, a
 //     module the sandbox refuses, one over the node's memory budget):
 //     logged as "function not loaded", kept as the runner's LoadFailure
-//     (loadError in GET /$cairn/functions); the version before it keeps
-//     running.
+//     (loadError in GET /$cairn/functions) and reported on
+//     <prefix>.events.functions.<name> (loadreport.go), where the deploy
+//     command waits for it; the version before it keeps running. A
+//     version loaded is reported there too.
 //   - A function past its enqueueRate or writeRate: its invocations wait
 //     for the bucket (ServerBusy if the token comes after the timeout),
 //     counted in cairn_function_throttled_total and logged at most every
 //     10 s. An Enqueue to a queue holding the function's queueBacklog
 //     fails with QueueBacklogExceeded (cairn_function_backlog_refused_total).
+//   - A queue that holds the node's cap (-queue-max-messages): the queue
+//     stream refuses the message, whoever publishes it (queues.go). The
+//     runner's publishes fail with QueueBacklogExceeded: an Enqueue of the
+//     operators' API answers 503, a function's message fails its
+//     invocation, a timer tick is logged (cairn_queue_full_total). A full
+//     poison queue refuses a move: the message stays on its queue,
+//     unacknowledged, and the move is tried again after backoffMax
+//     (cairn_function_poison_refused_total); a table feed waits at the
+//     record.
 //   - A lost connection to NATS: the pull loops, the consumers and the
 //     registry watch try again every few seconds and log a warning;
 //     deliveries in flight are delivered again by JetStream.
@@ -89,7 +101,10 @@
 // once on each node, and a WebAssembly function keeps as many instances of
 // memoryMB each, reserved against the node's sandbox budget. An Enqueue
 // reads the destination queue's length from the server once per queue and
-// invocation; a rate costs nothing until its bucket is empty. A table feed has one record in flight, so it advances one
+// invocation; a rate costs nothing until its bucket is empty. The cap of
+// every queue is the server's per-subject count, checked as it stores a
+// message. Each load of a version costs one plain NATS message (its
+// report). A table feed has one record in flight, so it advances one
 // invocation per record. A failed attempt costs its back-off; a conflict,
 // a rerun after 20 ms, then 80 ms. What the sandbox costs per invocation
 // is in functions/wasm.

@@ -12,6 +12,8 @@ type function struct {
 	rn   *Runner
 	name string
 	cur  atomic.Pointer[version]
+	// unmoved remembers the messages its full poison queue refused.
+	unmoved unmoved
 
 	cancel context.CancelFunc
 	done   chan struct{}

@@ -383,6 +383,9 @@ func (inv *Invocation) commit(ctx context.Context) error {
 	for i, m := range inv.msgs {
 		id := "fn:" + inv.trigger.Function + ":" + inv.trigger.ID + ":" + strconv.Itoa(i)
 		if err := inv.runner.queues.publish(ctx, m.queue, m.body, id, nil); err != nil {
+			if engine.ErrorCode(err) == CodeQueueBacklogExceeded {
+				inv.runner.stats.QueueFull.Add(1)
+			}
 			return fmt.Errorf("enqueue to %s: %w", m.queue, err)
 		}
 	}

@@ -79,7 +79,11 @@ func (f *function) handle(ctx context.Context, queue string, msg jetstream.Msg) 
 	if d := retryOrPoison(policy, attempt{DequeueCount: n}); d.Action == actPoison {
 		// Earlier deliveries never settled: the node running them died
 		// or lost its connection. Do not run it again.
-		f.poison(ctx, queue, msg, md, d.Attempts, fmt.Sprintf("delivered %d times without finishing (the node running it stopped, or the invocation never returned); not run again", d.Attempts))
+		reason, ok := f.unmoved.reason(md.Sequence.Stream)
+		if !ok {
+			reason = fmt.Sprintf("delivered %d times without finishing (the node running it stopped, or the invocation never returned, or its poison queue was full); not run again", d.Attempts)
+		}
+		f.poison(ctx, queue, msg, md, d.Attempts, reason)
 		return
 	}
 	trig := abi.Trigger{

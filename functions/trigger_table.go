@@ -95,13 +95,19 @@ func (f *function) handleRecord(ctx context.Context, table string, epoch uint64,
 	seq := md.Sequence.Stream
 	rec, err := journal.DecodeRecord(msg.Data())
 	if err != nil {
-		f.poisonChange(ctx, table, seq, n, fmt.Sprintf("undecodable record: %v", err))
+		if !f.poisonChange(ctx, table, seq, n, fmt.Sprintf("undecodable record: %v", err)) {
+			redeliver(msg, v.m.BackoffMax.D())
+			return
+		}
 		_ = msg.Term()
 		return
 	}
 	policy := m.retryPolicy()
 	if d := retryOrPoison(policy, attempt{DequeueCount: n}); d.Action == actPoison {
-		f.poisonChange(ctx, table, seq, d.Attempts, fmt.Sprintf("delivered %d times without finishing; not run again", d.Attempts))
+		if !f.poisonChange(ctx, table, seq, d.Attempts, fmt.Sprintf("delivered %d times without finishing; not run again", d.Attempts)) {
+			redeliver(msg, m.BackoffMax.D())
+			return
+		}
 		_ = msg.Term()
 		return
 	}
@@ -125,7 +131,10 @@ func (f *function) handleRecord(ctx context.Context, table string, epoch uint64,
 			stopped := ctx.Err() != nil
 			d := retryOrPoison(policy, attempt{DequeueCount: n, Failed: true, Stopped: stopped})
 			if d.Action == actPoison {
-				f.poisonChange(ctx, table, seq, d.Attempts, fmt.Sprintf("change %d: %v", i, err))
+				if !f.poisonChange(ctx, table, seq, d.Attempts, fmt.Sprintf("change %d: %v", i, err)) {
+					redeliver(msg, m.BackoffMax.D())
+					return
+				}
 				_ = msg.Term()
 				return
 			}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/cairn-dev/cairn/engine"
 )
 
 // TimerQueue is the queue that carries a timer function's ticks.
@@ -43,6 +45,9 @@ func (f *function) runTimer(ctx context.Context, m Manifest) error {
 			hdr := nats.Header{HeaderTrigger: []string{id}}
 			body := []byte(tick.Format(time.RFC3339Nano))
 			if err := f.rn.queues.publish(ctx, queue, body, id, hdr); err != nil && ctx.Err() == nil {
+				if engine.ErrorCode(err) == CodeQueueBacklogExceeded {
+					f.rn.stats.QueueFull.Add(1)
+				}
 				f.rn.log.Warn("function: timer tick not published", "function", f.name, "tick", tick, "err", err)
 			}
 		}

@@ -95,7 +95,7 @@ func retryKey(stream string) string   { return "retry." + stream }
 func skipKey(stream string, seq uint64, index int) string {
 	return "skip." + stream + "." + itoa(seq) + "." + itoa(uint64(index))
 }
-func leaseKey(shard int) string   { return "lease." + itoa(uint64(shard)) }
+func leaseKey(shard int) string    { return "lease." + itoa(uint64(shard)) }
 func memberKey(node string) string { return "node." + node }
 
 // sleep waits d or until ctx ends (false).

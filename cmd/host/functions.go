@@ -86,7 +86,7 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, *functions.Queues,
 		nc.Close()
 		return nil, nil, nil, err
 	}
-	q, err := functions.OpenQueues(ctx, js, c.prefix, 0)
+	q, err := functions.OpenQueues(ctx, js, c.prefix, 0, 0)
 	if err == nil {
 		var r *functions.Registry
 		if r, err = functions.OpenRegistry(ctx, js, c.prefix, 0); err == nil {
@@ -117,8 +117,9 @@ func deploy(args []string) error {
 	fs.IntVar(&m.MaxDequeueCount, "max-dequeue-count", 0, "deliveries before a failing message moves to the poison queue (5)")
 	timeout := fs.Duration("timeout", 0, "limit of one invocation (30s)")
 	fs.IntVar(&m.Concurrency, "concurrency", 0, "invocations at once per host (4)")
+	wait := fs.Duration("wait", 30*time.Second, "how long to wait for a node to report that it loaded (or refused) the new version; 0: do not wait")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: host deploy [flags] <package directory | module.wasm>\n\nBuilds a Go function package to WebAssembly (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared),\nchecks it against the function ABI and deploys it to the running hosts.\n\n")
+		fmt.Fprintf(fs.Output(), "usage: host deploy [flags] <package directory | module.wasm>\n\nBuilds a Go function package to WebAssembly (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared),\nchecks it against the function ABI, deploys it to the running hosts and waits for the first\nnode to report loading it; exits 1 with the reason if that node refused it.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args); err != nil {
@@ -190,16 +191,42 @@ func deploy(args []string) error {
 	if err := rt.Validate(ctx, module); err != nil {
 		return fmt.Errorf("refused: %w", err)
 	}
+	if *wait < 0 {
+		return errors.New("deploy: -wait must not be negative")
+	}
 	nc, _, reg, err := conn.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
+	// Subscribed before the manifest is written: no node can report the
+	// new version before the subscription exists.
+	var reports *functions.LoadReports
+	if *wait > 0 {
+		if reports, err = functions.SubscribeLoadReports(nc, conn.prefix, base.Name); err != nil {
+			return err
+		}
+		defer reports.Close()
+	}
 	d, err := reg.Deploy(ctx, base, module)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("deployed %s version %d (%d bytes, sha256 %s…), trigger %s\n", d.Name, d.Version, d.Size, d.Digest[:12], describeTrigger(d))
+	about := fmt.Sprintf("(%d bytes, sha256 %s…), trigger %s", d.Size, d.Digest[:12], describeTrigger(d))
+	if *wait == 0 {
+		fmt.Printf("deployed %s version %d %s; not waiting for the nodes to load it\n", d.Name, d.Version, about)
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, *wait)
+	defer cancel()
+	r, err := reports.Wait(wctx, d.Version)
+	if err != nil {
+		return fmt.Errorf("%s version %d is deployed, but no node reported loading it within %v (are the nodes running? see GET /$cairn/functions and the nodes' logs)", d.Name, d.Version, *wait)
+	}
+	if !r.Loaded {
+		return fmt.Errorf("%s version %d is deployed, but node %s refused to load it: %s (the nodes keep running the version before, if any; fix it and deploy again, or roll back)", d.Name, d.Version, r.Node, r.Error)
+	}
+	fmt.Printf("deployed %s version %d: loaded on node %s %s\n", d.Name, d.Version, r.Node, about)
 	return nil
 }
 

@@ -110,6 +110,7 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "fsync every journal write before acknowledging it (embedded server)")
 	fs.Var(invertedBool{&cfg.Functions.NoBuiltins}, "builtins", "run the built-in functions (archive on the queue \"archive\") (default true)")
 	fs.IntVar(&cfg.Functions.MemoryMB, "functions-memory", 0, "memory budget of the function sandbox in MiB: the loaded functions' memoryMB × concurrency must fit, or a deploy is refused (default 2048)")
+	fs.Int64Var(&cfg.Functions.QueueMaxMessages, "queue-max-messages", 0, "messages one queue (poison queues included) may hold: past it the queue stream refuses new ones, whoever sends them; give every node of a server the same (default 1000000)")
 	fs.StringVar(&cfg.Functions.Failpoint, "failpoint", "", "for crash tests: kill the process at this step (functions.invoke, functions.between-commits)")
 	return cfg
 }

@@ -118,6 +118,24 @@ func TestSecurityFlags(t *testing.T) {
 	}
 }
 
+func TestQueueMaxMessagesFlag(t *testing.T) {
+	t.Setenv("CAIRN_QUEUE_MAX_MESSAGES", "2500")
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg := hostFlags(fs)
+	if err := cli.Parse(fs, nil); err != nil || cfg.Functions.QueueMaxMessages != 2500 {
+		t.Fatalf("from the environment: %d, %v", cfg.Functions.QueueMaxMessages, err)
+	}
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg = hostFlags(fs)
+	if err := cli.Parse(fs, []string{"-queue-max-messages", "-1"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = "d"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "queue-max-messages") {
+		t.Fatalf("a negative cap: %v", err)
+	}
+}
+
 func TestUnknownSubcommand(t *testing.T) {
 	if err := run([]string{"frobnicate"}); err == nil {
 		t.Fatal("unknown subcommand accepted")

@@ -9,6 +9,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/operator"
 	"github.com/cairn-dev/cairn/engine/commit"
+	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/projections"
 )
@@ -86,6 +87,11 @@ type FunctionsConfig struct {
 	// functions of memoryMB × concurrency must fit, or a deploy is not
 	// loaded (0: wasm.DefaultMemoryBudget, 2 GiB).
 	MemoryMB int
+	// QueueMaxMessages caps every queue, poison queues included: the
+	// queue stream refuses a message to a queue that holds that many
+	// (0: functions.DefaultQueueMaxMessages, 1,000,000). It is the
+	// stream's setting: give every node of a server the same.
+	QueueMaxMessages int64
 }
 
 // Validate fills defaults and checks the configuration.
@@ -139,6 +145,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Functions.MemoryMB < 0 || c.Functions.MemoryMB > 1<<20 {
 		return fmt.Errorf("node: functions-memory must be between 0 and 1048576 MiB, got %d", c.Functions.MemoryMB)
+	}
+	if c.Functions.QueueMaxMessages < 0 {
+		return fmt.Errorf("node: queue-max-messages must be 0 (the default, %d) or more, got %d", functions.DefaultQueueMaxMessages, c.Functions.QueueMaxMessages)
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()

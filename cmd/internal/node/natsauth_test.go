@@ -125,10 +125,11 @@ func TestNATSDevelopmentUser(t *testing.T) {
 		"$KV.cairn-functions.probe",
 		"$O.cairn-modules.C.probe",
 		"$SYS.REQ.SERVER.PING",
+		functions.LoadReportSubject("cairn", "probe"), // a forged load report
 	} {
 		pub(subj)
 	}
-	for _, subj := range []string{">", "cairn.j.>", "cairn.catalog.>", "$JS.API.>", "_CAIRN_INBOX.>"} {
+	for _, subj := range []string{">", "cairn.j.>", "cairn.catalog.>", "$JS.API.>", "_CAIRN_INBOX.>", functions.LoadReportSubject("cairn", "probe")} {
 		refused(t, dev, subj, func() error { _, err := dev.SubscribeSync(subj); return err })
 	}
 

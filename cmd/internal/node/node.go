@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -177,6 +179,9 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		NoBuiltins: cfg.Functions.NoBuiltins,
 		Failpoint:  cfg.Functions.Failpoint,
 		Log:        log,
+
+		QueueMaxMessages: cfg.Functions.QueueMaxMessages,
+		Node:             nodeName(cfg.DataDir),
 	})
 	if err != nil {
 		_ = sb.Close(context.WithoutCancel(ctx))
@@ -258,4 +263,18 @@ func (w *webServer) Run(ctx context.Context) error {
 	}
 	<-done
 	return nil
+}
+
+// nodeName names the node in what it reports to the operators' tools:
+// its machine and its data directory ("web-1:/var/lib/cairn"), which tell
+// apart the nodes of one machine.
+func nodeName(dataDir string) string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	if abs, err := filepath.Abs(dataDir); err == nil {
+		dataDir = abs
+	}
+	return host + ":" + dataDir
 }
