@@ -30,7 +30,7 @@ type Account struct {
 // public key: enabled by default so that the development connection string
 // works out of the box.
 const (
-	DevAccountName = "devstoreaccount1"
+	DevAccountName = engine.DevAccount
 	DevAccountKey  = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
 
