@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,6 +24,7 @@ import (
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/outbox"
 	"github.com/cairn-dev/cairn/projections"
 )
 
@@ -34,6 +37,7 @@ type Node struct {
 	views *projections.Views
 	comm  *commit.Committer
 	fns   *functions.Runner
+	relay *outbox.Relay
 
 	unlock  func() // releases the data directory
 	httpLn  net.Listener
@@ -191,6 +195,19 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	if err := g.Start(ctx, "functions", n.fns); err != nil {
 		return fmt.Errorf("node: functions: %w", err)
 	}
+	// The relay after the runner, which made the queues' stream.
+	n.relay, err = outbox.New(n.nc, n.j, n.views, outbox.Config{
+		Prefix:   cfg.Prefix,
+		NodeID:   outboxNodeID(nodeName(cfg.DataDir)),
+		Replicas: cfg.Replicas,
+		Log:      log,
+	})
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	if err := g.Start(ctx, "outbox relay", n.relay); err != nil {
+		return fmt.Errorf("node: outbox: %w", err)
+	}
 	if n.httpLn == nil {
 		return nil
 	}
@@ -200,7 +217,10 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	mux := http.NewServeMux()
 	mux.Handle(functions.AdminPrefix, guard.Wrap(n.fns.AdminHandler()))
 	api := cfg.API
-	api.Metrics = n.fns.WriteMetrics
+	api.Metrics = func(w io.Writer) {
+		n.fns.WriteMetrics(w)
+		n.relay.WriteMetrics(w)
+	}
 	tables := httpapi.New(n.views, n.comm, log, api)
 	mux.Handle("/metrics", guard.Wrap(tables.MetricsHandler()))
 	mux.Handle("/", tables)
@@ -263,6 +283,15 @@ func (w *webServer) Run(ctx context.Context) error {
 	}
 	<-done
 	return nil
+}
+
+// outboxNodeID is the node's name as the relay's leases spell it (letters
+// and digits: a key of the bucket): stable across restarts, so that a
+// restarted node takes its own leases back at once.
+func outboxNodeID(name string) string {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(name))
+	return fmt.Sprintf("n%016x", h.Sum64())
 }
 
 // nodeName names the node in what it reports to the operators' tools:

@@ -1,0 +1,213 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/cmd/internal/natsauth"
+	"github.com/cairn-dev/cairn/cmd/internal/node"
+	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/outbox"
+)
+
+// queueBodies reads every message of a queue from the queues' stream
+// (direct gets: nothing is consumed), in stream order.
+func queueBodies(t *testing.T, ctx context.Context, js jetstream.JetStream, queue string) []string {
+	t.Helper()
+	s, err := js.Stream(ctx, functions.StreamName("cairn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.CachedInfo().State
+	var out []string
+	for seq := st.FirstSeq; seq <= st.LastSeq && st.Msgs > 0; seq++ {
+		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(functions.QueueSubject("cairn", queue)))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(m.Data))
+		seq = m.Sequence
+	}
+	return out
+}
+
+// waitRelayed waits until the relay's stored position of table reaches the
+// table's journal head.
+func waitRelayed(t *testing.T, ctx context.Context, js jetstream.JetStream, table string, epoch uint64) {
+	t.Helper()
+	stream := journal.StreamName("cairn", table, epoch)
+	for {
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kv, err := js.KeyValue(ctx, outbox.BucketName("cairn"))
+		if err == nil {
+			e, err := kv.Get(ctx, "pos."+stream)
+			if err == nil && string(e.Value()) == strconv.FormatUint(s.CachedInfo().State.LastSeq, 10) {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the relay did not reach the head of %s (%d)", table, s.CachedInfo().State.LastSeq)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the bucket, not timing the relay
+	}
+}
+
+// TestOutboxOverNATS: the documented messages field is relayed to its
+// queue after the write; a command refused stores and sends nothing.
+func TestOutboxOverNATS(t *testing.T) {
+	h, _ := nodetest.Start(t, node.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dev, err := nats.Connect(h.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	cl := client.New(dev)
+	info, err := cl.CreateTable(ctx, "Orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := func(body string) client.CallOption {
+		return client.WithMessages(engine.Message{Queue: "mail", Body: []byte(body)})
+	}
+	if _, err := cl.Insert(ctx, "Orders", engine.NewEntity("p", "1"), msg("p:1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Insert(ctx, "Orders", engine.NewEntity("p", "1"), msg("refused")); engine.ErrorCode(err) != engine.CodeEntityAlreadyExists {
+		t.Fatalf("second insert: %v", err)
+	}
+	if _, err := cl.InsertOrMerge(ctx, "Orders", engine.NewEntity("p", "1"), msg("p:2")); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nodetest.Connect(t, h))
+	waitRelayed(t, ctx, js, "Orders", info.Epoch)
+	if got := queueBodies(t, ctx, js, "mail"); strings.Join(got, ",") != "p:1,p:2" {
+		t.Fatalf("queue mail holds %v", got)
+	}
+}
+
+// TestOutboxSurvivesSIGKILL: under a write load whose commands each carry
+// one message, the node is killed with SIGKILL at a random moment and
+// restarted. Then every message of every acknowledged write is in its
+// queue exactly once, each partition's in the order of its writes, and
+// every message in the queue belongs to a write the table holds.
+func TestOutboxSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 2))
+	dir, listen := t.TempDir(), nodetest.FreeAddr(t)
+	c1 := nodetest.StartChild(t, nodetest.ChildConfig{DataDir: dir, NATSListen: listen, NoBuiltins: true})
+	nc, err := nats.Connect("nats://"+listen, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	cl := client.New(nc, client.WithTimeout(2*time.Second), client.WithAttempts(100))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	info, err := cl.CreateTable(ctx, "Outbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers = 6
+	var stop atomic.Bool
+	var mu sync.Mutex
+	acked := map[string]int{} // partition → writes acknowledged (rows 1..n)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pk := fmt.Sprintf("p%d", w)
+			for k := 1; !stop.Load(); k++ {
+				body := fmt.Sprintf("%s:%d", pk, k)
+				_, err := cl.Insert(ctx, "Outbox", engine.NewEntity(pk, strconv.Itoa(k)),
+					client.WithID(body), client.WithMessages(engine.Message{Queue: "crash", Body: []byte(body)}))
+				if err != nil {
+					errs <- fmt.Errorf("write %s: %w", body, err)
+					return
+				}
+				mu.Lock()
+				acked[pk] = k
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(time.Duration(200+r.IntN(800)) * time.Millisecond)
+	c1.Kill(t)
+	c2 := nodetest.StartChild(t, nodetest.ChildConfig{DataDir: dir, NATSListen: listen, NoBuiltins: true})
+	time.Sleep(time.Duration(200+r.IntN(500)) * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("%v\nnode log:\n%s", err, c2.Tail())
+	}
+
+	creds, err := natsauth.Read(natsauth.Path(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := nats.Connect("nats://"+listen, creds.Options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	js, _ := jetstream.New(node)
+	waitRelayed(t, ctx, js, "Outbox", info.Epoch)
+	bodies := queueBodies(t, ctx, js, "crash")
+	seen := map[string]bool{}
+	last := map[string]int{}
+	for _, b := range bodies {
+		if seen[b] {
+			t.Fatalf("message %s delivered twice", b)
+		}
+		seen[b] = true
+		pk, n, _ := strings.Cut(b, ":")
+		k, _ := strconv.Atoi(n)
+		if k <= last[pk] {
+			t.Fatalf("partition %s: message %d after %d", pk, k, last[pk])
+		}
+		last[pk] = k
+		// Its write is in the table: a message never goes without it.
+		if _, _, err := cl.Retrieve(ctx, "Outbox", pk, n); err != nil {
+			t.Fatalf("message %s without its write: %v", b, err)
+		}
+	}
+	total := 0
+	for pk, n := range acked {
+		total += n
+		for k := 1; k <= n; k++ {
+			if !seen[fmt.Sprintf("%s:%d", pk, k)] {
+				t.Fatalf("the message of acknowledged write %s:%d is missing (%d messages in all)", pk, k, len(bodies))
+			}
+		}
+	}
+	t.Logf("%d writes acknowledged, %d messages delivered", total, len(bodies))
+}
