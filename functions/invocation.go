@@ -21,8 +21,11 @@ const (
 	MaxQueryRows = 1000
 	// MaxWrites bounds the writes of one invocation.
 	MaxWrites = 1000
-	// MaxEnqueues bounds the messages one invocation sends.
-	MaxEnqueues = 1000
+	// MaxEnqueues bounds the messages one invocation sends, and
+	// MaxEnqueueBytes their bodies in all (they are committed in one
+	// journal record with the invocation's last writes).
+	MaxEnqueues     = 1000
+	MaxEnqueueBytes = 2 << 20
 	// MaxOutput bounds a direct invocation's reply.
 	MaxOutput = 1 << 20
 )
@@ -40,14 +43,15 @@ const (
 //
 // An Invocation is used by one goroutine.
 type Invocation struct {
-	runner  *Runner
-	limits  *limits
-	trigger abi.Trigger
-	parts   []*pendingPartition // in the order first written
-	writes  int
-	msgs    []pendingMessage
-	output  []byte
-	logs    int
+	runner   *Runner
+	limits   *limits
+	trigger  abi.Trigger
+	parts    []*pendingPartition // in the order first written
+	writes   int
+	msgs     []pendingMessage
+	msgBytes int
+	output   []byte
+	logs     int
 	// failure is the text a guest gave with OpFail.
 	failure string
 	// throttled: the invocation waited for a rate (it is counted once).
@@ -260,6 +264,9 @@ func (inv *Invocation) Enqueue(ctx context.Context, queue string, body []byte) e
 	if len(body) > MaxMessage {
 		return engine.Errorf(engine.CodeRequestBodyTooLarge, "a message is at most %d bytes, got %d", MaxMessage, len(body))
 	}
+	if inv.msgBytes+len(body) > MaxEnqueueBytes {
+		return engine.Errorf(engine.CodeRequestBodyTooLarge, "an invocation's messages are at most %d bytes in all (they are committed in one journal record)", MaxEnqueueBytes)
+	}
 	if err := inv.checkBacklog(ctx, queue); err != nil {
 		return err
 	}
@@ -267,6 +274,7 @@ func (inv *Invocation) Enqueue(ctx context.Context, queue string, body []byte) e
 		return err
 	}
 	inv.msgs = append(inv.msgs, pendingMessage{queue: queue, body: slices.Clone(body)})
+	inv.msgBytes += len(body)
 	return nil
 }
 
@@ -358,9 +366,16 @@ func (e *ConflictError) Unwrap() error { return e.Err }
 
 // commit applies the collected writes, partition by partition in the order
 // they were first written, each as one command (atomic within its
-// partition) with an id derived from the trigger; then sends the messages.
-// If it fails part-way, the partitions already committed stay committed: the
-// retried invocation's commands for them are answered as duplicates.
+// partition) with an id derived from the trigger. The messages go into the
+// last partition's command, so they are committed in the same journal
+// record as that partition's writes and after every other partition's: the
+// outbox relay sends them, and a crash can never keep the writes and lose
+// the messages or the reverse. If it fails part-way, the partitions
+// already committed stay committed: the retried invocation's commands for
+// them are answered as duplicates. An invocation that writes nothing
+// publishes its messages itself (there is no write to keep them with: a
+// crash before the publish leaves the trigger unacknowledged, and the
+// retry's messages carry the same ids).
 func (inv *Invocation) commit(ctx context.Context) error {
 	for i, p := range inv.parts {
 		if i > 0 {
@@ -372,6 +387,11 @@ func (inv *Invocation) commit(ctx context.Context) error {
 			Ops:   p.ops,
 			Batch: len(p.ops) > 1,
 		}
+		if i == len(inv.parts)-1 {
+			for j, m := range inv.msgs {
+				cmd.Messages = append(cmd.Messages, engine.Message{Queue: m.queue, ID: inv.messageID(j), Body: m.body})
+			}
+		}
 		r := inv.runner.submit(ctx, cmd)
 		if r.Error != nil {
 			if retryable(r.Error) {
@@ -380,9 +400,11 @@ func (inv *Invocation) commit(ctx context.Context) error {
 			return fmt.Errorf("commit to %s/%q: %w", p.table.Name(), p.pk, r.Error)
 		}
 	}
+	if len(inv.parts) > 0 {
+		return nil
+	}
 	for i, m := range inv.msgs {
-		id := "fn:" + inv.trigger.Function + ":" + inv.trigger.ID + ":" + strconv.Itoa(i)
-		if err := inv.runner.queues.publish(ctx, m.queue, m.body, id, nil); err != nil {
+		if err := inv.runner.queues.publish(ctx, m.queue, m.body, inv.messageID(i), nil); err != nil {
 			if engine.ErrorCode(err) == CodeQueueBacklogExceeded {
 				inv.runner.stats.QueueFull.Add(1)
 			}
@@ -390,6 +412,12 @@ func (inv *Invocation) commit(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// messageID is the id of the invocation's i-th message: the same on every
+// retry of its trigger, so its queue keeps one copy.
+func (inv *Invocation) messageID(i int) string {
+	return "fn:" + inv.trigger.Function + ":" + inv.trigger.ID + ":" + strconv.Itoa(i)
 }
 
 // Failure is the reason a WebAssembly guest gave for failing (abi.OpFail).

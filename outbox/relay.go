@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/journal"
 )
 
@@ -174,11 +175,19 @@ func (r *Relay) startWorker(ctx context.Context, table string, epoch uint64, str
 			if err == nil || wctx.Err() != nil {
 				return
 			}
-			r.cfg.Log.Warn("outbox: relaying a table failed; trying again", "table", table, "err", err)
 			var ce *journal.CorruptError
 			wait := time.Second
-			if errors.As(err, &ce) {
+			switch {
+			case errors.Is(err, engine.ErrTableGone):
+				// Its stream is not there yet (the table is being created)
+				// or any more (dropped: the next sync stops this worker).
+				r.cfg.Log.Debug("outbox: the table's journal is not there; trying again", "table", table)
+				wait = 250 * time.Millisecond
+			case errors.As(err, &ce):
+				r.cfg.Log.Warn("outbox: the table's journal holds a record that cannot be read; its messages wait", "table", table, "err", err)
 				wait = 30 * time.Second // a faulted journal: its messages wait for an operator
+			default:
+				r.cfg.Log.Warn("outbox: relaying a table failed; trying again", "table", table, "err", err)
 			}
 			if !sleep(wctx, wait) {
 				return

@@ -76,6 +76,7 @@ func (w *worker) run(ctx context.Context) error {
 		return err
 	}
 	w.read, w.head = w.pos, w.pos
+	r.cfg.Log.Debug("outbox: relaying a table", "table", w.table, "epoch", w.epoch, "from", w.pos+1)
 	recs := make(chan record, 1024)
 	readErr := make(chan error, 1)
 	rctx, stopRead := context.WithCancel(ctx)
@@ -116,9 +117,6 @@ func (w *worker) run(ctx context.Context) error {
 		case err := <-readErr:
 			if ctx.Err() != nil {
 				return nil
-			}
-			if errors.Is(err, engine.ErrTableGone) {
-				return nil // dropped: the relay stops its worker
 			}
 			if err == nil {
 				err = errors.New("journal consumer ended")
@@ -192,6 +190,7 @@ func (w *worker) dispatch(ctx context.Context, done chan<- delivery) int {
 // delivered records the outcome of a partition head's publish.
 func (w *worker) delivered(ctx context.Context, d delivery) {
 	p := d.p
+	w.r.cfg.Log.Debug("outbox: delivery", "table", w.table, "partition", p.pk, "seq", p.queue[0].seq, "err", d.err)
 	p.inflight = false
 	if d.err == nil {
 		if p.err != "" {

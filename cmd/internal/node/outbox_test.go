@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -76,8 +77,14 @@ func waitRelayed(t *testing.T, ctx context.Context, js jetstream.JetStream, tabl
 // TestOutboxOverNATS: the documented messages field is relayed to its
 // queue after the write; a command refused stores and sends nothing.
 func TestOutboxOverNATS(t *testing.T) {
-	h, _ := nodetest.Start(t, node.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	var logb lockedBuffer
+	defer func() {
+		if t.Failed() {
+			t.Log(logb.String())
+		}
+	}()
+	h, _ := nodetest.Start(t, node.Config{Log: slog.New(slog.NewTextHandler(&logb, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	dev, err := nats.Connect(h.ClientURL())
 	if err != nil {
