@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/operator"
+	"github.com/cairn-dev/cairn/cmd/internal/outboxsubjects"
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/projections"
@@ -73,6 +74,14 @@ type Config struct {
 	Commit commit.Config
 	// Functions configures the function runner (built-ins, failpoints).
 	Functions FunctionsConfig
+	// OutboxSubjects are the NATS subject patterns (`*` one token, a final
+	// `>` the rest) that commands' outbox messages may name besides Cairn
+	// queues, over NATS and HTTP alike. None by default: Cairn queues only.
+	// Subjects under $ or _ and under Prefix are never allowed: the relay
+	// publishes with the node's rights.
+	OutboxSubjects []string
+
+	outbox *outboxsubjects.Allowlist // OutboxSubjects, checked by Validate
 }
 
 // FunctionsConfig is the part of functions.Config a node's user sets; the
@@ -140,6 +149,11 @@ func (c *Config) Validate() error {
 	if c.Functions.MemoryMB < 0 || c.Functions.MemoryMB > 1<<20 {
 		return fmt.Errorf("node: functions-memory must be between 0 and 1048576 MiB, got %d", c.Functions.MemoryMB)
 	}
+	outbox, err := outboxsubjects.New(c.Prefix, c.OutboxSubjects)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	c.outbox = outbox
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
