@@ -13,7 +13,6 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
-	"github.com/cairn-dev/cairn/cmd/internal/natsauth"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
@@ -41,8 +40,8 @@ func usersFile(t *testing.T, content string) string {
 // replies. A user of another account may send to that account's subjects
 // only. The development user still works beside them.
 func TestNATSServiceUser(t *testing.T) {
-	if natsauth.DevAccount != httpapi.DevAccountName {
-		t.Fatalf("natsauth.DevAccount %q, the HTTP API's %q", natsauth.DevAccount, httpapi.DevAccountName)
+	if engine.DevAccount != httpapi.DevAccountName {
+		t.Fatalf("engine.DevAccount %q, the HTTP API's %q", engine.DevAccount, httpapi.DevAccountName)
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte("billing-pw"), bcrypt.MinCost)
 	if err != nil {
