@@ -169,6 +169,22 @@ func validateQueueName(q string) bool {
 	return true
 }
 
+// ValidateMessages checks a command's outbox messages, as ValidateCommand
+// does: ids of valid UTF-8, exactly one destination each (a valid queue
+// name or subject), bodies within MaxMessageBytes. The error names the
+// message by its index.
+func ValidateMessages(msgs []Message) error {
+	for i := range msgs {
+		if !utf8.ValidString(msgs[i].ID) {
+			return Errorf(CodeInvalidInput, "message %d: the id is not valid UTF-8", i)
+		}
+		if err := validateMessage(i, &msgs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // validateMessage checks the i-th outbox message's destination (exactly
 // one of a queue and a subject) and its size.
 func validateMessage(i int, m *Message) error {
@@ -257,14 +273,11 @@ func ValidateCommand(c *Command) error {
 	if size > MaxBatchBytes {
 		return Errorf(CodeRequestBodyTooLarge, "the batch is %d bytes; the limit is %d (4 MiB)", size, MaxBatchBytes)
 	}
-	for i, m := range c.Messages {
+	for _, m := range c.Messages {
 		size += len(m.Queue) + len(m.Subject) + len(m.ID) + len(m.Body)
-		if !utf8.ValidString(m.ID) {
-			return Errorf(CodeInvalidInput, "message %d: the id is not valid UTF-8", i)
-		}
-		if err := validateMessage(i, &m); err != nil {
-			return err
-		}
+	}
+	if err := ValidateMessages(c.Messages); err != nil {
+		return err
 	}
 	c.size = size
 	return nil

@@ -196,6 +196,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	mux.Handle(functions.AdminPrefix, guard.Wrap(n.fns.AdminHandler()))
 	api := cfg.API
 	api.Metrics = n.fns.WriteMetrics
+	api.Outbox = cfg.outbox
 	tables := httpapi.New(n.views, n.comm, log, api)
 	mux.Handle("/metrics", guard.Wrap(tables.MetricsHandler()))
 	mux.Handle("/", tables)
