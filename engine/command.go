@@ -61,11 +61,18 @@ type Operation struct {
 }
 
 // Message is an outbox message: committed in the same journal record as the
-// write that carries it and relayed to its queue after the commit.
+// write that carries it and relayed to its destination after the commit.
+// It has exactly one destination: a Cairn queue or a NATS subject.
 type Message struct {
+	// Queue is a Cairn queue (published to <prefix>.queue.<Queue>).
 	Queue string
-	// ID de-duplicates the message at its queue. Empty: derived from the
-	// journal position when relayed.
+	// Subject is any NATS subject (core NATS, or a JetStream stream that
+	// takes it): a literal subject, not one of the server's own ($…) or
+	// an inbox (_…) (ValidateSubject). A node accepts only the subjects
+	// its operator allows.
+	Subject string
+	// ID de-duplicates the message at its destination (Nats-Msg-Id).
+	// Empty: derived from the journal position when relayed.
 	ID   string
 	Body []byte
 }

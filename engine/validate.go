@@ -169,6 +169,43 @@ func validateQueueName(q string) bool {
 	return true
 }
 
+// ValidateMessages checks a command's outbox messages, as ValidateCommand
+// does: ids of valid UTF-8, exactly one destination each (a valid queue
+// name or subject), bodies within MaxMessageBytes. The error names the
+// message by its index.
+func ValidateMessages(msgs []Message) error {
+	for i := range msgs {
+		if !utf8.ValidString(msgs[i].ID) {
+			return Errorf(CodeInvalidInput, "message %d: the id is not valid UTF-8", i)
+		}
+		if err := validateMessage(i, &msgs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateMessage checks the i-th outbox message's destination (exactly
+// one of a queue and a subject) and its size.
+func validateMessage(i int, m *Message) error {
+	switch {
+	case m.Queue != "" && m.Subject != "":
+		return Errorf(CodeInvalidInput, "message %d has a queue (%q) and a subject (%q): give one destination", i, m.Queue, m.Subject)
+	case m.Subject != "":
+		if err := ValidateSubject(m.Subject); err != nil {
+			return Errorf(CodeInvalidInput, "message %d: %s", i, AsError(err).Message)
+		}
+	case m.Queue == "":
+		return Errorf(CodeInvalidInput, "message %d has no destination: give a queue or a subject", i)
+	case !validateQueueName(m.Queue):
+		return Errorf(CodeInvalidInput, "message %d: queue name %q must be 1-%d of A-Z, a-z, 0-9, _ and -", i, m.Queue, MaxQueueNameLen)
+	}
+	if len(m.Body) > MaxMessageBytes {
+		return Errorf(CodeInvalidInput, "message %d: the body is %d bytes; the limit is %d", i, len(m.Body), MaxMessageBytes)
+	}
+	return nil
+}
+
 // ValidateCommand checks everything about a command that does not depend on
 // state. Errors about one operation of a batch carry its index.
 //
@@ -236,17 +273,11 @@ func ValidateCommand(c *Command) error {
 	if size > MaxBatchBytes {
 		return Errorf(CodeRequestBodyTooLarge, "the batch is %d bytes; the limit is %d (4 MiB)", size, MaxBatchBytes)
 	}
-	for i, m := range c.Messages {
-		size += len(m.Queue) + len(m.ID) + len(m.Body)
-		if !utf8.ValidString(m.ID) {
-			return Errorf(CodeInvalidInput, "message %d: the id is not valid UTF-8", i)
-		}
-		if !validateQueueName(m.Queue) {
-			return Errorf(CodeInvalidInput, "message %d: queue name %q must be 1-%d of A-Z, a-z, 0-9, _ and -", i, m.Queue, MaxQueueNameLen)
-		}
-		if len(m.Body) > MaxMessageBytes {
-			return Errorf(CodeInvalidInput, "message %d: the body is %d bytes; the limit is %d", i, len(m.Body), MaxMessageBytes)
-		}
+	for _, m := range c.Messages {
+		size += len(m.Queue) + len(m.Subject) + len(m.ID) + len(m.Body)
+	}
+	if err := ValidateMessages(c.Messages); err != nil {
+		return err
 	}
 	c.size = size
 	return nil
@@ -283,12 +314,9 @@ func ValidateRecord(rec *Record) error {
 			return Errorf(CodeInvalidInput, "command %d names events %d..%d of %d", i, c.First, uint64(c.First)+uint64(c.Count), len(rec.Events))
 		}
 	}
-	for i, m := range rec.Messages {
-		if !validateQueueName(m.Queue) {
-			return Errorf(CodeInvalidInput, "message %d: queue name %q must be 1-%d of A-Z, a-z, 0-9, _ and -", i, m.Queue, MaxQueueNameLen)
-		}
-		if len(m.Body) > MaxMessageBytes {
-			return Errorf(CodeInvalidInput, "message %d: the body is %d bytes; the limit is %d", i, len(m.Body), MaxMessageBytes)
+	for i := range rec.Messages {
+		if err := validateMessage(i, &rec.Messages[i]); err != nil {
+			return err
 		}
 	}
 	return nil

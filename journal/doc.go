@@ -64,6 +64,10 @@
 //     catalog watcher reports it to its caller.
 //   - The encoder refuses a record the decoder would refuse, so a journal
 //     never holds a record its readers stop at.
+//   - A record is written in the oldest version that can hold it (version
+//     1 unless it names another account's table or has an outbox message
+//     to a NATS subject), so an older host reads everything it can and
+//     refuses only what it would misread.
 //   - testdata/golden holds a record of every version ever written; a test
 //     decodes them all. Golden files are only ever added (go test -run
 //     Golden -golden-add writes the missing ones), never regenerated.

@@ -19,7 +19,7 @@ package journal
 //	"ev"   array   of [kind uint, rowKey string, properties]: properties in
 //	               the form of engine.EncodeProperties; a Delete has []
 //	"out"  array   of [queue string, id string, body bin] (optional: only
-//	               written when there are outbox messages)
+//	               written when there are outbox messages; queue not empty)
 //
 // and a catalog record (subject of a table name)
 //
@@ -36,12 +36,24 @@ package journal
 //	"acct" string  the account that owns the table (engine.FullTableName);
 //	               "name" is then the table's name within that account
 //
-// A catalog record of an account other than the development account is
-// written as version 2; every other record is still written as version 1,
-// which hosts that know only version 1 read as before. A version 1 host
-// refuses a version 2 record rather than take another account's table
-// for one of the development account; a version 1 record with "acct" is
-// refused too (no version 1 writer ever wrote one).
+// and to the "out" entries of commit records a second shape, a message
+// to a NATS subject rather than a Cairn queue:
+//
+//	"out"  array   of entries, each either
+//	               [queue string, id string, body bin]       a queue, or
+//	               ["", id string, body bin, subject string] a subject
+//	               (exactly one of queue and subject is non-empty)
+//
+// A catalog record of an account other than the development account, and
+// a commit record with at least one message to a subject, is written as
+// version 2; every other record is still written as version 1 (byte for
+// byte as before), which hosts that know only version 1 read as before. A
+// version 1 host refuses a version 2 record rather than take another
+// account's table for one of the development account, or a subject's
+// message for a queue's; a version 1 record with "acct" or with an "out"
+// entry of four elements is refused too (no version 1 writer ever wrote
+// one). A host that knew version 2 before subjects refuses a four-element
+// entry as well (it reads exactly three), so no host misreads one.
 const FormatVersion = 2
 
 // Record versions this code writes.
@@ -49,6 +61,9 @@ const (
 	version1 = 1
 	// versionAccounts is the first version with accounts as namespaces.
 	versionAccounts = 2
+	// versionSubjects is the first version with outbox messages to NATS
+	// subjects.
+	versionSubjects = 2
 )
 
 // Record types, written as the envelope's "t" field.

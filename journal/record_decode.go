@@ -34,7 +34,7 @@ const (
 const (
 	minCommandBytes = 4 // [id, first, count]
 	minEventBytes   = 4 // [kind, rowKey, props]
-	minMessageBytes = 4 // [queue, id, body]
+	minMessageBytes = 4 // [queue, id, body] (a subject's has one more)
 	maxFields       = 1 << 10
 )
 
@@ -185,6 +185,7 @@ func (d *decoder) record() (*engine.Record, error) {
 	}
 	r := &engine.Record{}
 	var seen uint
+	var version uint64
 	for i := 0; i < n; i++ {
 		key, err := d.readKey()
 		if err != nil {
@@ -194,7 +195,7 @@ func (d *decoder) record() (*engine.Record, error) {
 		switch string(key) {
 		case "v":
 			bit = fVersion
-			_, err = d.version()
+			version, err = d.version()
 		case "t":
 			bit = fType
 			var t []byte
@@ -244,6 +245,11 @@ func (d *decoder) record() (*engine.Record, error) {
 		if uint64(c.First)+uint64(c.Count) > uint64(len(r.Events)) {
 			return nil, fmt.Errorf("command %d refers to events %d..%d of %d", i, c.First, uint64(c.First)+uint64(c.Count), len(r.Events))
 		}
+	}
+	// No version 1 writer ever wrote a message to a subject: such a record
+	// is refused rather than read.
+	if version < versionSubjects && hasSubjects(r.Messages) {
+		return nil, fmt.Errorf("field \"out\": a message to a subject in a version %d record (subjects came with version %d)", version, versionSubjects)
 	}
 	return r, nil
 }
@@ -471,7 +477,12 @@ func (d *decoder) messages() ([]engine.Message, error) {
 	out := make([]engine.Message, n)
 	for i := range out {
 		m := &out[i]
-		err := d.tuple(3)
+		// [queue, id, body], or from version 2 on ["", id, body, subject]
+		// (the record's version is checked once it is known).
+		size, err := d.dec.DecodeArrayLen()
+		if err == nil && size != 3 && size != 4 {
+			err = fmt.Errorf("tuple of %d elements, want 3 (a queue's) or 4 (a subject's)", size)
+		}
 		if err == nil {
 			m.Queue, err = d.dec.DecodeString()
 		}
@@ -480,6 +491,14 @@ func (d *decoder) messages() ([]engine.Message, error) {
 		}
 		if err == nil {
 			m.Body, err = d.dec.DecodeBytes()
+		}
+		if err == nil && size == 4 {
+			if m.Subject, err = d.dec.DecodeString(); err == nil && m.Subject == "" {
+				err = errors.New("the subject of a four-element entry is empty")
+			}
+		}
+		if err == nil {
+			err = checkDestination(m)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)

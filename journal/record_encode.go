@@ -16,7 +16,8 @@ import (
 // (with an error, before anything is appended) a record that DecodeRecord
 // would refuse: an unknown event kind, a command referring past the
 // events, an Extra key that is a field of the format or an Extra value that
-// is not exactly one msgpack value, a property of an invalid type. A
+// is not exactly one msgpack value, a property of an invalid type, a
+// message without exactly one destination (queue or subject). A
 // journal must never hold a record its readers stop at.
 func EncodeRecord(r *engine.Record) ([]byte, error) {
 	if err := checkRecord(r); err != nil {
@@ -28,10 +29,16 @@ func EncodeRecord(r *engine.Record) ([]byte, error) {
 	if len(r.Messages) > 0 {
 		n++
 	}
+	// A record is version 1 unless it needs version 2: a version 1 host
+	// then reads it as before.
+	version := uint64(version1)
+	if hasSubjects(r.Messages) {
+		version = versionSubjects
+	}
 	// The version comes first and the nonce early: PeekNonce relies on it.
 	err := first(
 		enc.EncodeMapLen(n),
-		enc.EncodeString("v"), enc.EncodeUint(version1),
+		enc.EncodeString("v"), enc.EncodeUint(version),
 		enc.EncodeString("t"), enc.EncodeString(typeCommit),
 		enc.EncodeString("ts"), enc.EncodeInt(r.Time),
 		enc.EncodeString("pk"), enc.EncodeString(r.PartitionKey),
@@ -57,7 +64,11 @@ func EncodeRecord(r *engine.Record) ([]byte, error) {
 	if len(r.Messages) > 0 {
 		err = first(err, enc.EncodeString("out"), enc.EncodeArrayLen(len(r.Messages)))
 		for _, m := range r.Messages {
-			err = first(err, enc.EncodeArrayLen(3), enc.EncodeString(m.Queue), enc.EncodeString(m.ID), enc.EncodeBytes(m.Body))
+			if m.Subject == "" {
+				err = first(err, enc.EncodeArrayLen(3), enc.EncodeString(m.Queue), enc.EncodeString(m.ID), enc.EncodeBytes(m.Body))
+			} else {
+				err = first(err, enc.EncodeArrayLen(4), enc.EncodeString(""), enc.EncodeString(m.ID), enc.EncodeBytes(m.Body), enc.EncodeString(m.Subject))
+			}
 		}
 	}
 	err = first(err, s.writeExtra(r.Extra))
@@ -117,7 +128,34 @@ func checkRecord(r *engine.Record) error {
 			return fmt.Errorf("command %d refers to events %d..%d of %d", i, c.First, uint64(c.First)+uint64(c.Count), len(r.Events))
 		}
 	}
+	for i := range r.Messages {
+		if err := checkDestination(&r.Messages[i]); err != nil {
+			return fmt.Errorf("message %d: %w", i, err)
+		}
+	}
 	return checkExtra(r.Extra, commitFields)
+}
+
+// checkDestination refuses a message without exactly one destination.
+func checkDestination(m *engine.Message) error {
+	switch {
+	case m.Queue != "" && m.Subject != "":
+		return errors.New("both a queue and a subject")
+	case m.Queue == "" && m.Subject == "":
+		return errors.New("neither a queue nor a subject")
+	}
+	return nil
+}
+
+// hasSubjects reports whether any message goes to a NATS subject, which
+// makes its record a version 2 record.
+func hasSubjects(msgs []engine.Message) bool {
+	for i := range msgs {
+		if msgs[i].Subject != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // checkExtra refuses Extra keys that are fields of the format and values
@@ -163,7 +201,7 @@ func estimateSize(r *engine.Record) int {
 		}
 	}
 	for _, m := range r.Messages {
-		n += 16 + len(m.Queue) + len(m.ID) + len(m.Body)
+		n += 16 + len(m.Queue) + len(m.Subject) + len(m.ID) + len(m.Body)
 	}
 	return n
 }

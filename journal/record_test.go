@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,19 @@ func sampleRecord() *engine.Record {
 		Messages: []engine.Message{{Queue: "archive", ID: "m1", Body: []byte(`{"emp":"456"}`)}},
 		Extra:    map[string]msgpack.RawMessage{"x-future": extra},
 	}
+}
+
+// sampleSubjectRecord is sampleRecord with messages to a queue and to
+// NATS subjects, which format v2 added.
+func sampleSubjectRecord() *engine.Record {
+	r := sampleRecord()
+	r.Nonce = "n0nce-2"
+	r.Messages = []engine.Message{
+		{Queue: "archive", ID: "m1", Body: []byte(`{"emp":"456"}`)},
+		{Subject: "orders.created", ID: "m2", Body: []byte(`{"order":7}`)},
+		{Subject: "billing.eu.created", Body: []byte{0, 0xff}},
+	}
+	return r
 }
 
 func sampleCatalog(kind engine.CatalogKind) *engine.CatalogRecord {
@@ -120,10 +134,12 @@ func TestRecordRoundTrip(t *testing.T) {
 
 // TestEncodeMatchesGolden: the writer still writes exactly what it wrote
 // when the golden files were made (version 1 for everything a version 1
-// host can read, version 2 for another account's catalog records).
+// host can read, version 2 for another account's catalog records and for
+// commits with messages to subjects).
 func TestEncodeMatchesGolden(t *testing.T) {
 	for file, enc := range map[string]func() ([]byte, error){
 		"commit-v1.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleRecord()) },
+		"commit-v2.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleSubjectRecord()) },
 		"table-created-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated)) },
 		"table-deleted-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableDeleted)) },
 		"table-created-v2.msgpack": func() ([]byte, error) {
@@ -276,6 +292,16 @@ func TestGolden(t *testing.T) {
 			}
 			equalRecords(t, got, sampleRecord())
 		}},
+		{"commit-v2.msgpack", func(t *testing.T, data []byte) {
+			got, err := DecodeRecord(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			equalRecords(t, got, sampleSubjectRecord())
+			if n, ok := PeekNonce(data); !ok || n != "n0nce-2" {
+				t.Fatalf("PeekNonce = %q, %v", n, ok)
+			}
+		}},
 		{"table-created-v1.msgpack", func(t *testing.T, data []byte) {
 			got, err := DecodeCatalogRecord(data)
 			if err != nil {
@@ -315,6 +341,7 @@ func TestGolden(t *testing.T) {
 	}
 	writers := map[string]func() ([]byte, error){
 		"commit-v1.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleRecord()) },
+		"commit-v2.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleSubjectRecord()) },
 		"table-created-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated)) },
 		"table-deleted-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableDeleted)) },
 		"table-created-v2.msgpack": func() ([]byte, error) {
@@ -323,6 +350,19 @@ func TestGolden(t *testing.T) {
 		"table-deleted-v2.msgpack": func() ([]byte, error) {
 			return EncodeCatalogRecord(sampleAccountCatalog(engine.CatalogTableDeleted))
 		},
+	}
+	// Every golden file is decoded by a case: none can be added and left
+	// untested.
+	files, _ := filepath.Glob(filepath.Join("testdata", "golden", "*"))
+	for _, f := range files {
+		if !slices.ContainsFunc(cases, func(c struct {
+			file  string
+			check func(t *testing.T, data []byte)
+		}) bool {
+			return c.file == filepath.Base(f)
+		}) {
+			t.Errorf("golden file %s has no case in TestGolden", f)
+		}
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -352,6 +392,20 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add(data)
 	cat, _ := EncodeCatalogRecord(sampleCatalog(engine.CatalogTableDeleted))
 	f.Add(cat)
+	data, _ = EncodeRecord(sampleSubjectRecord())
+	f.Add(data)
+	for _, entry := range []any{
+		[]any{"", "id", []byte("b"), "orders.created"},
+		[]any{"q", "id", []byte("b"), "orders.created"},
+		[]any{"", "id", []byte("b"), ""},
+		[]any{"", "id", []byte("b")},
+		[]any{"", "id", []byte("b"), "s", "x"},
+	} {
+		for _, v := range []int{1, 2} {
+			b, _ := msgpack.Marshal(map[string]any{"v": v, "t": "commit", "ts": 1, "pk": "", "cmds": []any{}, "ev": []any{}, "out": []any{entry}})
+			f.Add(b)
+		}
+	}
 	golden, _ := filepath.Glob(filepath.Join("testdata", "golden", "*.msgpack"))
 	for _, g := range golden {
 		if b, err := os.ReadFile(g); err == nil {
@@ -482,5 +536,71 @@ func TestCatalogAccountField(t *testing.T) {
 	data, err := EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated))
 	if err != nil || !bytes.HasPrefix(data[1:], []byte{0xa1, 'v', 0x01}) {
 		t.Fatalf("development account record %x, %v: not version 1", data, err)
+	}
+}
+
+// TestSubjectMessages: a record with a message to a subject is version 2,
+// one without stays version 1 (what a version 1 host reads), and every
+// entry has exactly one destination; a version 1 record with a subject's
+// entry is refused, not read as a queue's.
+func TestSubjectMessages(t *testing.T) {
+	v2, err := EncodeRecord(sampleSubjectRecord())
+	if err != nil || !bytes.HasPrefix(v2[1:], []byte{0xa1, 'v', 0x02}) {
+		t.Fatalf("record with subjects %x, %v: not version 2", v2, err)
+	}
+	v1, err := EncodeRecord(sampleRecord())
+	if err != nil || !bytes.HasPrefix(v1[1:], []byte{0xa1, 'v', 0x01}) {
+		t.Fatalf("record with queues only %x, %v: not version 1", v1, err)
+	}
+	noMessages := sampleRecord()
+	noMessages.Messages = nil
+	if b, err := EncodeRecord(noMessages); err != nil || !bytes.HasPrefix(b[1:], []byte{0xa1, 'v', 0x01}) {
+		t.Fatalf("record without messages %x, %v: not version 1", b, err)
+	}
+
+	commit := func(v int, entries ...any) []byte {
+		b, err := msgpack.Marshal(map[string]any{"v": v, "t": "commit", "ts": 1, "pk": "p", "cmds": []any{}, "ev": []any{}, "out": entries})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	queue := []any{"archive", "m1", []byte("x")}
+	subject := []any{"", "m2", []byte("y"), "orders.created"}
+	r, err := DecodeRecord(commit(2, queue, subject))
+	want := []engine.Message{{Queue: "archive", ID: "m1", Body: []byte("x")}, {Subject: "orders.created", ID: "m2", Body: []byte("y")}}
+	if err != nil || !reflect.DeepEqual(r.Messages, want) {
+		t.Fatalf("version 2 with both shapes: %+v, %v", r, err)
+	}
+	if r, err := DecodeRecord(commit(1, queue)); err != nil || !reflect.DeepEqual(r.Messages, want[:1]) {
+		t.Fatalf("version 1 with a queue: %+v, %v", r, err)
+	}
+	for name, data := range map[string][]byte{
+		"subject in v1":               commit(1, subject),
+		"subject in v1 after a queue": commit(1, queue, subject),
+		"queue and subject":           commit(2, []any{"archive", "m", []byte("x"), "orders.created"}),
+		"neither, 4 elements":         commit(2, []any{"", "m", []byte("x"), ""}),
+		"neither, 3 elements":         commit(2, []any{"", "m", []byte("x")}),
+		"neither in v1":               commit(1, []any{"", "m", []byte("x")}),
+		"5 elements":                  commit(2, []any{"", "m", []byte("x"), "orders.created", "more"}),
+		"2 elements":                  commit(2, []any{"archive", "m"}),
+		"subject not a string":        commit(2, []any{"", "m", []byte("x"), 7}),
+		"subject nil":                 commit(2, []any{"", "m", []byte("x"), nil}),
+		"entry not an array":          commit(2, map[string]any{"s": "orders.created"}),
+	} {
+		if r, err := DecodeRecord(data); err == nil {
+			t.Errorf("%s: decoded as %+v", name, r.Messages)
+		}
+	}
+	// The encoder refuses what the decoder would.
+	for name, m := range map[string]engine.Message{
+		"queue and subject": {Queue: "archive", Subject: "orders.created"},
+		"neither":           {ID: "m", Body: []byte("x")},
+	} {
+		r := sampleRecord()
+		r.Messages = append(r.Messages, m)
+		if b, err := EncodeRecord(r); err == nil {
+			t.Errorf("%s: encoded as %x", name, b)
+		}
 	}
 }

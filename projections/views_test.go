@@ -26,7 +26,7 @@ type rig struct {
 	j   *journal.Journal
 	ctx context.Context
 
-	catalog map[string]uint64 // the catalog sequence of each name's last record
+	catalog map[string]uint64  // the catalog sequence of each name's last record
 	cfg     projections.Config // of the views start runs
 }
 

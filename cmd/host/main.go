@@ -104,6 +104,7 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.IntVar(&cfg.Commit.MaxTablesPerAccount, "max-tables-per-account", commit.DefaultMaxTablesPerAccount, "tables one storage account may have; creating one more fails with TableQuotaExceeded")
 	fs.StringVar(&cfg.OperatorToken, "operator-token", "", "secret the operators' API (/$cairn/) and /metrics require as Authorization: Bearer <token>, at least 16 characters (default: the token of <data>/operator.token, created on first start); prefer CAIRN_OPERATOR_TOKEN to the command line")
 	fs.Var(&corsFlag{o: &cfg.API.CORS}, "cors-origins", "web origins a browser may call the HTTP API from, exactly as scheme://host[:port], comma-separated; * for any (the Tables API only); none by default")
+	fs.Var((*listFlag)(&cfg.OutboxSubjects), "outbox-subjects", "NATS subject patterns (orders.>, billing.*.created), comma-separated, that the outbox messages of commands may name besides Cairn queues; never $… or _… or under -prefix; none by default")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) to serve the HTTP API and the embedded NATS server's client port with TLS")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of -tls-cert")
 	fs.StringVar(&cfg.Prefix, "prefix", "cairn", "first token of every subject and stream name")
@@ -161,6 +162,28 @@ func (a *accountsFlag) Set(v string) error {
 			return err
 		}
 		*a = append(*a, acct)
+	}
+	return nil
+}
+
+// listFlag parses a comma-separated list, blanks dropped; setting it
+// again replaces the list (a flag on the command line wins over the
+// environment).
+type listFlag []string
+
+func (l *listFlag) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(*l, ",")
+}
+
+func (l *listFlag) Set(v string) error {
+	*l = nil
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
 	}
 	return nil
 }

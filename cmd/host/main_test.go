@@ -34,6 +34,31 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	}
 }
 
+// TestOutboxSubjectsFlag: -outbox-subjects a,b, or CAIRN_OUTBOX_SUBJECTS,
+// with the command line winning.
+func TestOutboxSubjectsFlag(t *testing.T) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg := hostFlags(fs)
+	if err := cli.Parse(fs, nil); err != nil || cfg.OutboxSubjects != nil {
+		t.Fatalf("default: %q, %v", cfg.OutboxSubjects, err)
+	}
+	t.Setenv("CAIRN_OUTBOX_SUBJECTS", "audit.>")
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg = hostFlags(fs)
+	if err := cli.Parse(fs, nil); err != nil || strings.Join(cfg.OutboxSubjects, "|") != "audit.>" {
+		t.Fatalf("environment: %q, %v", cfg.OutboxSubjects, err)
+	}
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg = hostFlags(fs)
+	if err := cli.Parse(fs, []string{"-outbox-subjects", "orders.>, billing.*.created,"}); err != nil || strings.Join(cfg.OutboxSubjects, "|") != "orders.>|billing.*.created" {
+		t.Fatalf("flag: %q, %v", cfg.OutboxSubjects, err)
+	}
+	cfg.DataDir = t.TempDir()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	for _, c := range []struct {
 		cfg  node.Config
@@ -47,6 +72,9 @@ func TestConfigValidate(t *testing.T) {
 		{node.Config{DataDir: "d", OperatorToken: "short"}, "at least 16"},
 		{node.Config{DataDir: "d", TLSCert: "cert.pem"}, "-tls-key"},
 		{node.Config{DataDir: "d", NATSURL: "nats://x", NATSUsers: "users.json"}, "configure the users on that server"},
+		{node.Config{DataDir: "d", OutboxSubjects: []string{"orders.>", "orders.>.x"}}, "-outbox-subjects"},
+		{node.Config{DataDir: "d", OutboxSubjects: []string{"$JS.API.>"}}, "-outbox-subjects"},
+		{node.Config{DataDir: "d", OutboxSubjects: []string{"cairn.j.>"}}, "node's prefix"},
 	} {
 		err := c.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -117,3 +117,21 @@ func BenchmarkEncodeReplyMsgpack(b *testing.B) {
 		EncodeReplyMsgpack(r)
 	}
 }
+
+// FuzzDecodeMessagesJSON: the HTTP API's X-Cairn-Messages header. Whatever
+// decodes travels in a request unchanged.
+func FuzzDecodeMessagesJSON(f *testing.F) {
+	f.Add([]byte(`[{"queue":"archive","id":"m1","body":"text"},{"subject":"orders.created","bodyBase64":"AP8="}]`))
+	f.Add([]byte(`[{"subject":"a.b","body":"x","bodyBase64":"eA=="}]`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		msgs, err := DecodeMessagesJSON(data)
+		if err != nil {
+			if engine.ErrorCode(err) != engine.CodeInvalidInput {
+				t.Fatalf("error without InvalidInput: %v", err)
+			}
+			return
+		}
+		checkDecoded(t, &engine.Request{Op: "Insert", Entity: engine.NewEntity("p", "r"), Messages: msgs}, nil, JSON)
+	})
+}

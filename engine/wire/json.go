@@ -21,11 +21,65 @@ type jsonRequest struct {
 	Messages     []jsonMessage   `json:"messages,omitempty"`
 }
 
+// jsonMessage is an outbox message: a destination (queue or subject), an
+// optional id, and a body as text or as base64.
 type jsonMessage struct {
-	Queue      string `json:"queue"`
-	ID         string `json:"id,omitempty"`
-	Body       string `json:"body,omitempty"`
-	BodyBase64 []byte `json:"bodyBase64,omitempty"`
+	Queue      string  `json:"queue,omitempty"`
+	Subject    string  `json:"subject,omitempty"`
+	ID         string  `json:"id,omitempty"`
+	Body       *string `json:"body,omitempty"`
+	BodyBase64 []byte  `json:"bodyBase64,omitempty"`
+}
+
+// message converts the i-th message; a body given both ways is refused.
+// The destination is checked by engine.ValidateCommand.
+func (m *jsonMessage) message(i int) (engine.Message, error) {
+	out := engine.Message{Queue: m.Queue, Subject: m.Subject, ID: m.ID, Body: m.BodyBase64}
+	if m.Body != nil {
+		if m.BodyBase64 != nil {
+			return engine.Message{}, invalid("messages[%d]: \"body\" and \"bodyBase64\" both given: give one", i)
+		}
+		out.Body = []byte(*m.Body)
+	}
+	if len(out.Body) == 0 {
+		out.Body = nil // one empty body, however it was written
+	}
+	return out, nil
+}
+
+// DecodeMessagesJSON decodes a JSON array of outbox messages, each as in
+// a request's "messages" field: {"queue": …} or {"subject": …}, with
+// "id", and "body" (text) or "bodyBase64". Unknown fields, bad UTF-8 and
+// anything but one array are refused with InvalidInput; the messages'
+// destinations and sizes are engine.ValidateCommand's to check.
+func DecodeMessagesJSON(data []byte) ([]engine.Message, error) {
+	if s := (jsonScanner{data: data}); !s.valid() {
+		return nil, invalid("messages: not valid JSON: %s at offset %d", s.err, s.errAt)
+	}
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '[' {
+		return nil, invalid("messages: not a JSON array of messages")
+	}
+	var jm []jsonMessage
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&jm); err != nil {
+		return nil, invalid("messages: not a JSON array of messages: %v", err)
+	}
+	if dec.More() {
+		return nil, invalid("messages: data after the JSON array")
+	}
+	if len(jm) == 0 {
+		return nil, nil
+	}
+	out := make([]engine.Message, len(jm))
+	for i := range jm {
+		m, err := jm[i].message(i)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = m
+	}
+	return out, nil
 }
 
 // DecodeRequestJSON decodes a JSON request. Unknown fields are refused.
@@ -114,12 +168,12 @@ func fromJSONRequest(jr *jsonRequest, depth int) (*engine.Request, error) {
 			r.Ops[i] = *op
 		}
 	}
-	for _, m := range jr.Messages {
-		body := []byte(m.Body)
-		if m.BodyBase64 != nil {
-			body = m.BodyBase64
+	for i := range jr.Messages {
+		m, err := jr.Messages[i].message(i)
+		if err != nil {
+			return nil, err
 		}
-		r.Messages = append(r.Messages, engine.Message{Queue: m.Queue, ID: m.ID, Body: body})
+		r.Messages = append(r.Messages, m)
 	}
 	return r, nil
 }
@@ -146,7 +200,7 @@ func toJSONRequest(r *engine.Request) *jsonRequest {
 		jr.Ops = append(jr.Ops, *toJSONRequest(&r.Ops[i]))
 	}
 	for _, m := range r.Messages {
-		jr.Messages = append(jr.Messages, jsonMessage{Queue: m.Queue, ID: m.ID, BodyBase64: m.Body})
+		jr.Messages = append(jr.Messages, jsonMessage{Queue: m.Queue, Subject: m.Subject, ID: m.ID, BodyBase64: m.Body})
 	}
 	return jr
 }

@@ -12,7 +12,8 @@ import (
 
 // The msgpack form: maps with the JSON form's keys; an entity is
 // {"pk", "rk", "ts" (ticks, replies only), "p": engine.EncodeProperties},
-// "pk" and "rk" required (strings, not nil) and no field twice.
+// "pk" and "rk" required (strings, not nil) and no field twice. An outbox
+// message is [queue, id, body] or ["", id, body, subject].
 
 // maxItems bounds array and map lengths read from the wire.
 const maxItems = 1 << 16
@@ -104,7 +105,11 @@ func (e *encoder) request(r *engine.Request) {
 	if len(r.Messages) > 0 {
 		e.do(e.enc.EncodeString("messages"), e.enc.EncodeArrayLen(len(r.Messages)))
 		for _, m := range r.Messages {
-			e.do(e.enc.EncodeArrayLen(3), e.enc.EncodeString(m.Queue), e.enc.EncodeString(m.ID), e.enc.EncodeBytes(m.Body))
+			if m.Subject == "" {
+				e.do(e.enc.EncodeArrayLen(3), e.enc.EncodeString(m.Queue), e.enc.EncodeString(m.ID), e.enc.EncodeBytes(m.Body))
+			} else {
+				e.do(e.enc.EncodeArrayLen(4), e.enc.EncodeString(m.Queue), e.enc.EncodeString(m.ID), e.enc.EncodeBytes(m.Body), e.enc.EncodeString(m.Subject))
+			}
 		}
 	}
 }
@@ -328,8 +333,8 @@ func (d *decoder) messages() ([]engine.Message, error) {
 	out := make([]engine.Message, n)
 	for i := range out {
 		m, err := d.arrayLen()
-		if err != nil || m != 3 {
-			return nil, invalid("message %d must be [queue, id, body]", i)
+		if err != nil || m != 3 && m != 4 {
+			return nil, invalid("message %d must be [queue, id, body] or [\"\", id, body, subject]", i)
 		}
 		if out[i].Queue, err = d.str("queue"); err != nil {
 			return nil, err
@@ -339,6 +344,11 @@ func (d *decoder) messages() ([]engine.Message, error) {
 		}
 		if out[i].Body, err = d.dec.DecodeBytes(); err != nil {
 			return nil, invalid("message %d body: %v", i, err)
+		}
+		if m == 4 {
+			if out[i].Subject, err = d.str("subject"); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil

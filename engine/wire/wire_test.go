@@ -132,6 +132,8 @@ func sampleRequests() []*engine.Request {
 		{Op: "Batch", ID: "b", Ops: []engine.Request{{Op: "Insert", Entity: engine.NewEntity("p", "1")}, {Op: "Delete", PartitionKey: "p", RowKey: "2", IfMatch: "*"}}},
 		{Op: "CreateTable", Table: "Employees"},
 		{Op: "ListTables"},
+		{Op: "InsertOrMerge", Entity: engine.NewEntity("p", "s"), Messages: []engine.Message{
+			{Subject: "orders.created", ID: "m1", Body: []byte{0, 0xff}}, {Queue: "archive", Body: []byte("x")}, {Subject: "billing.eu.created"}}},
 	}
 }
 

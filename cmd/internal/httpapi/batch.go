@@ -218,7 +218,14 @@ func (c *call) batch() {
 		c.fail(err)
 		return
 	}
-	cmd := &engine.Command{ID: c.commandID(), Batch: true, Ops: make([]engine.Operation, len(parts))}
+	// The request's messages go with the whole transaction: one command,
+	// one journal record.
+	msgs, err := c.messages()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	cmd := &engine.Command{ID: c.commandID(), Batch: true, Ops: make([]engine.Operation, len(parts)), Messages: msgs}
 	for i := range parts {
 		table, op, err := c.toOperation(&parts[i])
 		if err != nil {

@@ -28,7 +28,8 @@
 //     visible in this host's view; the reply carries its journal position.
 //
 // The extensions to the protocol (read-your-writes positions, descending
-// order, load counters, /metrics) are described in docs/HTTP.md.
+// order, outbox messages on writes with X-Cairn-Messages, load counters,
+// /metrics) are described in docs/HTTP.md.
 //
 // What fails, and what the client sees: a bad signature or an expired or
 // too narrow SAS is 403 AuthenticationFailed/AuthorizationFailure; a
@@ -41,7 +42,11 @@
 // arriving (10 s without bytes, or slower than 16 KiB/s overall) is
 // OperationTimedOut on a connection then closed; a body over 5 MiB, or
 // announced so, is 413 RequestBodyTooLarge; a $filter over 16 KiB is 400
-// InvalidInput. Nothing in a refused request is stored.
+// InvalidInput. An X-Cairn-Messages header that is malformed, names a
+// subject the node does not allow (Config.Outbox, -outbox-subjects), comes
+// with a SAS or with a request that is not a write is refused (400, or 403
+// for the SAS), one over 64 KiB is 431 RequestHeaderFieldsTooLarge.
+// Nothing in a refused request is stored.
 //
 // What it costs: a read never leaves the host and never takes a lock (a
 // snapshot is an O(1) copy-on-write of the B-trees); a held snapshot

@@ -27,6 +27,7 @@ const (
 	codeAuthenticationMalformed engine.Code = "InvalidAuthenticationInfo"
 	codeCorsPreflightFailure    engine.Code = "CorsPreflightFailure"
 	codeOriginNotAllowed        engine.Code = "OriginNotAllowed"
+	codeHeaderTooLarge          engine.Code = "RequestHeaderFieldsTooLarge" // X-Cairn-Messages over its limit
 )
 
 // status maps an error code to its HTTP status, as the Table service does.
@@ -48,6 +49,8 @@ func status(code engine.Code) int {
 		return http.StatusForbidden
 	case codeUnsupportedVerb:
 		return http.StatusMethodNotAllowed
+	case codeHeaderTooLarge:
+		return http.StatusRequestHeaderFieldsTooLarge
 	case codeNotImplemented:
 		return http.StatusNotImplemented
 	}

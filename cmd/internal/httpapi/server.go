@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/cairn-dev/cairn/cmd/internal/cors"
+	"github.com/cairn-dev/cairn/cmd/internal/outboxsubjects"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/projections"
@@ -100,6 +101,9 @@ type Config struct {
 	// default: no preflight is answered, no Access-Control-* header is
 	// sent, and a request with any Origin header is refused.
 	CORS cors.Origins
+	// Outbox is the allowlist of the NATS subjects the outbox messages of
+	// writes (X-Cairn-Messages) may name; nil allows Cairn queues only.
+	Outbox *outboxsubjects.Allowlist
 }
 
 // Validate checks the accounts: at least one, names unique and valid.
@@ -288,6 +292,12 @@ func (s *Server) metricTable(name string) string {
 // route dispatches on the resource path (after the account).
 func (c *call) route(resource string) {
 	r := c.r
+	if !isWrite(r.Method, resource) {
+		if err := c.noMessages(); err != nil {
+			c.fail(err)
+			return
+		}
+	}
 	switch {
 	case resource == "Tables" || resource == "Tables()":
 		switch r.Method {
@@ -364,6 +374,26 @@ func (c *call) route(resource string) {
 	default:
 		c.fail(errMethod(r.Method, table+"(PartitionKey,RowKey)"))
 	}
+}
+
+// isWrite reports whether a request is an entity write or a $batch, the
+// requests that may carry X-Cairn-Messages. A malformed path is left to
+// route to refuse.
+func isWrite(method, resource string) bool {
+	switch {
+	case resource == "$batch":
+		return method == http.MethodPost
+	case resource == "" || resource == "$load" || resource == "Tables" || resource == "Tables()" || strings.HasPrefix(resource, "Tables("):
+		return false
+	}
+	_, keys, err := parseEntityPath(resource)
+	if err != nil {
+		return true
+	}
+	if keys == nil {
+		return method == http.MethodPost
+	}
+	return method == http.MethodPut || method == http.MethodPatch || method == "MERGE" || method == http.MethodDelete
 }
 
 // preflight answers a browser's CORS preflight from a configured origin

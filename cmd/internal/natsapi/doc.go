@@ -8,7 +8,8 @@
 //
 // What fails, and what the client sees: an undecodable or invalid request
 // is answered with a coded error (InvalidInput and the like) and nothing is
-// stored; a table command that does not finish within 30 s is answered
+// stored, and so is a command with an outbox message to a NATS subject the
+// operator does not allow (Config.Outbox, -outbox-subjects); a table command that does not finish within 30 s is answered
 // with InternalError naming the deadline (the table may still have been
 // created or deleted: ListTables tells); a request published without a
 // reply subject is executed but not answered. At shutdown the subscriptions drain: requests

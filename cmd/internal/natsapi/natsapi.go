@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/cairn-dev/cairn/cmd/internal/outboxsubjects"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/projections"
@@ -28,6 +29,9 @@ type Config struct {
 	TableTimeout time.Duration
 	// DrainTimeout bounds the wait for the requests in hand at shutdown.
 	DrainTimeout time.Duration
+	// Outbox is the allowlist of the NATS subjects outbox messages may
+	// name; nil allows Cairn queues only.
+	Outbox *outboxsubjects.Allowlist
 }
 
 func (c *Config) defaults() {
@@ -219,6 +223,9 @@ func (s *Service) handleEntity(m *nats.Msg) {
 		return
 	}
 	cmd, err := wire.ToCommand(req, table)
+	if err == nil {
+		err = s.cfg.Outbox.Check(cmd.Messages)
+	}
 	if err != nil {
 		respond(m, enc, errReply(err))
 		return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/operator"
+	"github.com/cairn-dev/cairn/cmd/internal/outboxsubjects"
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/journal"
@@ -74,6 +75,14 @@ type Config struct {
 	Commit commit.Config
 	// Functions configures the function runner (built-ins, failpoints).
 	Functions FunctionsConfig
+	// OutboxSubjects are the NATS subject patterns (`*` one token, a final
+	// `>` the rest) that commands' outbox messages may name besides Cairn
+	// queues, over NATS and HTTP alike. None by default: Cairn queues only.
+	// Subjects under $ or _ and under Prefix are never allowed: the relay
+	// publishes with the node's rights.
+	OutboxSubjects []string
+
+	outbox *outboxsubjects.Allowlist // OutboxSubjects, checked by Validate
 }
 
 // FunctionsConfig is the part of functions.Config a node's user sets; the
@@ -149,6 +158,11 @@ func (c *Config) Validate() error {
 	if c.Functions.QueueMaxMessages < 0 {
 		return fmt.Errorf("node: queue-max-messages must be 0 (the default, %d) or more, got %d", functions.DefaultQueueMaxMessages, c.Functions.QueueMaxMessages)
 	}
+	outbox, err := outboxsubjects.New(c.Prefix, c.OutboxSubjects)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	c.outbox = outbox
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}

@@ -6,7 +6,8 @@
 // SelfSigned makes a certificate for a node started with TLS. Connect
 // connects to a node's NATS server as its node user; a plain
 // nats.Connect(h.ClientURL()) is a development client, which may only
-// send commands.
+// send commands. Records reads a table's journal records, to see what a
+// write stored.
 // A node that does not become ready in time (60 s in-process, 90 s in a
 // child) fails the test with its log; a node that stops with an error
 // fails it too. An in-process node costs an embedded server and a replay
