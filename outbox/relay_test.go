@@ -77,6 +77,9 @@ func (r *rig) create(table string) {
 	if err := r.j.EnsureTableStream(r.ctx, table, epoch); err != nil {
 		r.t.Fatal(err)
 	}
+	if err := r.views.WaitCatalog(r.ctx, epoch); err != nil {
+		r.t.Fatal(err)
+	}
 	if err := r.views.WaitTableReady(r.ctx, table, epoch); err != nil {
 		r.t.Fatal(err)
 	}
@@ -363,5 +366,59 @@ func waitBlocked(t *testing.T, r *rig, rl *outbox.Relay, n int) outbox.TableStat
 			t.Fatalf("want %d blocked partitions: %+v", n, s)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRelaySubjects: a message to a subject a stream captures is stored
+// there with its id; one to a subject no stream captures is published once
+// to its core NATS subscribers.
+func TestRelaySubjects(t *testing.T) {
+	r := newRig(t, jetstream.StreamConfig{})
+	orders, err := r.js.CreateStream(r.ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := r.nc.SubscribeSync("notify.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.create("Orders")
+	rl, _ := r.relay("n1", outbox.Config{})
+	rec := &engine.Record{Time: 1, PartitionKey: "p", Nonce: "s1", Messages: []engine.Message{
+		{Subject: "orders.created", ID: "order-7", Body: []byte("7")},
+		{Subject: "notify.sales", Body: []byte("hello")},
+		{Subject: "orders.created", ID: "order-7", Body: []byte("7 again")}, // the same id: one copy
+	}}
+	if _, err := r.j.Append(r.ctx, "Orders", r.epoch["Orders"], rec, 0); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sub.NextMsgWithContext(r.ctx)
+	if err != nil || string(m.Data) != "hello" || m.Header.Get(outbox.PositionHeader) != "orders/"+strconv.FormatUint(r.epoch["Orders"], 10)+"/1/1" {
+		t.Fatalf("core subscriber got %v %v", m, err)
+	}
+	for {
+		info, err := orders.Info(r.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs == 1 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	got, err := orders.GetLastMsgForSubject(r.ctx, "orders.created")
+	if err != nil || string(got.Data) != "7" || got.Header.Get(nats.MsgIdHdr) != "order-7" {
+		t.Fatalf("stream holds %v %v", got, err)
+	}
+	// Once all three are delivered, nothing more reaches the core
+	// subscriber: it was published once.
+	for st := rl.Status(); len(st) != 1 || st[0].Position != 1; st = rl.Status() {
+		if r.ctx.Err() != nil {
+			t.Fatalf("status %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if extra, err := sub.NextMsg(0); err == nil {
+		t.Fatalf("the core subscriber got a second message: %s", extra.Data)
 	}
 }
