@@ -56,6 +56,7 @@ func usage() {
        host functions list|history|undeploy|rollback …
        host poison list|show|requeue|delete <queue> …
        host enqueue <queue> <message>…
+       host outbox status|retry|skip …      where the outbox relay stands; pass a blocked message
        host nats-password < password       print the bcrypt hash of a service user's password (-nats-users)
 
 Run "host serve -h" for the flags; the benchmarks are in cmd/cairn-bench.
@@ -78,6 +79,8 @@ func run(args []string) error {
 		return poisonCmd(args)
 	case "enqueue":
 		return enqueue(args)
+	case "outbox":
+		return outboxCmd(args)
 	case "nats-password":
 		return natsPassword(args, os.Stdin, os.Stdout)
 	case "help":

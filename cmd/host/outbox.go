@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/cmd/internal/cli"
+	"github.com/cairn-dev/cairn/outbox"
+)
+
+// outboxCmd shows where the outbox relay stands and passes the operators'
+// requests to it.
+func outboxCmd(args []string) error {
+	fs := flag.NewFlagSet("outbox", flag.ContinueOnError)
+	var conn connFlags
+	conn.declare(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: host outbox status
+       host outbox retry <table>                 try the table's blocked messages again now
+       host outbox skip <table> <seq> <index>    never send the message at that journal position
+
+<table> is the table's name ("Orders"; "contoso.Orders" for account contoso's).
+
+`)
+		fs.PrintDefaults()
+	}
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	a := fs.Args()
+	if len(a) == 0 || (a[0] == "retry" && len(a) != 2) || (a[0] == "skip" && len(a) != 4) {
+		fs.Usage()
+		return errors.New("outbox: missing arguments")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	nc, _, _, err := conn.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	switch a[0] {
+	case "status":
+		rs, err := outbox.Reports(ctx, js, conn.prefix)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "JOURNAL\tPOSITION\tHEAD\tLAG\tBLOCKED")
+		for _, r := range rs {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", r.Stream, r.Position, r.Head, r.LagRecords(), len(r.Blocked))
+		}
+		tw.Flush()
+		for _, r := range rs {
+			for _, b := range r.Blocked {
+				fmt.Printf("%s: partition %q blocked at record %d message %d → %s for %s (%d attempts, %d waiting): %s\n",
+					r.Stream, b.Partition, b.Seq, b.Index, b.Destination, time.Since(b.Since).Round(time.Second), b.Attempts, b.Waiting, firstLine(b.Error, 120))
+			}
+		}
+	case "retry", "skip":
+		stream, err := outbox.StreamOf(ctx, js, conn.prefix, a[1])
+		if err != nil {
+			return err
+		}
+		kv, err := js.KeyValue(ctx, outbox.BucketName(conn.prefix))
+		if err != nil {
+			return err
+		}
+		if a[0] == "retry" {
+			if err := outbox.Retry(ctx, kv, stream); err != nil {
+				return err
+			}
+			fmt.Printf("asked the relay of %s to try its blocked messages now\n", stream)
+			return nil
+		}
+		seq, err1 := strconv.ParseUint(a[2], 10, 64)
+		index, err2 := strconv.Atoi(a[3])
+		if err1 != nil || err2 != nil || index < 0 {
+			return fmt.Errorf("outbox skip: %q %q are not a record sequence and a message index", a[2], a[3])
+		}
+		if err := outbox.Skip(ctx, kv, stream, seq, index); err != nil {
+			return err
+		}
+		fmt.Printf("asked the relay of %s to skip message %d of record %d at its next attempt\n", stream, index, seq)
+	default:
+		fs.Usage()
+		return fmt.Errorf("outbox: unknown command %q", a[0])
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/journal"
+)
+
+// Report is where the relay of one table incarnation stands, as any node
+// or the CLI can read it from the bucket and the journal: the stored
+// position (which trails the relay by at most Config.CheckpointEvery),
+// the journal's head and the partitions the relay last reported blocked.
+type Report struct {
+	Stream   string    `json:"stream"`
+	Position uint64    `json:"position"`
+	Head     uint64    `json:"head"`
+	Blocked  []Blocked `json:"blocked,omitempty"`
+}
+
+// LagRecords is how many records are not yet fully relayed.
+func (r Report) LagRecords() uint64 { return r.Head - min(r.Position, r.Head) }
+
+// Reports reads the state of every table incarnation's relay: each table
+// stream of the prefix, its head, its stored position and blocked list.
+func Reports(ctx context.Context, js jetstream.JetStream, prefix string) ([]Report, error) {
+	kv, err := js.KeyValue(ctx, BucketName(prefix))
+	if err != nil {
+		return nil, fmt.Errorf("outbox: bucket %s: %w (has a node with prefix %q run?)", BucketName(prefix), err, prefix)
+	}
+	var out []Report
+	names := js.StreamNames(ctx)
+	for name := range names.Name() {
+		if !strings.HasPrefix(name, tableStreamPrefix(prefix)) {
+			continue
+		}
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			continue // dropped meanwhile
+		}
+		r := Report{Stream: name, Head: s.CachedInfo().State.LastSeq}
+		if e, err := kv.Get(ctx, posKey(name)); err == nil {
+			r.Position, _ = strconv.ParseUint(string(e.Value()), 10, 64)
+		}
+		if e, err := kv.Get(ctx, blockedKey(name)); err == nil {
+			_ = json.Unmarshal(e.Value(), &r.Blocked)
+		}
+		out = append(out, r)
+	}
+	if err := names.Err(); err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Stream < out[j].Stream })
+	return out, nil
+}
+
+// tableStreamPrefix is how every table stream's name starts.
+func tableStreamPrefix(prefix string) string {
+	s := journal.StreamName(prefix, "x", 1)
+	return s[:len(s)-len("x_1")]
+}
+
+// StreamOf returns the stream of a table's newest incarnation (its full
+// name: "Orders", "contoso.Orders").
+func StreamOf(ctx context.Context, js jetstream.JetStream, prefix, table string) (string, error) {
+	want := journal.StreamName(prefix, table, 0)
+	want = want[:len(want)-1] // "…_orders_": any epoch
+	var best string
+	var bestEpoch uint64
+	names := js.StreamNames(ctx)
+	for name := range names.Name() {
+		rest, ok := strings.CutPrefix(name, want)
+		if !ok {
+			continue
+		}
+		if e, err := strconv.ParseUint(rest, 10, 64); err == nil && e >= bestEpoch {
+			best, bestEpoch = name, e
+		}
+	}
+	if err := names.Err(); err != nil {
+		return "", err
+	}
+	if best == "" {
+		return "", errors.New("outbox: no journal of table " + table)
+	}
+	return best, nil
+}
