@@ -2,13 +2,12 @@ package outbox
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/engine"
 )
@@ -91,34 +90,32 @@ func (r *Relay) publish(ctx context.Context, w *worker, it item, done func(error
 	}()
 }
 
-// captured reports whether a JetStream stream captures subject, from a
-// cache of at most captureTTL old: the answer decides whether a message is
-// delivered once published or once a stream acknowledges it.
+// captured reports whether a JetStream stream captures subject, from the
+// subjects of all streams, read again when the list is older than
+// captureTTL (one request for up to 256 streams, whatever the number of
+// destination subjects). A stream created for a destination is seen within
+// captureTTL: until then its subject's messages go to core NATS.
 func (r *Relay) captured(ctx context.Context, subject string) (bool, error) {
 	r.capMu.Lock()
-	c, ok := r.capCache[subject]
-	r.capMu.Unlock()
-	if ok && time.Since(c.at) < captureTTL {
-		return c.captured, nil
+	defer r.capMu.Unlock()
+	if time.Since(r.capAt) >= captureTTL {
+		var subjects []string
+		list := r.js.ListStreams(ctx)
+		for info := range list.Info() {
+			subjects = append(subjects, info.Config.Subjects...)
+		}
+		if err := list.Err(); err != nil {
+			return false, fmt.Errorf("outbox: list the streams: %w", err)
+		}
+		r.capSubjects, r.capAt = subjects, time.Now()
 	}
-	_, err := r.js.StreamNameBySubject(ctx, subject)
-	captured := err == nil
-	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return false, err
+	for _, pattern := range r.capSubjects {
+		if engine.SubjectMatch(pattern, subject) {
+			return true, nil
+		}
 	}
-	r.capMu.Lock()
-	if len(r.capCache) > 10_000 {
-		clear(r.capCache)
-	}
-	r.capCache[subject] = captureEntry{captured: captured, at: time.Now()}
-	r.capMu.Unlock()
-	return captured, nil
+	return false, nil
 }
 
-// captureTTL is how long whether a stream captures a subject is trusted.
-const captureTTL = 5 * time.Second
-
-type captureEntry struct {
-	captured bool
-	at       time.Time
-}
+// captureTTL is how long the streams' subjects are trusted.
+const captureTTL = 2 * time.Second

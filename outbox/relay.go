@@ -33,8 +33,9 @@ type Relay struct {
 	workers map[string]*running // by stream name
 	status  map[string]*tableStatus
 
-	capMu    sync.Mutex
-	capCache map[string]captureEntry // does a stream capture the subject?
+	capMu       sync.Mutex
+	capSubjects []string  // every stream's subjects
+	capAt       time.Time // when they were read
 
 	stats struct {
 		delivered, failed, skipped atomic.Uint64
@@ -58,7 +59,7 @@ func New(nc *nats.Conn, j *journal.Journal, tables Tables, cfg Config) (*Relay, 
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	return &Relay{nc: nc, js: js, j: j, names: j.TableStream, tables: tables, cfg: cfg, ready: make(chan struct{}),
-		workers: map[string]*running{}, status: map[string]*tableStatus{}, capCache: map[string]captureEntry{}}, nil
+		workers: map[string]*running{}, status: map[string]*tableStatus{}}, nil
 }
 
 // Ready is closed once the relay has its bucket and its view of the

@@ -55,9 +55,12 @@ type worker struct {
 	head    uint64 // the journal's last record, as last seen
 	pending int
 	parts   map[string]*partition
-	// times of the records read with messages not all delivered, to tell
-	// the age of the oldest (lag in seconds).
-	blockedShown string // the blocked list last stored, to store changes only
+	// ready holds the partitions whose head may be published now: queued
+	// when a head appears or its previous one is delivered, so that a
+	// dispatch costs what it publishes, not the number of partitions.
+	ready        []*partition
+	waiting      map[*partition]bool // blocked, until their retryAt
+	blockedShown string              // the blocked list last stored, to store changes only
 
 	status *tableStatus
 }
@@ -71,7 +74,7 @@ type record struct {
 // returns why it stopped (nil when ctx ended).
 func (w *worker) run(ctx context.Context) error {
 	r := w.r
-	w.parts, w.pending = map[string]*partition{}, 0
+	w.parts, w.pending, w.ready, w.waiting = map[string]*partition{}, 0, nil, map[*partition]bool{}
 	if err := w.loadPos(ctx); err != nil {
 		return err
 	}
@@ -130,6 +133,7 @@ func (w *worker) run(ctx context.Context) error {
 		case <-tick.C:
 			w.checkpoint(ctx, &lastStored)
 			w.publishStatus(ctx)
+			w.due(time.Now())
 		}
 		inflight += w.dispatch(ctx, done)
 	}
@@ -164,27 +168,40 @@ func (w *worker) add(rc record) {
 		p = &partition{pk: rc.rec.PartitionKey}
 		w.parts[p.pk] = p
 	}
+	if len(p.queue) == 0 && !p.inflight {
+		w.ready = append(w.ready, p)
+	}
 	for i, m := range rc.rec.Messages {
 		p.queue = append(p.queue, item{pk: p.pk, seq: rc.seq, index: i, time: rc.rec.Time, msg: m})
 		w.pending++
 	}
 }
 
-// dispatch publishes the head of every partition that has one ready and
-// nothing in flight; it returns how many it started.
+// dispatch publishes the head of every ready partition, and of every
+// blocked one whose back-off is over; it returns how many it started.
 func (w *worker) dispatch(ctx context.Context, done chan<- delivery) int {
 	n := 0
-	now := time.Now()
-	for _, p := range w.parts {
-		if p.inflight || len(p.queue) == 0 || now.Before(p.retryAt) {
+	for _, p := range w.ready {
+		if p.inflight || len(p.queue) == 0 {
 			continue
 		}
 		p.inflight = true
 		n++
-		it := p.queue[0]
-		w.r.publish(ctx, w, it, func(err error) { done <- delivery{p: p, err: err} })
+		w.r.publish(ctx, w, p.queue[0], func(err error) { done <- delivery{p: p, err: err} })
 	}
+	clear(w.ready)
+	w.ready = w.ready[:0]
 	return n
+}
+
+// due makes the blocked partitions whose back-off is over ready.
+func (w *worker) due(now time.Time) {
+	for p := range w.waiting {
+		if !now.Before(p.retryAt) {
+			delete(w.waiting, p)
+			w.ready = append(w.ready, p)
+		}
+	}
 }
 
 // delivered records the outcome of a partition head's publish.
@@ -198,6 +215,9 @@ func (w *worker) delivered(ctx context.Context, d delivery) {
 		}
 		w.pop(p)
 		w.r.stats.delivered.Add(1)
+		if len(p.queue) > 0 {
+			w.ready = append(w.ready, p)
+		}
 		return
 	}
 	w.r.stats.failed.Add(1)
@@ -216,7 +236,12 @@ func (w *worker) delivered(ctx context.Context, d delivery) {
 		w.r.cfg.Log.Warn("outbox: message skipped by an operator", "table", w.table, "partition", p.pk, "seq", it.seq, "index", it.index)
 		w.r.stats.skipped.Add(1)
 		w.pop(p)
+		if len(p.queue) > 0 {
+			w.ready = append(w.ready, p)
+		}
+		return
 	}
+	w.waiting[p] = true
 }
 
 // pop removes a partition's head.
@@ -313,7 +338,7 @@ func (w *worker) publishStatus(ctx context.Context) {
 	if len(st.Blocked) > 0 {
 		if e, err := w.r.kv.Get(ctx, retryKey(w.stream)); err == nil && e.Created().After(w.status.retrySeen()) {
 			w.status.sawRetry(e.Created())
-			for _, p := range w.parts {
+			for p := range w.waiting {
 				p.retryAt = time.Time{}
 			}
 		}

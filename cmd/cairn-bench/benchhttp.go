@@ -197,7 +197,7 @@ func startCairn(ctx context.Context, dir string) (h *node.Node, stop func(), err
 	ready := make(chan *node.Node, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- node.Run(ctx, node.Config{DataDir: dir, NATSListen: "127.0.0.1:0", HTTP: "127.0.0.1:0",
+		done <- node.Run(ctx, node.Config{DataDir: dir, NATSListen: "127.0.0.1:0", HTTP: "127.0.0.1:0", OutboxSubjects: []string{"benchout.>"},
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, func(h *node.Node) { ready <- h })
 	}()
 	select {

@@ -37,6 +37,7 @@ func usage() {
 	fmt.Fprintf(os.Stderr, `usage: cairn-bench [nats] [flags]   end-to-end benchmarks over NATS (default)
        cairn-bench http [flags]     the HTTP API side by side with Azurite
        cairn-bench functions [flags] the function runner (run from the repository's root)
+       cairn-bench outbox [flags]    writes with outbox messages: to visible, to delivered, delay at half load
 
 Run "cairn-bench <name> -h" for the flags.
 `)
@@ -54,6 +55,8 @@ func run(args []string) error {
 		return benchHTTP(args)
 	case "functions":
 		return benchFunctions(args)
+	case "outbox":
+		return benchOutbox(args)
 	case "help":
 		usage()
 		return nil
