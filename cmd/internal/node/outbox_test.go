@@ -218,3 +218,111 @@ func TestOutboxSurvivesSIGKILL(t *testing.T) {
 	}
 	t.Logf("%d writes acknowledged, %d messages delivered", total, len(bodies))
 }
+
+// TestOutboxOneOfTwoNodesKilled: two nodes share the relay's shards; one
+// is killed with SIGKILL under a write load with messages spread over
+// several tables. The other takes its shards over, and every acknowledged
+// write's message is delivered exactly once, in partition order.
+func TestOutboxOneOfTwoNodesKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	a, _ := nodetest.Start(t, node.Config{Functions: node.FunctionsConfig{NoBuiltins: true}})
+	b := nodetest.StartChild(t, nodetest.ChildConfig{NATSURL: a.ClientURL(), NATSCreds: a.NATSCredsFile(), NoBuiltins: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	nc, err := nats.Connect(a.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	cl := client.New(nc, client.WithTimeout(5*time.Second), client.WithAttempts(50))
+	js, _ := jetstream.New(nodetest.Connect(t, a))
+	tables := map[string]uint64{}
+	for i := range 8 {
+		name := fmt.Sprintf("Shared%d", i)
+		info, err := cl.CreateTable(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables[name] = info.Epoch
+	}
+	// Both nodes hold shards before the load starts.
+	kv, err := js.KeyValue(ctx, outbox.BucketName("cairn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for holders := map[string]bool{}; len(holders) < 2; {
+		holders = map[string]bool{}
+		keys, _ := kv.ListKeysFiltered(ctx, "lease.>")
+		for k := range keys.Keys() {
+			if e, err := kv.Get(ctx, k); err == nil {
+				holders[string(e.Value())] = true
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the second node never took a shard")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var stop atomic.Bool
+	var mu sync.Mutex
+	acked := map[string]int{} // "table/pk" → writes acknowledged
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			table, pk := fmt.Sprintf("Shared%d", w%8), fmt.Sprintf("p%d", w)
+			for k := 1; !stop.Load(); k++ {
+				body := fmt.Sprintf("%s/%s:%d", table, pk, k)
+				if _, err := cl.Insert(ctx, table, engine.NewEntity(pk, strconv.Itoa(k)), client.WithID(body),
+					client.WithMessages(engine.Message{Queue: "shared", Body: []byte(body)})); err != nil {
+					errs <- fmt.Errorf("write %s: %w", body, err)
+					return
+				}
+				mu.Lock()
+				acked[table+"/"+pk] = k
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	b.Kill(t)
+	time.Sleep(500 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// The survivor relays everything: its leases' TTL (10 s) passes first.
+	for table, epoch := range tables {
+		waitRelayed(t, ctx, js, table, epoch)
+	}
+	seen := map[string]bool{}
+	last := map[string]int{}
+	for _, body := range queueBodies(t, ctx, js, "shared") {
+		if seen[body] {
+			t.Fatalf("message %s delivered twice", body)
+		}
+		seen[body] = true
+		key, n, _ := strings.Cut(body, ":")
+		k, _ := strconv.Atoi(n)
+		if k <= last[key] {
+			t.Fatalf("%s: message %d after %d", key, k, last[key])
+		}
+		last[key] = k
+	}
+	total := 0
+	for key, n := range acked {
+		total += n
+		for k := 1; k <= n; k++ {
+			if !seen[fmt.Sprintf("%s:%d", key, k)] {
+				t.Fatalf("the message of acknowledged write %s:%d is missing", key, k)
+			}
+		}
+	}
+	t.Logf("%d writes acknowledged, %d messages delivered", total, len(seen))
+}
