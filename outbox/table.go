@@ -61,6 +61,7 @@ type worker struct {
 	ready        []*partition
 	waiting      map[*partition]bool // blocked, until their retryAt
 	blockedShown string              // the blocked list last stored, to store changes only
+	lagLogged    time.Time           // when the relay last logged that it is behind
 
 	status *tableStatus
 }
@@ -317,6 +318,11 @@ func (w *worker) publishStatus(ctx context.Context) {
 		st.OldestPending = engine.TicksToTime(oldest)
 	}
 	w.status.set(st)
+	if now := time.Now(); st.LagSeconds(now) >= lagWarn.Seconds() && now.Sub(w.lagLogged) >= lagLogEvery {
+		w.lagLogged = now
+		w.r.cfg.Log.Warn("outbox: the relay is behind", "table", w.table, "lag_records", st.LagRecords(),
+			"lag_seconds", int(st.LagSeconds(now)), "pending", st.Pending, "blocked_partitions", len(st.Blocked))
+	}
 	if len(st.Blocked) == 0 && w.blockedShown == "" {
 		return
 	}
@@ -344,6 +350,13 @@ func (w *worker) publishStatus(ctx context.Context) {
 		}
 	}
 }
+
+// A table whose oldest undelivered message is lagWarn old is logged, at
+// most every lagLogEvery.
+const (
+	lagWarn     = 10 * time.Second
+	lagLogEvery = 30 * time.Second
+)
 
 // journalReader is what a worker reads of the journal.
 type journalReader interface {
