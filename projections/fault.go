@@ -58,14 +58,21 @@ func faultOf(t *Table, err error, next uint64) *Fault {
 // fault stops the view for good with f: waiters and every later read or
 // write of the table get TableFaulted. Applier goroutine only, once.
 func (t *Table) fault(f *Fault) {
-	// Fail first: whoever sees the Fault sees Err too.
-	t.Fail(engine.Errorf(engine.CodeTableFaulted,
-		"table %s is faulted: its journal record %d cannot be applied (%s); the view stopped at %d", f.Table, f.Seq, f.Error, t.Snapshot().Seq))
+	err := engine.Errorf(engine.CodeTableFaulted,
+		"table %s is faulted: its journal record %d cannot be applied (%s); the view stopped at %d", f.Table, f.Seq, f.Error, t.Snapshot().Seq)
+	// Both under the view's lock: whoever sees one sees the other.
+	t.mu.Lock()
 	t.faulted.Store(f)
+	t.failLocked(err)
+	t.mu.Unlock()
 }
 
 // Fault returns why the view stopped for good, or nil if it did not.
-func (t *Table) Fault() *Fault { return t.faulted.Load() }
+func (t *Table) Fault() *Fault {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.faulted.Load()
+}
 
 // checkRecord is what the applier verifies of a record before it applies
 // it: the next journal position (Cairn never removes a record, so a gap is

@@ -248,12 +248,16 @@ func (t *Table) Publish() {
 // newer version of Cairn): the view must not silently skip history.
 func (t *Table) Fail(err error) {
 	t.mu.Lock()
+	t.failLocked(err)
+	t.mu.Unlock()
+}
+
+func (t *Table) failLocked(err error) {
 	if t.failed == nil {
 		t.failed = err
 		close(t.notify)
 		t.notify = make(chan struct{})
 	}
-	t.mu.Unlock()
 }
 
 // Err returns the error that stopped the view, if any.
