@@ -106,7 +106,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	close(r.ready)
 	renew := time.NewTicker(r.cfg.Renew)
 	defer renew.Stop()
-	sync := time.NewTicker(250 * time.Millisecond)
+	// A new table's first messages wait for the next sync: keep it short
+	// (Tables is a copy of the catalog's live entries, nothing more).
+	sync := time.NewTicker(50 * time.Millisecond)
 	defer sync.Stop()
 	r.leases.tick(ctx, r.stopShard)
 	r.syncWorkers(ctx)

@@ -164,6 +164,21 @@ func halfLoadLatency(ctx context.Context, b *bencher, js jetstream.JetStream, ra
 		return nil, err
 	}
 	defer cc.Stop()
+	// Steady state: the table's relay is running before the clock starts.
+	warm := &engine.Request{Op: "Insert", Entity: sampleEntity("warm", "up"), Messages: []engine.Message{{Subject: "benchout.lat.warm", Body: []byte("-1")}}}
+	if _, err := b.cl.Do(ctx, "cairn.cmd."+table, warm); err != nil {
+		return nil, err
+	}
+	for {
+		info, err := stream.Info(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if info.State.Msgs == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
 	inbox := "_INBOX.benchout." + nuid.Next() + "."
 	var failed error
 	sub, err := b.nc.Subscribe(inbox+"*", func(m *nats.Msg) {
