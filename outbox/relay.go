@@ -136,9 +136,10 @@ func (r *Relay) Run(ctx context.Context) error {
 // holds, and stops the others.
 func (r *Relay) syncWorkers(ctx context.Context) {
 	held := r.leases.Held(time.Now())
-	want := map[string]bool{}
+	want, live := map[string]bool{}, map[string]bool{}
 	for _, t := range r.tables.Tables() {
 		stream := r.names(t.Name, t.Epoch)
+		live[stream] = true
 		shard := shardOf(stream, r.cfg.Shards)
 		if !held[shard] {
 			continue
@@ -161,6 +162,11 @@ func (r *Relay) syncWorkers(ctx context.Context) {
 	r.mu.Unlock()
 	for _, s := range stop {
 		r.stopWorker(s)
+		if !live[s] {
+			// Dropped: its position and blocked list go with it.
+			_ = r.kv.Delete(ctx, posKey(s))
+			_ = r.kv.Delete(ctx, blockedKey(s))
+		}
 	}
 }
 

@@ -422,3 +422,37 @@ func TestRelaySubjects(t *testing.T) {
 		t.Fatalf("the core subscriber got a second message: %s", extra.Data)
 	}
 }
+
+// TestRelayDroppedTable: a dropped table's relay stops and its position
+// leaves the bucket.
+func TestRelayDroppedTable(t *testing.T) {
+	r := newRig(t, jetstream.StreamConfig{})
+	r.create("Gone")
+	rl, _ := r.relay("n1", outbox.Config{})
+	r.commit("Gone", "p", "mail")
+	r.waitCount(1)
+	kv, err := r.js.KeyValue(r.ctx, outbox.BucketName("cairn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "pos." + journal.StreamName("cairn", "Gone", r.epoch["Gone"])
+	for _, err := kv.Get(r.ctx, key); err != nil; _, err = kv.Get(r.ctx, key) {
+		if r.ctx.Err() != nil {
+			t.Fatal("no position stored")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	seq, err := r.j.AppendCatalog(r.ctx, &engine.CatalogRecord{Kind: engine.CatalogTableDeleted, Name: "Gone", Time: 2}, r.epoch["Gone"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.views.WaitCatalog(r.ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := kv.Get(r.ctx, key); err == nil || len(rl.Status()) != 0; _, err = kv.Get(r.ctx, key) {
+		if r.ctx.Err() != nil {
+			t.Fatalf("the dropped table's relay: %+v, position %v", rl.Status(), err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
