@@ -216,6 +216,8 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	guard := operator.NewGuard(n.opToken, cfg.API.CORS)
 	mux := http.NewServeMux()
 	mux.Handle(functions.AdminPrefix, guard.Wrap(n.fns.AdminHandler()))
+	mux.Handle(outbox.AdminPath, guard.Wrap(n.relay.AdminHandler()))
+	mux.Handle(outbox.AdminPath+"/", guard.Wrap(n.relay.AdminHandler()))
 	api := cfg.API
 	api.Metrics = func(w io.Writer) {
 		n.fns.WriteMetrics(w)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,6 +115,33 @@ func TestOutboxOverNATS(t *testing.T) {
 	if got := queueBodies(t, ctx, js, "mail"); strings.Join(got, ",") != "p:1,p:2" {
 		t.Fatalf("queue mail holds %v", got)
 	}
+	// The operators' view, behind the operator token, and /metrics.
+	get := func(path, token string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, h.HTTPURL()+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("/$cairn/outbox", ""); code != http.StatusUnauthorized {
+		t.Fatalf("the outbox view without the token: %d", code)
+	}
+	code, body := get("/$cairn/outbox", h.OperatorToken())
+	stream := journal.StreamName("cairn", "Orders", info.Epoch)
+	if code != http.StatusOK || !strings.Contains(body, `"stream":"`+stream+`","position":2,"head":2`) {
+		t.Fatalf("the outbox view: %d %s", code, body)
+	}
+	// The relay's own status follows its stored position within a tick.
+	eventually(t, 10*time.Second, "/metrics shows the relay's series", func() bool {
+		_, m := get("/metrics", h.OperatorToken())
+		return strings.Contains(m, `cairn_outbox_position{table="Orders"} 2`) && strings.Contains(m, "cairn_outbox_delivered_total 2")
+	})
 }
 
 // TestOutboxSurvivesSIGKILL: under a write load whose commands each carry
