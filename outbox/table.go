@@ -236,6 +236,7 @@ func (w *worker) delivered(ctx context.Context, d delivery) {
 	if w.skipRequested(ctx, it) {
 		w.r.cfg.Log.Warn("outbox: message skipped by an operator", "table", w.table, "partition", p.pk, "seq", it.seq, "index", it.index)
 		w.r.stats.skipped.Add(1)
+		_ = w.r.kv.Delete(ctx, skipKey(w.stream, it.seq, it.index)) // done with
 		w.pop(p)
 		if len(p.queue) > 0 {
 			w.ready = append(w.ready, p)
