@@ -8,9 +8,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/journal"
 )
 
@@ -19,10 +21,21 @@ import (
 // position (which trails the relay by at most Config.CheckpointEvery),
 // the journal's head and the partitions the relay last reported blocked.
 type Report struct {
-	Stream   string    `json:"stream"`
-	Position uint64    `json:"position"`
-	Head     uint64    `json:"head"`
-	Blocked  []Blocked `json:"blocked,omitempty"`
+	Stream   string `json:"stream"`
+	Position uint64 `json:"position"`
+	Head     uint64 `json:"head"`
+	// Behind is the commit time of the first record not yet fully
+	// relayed (zero when none).
+	Behind  time.Time `json:"behind,omitzero"`
+	Blocked []Blocked `json:"blocked,omitempty"`
+}
+
+// LagSeconds is the age of the first record not yet fully relayed.
+func (r Report) LagSeconds(now time.Time) float64 {
+	if r.Behind.IsZero() {
+		return 0
+	}
+	return max(0, now.Sub(r.Behind).Seconds())
 }
 
 // LagRecords is how many records are not yet fully relayed.
@@ -51,6 +64,13 @@ func Reports(ctx context.Context, js jetstream.JetStream, prefix string) ([]Repo
 		}
 		if e, err := kv.Get(ctx, blockedKey(name)); err == nil {
 			_ = json.Unmarshal(e.Value(), &r.Blocked)
+		}
+		if r.Position < r.Head {
+			if m, err := s.GetMsg(ctx, r.Position+1); err == nil {
+				if rec, err := journal.DecodeRecord(m.Data); err == nil {
+					r.Behind = engine.TicksToTime(rec.Time)
+				}
+			}
 		}
 		out = append(out, r)
 	}

@@ -58,9 +58,10 @@ func outboxCmd(args []string) error {
 			return err
 		}
 		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "JOURNAL\tPOSITION\tHEAD\tLAG\tBLOCKED")
+		fmt.Fprintln(tw, "JOURNAL\tPOSITION\tHEAD\tLAG\tLAG_SECONDS\tBLOCKED")
+		now := time.Now()
 		for _, r := range rs {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", r.Stream, r.Position, r.Head, r.LagRecords(), len(r.Blocked))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.1f\t%d\n", r.Stream, r.Position, r.Head, r.LagRecords(), r.LagSeconds(now), len(r.Blocked))
 		}
 		tw.Flush()
 		for _, r := range rs {

@@ -54,7 +54,7 @@ func TestOutboxCLI(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "the relay past the skipped message", func() bool {
 		lines := strings.Split(strings.TrimSpace(status()), "\n")
-		return len(lines) == 2 && strings.Join(strings.Fields(lines[1])[1:], " ") == fmt.Sprintf("%d %d 0 0", seq, seq)
+		return len(lines) == 2 && strings.Join(strings.Fields(lines[1])[1:], " ") == fmt.Sprintf("%d %d 0 0.0 0", seq, seq)
 	})
 	if out, err := runCLI(t, "outbox", "-nats-url", url, "-nats-creds", creds, "skip", "Nope", "1", "0"); err == nil {
 		t.Fatalf("skip on a table that does not exist: %s", out)
