@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/cairn-dev/cairn/engine"
 )
 
 // Manifest describes a deployed function: what triggers it and how its
@@ -186,6 +188,13 @@ func (m *Manifest) Validate() error {
 	if t.Queue != "" {
 		if err := ValidateName("queue", t.Queue); err != nil {
 			errs = append(errs, fmt.Errorf("trigger: %w", err))
+		}
+	}
+	if t.Table != "" {
+		// A table of the development account ("Orders") or of another
+		// ("contoso.Orders").
+		if err := engine.ValidateFullTableName(t.Table); err != nil {
+			errs = append(errs, fmt.Errorf("trigger: %s", engine.AsError(err).Message))
 		}
 	}
 	if t.Every != 0 && t.Every.D() < time.Second {

@@ -11,6 +11,11 @@ func TestManifestValidate(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	for _, table := range []string{"Orders", "contoso.Orders"} {
+		if err := (&Manifest{Name: "on-orders", Trigger: Trigger{Table: table}}).Validate(); err != nil {
+			t.Errorf("a trigger on %s: %v", table, err)
+		}
+	}
 	if good.MaxDequeueCount != 5 || good.Timeout.D() != 30*time.Second || good.Concurrency != 4 || good.MemoryMB != 128 ||
 		good.EnqueueRate != DefaultEnqueueRate || good.WriteRate != DefaultWriteRate || good.QueueBacklog != DefaultQueueBacklog {
 		t.Fatalf("defaults: %+v", good)
@@ -25,6 +30,9 @@ func TestManifestValidate(t *testing.T) {
 		{Manifest{Name: "ok-name", Trigger: Trigger{Queue: "Q"}}, "queue name"},
 		{Manifest{Name: "ok-name", Trigger: Trigger{Queue: "q-q", Table: "T"}}, "one of queue, table, every and cron"},
 		{Manifest{Name: "ok-name", Trigger: Trigger{Every: Duration(time.Millisecond)}}, "minimum of 1s"},
+		{Manifest{Name: "ok-name", Trigger: Trigger{Table: "Or-ders"}}, "letters and digits"},
+		{Manifest{Name: "ok-name", Trigger: Trigger{Table: "devstoreaccount1.Orders"}}, "without the account"},
+		{Manifest{Name: "ok-name", Trigger: Trigger{Table: "Contoso.Orders"}}, "account name"},
 		{Manifest{Name: "ok-name", Trigger: Trigger{Cron: "every tuesday"}}, "cron"},
 		{Manifest{Name: "ok-name", MaxDequeueCount: 1000}, "maxDequeueCount"},
 		{Manifest{Name: "ok-name", Timeout: Duration(time.Hour)}, "timeout"},
