@@ -117,7 +117,7 @@ func deploy(args []string) error {
 	fs.IntVar(&m.MaxDequeueCount, "max-dequeue-count", 0, "deliveries before a failing message moves to the poison queue (5)")
 	timeout := fs.Duration("timeout", 0, "limit of one invocation (30s)")
 	fs.IntVar(&m.Concurrency, "concurrency", 0, "invocations at once per host (4)")
-	wait := fs.Duration("wait", 30*time.Second, "how long to wait for a node to report that it loaded (or refused) the new version; 0: do not wait")
+	wait := fs.Duration("wait", 2*time.Minute, "how long to wait for a node to report that it loaded (or refused) the new version (a node compiles a module it has not seen before, which takes a while on a busy machine); 0: do not wait")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: host deploy [flags] <package directory | module.wasm>\n\nBuilds a Go function package to WebAssembly (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared),\nchecks it against the function ABI, deploys it to the running hosts and waits for the first\nnode to report loading it; exits 1 with the reason if that node refused it.\n\n")
 		fs.PrintDefaults()
@@ -217,6 +217,7 @@ func deploy(args []string) error {
 		fmt.Printf("deployed %s version %d %s; not waiting for the nodes to load it\n", d.Name, d.Version, about)
 		return nil
 	}
+	fmt.Fprintf(os.Stderr, "deployed %s version %d; waiting up to %v for a node to load it…\n", d.Name, d.Version, *wait)
 	wctx, cancel := context.WithTimeout(ctx, *wait)
 	defer cancel()
 	r, err := reports.Wait(wctx, d.Version)
