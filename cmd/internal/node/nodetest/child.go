@@ -78,9 +78,10 @@ func Main(m *testing.M) {
 // Child is a node running in a child process (this test binary, started
 // again; its TestMain must call Main).
 type Child struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
-	err  error         // the exit status, once done is closed
+	cmd   *exec.Cmd
+	ready chan struct{} // closed when the node printed READY
+	done  chan struct{} // closed when the process has exited
+	err   error         // the exit status, once done is closed
 
 	mu  sync.Mutex
 	log strings.Builder
@@ -89,6 +90,23 @@ type Child struct {
 // StartChild starts a child node and waits until it is ready (90 s at the
 // most). The test ends it with SIGKILL, if it still runs, when it ends.
 func StartChild(t testing.TB, cc ChildConfig) *Child {
+	t.Helper()
+	c := SpawnChild(t, cc)
+	select {
+	case <-c.ready:
+	case <-c.done:
+		t.Fatalf("child node exited before it was ready (%v):\n%s", c.err, c.Log())
+	case <-time.After(90 * time.Second):
+		t.Fatalf("child node not ready within 90s:\n%s", c.Log())
+	}
+	return c
+}
+
+// SpawnChild starts a child node without waiting for it to be ready: for
+// a node that is meant to die while it starts (a failpoint reached by a
+// message waiting for it). The test ends it with SIGKILL, if it still
+// runs, when it ends.
+func SpawnChild(t testing.TB, cc ChildConfig) *Child {
 	t.Helper()
 	if cc.DataDir == "" {
 		cc.DataDir = t.TempDir()
@@ -116,8 +134,8 @@ func StartChild(t testing.TB, cc ChildConfig) *Child {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &Child{cmd: cmd, done: make(chan struct{})}
-	ready := make(chan struct{})
+	c := &Child{cmd: cmd, done: make(chan struct{}), ready: make(chan struct{})}
+	ready := c.ready
 	var pipes sync.WaitGroup
 	pipes.Add(2)
 	go func() {
@@ -146,13 +164,6 @@ func StartChild(t testing.TB, cc ChildConfig) *Child {
 		close(c.done)
 	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-c.done })
-	select {
-	case <-ready:
-	case <-c.done:
-		t.Fatalf("child node exited before it was ready (%v):\n%s", c.err, c.Log())
-	case <-time.After(90 * time.Second):
-		t.Fatalf("child node not ready within 90s:\n%s", c.Log())
-	}
 	return c
 }
 
