@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/cairn-dev/cairn/engine"
 )
@@ -42,6 +43,16 @@ func Archive(ctx context.Context, inv *Invocation) error {
 	}
 	if r.From == "" || r.To == "" {
 		return fmt.Errorf(`archive: the message needs "from" and "to" tables`)
+	}
+	// Anyone who may enqueue can reach the queue "archive": the development
+	// user, and every writer of any account through an outbox message. The
+	// built-in therefore moves the development account's tables only, as
+	// that user could itself; another account's table ("acme.T") would let
+	// them read or write a namespace they have no right to.
+	for _, name := range []string{r.From, r.To} {
+		if strings.Contains(name, ".") {
+			return fmt.Errorf("archive: table %q belongs to another storage account: the built-in archive moves the development account's tables only", name)
+		}
 	}
 	e, _, err := inv.Get(ctx, r.From, r.PartitionKey, r.RowKey)
 	if err != nil {

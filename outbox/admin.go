@@ -73,7 +73,10 @@ func (r *Relay) admin(w http.ResponseWriter, req *http.Request) {
 		fail(http.StatusBadRequest, "InvalidInput", errors.New("skip needs seq (a record's journal sequence) and index (the message's place in it)"))
 		return
 	}
-	if err := Skip(ctx, r.kv, stream, seq, index); err != nil {
+	if err := Skip(ctx, r.kv, stream, seq, index); errors.Is(err, ErrNotBlocked) {
+		fail(http.StatusBadRequest, "InvalidInput", err)
+		return
+	} else if err != nil {
 		fail(http.StatusInternalServerError, "InternalError", err)
 		return
 	}

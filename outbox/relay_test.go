@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -342,8 +343,19 @@ func TestRelayBlockedPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := outbox.Skip(r.ctx, kv, journal.StreamName("cairn", "Orders", r.epoch["Orders"]), b.Seq, b.Index); err != nil {
-		t.Fatal(err)
+	stream := journal.StreamName("cairn", "Orders", r.epoch["Orders"])
+	// A message that is not blocked (here the record after it, not written
+	// yet) is refused: a mistyped position must not drop a message later.
+	if err := outbox.Skip(r.ctx, kv, stream, b.Seq+1, 0); !errors.Is(err, outbox.ErrNotBlocked) {
+		t.Fatalf("skip of a message that is not blocked: %v", err)
+	}
+	// The blocked message is refused too until the bucket shows it blocked.
+	deadline := time.Now().Add(10 * time.Second)
+	for err := outbox.Skip(r.ctx, kv, stream, b.Seq, b.Index); err != nil; err = outbox.Skip(r.ctx, kv, stream, b.Seq, b.Index) {
+		if !errors.Is(err, outbox.ErrNotBlocked) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	r.waitCount(13)
 	waitBlocked(t, r, rl, 0)

@@ -2,8 +2,11 @@ package outbox
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -124,12 +127,32 @@ func escapeLabel(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
 }
 
+// ErrNotBlocked is Skip's answer for a message the relay does not show
+// blocked.
+var ErrNotBlocked = errors.New("outbox: that message is not blocked")
+
 // Skip asks the relay of a table incarnation (its stream) to pass over
 // one message, at record seq and index, that cannot be delivered: the
 // holder of its shard drops it at its next attempt and its partition goes
-// on. Nothing is published for it, ever.
+// on. Nothing is published for it, ever. Only a message the relay shows
+// blocked (Reports) may be skipped; any other position is refused with
+// ErrNotBlocked, since a request left in the bucket for a message not yet
+// written would drop it, unseen, the first time it failed.
 func Skip(ctx context.Context, kv jetstream.KeyValue, stream string, seq uint64, index int) error {
-	_, err := kv.Put(ctx, skipKey(stream, seq, index), []byte(time.Now().UTC().Format(time.RFC3339)))
+	var blocked []Blocked
+	e, err := kv.Get(ctx, blockedKey(stream))
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(e.Value(), &blocked); err != nil {
+			return fmt.Errorf("outbox: %s: the blocked list: %w", stream, err)
+		}
+	case !errors.Is(err, jetstream.ErrKeyNotFound):
+		return err
+	}
+	if !slices.ContainsFunc(blocked, func(b Blocked) bool { return b.Seq == seq && b.Index == index }) {
+		return fmt.Errorf("%w: %s record %d message %d (outbox status lists the blocked ones)", ErrNotBlocked, stream, seq, index)
+	}
+	_, err = kv.Put(ctx, skipKey(stream, seq, index), []byte(time.Now().UTC().Format(time.RFC3339)))
 	return err
 }
 

@@ -23,9 +23,9 @@ func outboxCmd(args []string) error {
 	var conn connFlags
 	conn.declare(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: host outbox status
-       host outbox retry <table>                 try the table's blocked messages again now
-       host outbox skip <table> <seq> <index>    never send the message at that journal position
+		fmt.Fprintf(fs.Output(), `usage: host outbox [flags] status
+       host outbox [flags] retry <table>                 try the table's blocked messages again now
+       host outbox [flags] skip <table> <seq> <index>    never send the message at that journal position
 
 <table> is the table's name ("Orders"; "contoso.Orders" for account contoso's).
 
@@ -36,9 +36,13 @@ func outboxCmd(args []string) error {
 		return err
 	}
 	a := fs.Args()
-	if len(a) == 0 || (a[0] == "retry" && len(a) != 2) || (a[0] == "skip" && len(a) != 4) {
+	if len(a) == 0 {
 		fs.Usage()
 		return errors.New("outbox: missing arguments")
+	}
+	if want := map[string]int{"status": 1, "retry": 2, "skip": 4}[a[0]]; want != 0 && len(a) != want {
+		fs.Usage()
+		return fmt.Errorf("outbox %s: %d arguments, want %d (flags go before the command: host outbox -data DIR %s …)", a[0], len(a)-1, want-1, a[0])
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -60,3 +60,19 @@ func TestOutboxCLI(t *testing.T) {
 		t.Fatalf("skip on a table that does not exist: %s", out)
 	}
 }
+
+// TestOutboxCLIArguments: arguments a command does not take are refused
+// before anything connects, so a flag written after the command (which the
+// flag package leaves among the arguments) is not silently ignored.
+func TestOutboxCLIArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"outbox", "status", "-data", "/nowhere"},
+		{"outbox", "retry", "Orders", "-data", "/nowhere"},
+		{"outbox", "skip", "Orders", "1", "0", "-data", "/nowhere"},
+	} {
+		out, err := runCLI(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "flags go before") {
+			t.Errorf("%q: %v, want a refusal saying where flags go\n%s", args, err, out)
+		}
+	}
+}

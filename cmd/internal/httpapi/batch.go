@@ -153,6 +153,11 @@ func (c *call) toOperation(bp *batchPart) (string, engine.Operation, error) {
 		return "", engine.Operation{}, err
 	}
 	var op engine.Operation
+	if _, ok := bp.header[MessagesHeader]; ok {
+		// The part's messages would be dropped: the transaction's go on
+		// the $batch request, into its one record.
+		return "", op, engine.Errorf(engine.CodeInvalidInput, "%s goes on the $batch request, not on its parts", MessagesHeader)
+	}
 	ifMatch := bp.header.Get("If-Match")
 	parse := func() (*engine.Entity, error) { return parseEntityBody(bp.body, k) }
 	perm := byte('u')

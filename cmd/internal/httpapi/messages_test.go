@@ -218,6 +218,14 @@ func TestMessagesHeaderRefused(t *testing.T) {
 		t.Errorf("with a SAS: %d %s", resp.StatusCode, b)
 	}
 
+	// On a part of a $batch the header would be dropped: the batch fails.
+	part := strings.ReplaceAll(string(batchBody(s, "Refused", [][3]string{{"POST", "Refused", `{"PartitionKey":"p","RowKey":"b"}`}})),
+		"prefer: return-no-content\r\n", "prefer: return-no-content\r\nx-cairn-messages: [{\"queue\":\"archive\"}]\r\n")
+	resp, b = s.raw(t, "POST", "/$batch", []byte(part), map[string]string{"Content-Type": "multipart/mixed; boundary=batch_b1"})
+	if resp.StatusCode != http.StatusAccepted || !strings.Contains(string(b), "InvalidInput") || !strings.Contains(string(b), httpapi.MessagesHeader) {
+		t.Errorf("the header on a part of a $batch: %d %s", resp.StatusCode, b)
+	}
+
 	// Nothing reached the journal: the next write is its first record.
 	resp, b = s.raw(t, "POST", "/Refused", []byte(`{"PartitionKey":"p","RowKey":"r"}`), map[string]string{httpapi.MessagesHeader: `[{"subject":"orders.created"}]`})
 	if resp.StatusCode != http.StatusCreated || resp.Header.Get(httpapi.PositionHeader) != "1" {

@@ -200,6 +200,15 @@ func (c *call) load() {
 			}
 		}
 	}
+	// The account sees its tables by their names, not by their full names.
+	for i := range out {
+		_, out[i].Table = engine.SplitTableName(out[i].Table)
+		if f := out[i].Fault; f != nil {
+			g := *f
+			_, g.Table = engine.SplitTableName(g.Table)
+			out[i].Fault = &g
+		}
+	}
 	body, _ := json.Marshal(struct {
 		Tables []projections.Load `json:"tables"`
 	}{out})

@@ -2,12 +2,16 @@ package node_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -224,5 +228,40 @@ func TestAccountsAreNamespaces(t *testing.T) {
 	}
 	if resp, err := http.Get(h.HTTPURL() + "/contoso/Tables"); err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("unsigned request to contoso: %v %v", resp, err)
+	}
+}
+
+// TestAccountLoadNamesItsTables: an account's $load names its tables as the
+// account sees them ("Orders"), not by their full names inside Cairn
+// ("contoso.Orders"), with or without ?table=.
+func TestAccountLoadNamesItsTables(t *testing.T) {
+	contoso, err := httpapi.ParseAccount("contoso:" + contosoKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := nodetest.Start(t, node.Config{DataDir: t.TempDir(), API: httpapi.Config{Accounts: []httpapi.Account{contoso}}})
+	if _, err := accountService(t, h, "contoso", contosoKey).CreateTable(context.Background(), "Orders", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, query := range []string{"", "?table=Orders"} {
+		req, err := http.NewRequest(http.MethodGet, h.HTTPURL()+"/contoso/$load"+query, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		date := time.Now().UTC().Format(http.TimeFormat)
+		req.Header.Set("x-ms-date", date)
+		key, _ := base64.StdEncoding.DecodeString(contosoKey)
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(date + "\n/contoso" + req.URL.EscapedPath()))
+		req.Header.Set("Authorization", "SharedKeyLite contoso:"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"table":"Orders"`) || strings.Contains(string(b), "contoso.") {
+			t.Errorf("$load%s: %d %s", query, resp.StatusCode, b)
+		}
 	}
 }
