@@ -43,7 +43,7 @@ func (c *call) messages() ([]engine.Message, error) {
 	if err := engine.ValidateMessages(msgs); err != nil {
 		return nil, engine.Errorf(engine.CodeInvalidInput, "%s: %s", MessagesHeader, engine.AsError(err).Message)
 	}
-	if err := c.s.cfg.Outbox.Check(msgs); err != nil {
+	if err := c.s.cfg.Outbox.Check(c.account, msgs); err != nil {
 		return nil, engine.Errorf(engine.CodeInvalidInput, "%s: %s", MessagesHeader, engine.AsError(err).Message)
 	}
 	return msgs, nil

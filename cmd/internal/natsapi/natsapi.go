@@ -224,7 +224,7 @@ func (s *Service) handleEntity(m *nats.Msg) {
 	}
 	cmd, err := wire.ToCommand(req, table)
 	if err == nil {
-		err = s.cfg.Outbox.Check(cmd.Messages)
+		err = s.cfg.Outbox.Check(account, cmd.Messages)
 	}
 	if err != nil {
 		respond(m, enc, errReply(err))

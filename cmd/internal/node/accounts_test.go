@@ -173,6 +173,16 @@ func TestAccountsAreNamespaces(t *testing.T) {
 	if _, _, err := devc.Retrieve(ctx, "Employees", "p", "3"); engine.ErrorCode(err) != engine.CodeResourceNotFound {
 		t.Fatalf("contoso's write over NATS shows in dev's table: %v", err)
 	}
+	// Queues are the development account's: another account's write may
+	// not carry a message to one (its functions act on the development
+	// account's tables), and nothing is stored.
+	if _, err := conc.Insert(ctx, "Employees", engine.NewEntity("q", "1"),
+		client.WithMessages(engine.Message{Queue: "archive", Body: []byte(`{"from":"Employees","to":"Loot"}`)})); engine.ErrorCode(err) != engine.CodeInvalidInput {
+		t.Fatalf("contoso's message to a queue: %v", err)
+	}
+	if _, _, err := conc.Retrieve(ctx, "Employees", "q", "1"); engine.ErrorCode(err) != engine.CodeResourceNotFound {
+		t.Fatalf("the refused write was stored: %v", err)
+	}
 	tables, err := conc.ListTables(ctx)
 	if err != nil || len(tables) != 2 || tables[0].Name != "Employees" || tables[1].Name != "Private" {
 		t.Fatalf("contoso lists over NATS %+v %v", tables, err)

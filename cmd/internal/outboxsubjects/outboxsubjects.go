@@ -62,12 +62,21 @@ func (a *Allowlist) Patterns() []string {
 	return a.patterns
 }
 
-// Check refuses the first message to a subject that this node does not
-// allow, with InvalidInput naming the message. Messages with a queue (even
-// with a subject too) are left to engine.ValidateCommand, which the
-// committer runs on every command.
-func (a *Allowlist) Check(msgs []engine.Message) error {
+// Check refuses, with InvalidInput naming the message, the first message
+// of a command of account that this node does not take: one to a subject
+// it does not allow, or one to a Cairn queue from an account other than
+// the development account. Queues are one namespace, the operator's: the
+// functions that take them act on the development account's tables (and
+// on any other a function names), so a message from another account
+// could make them act for it; another account sends to the subjects the
+// operator allows. Messages with a queue (even with a subject too) are
+// otherwise left to engine.ValidateCommand, which the committer runs on
+// every command.
+func (a *Allowlist) Check(account string, msgs []engine.Message) error {
 	for i := range msgs {
+		if msgs[i].Queue != "" && account != "" && account != engine.DevAccount {
+			return engine.Errorf(engine.CodeInvalidInput, "message %d: Cairn queues take messages of the development account's writes only (the functions behind them act on its tables); account %s sends to NATS subjects its operator allows with %s", i, account, Flag)
+		}
 		s := msgs[i].Subject
 		if s == "" || msgs[i].Queue != "" {
 			continue

@@ -60,7 +60,7 @@ func TestCheck(t *testing.T) {
 		{"wildcard", a, msgs("orders.*"), false, "wildcard"},
 		{"node's prefix", mustNew(t, "cairn", ">"), msgs("cairn.j.T.1.kx"), false, "node's own prefix"},
 	} {
-		err := c.a.Check(c.msgs)
+		err := c.a.Check(engine.DevAccount, c.msgs)
 		if (err == nil) != c.ok {
 			t.Errorf("%s: %v, want ok=%v", c.name, err, c.ok)
 			continue
@@ -71,8 +71,15 @@ func TestCheck(t *testing.T) {
 	}
 	// ">" allows every subject except the reserved ones and the node's own.
 	all := mustNew(t, "cairn", ">")
-	if err := all.Check(msgs("anything.at.all", "x")); err != nil {
+	if err := all.Check("", msgs("anything.at.all", "x")); err != nil {
 		t.Errorf("> refused: %v", err)
+	}
+	// Another account may send to subjects, not to the operator's queues.
+	if err := a.Check("contoso", []engine.Message{{Subject: "orders.created"}}); err != nil {
+		t.Errorf("contoso to a subject: %v", err)
+	}
+	if err := a.Check("contoso", msgs()); engine.ErrorCode(err) != engine.CodeInvalidInput || !strings.Contains(err.Error(), "development account's writes only") {
+		t.Errorf("contoso to a queue: %v", err)
 	}
 }
 
