@@ -18,6 +18,11 @@ type Config struct {
 	// one node (a restarted node takes its own leases back at once), and
 	// different on every node.
 	NodeID string
+	// IDKey keys the messages' ids (MessageID): a secret every node of
+	// the system shares, the node user's password. Nil: ids anyone can
+	// compute, which a client publishing to the same destination could
+	// use to have the relay's messages dropped as duplicates.
+	IDKey []byte
 	// Replicas of the bucket (1).
 	Replicas int
 	// Shards is how many shards the tables are hashed into (16). All

@@ -7,11 +7,12 @@
 // # Guarantees
 //
 //   - At least once from the relay, exactly once as seen by a destination
-//     that de-duplicates: each message carries a Nats-Msg-Id (its own id
-//     when the command gave one, otherwise one derived from its journal
-//     position: table, epoch, record sequence, index) and its position in
-//     the Cairn-Outbox-Position header, so a consumer can de-duplicate
-//     beyond JetStream's de-duplication window.
+//     that de-duplicates: each message carries a Nats-Msg-Id (MessageID:
+//     derived from the command's id for it, or from its journal position:
+//     table, epoch, record sequence, index; keyed with a secret the nodes
+//     share, so that no client can forge one) and its position in the
+//     Cairn-Outbox-Position header, so a consumer can de-duplicate beyond
+//     JetStream's de-duplication window.
 //   - Order per partition: a message of a partition is published only
 //     after every earlier message of that partition was delivered. A
 //     message that cannot be delivered (no stream for its subject, a full

@@ -2,6 +2,9 @@ package outbox
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
@@ -21,6 +24,8 @@ const (
 	PositionHeader = "Cairn-Outbox-Position"
 	// PartitionHeader carries the PartitionKey of the write.
 	PartitionHeader = "Cairn-Partition"
+	// IDHeader carries the id the command gave the message, if any.
+	IDHeader = "Cairn-Message-Id"
 )
 
 // QueueSubject is the subject of a Cairn queue (the functions' work-queue
@@ -36,13 +41,27 @@ func destination(prefix string, m engine.Message) string {
 	return QueueSubject(prefix, m.Queue)
 }
 
-// MessageID is the Nats-Msg-Id of a message: the command's own id for it
-// when it gave one, otherwise its position.
-func MessageID(table string, epoch, seq uint64, index int, m engine.Message) string {
+// MessageID is the Nats-Msg-Id of a message: derived from the command's
+// own id for it when it gave one (the same id in two commands of the table
+// is one message), otherwise from its position. With a key (every node of
+// a system shares it: the node user's password) the id is an HMAC of
+// those, so a client publishing to the same queue or stream cannot forge
+// an id that suppresses the relay's message as a duplicate; without one it
+// is "cairn:" and the position, or the command's id.
+func MessageID(key []byte, table string, epoch, seq uint64, index int, m engine.Message) string {
+	src := "pos:" + position(table, epoch, seq, index)
 	if m.ID != "" {
-		return m.ID
+		src = "id:" + strings.ToLower(table) + ":" + m.ID
 	}
-	return "cairn:" + position(table, epoch, seq, index)
+	if key == nil {
+		if m.ID != "" {
+			return m.ID
+		}
+		return "cairn:" + position(table, epoch, seq, index)
+	}
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(src))
+	return "cairn:" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:18])
 }
 
 func position(table string, epoch, seq uint64, index int) string {
@@ -55,9 +74,12 @@ func position(table string, epoch, seq uint64, index int) string {
 func (r *Relay) publish(ctx context.Context, w *worker, it item, done func(error)) {
 	m := nats.NewMsg(destination(r.cfg.Prefix, it.msg))
 	m.Data = it.msg.Body
-	m.Header.Set(nats.MsgIdHdr, MessageID(w.table, w.epoch, it.seq, it.index, it.msg))
+	m.Header.Set(nats.MsgIdHdr, MessageID(r.cfg.IDKey, w.table, w.epoch, it.seq, it.index, it.msg))
 	m.Header.Set(PositionHeader, position(w.table, w.epoch, it.seq, it.index))
 	m.Header.Set(PartitionHeader, it.pk)
+	if it.msg.ID != "" {
+		m.Header.Set(IDHeader, it.msg.ID)
+	}
 	// A subject no stream captures is core NATS: published, it is
 	// delivered (there is no one to acknowledge it, and publishing again
 	// would only repeat it to its subscribers).

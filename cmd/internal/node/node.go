@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/natsapi"
+	"github.com/cairn-dev/cairn/cmd/internal/natsauth"
 	"github.com/cairn-dev/cairn/cmd/internal/operator"
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/functions"
@@ -199,6 +201,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	n.relay, err = outbox.New(n.nc, n.j, n.views, outbox.Config{
 		Prefix:   cfg.Prefix,
 		NodeID:   outboxNodeID(nodeName(cfg.DataDir)),
+		IDKey:    n.sharedSecret(),
 		Replicas: cfg.Replicas,
 		Log:      log,
 	})
@@ -285,6 +288,23 @@ func (w *webServer) Run(ctx context.Context) error {
 		w.srv.Close()
 	}
 	<-done
+	return nil
+}
+
+// sharedSecret is a secret every node of the system knows and clients do
+// not: the node user's password (from its credentials file, or from
+// -nats-url); nil when the node connects without one.
+func (n *Node) sharedSecret() []byte {
+	if n.credsFile != "" {
+		if c, err := natsauth.Read(n.credsFile); err == nil {
+			return []byte(c.Password)
+		}
+	}
+	if u, err := url.Parse(n.cfg.NATSURL); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			return []byte(p)
+		}
+	}
 	return nil
 }
 
