@@ -62,6 +62,13 @@ func SplitTableName(full string) (account, table string) {
 	return DevAccount, full
 }
 
+// ShownTable is a table's name as its account sees it: the table part of
+// its full name, for messages users read (they name their own account).
+func ShownTable(full string) string {
+	_, t := SplitTableName(full)
+	return t
+}
+
 // TableOfAccount reports whether a full table name is one of account's
 // tables, and that table's name as the account sees it.
 func TableOfAccount(full, account string) (string, bool) {

@@ -123,7 +123,7 @@ func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *engine.Catalo
 			e.cancel()
 		}
 		if e.table != nil {
-			e.table.Fail(engine.Errorf(engine.CodeTableNotFound, "table %s was deleted", rec.Name))
+			e.table.Fail(engine.Errorf(engine.CodeTableNotFound, "table %s was deleted", engine.ShownTable(rec.Name)))
 		}
 		old := e.info
 		e.live, e.table, e.cancel, e.started, e.ready = false, nil, nil, false, false

@@ -59,7 +59,7 @@ func faultOf(t *Table, err error, next uint64) *Fault {
 // write of the table get TableFaulted. Applier goroutine only, once.
 func (t *Table) fault(f *Fault) {
 	err := engine.Errorf(engine.CodeTableFaulted,
-		"table %s is faulted: its journal record %d cannot be applied (%s); the view stopped at %d", f.Table, f.Seq, f.Error, t.Snapshot().Seq)
+		"table %s is faulted: its journal record %d cannot be applied (%s); the view stopped at %d", engine.ShownTable(f.Table), f.Seq, f.Error, t.Snapshot().Seq)
 	// Both under the view's lock: whoever sees one sees the other.
 	t.mu.Lock()
 	t.faulted.Store(f)

@@ -96,7 +96,7 @@ func (v *Views) WaitTableReady(ctx context.Context, name string, epoch uint64) e
 	case err != nil:
 		return err
 	case gone:
-		return engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", name)
+		return engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", engine.ShownTable(name))
 	case faulted != nil:
 		return faulted
 	}

@@ -42,7 +42,7 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 			return
 		}
 		if !ok {
-			failAll(group, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", group[0].cmd.Table))
+			failAll(group, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", engine.ShownTable(group[0].cmd.Table)))
 			return
 		}
 		if err := tbl.Err(); err != nil {
@@ -67,7 +67,7 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 			tbl.ForgetAppending(rec)
 			switch {
 			case errors.Is(err, engine.ErrTableGone):
-				failAll(group, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", tbl.Name()))
+				failAll(group, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", engine.ShownTable(tbl.Name())))
 				return
 			case errors.Is(err, errOutcomeUnknown):
 				c.log.Error("append of unknown outcome", "table", tbl.Name(), "err", err)
@@ -108,7 +108,7 @@ func stopped(tbl Table, err error) *engine.Error {
 	if engine.ErrorCode(err) != engine.CodeInternalError {
 		return engine.AsError(err)
 	}
-	return engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", tbl.Name(), err)
+	return engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", engine.ShownTable(tbl.Name()), err)
 }
 
 // latestDeadline is the last deadline of the commands of a round: they

@@ -24,7 +24,7 @@ func (c *Committer) CreateTable(ctx context.Context, name string) (engine.TableI
 	for attempt := 1; ; attempt++ {
 		seq, info, live := c.views.CatalogEntry(name)
 		if live {
-			return engine.TableInfo{}, engine.Errorf(engine.CodeTableAlreadyExists, "table %s already exists", info.Name)
+			return engine.TableInfo{}, engine.Errorf(engine.CodeTableAlreadyExists, "table %s already exists", engine.ShownTable(info.Name))
 		}
 		if account, _ := engine.SplitTableName(name); c.views.AccountTables(account) >= c.cfg.MaxTablesPerAccount {
 			return engine.TableInfo{}, engine.Errorf(engine.CodeTableQuotaExceeded,
@@ -64,7 +64,7 @@ func (c *Committer) DeleteTable(ctx context.Context, name string) error {
 	for attempt := 1; ; attempt++ {
 		seq, info, live := c.views.CatalogEntry(name)
 		if !live {
-			return engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", name)
+			return engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", engine.ShownTable(name))
 		}
 		rec := &engine.CatalogRecord{Kind: engine.CatalogTableDeleted, Name: info.Name, Time: engine.TimeToTicks(c.cfg.Now())}
 		cseq, err := c.j.AppendCatalog(ctx, rec, seq)

@@ -183,6 +183,10 @@ func TestAccountsAreNamespaces(t *testing.T) {
 	if _, _, err := conc.Retrieve(ctx, "Employees", "q", "1"); engine.ErrorCode(err) != engine.CodeResourceNotFound {
 		t.Fatalf("the refused write was stored: %v", err)
 	}
+	// Errors name a table as its account sees it.
+	if _, err := conc.Insert(ctx, "Nope", engine.NewEntity("p", "1")); engine.ErrorCode(err) != engine.CodeTableNotFound || strings.Contains(err.Error(), "contoso.") {
+		t.Fatalf("contoso's write to a missing table: %v", err)
+	}
 	tables, err := conc.ListTables(ctx)
 	if err != nil || len(tables) != 2 || tables[0].Name != "Employees" || tables[1].Name != "Private" {
 		t.Fatalf("contoso lists over NATS %+v %v", tables, err)
