@@ -1,0 +1,139 @@
+package natsapi
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/wire"
+	"github.com/cairn-dev/cairn/journal"
+)
+
+// Journal is what the change feed needs of the journal: a page of a
+// table's records. Package journal implements it.
+type Journal interface {
+	Read(ctx context.Context, table string, epoch uint64, r journal.ReadRange) (*journal.Page, error)
+}
+
+// maxFeedsInFlight bounds the change feed requests a node serves at once
+// (long-polls included); beyond it a request is answered ServerBusy.
+const maxFeedsInFlight = 1024
+
+// ChangesSubject returns the subject of a table's change feed; table is
+// its full name: <prefix>.changes.<Table> for the development account's
+// tables (also <prefix>.changes.devstoreaccount1.<Table>),
+// <prefix>.changes.<account>.<Table> for another account's.
+func ChangesSubject(prefix, table string) string { return prefix + ".changes." + table }
+
+// handleChanges answers a change feed request on its own goroutine, so
+// that a long-poll does not hold up the subscription.
+func (s *Service) handleChanges(m *nats.Msg) {
+	enc := wire.Detect(m.Data, m.Header.Get("Content-Type"))
+	select {
+	case s.feeds <- struct{}{}:
+	default:
+		respondChanges(m, enc, feedErr(engine.Errorf(engine.CodeServerBusy, "this node serves %d change feed requests already; retry", maxFeedsInFlight)))
+		return
+	}
+	s.feedMu.Lock()
+	off := s.feedsOff
+	if !off {
+		s.feedWG.Add(1)
+	}
+	s.feedMu.Unlock()
+	if off {
+		<-s.feeds
+		respondChanges(m, enc, feedErr(engine.Errorf(engine.CodeServerBusy, "the node is shutting down; ask again")))
+		return
+	}
+	go func() {
+		defer func() { <-s.feeds; s.feedWG.Done() }()
+		respondChanges(m, enc, s.changes(m.Subject, m.Data, enc))
+	}()
+}
+
+func respondChanges(m *nats.Msg, enc wire.Encoding, r *wire.ChangesReply) {
+	if m.Reply == "" {
+		return
+	}
+	_ = m.Respond(wire.EncodeChangesReply(r, enc))
+}
+
+func feedErr(err error) *wire.ChangesReply { return &wire.ChangesReply{Error: engine.AsError(err)} }
+
+// changes reads one page of a table's change feed.
+func (s *Service) changes(subject string, data []byte, enc wire.Encoding) *wire.ChangesReply {
+	rest := strings.TrimPrefix(subject, s.cfg.Prefix+".changes.")
+	table := rest[strings.LastIndexByte(rest, '.')+1:]
+	account, err := accountOf(strings.TrimSuffix(rest[:len(rest)-len(table)], "."))
+	if err != nil {
+		return feedErr(err)
+	}
+	if err := engine.ValidateTableName(table); err != nil {
+		return feedErr(err)
+	}
+	req, err := wire.DecodeChangesRequest(data, enc)
+	if err != nil {
+		return feedErr(err)
+	}
+	ctx, cancel := context.WithTimeout(s.feedCtx, s.cfg.TableTimeout+req.Wait)
+	defer cancel()
+	t, ok, err := s.views.Lookup(ctx, engine.FullTableName(account, table))
+	if err != nil {
+		return feedErr(err)
+	}
+	if !ok {
+		return feedErr(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", table))
+	}
+	_, shown := engine.SplitTableName(t.Name())
+	if err := t.Err(); err != nil && engine.ErrorCode(err) != engine.CodeInternalError {
+		return feedErr(err) // TableFaulted, or TableNotFound once dropped
+	}
+	maxBytes := 1 << 20
+	if mp := s.nc.MaxPayload(); mp > 0 {
+		maxBytes = int(mp) / 4 // entity JSON is larger than its record
+	}
+	page, err := s.journal.Read(ctx, t.Name(), t.Epoch(), journal.ReadRange{
+		From: req.From, Max: req.Max, MaxBytes: maxBytes, Partitions: req.Partitions, Wait: req.Wait})
+	switch {
+	case err == nil:
+	case errors.Is(err, engine.ErrTableGone):
+		return feedErr(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", shown))
+	case errors.Is(err, journal.ErrCorrupt):
+		return feedErr(engine.Errorf(engine.CodeTableFaulted, "the journal of table %s holds a record that cannot be read: %v", shown, err))
+	case s.feedCtx.Err() != nil:
+		return feedErr(engine.Errorf(engine.CodeServerBusy, "the node is shutting down; ask again"))
+	default:
+		return feedErr(err)
+	}
+	return ChangesOf(t.Epoch(), page)
+}
+
+// ChangesOf turns a page of records into a page of changes: one per
+// event, with the ETags of the entity after and before it.
+func ChangesOf(epoch uint64, page *journal.Page) *wire.ChangesReply {
+	r := &wire.ChangesReply{Next: page.Next, Head: page.Head}
+	for _, st := range page.Records {
+		rec := st.Record
+		for i := range rec.Events {
+			ev := &rec.Events[i]
+			v := engine.Version{Seq: st.Seq, Index: uint32(i)}
+			c := wire.Change{Seq: st.Seq, Index: uint32(i), PartitionKey: rec.PartitionKey, RowKey: ev.RowKey,
+				Deleted: ev.Kind == engine.EventDelete, Timestamp: rec.Time}
+			if !c.Deleted {
+				c.ETag = engine.ETag(epoch, v)
+				c.Entity = &engine.Entity{PartitionKey: rec.PartitionKey, RowKey: ev.RowKey, Timestamp: rec.Time, Version: v, Properties: ev.Properties}
+			}
+			prev, exists, known := rec.PrevVersion(st.Seq, i)
+			c.PrevUnknown = !known
+			if exists {
+				c.PrevETag = engine.ETag(epoch, prev)
+			}
+			r.Changes = append(r.Changes, c)
+		}
+	}
+	return r
+}
