@@ -51,7 +51,14 @@ func (s *Service) handleChanges(m *nats.Msg) {
 	}
 	go func() {
 		defer func() { <-s.feeds; s.feedWG.Done() }()
-		respondChanges(m, enc, s.changes(m.Subject, m.Data, enc))
+		epoch, page, rep := s.changes(m.Subject, m.Data, enc)
+		if rep != nil {
+			respondChanges(m, enc, rep)
+			return
+		}
+		if m.Reply != "" {
+			_ = m.Respond(s.encodePage(epoch, page, enc))
+		}
 	}()
 }
 
@@ -62,35 +69,61 @@ func respondChanges(m *nats.Msg, enc wire.Encoding, r *wire.ChangesReply) {
 	_ = m.Respond(wire.EncodeChangesReply(r, enc))
 }
 
+// encodePage encodes a page, with fewer records if it does not fit into
+// one message (Read bounds the records' bytes, but an entity's JSON can be
+// several times its record's size): next then names the first record
+// left out. A single record too large for a message is refused.
+func (s *Service) encodePage(epoch uint64, page *journal.Page, enc wire.Encoding) []byte {
+	limit := int(s.nc.MaxPayload())
+	for {
+		b := wire.EncodeChangesReply(ChangesOf(epoch, page), enc)
+		n := len(page.Records)
+		if limit <= 0 || len(b) <= limit {
+			return b
+		}
+		if n <= 1 {
+			seq := uint64(0)
+			if n == 1 {
+				seq = page.Records[0].Seq
+			}
+			return wire.EncodeChangesReply(feedErr(engine.Errorf(engine.CodeInternalError,
+				"the changes of record %d take %d bytes, more than a NATS message may hold (%d); ask in msgpack", seq, len(b), limit)), enc)
+		}
+		page.Records = page.Records[:n/2]
+		page.Next = page.Records[len(page.Records)-1].Seq + 1
+	}
+}
+
 func feedErr(err error) *wire.ChangesReply { return &wire.ChangesReply{Error: engine.AsError(err)} }
 
-// changes reads one page of a table's change feed.
-func (s *Service) changes(subject string, data []byte, enc wire.Encoding) *wire.ChangesReply {
+// changes reads one page of a table's change feed: the table's epoch and
+// the page, or the reply that refuses the request.
+func (s *Service) changes(subject string, data []byte, enc wire.Encoding) (uint64, *journal.Page, *wire.ChangesReply) {
 	rest := strings.TrimPrefix(subject, s.cfg.Prefix+".changes.")
 	table := rest[strings.LastIndexByte(rest, '.')+1:]
 	account, err := accountOf(strings.TrimSuffix(rest[:len(rest)-len(table)], "."))
 	if err != nil {
-		return feedErr(err)
+		return 0, nil, feedErr(err)
 	}
 	if err := engine.ValidateTableName(table); err != nil {
-		return feedErr(err)
+		return 0, nil, feedErr(err)
 	}
 	req, err := wire.DecodeChangesRequest(data, enc)
 	if err != nil {
-		return feedErr(err)
+		return 0, nil, feedErr(err)
 	}
 	ctx, cancel := context.WithTimeout(s.feedCtx, s.cfg.TableTimeout+req.Wait)
 	defer cancel()
 	t, ok, err := s.views.Lookup(ctx, engine.FullTableName(account, table))
 	if err != nil {
-		return feedErr(err)
+		return 0, nil, feedErr(err)
 	}
 	if !ok {
-		return feedErr(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", table))
+		return 0, nil, feedErr(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", table))
 	}
 	_, shown := engine.SplitTableName(t.Name())
 	if err := t.Err(); err != nil && engine.ErrorCode(err) != engine.CodeInternalError {
-		return feedErr(err) // TableFaulted, or TableNotFound once dropped
+		return 0, nil, feedErr(err) // TableFaulted, or TableNotFound once dropped
 	}
 	maxBytes := 1 << 20
 	if mp := s.nc.MaxPayload(); mp > 0 {
@@ -101,15 +134,15 @@ func (s *Service) changes(subject string, data []byte, enc wire.Encoding) *wire.
 	switch {
 	case err == nil:
 	case errors.Is(err, engine.ErrTableGone):
-		return feedErr(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", shown))
+		return 0, nil, feedErr(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", shown))
 	case errors.Is(err, journal.ErrCorrupt):
-		return feedErr(engine.Errorf(engine.CodeTableFaulted, "the journal of table %s holds a record that cannot be read: %v", shown, err))
+		return 0, nil, feedErr(engine.Errorf(engine.CodeTableFaulted, "the journal of table %s holds a record that cannot be read: %v", shown, err))
 	case s.feedCtx.Err() != nil:
-		return feedErr(engine.Errorf(engine.CodeServerBusy, "the node is shutting down; ask again"))
+		return 0, nil, feedErr(engine.Errorf(engine.CodeServerBusy, "the node is shutting down; ask again"))
 	default:
-		return feedErr(err)
+		return 0, nil, feedErr(err)
 	}
-	return ChangesOf(t.Epoch(), page)
+	return t.Epoch(), page, nil
 }
 
 // ChangesOf turns a page of records into a page of changes: one per
