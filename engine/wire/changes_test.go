@@ -55,3 +55,36 @@ func TestChangesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeChangesRequest: any bytes in either encoding are decoded or
+// refused with a code, never a panic, and what decodes is within the
+// limits and encodes into a request that decodes the same.
+func FuzzDecodeChangesRequest(f *testing.F) {
+	for _, s := range []string{`{}`, `{"from":5,"max":1000,"wait":"30s","partitions":["a",""]}`, `{"max":1001}`, `{"wait":"1h"}`, `{"x":1}`, `{"partitions":["a/b"]}`} {
+		f.Add([]byte(s))
+	}
+	b, _ := EncodeChangesRequest(&ChangesRequest{From: 3, Max: 7, Partitions: []string{"p"}, Wait: time.Second}, Msgpack)
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, enc := range []Encoding{JSON, Msgpack} {
+			r, err := DecodeChangesRequest(data, enc)
+			if err != nil {
+				if engine.ErrorCode(err) != engine.CodeInvalidInput {
+					t.Fatalf("refused with %v", err)
+				}
+				continue
+			}
+			if r.From < 1 || r.Max < 1 || r.Max > MaxChanges || r.Wait < 0 || r.Wait > MaxChangesWait || len(r.Partitions) > MaxFeedPartitions {
+				t.Fatalf("decoded out of bounds: %+v", r)
+			}
+			again, err := EncodeChangesRequest(r, enc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2, err := DecodeChangesRequest(again, enc)
+			if err != nil || !reflect.DeepEqual(r2, r) && !(len(r.Partitions) == 0 && len(r2.Partitions) == 0) {
+				t.Fatalf("%+v encodes into a request that decodes as %+v, %v", r, r2, err)
+			}
+		}
+	})
+}
