@@ -53,6 +53,9 @@ func (s *Service) handleChanges(m *nats.Msg) {
 		defer func() { <-s.feeds; s.feedWG.Done() }()
 		epoch, page, rep := s.changes(m.Subject, m.Data, enc)
 		if rep != nil {
+			if rep.Error.Code == engine.CodeInternalError {
+				s.log.Error("change feed request failed", "subject", m.Subject, "err", rep.Error.Message)
+			}
 			respondChanges(m, enc, rep)
 			return
 		}
