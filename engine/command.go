@@ -125,6 +125,12 @@ type Event struct {
 	Kind       EventKind
 	RowKey     string
 	Properties []Property // EventPut only; sorted by name
+	// Prev is the version the entity had before the event, in a record
+	// that says (Record.HasPrev): nil when the entity did not exist; Seq 0
+	// when an earlier event of the same record wrote it (Index is that
+	// event's), since a record's own sequence is known only once it is
+	// stored. Record.PrevVersion resolves it.
+	Prev *Version
 }
 
 // Result is what a committed operation returns to its client.

@@ -125,14 +125,36 @@ func decodeValue(dec *msgpack.Decoder, t Type) (Value, error) {
 		b, err := dec.DecodeBool()
 		return Bool(b), err
 	case TypeGuid:
-		b, err := dec.DecodeBytes()
+		b, err := decodeBytes(dec, 16)
 		if err == nil && len(b) != 16 {
 			return Value{}, fmt.Errorf("Edm.Guid of %d bytes, want 16", len(b))
 		}
 		return Value{t: t, s: string(b)}, err
 	case TypeBinary:
-		b, err := dec.DecodeBytes()
+		// Bounded by the entity's limit, not the property's, so that a
+		// value a little too large is still refused by validation, with
+		// PropertyValueTooLarge.
+		b, err := decodeBytes(dec, MaxEntitySize)
 		return Value{t: t, s: string(b)}, err
 	}
 	return Value{}, fmt.Errorf("unknown property type %d", t)
+}
+
+// decodeBytes reads a bin (or str) value of at most limit bytes. The
+// length prefix is checked before anything is allocated: msgpack's
+// DecodeBytes allocates whatever length the input claims, so five bytes
+// of a hostile record or request could otherwise take 4 GiB.
+func decodeBytes(dec *msgpack.Decoder, limit int) ([]byte, error) {
+	n, err := dec.DecodeBytesLen()
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	if n > limit {
+		return nil, fmt.Errorf("a value of %d bytes; at most %d", n, limit)
+	}
+	b := make([]byte, n)
+	if err := dec.ReadFull(b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }

@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/vmihailenco/msgpack/v5"
+import (
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
 
 // The records below are what the write model stores: the committer builds
 // them, the journal encodes and stores them (its codec and its format,
@@ -32,6 +36,10 @@ type Record struct {
 	Events []Event
 	// Messages are outbox messages committed with the writes (SPEC §6).
 	Messages []Message
+	// HasPrev says that the events carry the versions their entities had
+	// before them (Event.Prev). Records written before Cairn recorded
+	// them do not: their previous versions are unknown.
+	HasPrev bool
 	// Extra holds fields this version does not know, as raw msgpack; they
 	// are written back unchanged when the record is encoded again.
 	Extra map[string]msgpack.RawMessage
@@ -54,4 +62,47 @@ type CatalogRecord struct {
 	Name  string
 	Time  int64 // ticks
 	Extra map[string]msgpack.RawMessage
+}
+
+// PrevVersion returns the version the entity of event i had before the
+// event, the record being stored at sequence seq: exists is false when
+// the entity did not exist, known is false when the record does not say
+// (written before previous versions were recorded).
+func (r *Record) PrevVersion(seq uint64, i int) (v Version, exists, known bool) {
+	if !r.HasPrev || i < 0 || i >= len(r.Events) {
+		return Version{}, false, false
+	}
+	p := r.Events[i].Prev
+	if p == nil {
+		return Version{}, false, true
+	}
+	v = *p
+	if v.Seq == 0 {
+		v.Seq = seq
+	}
+	return v, true, true
+}
+
+// CheckPrev checks the previous versions of a record that has them: an
+// earlier event of the same record named as a previous version must come
+// before the event, write the same row and be a put (a deleted entity is
+// no previous version).
+func (r *Record) CheckPrev() error {
+	if !r.HasPrev {
+		return nil
+	}
+	for i := range r.Events {
+		p := r.Events[i].Prev
+		if p == nil || p.Seq != 0 {
+			continue
+		}
+		j := int(p.Index)
+		if uint64(p.Index) >= uint64(i) {
+			return fmt.Errorf("event %d: previous version at event %d of the same record, not before it", i, p.Index)
+		}
+		if r.Events[j].RowKey != r.Events[i].RowKey || r.Events[j].Kind != EventPut {
+			return fmt.Errorf("event %d: previous version at event %d of the same record, which does not put row %q", i, j, r.Events[i].RowKey)
+		}
+	}
+	return nil
 }

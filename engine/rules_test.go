@@ -1,12 +1,16 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 func code(err error) Code {
@@ -480,6 +484,23 @@ func BenchmarkValidateRecord(b *testing.B) {
 	for b.Loop() {
 		if err := ValidateRecord(rec); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestDecodeBytesLengthChecked: a binary or Guid value whose length prefix
+// claims more than any entity may hold is refused before anything is
+// allocated (msgpack's DecodeBytes would allocate what the prefix claims).
+func TestDecodeBytesLengthChecked(t *testing.T) {
+	for _, typ := range []Type{TypeBinary, TypeGuid} {
+		// [[name, type, bin32 of 0xfffffff0 bytes]] and nothing after.
+		data := []byte{0x91, 0x93, 0xa1, 'B', byte(typ), 0xc6, 0xff, 0xff, 0xff, 0xf0}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := DecodeProperties(msgpack.NewDecoder(bytes.NewReader(data)))
+		runtime.ReadMemStats(&after)
+		if err == nil || after.TotalAlloc-before.TotalAlloc > 1<<20 {
+			t.Fatalf("type %d: %v after allocating %d bytes", typ, err, after.TotalAlloc-before.TotalAlloc)
 		}
 	}
 }

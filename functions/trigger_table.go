@@ -111,6 +111,7 @@ func (f *function) handleRecord(ctx context.Context, table string, epoch uint64,
 		_ = msg.Term()
 		return
 	}
+	prevs := previous{rn: rn, table: table, epoch: epoch, seq: seq, rec: rec}
 	for i, ev := range rec.Events {
 		e := &engine.Entity{PartitionKey: rec.PartitionKey, RowKey: ev.RowKey, Timestamp: rec.Time, Version: engine.Version{Seq: seq, Index: uint32(i)}}
 		ch := &abi.Change{Table: table, Seq: seq, Index: i, Deleted: ev.Kind == engine.EventDelete, ETag: engine.ETag(epoch, e.Version)}
@@ -118,6 +119,7 @@ func (f *function) handleRecord(ctx context.Context, table string, epoch uint64,
 			e.Properties = ev.Properties
 		}
 		ch.Entity = abi.Entity{Entity: e, ETag: ch.ETag}
+		perr := prevs.set(ctx, i, ch)
 		trig := abi.Trigger{
 			ID:           "c:" + table + ":" + strconv.FormatUint(epoch, 10) + ":" + strconv.FormatUint(seq, 10) + ":" + strconv.Itoa(i),
 			Kind:         abi.KindChange,
@@ -127,7 +129,11 @@ func (f *function) handleRecord(ctx context.Context, table string, epoch uint64,
 			Time:         rec.Time,
 			Change:       ch,
 		}
-		if _, err := rn.run(ctx, v, trig); err != nil {
+		err := perr
+		if err == nil {
+			_, err = rn.run(ctx, v, trig)
+		}
+		if err != nil {
 			stopped := ctx.Err() != nil
 			d := retryOrPoison(policy, attempt{DequeueCount: n, Failed: true, Stopped: stopped})
 			if d.Action == actPoison {
@@ -146,4 +152,74 @@ func (f *function) handleRecord(ctx context.Context, table string, epoch uint64,
 		}
 	}
 	_ = msg.DoubleAck(ctx)
+}
+
+// previous finds the previous state of the changes of one record: the
+// record at the previous version's sequence (read with a direct get, once
+// per sequence) and its event at the previous version's index.
+type previous struct {
+	rn     *Runner
+	table  string
+	epoch  uint64
+	seq    uint64 // the record's
+	rec    *engine.Record
+	stream jetstream.Stream
+	read   map[uint64]*engine.Record
+}
+
+// set fills in ch's PrevETag and Prev, or PrevUnknown, for event i. An
+// error (the journal unreachable, or a previous version that is not a put
+// of the same row) fails the change, which is then retried like a failed
+// invocation.
+func (p *previous) set(ctx context.Context, i int, ch *abi.Change) error {
+	v, exists, known := p.rec.PrevVersion(p.seq, i)
+	if !known {
+		ch.PrevUnknown = true
+		return nil
+	}
+	if !exists {
+		return nil
+	}
+	ch.PrevETag = engine.ETag(p.epoch, v)
+	rec := p.rec
+	if v.Seq != p.seq {
+		var err error
+		if rec, err = p.record(ctx, v.Seq); err != nil {
+			return fmt.Errorf("previous version %s: %w", ch.PrevETag, err)
+		}
+	}
+	rk := p.rec.Events[i].RowKey
+	if int(v.Index) >= len(rec.Events) || rec.Events[v.Index].Kind != engine.EventPut || rec.Events[v.Index].RowKey != rk || rec.PartitionKey != p.rec.PartitionKey {
+		return fmt.Errorf("previous version %s is not a put of (%q, %q)", ch.PrevETag, p.rec.PartitionKey, rk)
+	}
+	ch.Prev = &abi.Entity{Entity: &engine.Entity{PartitionKey: rec.PartitionKey, RowKey: rk, Timestamp: rec.Time, Version: v,
+		Properties: rec.Events[v.Index].Properties}, ETag: ch.PrevETag}
+	return nil
+}
+
+// record reads and decodes the table's record at seq.
+func (p *previous) record(ctx context.Context, seq uint64) (*engine.Record, error) {
+	if r, ok := p.read[seq]; ok {
+		return r, nil
+	}
+	if p.stream == nil {
+		s, err := p.rn.js.Stream(ctx, journal.StreamName(p.rn.cfg.Prefix, p.table, p.epoch))
+		if err != nil {
+			return nil, err
+		}
+		p.stream = s
+	}
+	m, err := p.stream.GetMsg(ctx, seq)
+	if err != nil {
+		return nil, err
+	}
+	r, err := journal.DecodeRecord(m.Data)
+	if err != nil {
+		return nil, err
+	}
+	if p.read == nil {
+		p.read = map[uint64]*engine.Record{}
+	}
+	p.read[seq] = r
+	return r, nil
 }

@@ -1,7 +1,8 @@
 // Package journal is Cairn's journal on NATS JetStream: the only source of
 // truth, from which every view is rebuilt. It stores the write model's
 // records (engine.Record, engine.CatalogRecord) with conditional appends,
-// reads them back in order, and owns their format: the versioned msgpack
+// reads them back in order (Consume for the views, Read for pages of a
+// table's change feed), and owns their format: the versioned msgpack
 // codec and its golden files. It also starts the embedded server. The
 // committer reaches it through its own small interface (commit.Journal),
 // which *Journal satisfies.
@@ -68,6 +69,11 @@
 //     1 unless it names another account's table or has an outbox message
 //     to a NATS subject), so an older host reads everything it can and
 //     refuses only what it would misread.
+//   - A field that only adds information, which a host that does not
+//     know it keeps in Extra without misreading anything, is added to an
+//     existing version rather than raising it ("prev", the previous
+//     versions, in version 1), so that older hosts go on reading every
+//     record.
 //   - testdata/golden holds a record of every version ever written; a test
 //     decodes them all. Golden files are only ever added (go test -run
 //     Golden -golden-add writes the missing ones), never regenerated.

@@ -1,8 +1,14 @@
 package journal
 
+import "github.com/nats-io/nats.go/jetstream"
+
 // Sample records for the tests of package journal_test.
 var (
 	SampleRecord  = sampleRecord
 	SampleCatalog = sampleCatalog
 	EqualRecords  = equalRecords
 )
+
+// JetStream is the journal's JetStream context, for tests that look at
+// what it leaves on the server.
+func (j *Journal) JetStream() jetstream.JetStream { return j.js }

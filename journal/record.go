@@ -31,6 +31,26 @@ package journal
 // older one. A change that an older reader must not misread raises the
 // version instead.
 //
+// Added to version 1 without a new version, by that rule, commit records
+// have
+//
+//	"prev" array   one entry per event of "ev", in order: the version the
+//	               event's entity had before it, nil when it did not
+//	               exist, or [seq uint, index uint]; seq 0 names an
+//	               earlier event of the same record (index < the event's,
+//	               writing the same row, a put), since a record's own
+//	               sequence is known only once it is stored
+//
+// The field only adds information: a host that does not know it keeps it
+// in Extra, applies the events exactly as before and writes it back
+// unchanged, so no reader of any version misreads a record that has it,
+// and a version bump (which would make every older host refuse every new
+// record) would buy nothing. Records written before it have no "prev":
+// their previous versions are unknown (engine.Record.HasPrev is false),
+// which the change feed and the functions' change trigger report as
+// such. A "prev" of the wrong length or shape, or one that names a later
+// event, another row or a delete, is refused like any malformed field.
+//
 // Format version 2 adds to catalog records
 //
 //	"acct" string  the account that owns the table (engine.FullTableName);
@@ -76,6 +96,6 @@ const (
 // The fields of format version 1, by record kind: an Extra key must not be
 // one of them (it would be written twice).
 var (
-	commitFields  = map[string]bool{"v": true, "t": true, "ts": true, "pk": true, "n": true, "cmds": true, "ev": true, "out": true}
+	commitFields  = map[string]bool{"v": true, "t": true, "ts": true, "pk": true, "n": true, "cmds": true, "ev": true, "out": true, "prev": true}
 	catalogFields = map[string]bool{"v": true, "t": true, "name": true, "ts": true, "acct": true}
 )

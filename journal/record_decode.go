@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 
 	"github.com/cairn-dev/cairn/engine"
 )
@@ -26,6 +27,7 @@ const (
 	fOut
 	fName
 	fAccount
+	fPrev
 )
 
 // Smallest encodings of the array elements, which bound an array's length
@@ -35,6 +37,7 @@ const (
 	minCommandBytes = 4 // [id, first, count]
 	minEventBytes   = 4 // [kind, rowKey, props]
 	minMessageBytes = 4 // [queue, id, body] (a subject's has one more)
+	minPrevBytes    = 1 // nil, or [seq, index]
 	maxFields       = 1 << 10
 )
 
@@ -186,6 +189,7 @@ func (d *decoder) record() (*engine.Record, error) {
 	r := &engine.Record{}
 	var seen uint
 	var version uint64
+	var prev []prevEntry // "prev", applied once the events are known
 	for i := 0; i < n; i++ {
 		key, err := d.readKey()
 		if err != nil {
@@ -220,6 +224,9 @@ func (d *decoder) record() (*engine.Record, error) {
 		case "out":
 			bit = fOut
 			r.Messages, err = d.messages()
+		case "prev":
+			bit = fPrev
+			prev, err = d.prev()
 		default:
 			if err := d.extra(&r.Extra, key); err != nil {
 				return nil, err
@@ -240,6 +247,11 @@ func (d *decoder) record() (*engine.Record, error) {
 	const required = fVersion | fType | fTime | fPartition | fCommands | fEvents
 	if seen&required != required {
 		return nil, fmt.Errorf("field %s missing", missing(seen&required^required))
+	}
+	if seen&fPrev != 0 {
+		if err := setPrev(r, prev); err != nil {
+			return nil, fmt.Errorf("field \"prev\": %w", err)
+		}
 	}
 	for i, c := range r.Commands {
 		if uint64(c.First)+uint64(c.Count) > uint64(len(r.Events)) {
@@ -345,7 +357,7 @@ func catalogAccount(r *engine.CatalogRecord, version uint64, raw msgpack.RawMess
 
 // missing names the first field of a set of field bits.
 func missing(bits uint) string {
-	names := []string{"v", "t", "ts", "pk", "n", "cmds", "ev", "out", "name", "acct"}
+	names := []string{"v", "t", "ts", "pk", "n", "cmds", "ev", "out", "name", "acct", "prev"}
 	for i, name := range names {
 		if bits&(1<<i) != 0 {
 			return fmt.Sprintf("%q", name)
@@ -505,4 +517,59 @@ func (d *decoder) messages() ([]engine.Message, error) {
 		}
 	}
 	return out, nil
+}
+
+// prevEntry is one entry of "prev": the previous version of one event.
+type prevEntry struct {
+	exists bool
+	v      engine.Version
+}
+
+// prev reads "prev": nil or [seq, index] per event.
+func (d *decoder) prev() ([]prevEntry, error) {
+	n, err := d.arrayLen(minPrevBytes)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]prevEntry, n)
+	for i := range out {
+		p := &out[i]
+		c, err := d.dec.PeekCode()
+		if err == nil && c == msgpcode.Nil {
+			if err = d.dec.DecodeNil(); err == nil {
+				continue // the entity did not exist
+			}
+		}
+		if err == nil {
+			err = d.tuple(2)
+		}
+		if err == nil {
+			p.v.Seq, err = d.dec.DecodeUint64()
+		}
+		if err == nil {
+			p.v.Index, err = d.dec.DecodeUint32()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i, err)
+		}
+		p.exists = true
+	}
+	return out, nil
+}
+
+// setPrev gives each event of r its entry of "prev": one entry per event,
+// references into the record checked by engine.Record.CheckPrev.
+func setPrev(r *engine.Record, prev []prevEntry) error {
+	if len(prev) != len(r.Events) {
+		return fmt.Errorf("%d entries for %d events", len(prev), len(r.Events))
+	}
+	vs := make([]engine.Version, len(prev))
+	for i, p := range prev {
+		if p.exists {
+			vs[i] = p.v
+			r.Events[i].Prev = &vs[i]
+		}
+	}
+	r.HasPrev = true
+	return r.CheckPrev()
 }

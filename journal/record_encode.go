@@ -29,6 +29,9 @@ func EncodeRecord(r *engine.Record) ([]byte, error) {
 	if len(r.Messages) > 0 {
 		n++
 	}
+	if r.HasPrev {
+		n++
+	}
 	// A record is version 1 unless it needs version 2: a version 1 host
 	// then reads it as before.
 	version := uint64(version1)
@@ -68,6 +71,16 @@ func EncodeRecord(r *engine.Record) ([]byte, error) {
 				err = first(err, enc.EncodeArrayLen(3), enc.EncodeString(m.Queue), enc.EncodeString(m.ID), enc.EncodeBytes(m.Body))
 			} else {
 				err = first(err, enc.EncodeArrayLen(4), enc.EncodeString(""), enc.EncodeString(m.ID), enc.EncodeBytes(m.Body), enc.EncodeString(m.Subject))
+			}
+		}
+	}
+	if r.HasPrev {
+		err = first(err, enc.EncodeString("prev"), enc.EncodeArrayLen(len(r.Events)))
+		for i := range r.Events {
+			if p := r.Events[i].Prev; p == nil {
+				err = first(err, enc.EncodeNil())
+			} else {
+				err = first(err, enc.EncodeArrayLen(2), enc.EncodeUint(p.Seq), enc.EncodeUint(uint64(p.Index)))
 			}
 		}
 	}
@@ -133,6 +146,9 @@ func checkRecord(r *engine.Record) error {
 			return fmt.Errorf("message %d: %w", i, err)
 		}
 	}
+	if err := r.CheckPrev(); err != nil {
+		return fmt.Errorf("field \"prev\": %w", err)
+	}
 	return checkExtra(r.Extra, commitFields)
 }
 
@@ -195,7 +211,7 @@ func estimateSize(r *engine.Record) int {
 	}
 	for i := range r.Events {
 		ev := &r.Events[i]
-		n += 16 + len(ev.RowKey)
+		n += 32 + len(ev.RowKey)
 		for _, p := range ev.Properties {
 			n += 16 + len(p.Name) + p.Value.Len()
 		}

@@ -67,6 +67,22 @@ func sampleSubjectRecord() *engine.Record {
 	return r
 }
 
+// samplePrevRecord is sampleRecord with the previous version of every
+// event ("prev", added to version 1 without a new version): an entity
+// that did not exist, one at an earlier record, and one written earlier
+// in the same record.
+func samplePrevRecord() *engine.Record {
+	r := sampleRecord()
+	r.Nonce = "n0nce-prev"
+	r.Events = append(r.Events, engine.Event{Kind: engine.EventPut, RowKey: "empid_000123", Properties: []engine.Property{{Name: "Age", Value: engine.Int32(39)}}})
+	r.Commands = append(r.Commands, engine.CommandRef{ID: "client-2", First: 3, Count: 1})
+	r.HasPrev = true
+	r.Events[1].Prev = &engine.Version{Seq: 41, Index: 2}
+	r.Events[2].Prev = &engine.Version{Seq: 7, Index: 0}
+	r.Events[3].Prev = &engine.Version{Seq: 0, Index: 0}
+	return r
+}
+
 func sampleCatalog(kind engine.CatalogKind) *engine.CatalogRecord {
 	return &engine.CatalogRecord{Kind: kind, Name: "Employees", Time: engine.TimeToTicks(time.Date(2026, 11, 22, 15, 0, 0, 100, time.UTC))}
 }
@@ -97,6 +113,14 @@ func equalRecords(t *testing.T, got, want *engine.Record) {
 			if g.Properties[k].Name != w.Properties[k].Name || !g.Properties[k].Value.Equal(w.Properties[k].Value) {
 				t.Fatalf("event %d property %d: got %#v, want %#v", i, k, g.Properties[k], w.Properties[k])
 			}
+		}
+	}
+	if got.HasPrev != want.HasPrev {
+		t.Fatalf("HasPrev: got %v, want %v", got.HasPrev, want.HasPrev)
+	}
+	for i := range want.Events {
+		if g, w := got.Events[i].Prev, want.Events[i].Prev; (g == nil) != (w == nil) || g != nil && *g != *w {
+			t.Fatalf("event %d: previous version %v, want %v", i, g, w)
 		}
 	}
 	if len(got.Extra) != len(want.Extra) {
@@ -140,6 +164,7 @@ func TestEncodeMatchesGolden(t *testing.T) {
 	for file, enc := range map[string]func() ([]byte, error){
 		"commit-v1.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleRecord()) },
 		"commit-v2.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleSubjectRecord()) },
+		"commit-v1-prev.msgpack":   func() ([]byte, error) { return EncodeRecord(samplePrevRecord()) },
 		"table-created-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated)) },
 		"table-deleted-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableDeleted)) },
 		"table-created-v2.msgpack": func() ([]byte, error) {
@@ -291,6 +316,10 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			equalRecords(t, got, sampleRecord())
+			// Written before previous versions were recorded: unknown.
+			if _, _, known := got.PrevVersion(5, 0); known {
+				t.Fatal("a record without \"prev\" claims to know previous versions")
+			}
 		}},
 		{"commit-v2.msgpack", func(t *testing.T, data []byte) {
 			got, err := DecodeRecord(data)
@@ -300,6 +329,22 @@ func TestGolden(t *testing.T) {
 			equalRecords(t, got, sampleSubjectRecord())
 			if n, ok := PeekNonce(data); !ok || n != "n0nce-2" {
 				t.Fatalf("PeekNonce = %q, %v", n, ok)
+			}
+		}},
+		{"commit-v1-prev.msgpack", func(t *testing.T, data []byte) {
+			got, err := DecodeRecord(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			equalRecords(t, got, samplePrevRecord())
+			if !bytes.HasPrefix(data[1:], []byte{0xa1, 'v', 0x01}) {
+				t.Fatalf("not a version 1 record: %x", data[:4])
+			}
+			if v, exists, known := got.PrevVersion(99, 3); !known || !exists || v != (engine.Version{Seq: 99, Index: 0}) {
+				t.Fatalf("PrevVersion(99, 3) = %v %v %v", v, exists, known)
+			}
+			if _, exists, known := got.PrevVersion(99, 0); !known || exists {
+				t.Fatalf("PrevVersion(99, 0): exists %v, known %v", exists, known)
 			}
 		}},
 		{"table-created-v1.msgpack", func(t *testing.T, data []byte) {
@@ -342,6 +387,7 @@ func TestGolden(t *testing.T) {
 	writers := map[string]func() ([]byte, error){
 		"commit-v1.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleRecord()) },
 		"commit-v2.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleSubjectRecord()) },
+		"commit-v1-prev.msgpack":   func() ([]byte, error) { return EncodeRecord(samplePrevRecord()) },
 		"table-created-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated)) },
 		"table-deleted-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableDeleted)) },
 		"table-created-v2.msgpack": func() ([]byte, error) {
@@ -394,6 +440,12 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add(cat)
 	data, _ = EncodeRecord(sampleSubjectRecord())
 	f.Add(data)
+	data, _ = EncodeRecord(samplePrevRecord())
+	f.Add(data)
+	for _, prev := range [][]any{nil, {nil}, {[]any{0, 0}}, {[]any{3, 1}}, {[]any{0, 5}}, {nil, []any{0, 0}}, {nil, []any{1}}, {"x"}} {
+		b, _ := msgpack.Marshal(map[string]any{"v": 1, "t": "commit", "ts": 1, "pk": "", "cmds": []any{}, "ev": []any{[]any{1, "r", []any{}}, []any{2, "r", []any{}}}, "prev": prev})
+		f.Add(b)
+	}
 	for _, entry := range []any{
 		[]any{"", "id", []byte("b"), "orders.created"},
 		[]any{"q", "id", []byte("b"), "orders.created"},
@@ -599,6 +651,82 @@ func TestSubjectMessages(t *testing.T) {
 	} {
 		r := sampleRecord()
 		r.Messages = append(r.Messages, m)
+		if b, err := EncodeRecord(r); err == nil {
+			t.Errorf("%s: encoded as %x", name, b)
+		}
+	}
+}
+
+// TestPrevVersions: "prev" has one entry per event, each nil or [seq,
+// index], and a reference into its own record names an earlier put of the
+// same row; anything else is refused by the decoder and the encoder alike.
+// A record without it stays byte for byte what it was.
+func TestPrevVersions(t *testing.T) {
+	r := samplePrevRecord()
+	data, err := EncodeRecord(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeRecord(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalRecords(t, got, r)
+	if v, exists, known := got.PrevVersion(50, 1); !known || !exists || v != (engine.Version{Seq: 41, Index: 2}) {
+		t.Fatalf("PrevVersion(50, 1) = %v %v %v", v, exists, known)
+	}
+	// Without previous versions the encoding is what it always was.
+	plain := samplePrevRecord()
+	plain.HasPrev = false
+	for i := range plain.Events {
+		plain.Events[i].Prev = nil
+	}
+	a, _ := EncodeRecord(plain)
+	plain.Nonce = "n0nce"
+	plain.Events, plain.Commands = plain.Events[:3], plain.Commands[:2]
+	b, _ := EncodeRecord(plain)
+	golden, _ := os.ReadFile(filepath.Join("testdata", "golden", "commit-v1.msgpack"))
+	if !bytes.Equal(b, golden) || bytes.Contains(a, []byte("\xa4prev")) {
+		t.Fatal("a record without previous versions is not encoded as before")
+	}
+
+	commit := func(prev any) []byte {
+		b, err := msgpack.Marshal(map[string]any{"v": 1, "t": "commit", "ts": 1, "pk": "p", "cmds": []any{},
+			"ev": []any{[]any{1, "r", []any{}}, []any{2, "r", []any{}}, []any{1, "s", []any{}}}, "prev": prev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if r, err := DecodeRecord(commit([]any{nil, []any{0, 0}, []any{9, 3}})); err != nil || !r.HasPrev || r.Events[0].Prev != nil ||
+		*r.Events[1].Prev != (engine.Version{Index: 0}) || *r.Events[2].Prev != (engine.Version{Seq: 9, Index: 3}) {
+		t.Fatalf("good prev: %+v, %v", r, err)
+	}
+	for name, prev := range map[string]any{
+		"too few":            []any{nil, nil},
+		"too many":           []any{nil, nil, nil, nil},
+		"not an array":       "x",
+		"entry of one":       []any{nil, []any{1}, nil},
+		"entry of three":     []any{nil, []any{1, 2, 3}, nil},
+		"entry not an array": []any{nil, 5, nil},
+		"self":               []any{[]any{0, 0}, nil, nil},
+		"later event":        []any{[]any{0, 1}, nil, nil},
+		"another row":        []any{nil, nil, []any{0, 0}},
+		"a delete":           []any{nil, nil, []any{0, 1}},
+	} {
+		if r, err := DecodeRecord(commit(prev)); err == nil {
+			t.Errorf("%s: decoded as %+v", name, r)
+		}
+	}
+	for name, spoil := range map[string]func(r *engine.Record){
+		"later event": func(r *engine.Record) { r.Events[1].Prev = &engine.Version{Index: 2} },
+		"another row": func(r *engine.Record) { r.Events[3].Prev = &engine.Version{Index: 1} },
+		"a delete": func(r *engine.Record) {
+			r.Events[3].RowKey, r.Events[3].Prev = "empid_000099", &engine.Version{Index: 2}
+		},
+	} {
+		r := samplePrevRecord()
+		spoil(r)
 		if b, err := EncodeRecord(r); err == nil {
 			t.Errorf("%s: encoded as %x", name, b)
 		}

@@ -19,7 +19,9 @@
 //  2. Decides the commands in order with engine.Decide against that state
 //     plus an engine.Overlay of the effects decided before them; commands
 //     whose client id the view already holds are answered from the record
-//     that committed them.
+//     that committed them. Each event is given the version its entity had
+//     before it (Event.Prev): the view's, or an earlier event of the same
+//     record for an entity written twice in one group.
 //  3. Appends one record with the expected last sequence E.
 //  4. Stored: waits until the view has applied the record, then answers
 //     each command with its own result (ETags from the record's position).

@@ -149,8 +149,9 @@ func (c *Committer) lookup(table string) (Table, bool, error) {
 // before it.
 func (c *Committer) decide(epoch uint64, part Partition, pk string, group []*pending) (*engine.Record, []outcome, []*pending) {
 	ts := engine.TimeToTicks(c.cfg.Now())
-	rec := &engine.Record{Time: ts, PartitionKey: pk, Nonce: nuid.Next()}
+	rec := &engine.Record{Time: ts, PartitionKey: pk, Nonce: nuid.Next(), HasPrev: true}
 	ov := engine.NewOverlay(part)
+	var written map[string]int // row key → its last event in rec
 	outs := make([]outcome, 0, len(group))
 	var seen map[string]int // ids decided in this round; only groups of several need it
 	if len(group) > 1 {
@@ -183,6 +184,7 @@ func (c *Committer) decide(epoch uint64, part Partition, pk string, group []*pen
 			continue
 		}
 		ov.Apply(events, ts)
+		written = setPrev(rec, part, events, written)
 		o.ref = len(rec.Commands)
 		ref := engine.CommandRef{First: uint32(len(rec.Events)), Count: uint32(len(events))}
 		if !p.hostID {
@@ -198,6 +200,39 @@ func (c *Committer) decide(epoch uint64, part Partition, pk string, group []*pen
 		outs = append(outs, o)
 	}
 	return rec, outs, nil
+}
+
+// setPrev sets the previous version of each of events, which are about
+// to be appended to rec: the event of rec that last wrote the row (a
+// reference into the record itself, Seq 0), or else the entity as part
+// holds it (committed, so with its journal position), or nil when the row
+// does not exist. written maps row keys to their last event in rec; it is
+// returned updated.
+func setPrev(rec *engine.Record, part Partition, events []engine.Event, written map[string]int) map[string]int {
+	if written == nil {
+		written = make(map[string]int, len(events))
+	}
+	vs := make([]engine.Version, len(events)) // one allocation for the round's command
+	for k := range events {
+		ev := &events[k]
+		if j, ok := written[ev.RowKey]; ok {
+			// j is an event of an earlier command, or of this one (which
+			// only a batch has, and a batch writes a row once).
+			before := events[max(j-len(rec.Events), 0)].Kind
+			if j < len(rec.Events) {
+				before = rec.Events[j].Kind
+			}
+			if before == engine.EventPut {
+				vs[k] = engine.Version{Index: uint32(j)}
+				ev.Prev = &vs[k]
+			}
+		} else if e, ok := part.Entity(ev.RowKey); ok {
+			vs[k] = e.Version
+			ev.Prev = &vs[k]
+		}
+		written[ev.RowKey] = len(rec.Events) + k
+	}
+	return written
 }
 
 // dropExpired answers the commands whose time is up before they were tried.

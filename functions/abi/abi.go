@@ -157,6 +157,15 @@ type Change struct {
 	Deleted bool   `msgpack:"del,omitempty"`
 	Entity  Entity `msgpack:"e"`
 	ETag    string `msgpack:"etag"`
+	// PrevETag is the entity's ETag before the change: "" when it did
+	// not exist, or when PrevUnknown.
+	PrevETag string `msgpack:"petag,omitempty"`
+	// PrevUnknown is set when the change's record was written before
+	// Cairn recorded previous versions: PrevETag and Prev say nothing.
+	PrevUnknown bool `msgpack:"punk,omitempty"`
+	// Prev is the entity as it was before the change, with its ETag (nil
+	// when it did not exist or PrevUnknown).
+	Prev *Entity `msgpack:"prev,omitempty"`
 }
 
 // GetRequest reads one entity.

@@ -462,6 +462,15 @@ func (r *reader) change() *abi.Change {
 			c.Entity = r.entity()
 		case "etag":
 			c.ETag = r.str()
+		case "petag":
+			c.PrevETag = r.str()
+		case "punk":
+			c.PrevUnknown = r.bool()
+		case "prev":
+			if !r.null() {
+				e := r.entity()
+				c.Prev = &e
+			}
 		default:
 			r.skip()
 		}

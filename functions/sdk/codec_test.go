@@ -55,6 +55,13 @@ func randResponse(r *rand.Rand) abi.Response {
 		if r.IntN(2) == 0 {
 			t.Change = &abi.Change{Table: randString(r), Seq: uint64(randInt(r)), Index: int(randInt(r)), Deleted: r.IntN(2) == 0,
 				Entity: abi.Entity{Entity: randEntity(r), ETag: randString(r)}, ETag: randString(r)}
+			switch r.IntN(3) {
+			case 0:
+				t.Change.PrevUnknown = true
+			case 1:
+				t.Change.PrevETag = randString(r)
+				t.Change.Prev = &abi.Entity{Entity: randEntity(r), ETag: t.Change.PrevETag}
+			}
 		}
 		resp.Trigger = t
 	}

@@ -1,6 +1,9 @@
 // Package natsapi is the NATS front door: it answers Cairn's command
 // protocol (docs/PROTOCOL.md): entity commands, batches and point reads on
-// <prefix>.cmd.<Table>, table commands on <prefix>.tables. Every node
+// <prefix>.cmd.<Table>, table commands on <prefix>.tables, pages of a
+// table's change feed on <prefix>.changes.<Table> (read from the journal,
+// not the view, so they hold every change since the table was created).
+// Every node
 // subscribes in one queue group, so a request is handled by exactly one
 // node; bodies are msgpack or JSON and the reply uses the request's
 // encoding. Writes go to the committer (the same path as the HTTP API's);
@@ -14,11 +17,15 @@
 // created or deleted: ListTables tells); a request published without a
 // reply subject is executed but not answered. At shutdown the subscriptions drain: requests
 // already received are answered (5 s at the most), new ones go to the
-// other nodes of the queue group.
+// other nodes of the queue group; then change feed requests still waiting
+// for a change (long-polls) are answered with what they have, and Run
+// returns once they are.
 //
 // What it costs: one decode, one submit and one encode per request; the
 // subscriptions (GOMAXPROCS of them on the command subject) each deliver
 // on their own goroutine, with a pending limit of 1 Mi messages / 1 GiB so
-// that a slow node queues rather than drops. docs/PERFORMANCE.md has the
+// that a slow node queues rather than drops. A change feed request costs
+// a goroutine and a short-lived consumer on the table's stream while it
+// runs (at most 1,024 at once; beyond that ServerBusy). docs/PERFORMANCE.md has the
 // figures (go run ./cmd/cairn-bench).
 package natsapi

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -60,23 +61,32 @@ type Committer interface {
 	DeleteTable(ctx context.Context, name string) error
 }
 
-// Service is the NATS front of the committer and the views.
+// Service is the NATS front of the committer, the views and the journal.
 type Service struct {
-	nc    *nats.Conn
-	c     Committer
-	views *projections.Views
-	log   *slog.Logger
-	cfg   Config
-	ready chan struct{} // closed once subscribed
+	nc      *nats.Conn
+	c       Committer
+	views   *projections.Views
+	journal Journal
+	log     *slog.Logger
+	cfg     Config
+	ready   chan struct{} // closed once subscribed
 	// ctx bounds the handlers: it outlives Run's context, so that requests
 	// taken before a shutdown are still answered while it drains.
 	ctx context.Context
+	// feedCtx bounds the change feed requests: it ends once the
+	// subscriptions are drained, which answers the long-polls at once.
+	feedCtx  context.Context
+	feeds    chan struct{} // a token per change feed request in flight
+	feedMu   sync.Mutex
+	feedsOff bool // set once Run waits for the feed requests to end
+	feedWG   sync.WaitGroup
 }
 
 // New returns a service. It starts nothing: Run subscribes.
-func New(nc *nats.Conn, c Committer, views *projections.Views, log *slog.Logger, cfg Config) *Service {
+func New(nc *nats.Conn, c Committer, views *projections.Views, j Journal, log *slog.Logger, cfg Config) *Service {
 	cfg.defaults()
-	return &Service{nc: nc, c: c, views: views, log: log, cfg: cfg, ready: make(chan struct{})}
+	return &Service{nc: nc, c: c, views: views, journal: j, log: log, cfg: cfg, ready: make(chan struct{}),
+		feeds: make(chan struct{}, maxFeedsInFlight)}
 }
 
 // CommandSubject returns the subject of a table's entity commands; table
@@ -118,6 +128,15 @@ func (s *Service) Ready() <-chan struct{} { return s.ready }
 // dropped. It returns an error only when it cannot subscribe.
 func (s *Service) Run(ctx context.Context) error {
 	s.ctx = context.WithoutCancel(ctx)
+	var stopFeeds context.CancelFunc
+	s.feedCtx, stopFeeds = context.WithCancel(s.ctx)
+	defer func() {
+		stopFeeds()
+		s.feedMu.Lock()
+		s.feedsOff = true
+		s.feedMu.Unlock()
+		s.feedWG.Wait()
+	}()
 	var subs []*nats.Subscription
 	subscribe := func(subject string, h nats.MsgHandler) error {
 		sub, err := s.nc.QueueSubscribe(subject, s.cfg.QueueGroup, h)
@@ -144,6 +163,11 @@ func (s *Service) Run(ctx context.Context) error {
 	for _, subject := range []string{TablesSubject(s.cfg.Prefix, ""), TablesSubject(s.cfg.Prefix, "*")} {
 		if err == nil {
 			err = subscribe(subject, s.handleTables)
+		}
+	}
+	for _, subject := range []string{ChangesSubject(s.cfg.Prefix, "*"), ChangesSubject(s.cfg.Prefix, "*.*")} {
+		if err == nil {
+			err = subscribe(subject, s.handleChanges)
 		}
 	}
 	if err == nil {

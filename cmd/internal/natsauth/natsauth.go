@@ -7,9 +7,10 @@
 // The node user may do everything: the node itself, other nodes joining
 // its server, and the operators' CLI connect as it. The development user
 // may only send what the documented development commands send (table and
-// entity commands of the development account's tables, queue messages,
-// direct function calls) and receive replies on _INBOX.>. A service user
-// may send commands to the tables of one storage account it is given
+// entity commands and change feed requests of the development account's
+// tables, queue messages, direct function calls) and receive replies on _INBOX.>. A service user
+// may send commands to the tables of one storage account it is given, and
+// read their change feeds
 // (exactly as spelled in the file: subjects are case-sensitive), manage
 // that account's tables if allowed, enqueue to its queues and call its
 // functions, and receive replies only under its own inbox prefix,
@@ -130,13 +131,15 @@ func Users(prefix string, node Creds, service []ServiceUser, dev bool) (users []
 }
 
 // DevPermissions are the development user's: publish the development
-// account's table and entity commands (TableSubjects and TablesSubjects
-// of engine.DevAccount, so no other account's tables), queue messages and direct
+// account's table and entity commands and read its tables' change feeds
+// (TableSubjects, ChangesSubjects and TablesSubjects of engine.DevAccount,
+// so no other account's tables), queue messages and direct
 // calls; subscribe to replies on _INBOX.>. Everything else is denied, the
 // JetStream API ($JS.API.>), the journal (<prefix>.j.>), the catalog
 // (<prefix>.catalog.>), $KV.>, $O.> and $SYS.> among it.
 func DevPermissions(prefix string) *server.Permissions {
-	allow := append(TableSubjects(prefix, engine.DevAccount, "*"), TablesSubjects(prefix, engine.DevAccount)...)
+	allow := append(TableSubjects(prefix, engine.DevAccount, "*"), ChangesSubjects(prefix, engine.DevAccount, "*")...)
+	allow = append(allow, TablesSubjects(prefix, engine.DevAccount)...)
 	allow = append(allow, prefix+".queue.>", prefix+".fn.>")
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: allow},

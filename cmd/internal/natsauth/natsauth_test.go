@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -61,7 +62,7 @@ func TestUsers(t *testing.T) {
 		t.Fatalf("with the development account: %+v %q", users, noAuth)
 	}
 	p := users[1].Permissions
-	wantPub := []string{"cairn.cmd.*", "cairn.cmd.devstoreaccount1.*", "cairn.tables", "cairn.tables.devstoreaccount1", "cairn.queue.>", "cairn.fn.>"}
+	wantPub := []string{"cairn.cmd.*", "cairn.cmd.devstoreaccount1.*", "cairn.changes.*", "cairn.changes.devstoreaccount1.*", "cairn.tables", "cairn.tables.devstoreaccount1", "cairn.queue.>", "cairn.fn.>"}
 	if !slices.Equal(p.Publish.Allow, wantPub) || p.Publish.Deny != nil || !slices.Equal(p.Subscribe.Allow, []string{"_INBOX.>"}) || p.Subscribe.Deny != nil {
 		t.Fatalf("development permissions %+v %+v", p.Publish, p.Subscribe)
 	}
@@ -79,6 +80,13 @@ func TestSubjects(t *testing.T) {
 	} {
 		if got := TableSubjects("x", c.account, c.table); !slices.Equal(got, c.cmd) {
 			t.Errorf("TableSubjects(%s, %s) = %v, want %v", c.account, c.table, got, c.cmd)
+		}
+		changes := make([]string, len(c.cmd))
+		for i, s := range c.cmd {
+			changes[i] = strings.Replace(s, ".cmd.", ".changes.", 1)
+		}
+		if got := ChangesSubjects("x", c.account, c.table); !slices.Equal(got, changes) {
+			t.Errorf("ChangesSubjects(%s, %s) = %v, want %v", c.account, c.table, got, changes)
 		}
 		if got := TablesSubjects("x", c.account); !slices.Equal(got, c.tables) {
 			t.Errorf("TablesSubjects(%s) = %v, want %v", c.account, got, c.tables)

@@ -25,3 +25,15 @@ func TablesSubjects(prefix, account string) []string {
 	}
 	return s
 }
+
+// ChangesSubjects returns the subjects of the change feed of an account's
+// table: <prefix>.changes.<account>.<table>, and for the development
+// account also <prefix>.changes.<table>. table "*" stands for every table
+// of the account. Whoever may write a table may read its feed.
+func ChangesSubjects(prefix, account, table string) []string {
+	s := []string{prefix + ".changes." + account + "." + table}
+	if account == engine.DevAccount {
+		s = append([]string{prefix + ".changes." + table}, s...)
+	}
+	return s
+}

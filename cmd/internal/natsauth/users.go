@@ -127,7 +127,7 @@ func (u ServiceUser) Validate() error {
 var validBcrypt = regexp.MustCompile(`^\$2[abxy]\$\d{2}\$`)
 
 // Permissions returns the user's permissions: publish the subjects of its
-// tables (TableSubjects), of its account's table commands with
+// tables (TableSubjects) and of their change feeds (ChangesSubjects), of its account's table commands with
 // ManageTables (TablesSubjects), of its queues and its functions;
 // subscribe under its InboxPrefix only. The allow lists are never empty
 // (Validate refuses a user that grants nothing; an empty list would allow
@@ -136,6 +136,7 @@ func (u ServiceUser) Permissions(prefix string) *server.Permissions {
 	var pub []string
 	for _, t := range u.Tables {
 		pub = append(pub, TableSubjects(prefix, u.Account, t)...)
+		pub = append(pub, ChangesSubjects(prefix, u.Account, t)...)
 	}
 	if u.ManageTables {
 		pub = append(pub, TablesSubjects(prefix, u.Account)...)

@@ -88,13 +88,13 @@ func TestServiceUserPermissions(t *testing.T) {
 		pub []string
 	}{
 		{ServiceUser{User: "billing", Account: "acme", Tables: []string{"Invoices", "Customers"}, Queues: []string{"invoices"}, Functions: []string{"hello"}},
-			[]string{"cairn.cmd.acme.Invoices", "cairn.cmd.acme.Customers", "cairn.queue.invoices", "cairn.fn.hello"}},
+			[]string{"cairn.cmd.acme.Invoices", "cairn.changes.acme.Invoices", "cairn.cmd.acme.Customers", "cairn.changes.acme.Customers", "cairn.queue.invoices", "cairn.fn.hello"}},
 		{ServiceUser{User: "billing", Account: "acme", Tables: []string{"*"}, ManageTables: true},
-			[]string{"cairn.cmd.acme.*", "cairn.tables.acme"}},
+			[]string{"cairn.cmd.acme.*", "cairn.changes.acme.*", "cairn.tables.acme"}},
 		{ServiceUser{User: "billing", Account: "devstoreaccount1", Tables: []string{"Invoices"}, ManageTables: true},
-			[]string{"cairn.cmd.Invoices", "cairn.cmd.devstoreaccount1.Invoices", "cairn.tables", "cairn.tables.devstoreaccount1"}},
+			[]string{"cairn.cmd.Invoices", "cairn.cmd.devstoreaccount1.Invoices", "cairn.changes.Invoices", "cairn.changes.devstoreaccount1.Invoices", "cairn.tables", "cairn.tables.devstoreaccount1"}},
 		{ServiceUser{User: "billing", Account: "devstoreaccount1", Tables: []string{"*"}},
-			[]string{"cairn.cmd.*", "cairn.cmd.devstoreaccount1.*"}},
+			[]string{"cairn.cmd.*", "cairn.cmd.devstoreaccount1.*", "cairn.changes.*", "cairn.changes.devstoreaccount1.*"}},
 		{ServiceUser{User: "billing", Functions: []string{"hello"}},
 			[]string{"cairn.fn.hello"}},
 	} {
@@ -113,7 +113,7 @@ func TestUsersWithServiceUsers(t *testing.T) {
 	for _, dev := range []bool{false, true} {
 		users, _ := Users("cairn", Creds{User: NodeUser, Password: "secret"}, service, dev)
 		if len(users) < 2 || users[1].Username != "billing" || users[1].Password != "pw" ||
-			!slices.Equal(users[1].Permissions.Publish.Allow, []string{"cairn.cmd.acme.Invoices"}) {
+			!slices.Equal(users[1].Permissions.Publish.Allow, []string{"cairn.cmd.acme.Invoices", "cairn.changes.acme.Invoices"}) {
 			t.Fatalf("dev=%v: %+v", dev, users)
 		}
 	}

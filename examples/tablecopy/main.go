@@ -1,0 +1,69 @@
+// Command tablecopy keeps a copy of a Cairn table in a JSON file, in sync
+// through the table's change feed (package copier): it starts where the
+// file's copy ends (the beginning when there is no file), applies every
+// page of changes and saves the copy and its position after each.
+//
+//	go run ./examples/tablecopy -table Employees [-file Employees.json] [-account acme]
+//
+// It runs until interrupted (Ctrl-C), then exits 0; it exits 1 with the
+// node's coded error (TableNotFound, TableFaulted), or when the copy is
+// out of sync with the table (a change's previous ETag is not the one the
+// file holds: start again with a new file).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/examples/tablecopy/copier"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "tablecopy:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("tablecopy", flag.ContinueOnError)
+	natsURL := fs.String("nats-url", nats.DefaultURL, "the host's NATS server")
+	table := fs.String("table", "", "the table to copy (required)")
+	path := fs.String("file", "", "the copy's file (default <table>.json)")
+	account := fs.String("account", "", "the table's storage account (default: the development account)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *table == "" {
+		fs.Usage()
+		return fmt.Errorf("-table is required")
+	}
+	if *path == "" {
+		*path = *table + ".json"
+	}
+	c, err := copier.Load(*path)
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(*natsURL)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	fmt.Printf("copying %s into %s from position %d (%d entities)\n", *table, *path, c.Next, len(c.Entities))
+	return copier.Follow(ctx, client.New(nc, client.WithAccount(*account)), *table, c, func(c *copier.Copy) error {
+		if err := copier.Save(*path, c); err != nil {
+			return err
+		}
+		fmt.Printf("at position %d: %d entities\n", c.Next, len(c.Entities))
+		return nil
+	})
+}

@@ -1,0 +1,186 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/engine"
+)
+
+// ReadRange says which records Read returns.
+type ReadRange struct {
+	// From is the first sequence to read (1: the beginning; 0 is read as 1).
+	From uint64
+	// Max bounds the number of records (1 or more).
+	Max int
+	// MaxBytes bounds the records' encoded size (0: no bound); the first
+	// record is returned whatever its size, so that a reader always moves.
+	MaxBytes int
+	// Partitions, if any, are the only partition keys read.
+	Partitions []string
+	// Wait is how long to wait for a record when none is there to read
+	// (0: answer at once).
+	Wait time.Duration
+}
+
+// Stored is a record as it is stored: its sequence and its size.
+type Stored struct {
+	Seq    uint64
+	Record *engine.Record
+	Size   int
+}
+
+// Page is what Read returns.
+type Page struct {
+	Records []Stored
+	// Next is the sequence to read from next: after the last record
+	// returned, or past the records that do not match the partitions.
+	Next uint64
+	// Head is the table's last sequence as Read saw it.
+	Head uint64
+}
+
+// Read returns a table's records from r.From on, in journal order, with
+// the same checks as Consume (a record that cannot be decoded or is on
+// another partition's subject is a *CorruptError). It keeps nothing on
+// the server once it returns: it reads through a short-lived ephemeral
+// consumer (in memory, without acknowledgements) that it deletes
+// afterwards. A table incarnation that does not exist wraps
+// engine.ErrTableGone.
+//
+// Cost: four requests (stream info, consumer create, fetch, consumer
+// delete), a fifth when it waits; the records are decoded.
+func (j *Journal) Read(ctx context.Context, table string, epoch uint64, r ReadRange) (*Page, error) {
+	if r.From == 0 {
+		r.From = 1
+	}
+	if r.Max < 1 {
+		return nil, fmt.Errorf("journal: read %s: max %d", table, r.Max)
+	}
+	name := StreamName(j.cfg.Prefix, table, epoch)
+	s, err := j.js.Stream(ctx, name)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			err = engine.ErrTableGone
+		}
+		return nil, fmt.Errorf("journal: read %s: %w", table, err)
+	}
+	head := s.CachedInfo().State.LastSeq
+	page := &Page{Next: max(r.From, head+1), Head: head}
+	if r.From > head && r.Wait <= 0 {
+		page.Next = r.From
+		return page, nil
+	}
+	cfg := jetstream.ConsumerConfig{
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       r.From,
+		AckPolicy:         jetstream.AckNonePolicy,
+		MemoryStorage:     true,
+		Replicas:          1,
+		InactiveThreshold: r.Wait + 30*time.Second, // removed by the server if this node dies before it deletes it
+	}
+	var subjects []string
+	for _, pk := range r.Partitions {
+		if subj := j.PartitionSubject(table, epoch, pk); !slices.Contains(subjects, subj) {
+			subjects = append(subjects, subj)
+		}
+	}
+	if len(subjects) == 1 {
+		cfg.FilterSubject = subjects[0]
+	} else {
+		cfg.FilterSubjects = subjects
+	}
+	cons, err := s.CreateConsumer(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("journal: read %s: %w", table, err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = s.DeleteConsumer(dctx, cons.CachedInfo().Name)
+	}()
+
+	prefix := j.PartitionSubject(table, epoch, "")
+	prefix = prefix[:len(prefix)-len(EncodePartition(""))]
+	size := 0
+	full := false    // stopped by Max or MaxBytes
+	caughtUp := true // nothing matching was left when the last fetch ended
+	take := func(batch jetstream.MessageBatch) error {
+		for m := range batch.Messages() {
+			if full {
+				continue // drain the batch
+			}
+			md, err := m.Metadata()
+			if err != nil {
+				return fmt.Errorf("journal: read %s: %w", table, err)
+			}
+			seq, data := md.Sequence.Stream, m.Data()
+			if r.MaxBytes > 0 && len(page.Records) > 0 && size+len(data) > r.MaxBytes {
+				full, caughtUp = true, false
+				continue
+			}
+			rec, err := DecodeRecord(data)
+			if err != nil {
+				return &CorruptError{What: table, Seq: seq, Subject: m.Subject(), Err: err}
+			}
+			if m.Subject() != prefix+EncodePartition(rec.PartitionKey) {
+				return &CorruptError{What: table, Seq: seq, Subject: m.Subject(), Err: fmt.Errorf("partition key %q does not belong on subject %q", rec.PartitionKey, m.Subject())}
+			}
+			size += len(data)
+			page.Records = append(page.Records, Stored{Seq: seq, Record: rec, Size: len(data)})
+			caughtUp = md.NumPending == 0
+			full = len(page.Records) >= r.Max
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, nats.ErrTimeout) {
+			return fmt.Errorf("journal: read %s: %w", table, err)
+		}
+		return nil
+	}
+	pending := cons.CachedInfo().NumPending
+	if pending > 0 {
+		batch, err := cons.FetchNoWait(r.Max)
+		if err == nil {
+			err = take(batch)
+		}
+		if err != nil {
+			return nil, err
+		}
+	} else if r.Wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, r.Wait)
+		batch, err := cons.Fetch(1, jetstream.FetchContext(wctx))
+		if err == nil {
+			err = take(batch)
+		}
+		cancel()
+		if err == nil && len(page.Records) > 0 && !full && !caughtUp {
+			batch, err = cons.FetchNoWait(r.Max - len(page.Records))
+			if err == nil {
+				err = take(batch)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if pending > 0 && len(page.Records) == 0 {
+		// Records were there but none came: say nothing of them.
+		page.Next = r.From
+	}
+	if n := len(page.Records); n > 0 {
+		last := page.Records[n-1].Seq
+		page.Head = max(page.Head, last)
+		page.Next = last + 1
+		if caughtUp {
+			// Nothing after last matched when the consumer looked, which
+			// was after head was read.
+			page.Next = max(page.Next, head+1)
+		}
+	}
+	return page, nil
+}

@@ -1,0 +1,136 @@
+package journal_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal"
+)
+
+func seqs(p *journal.Page) []uint64 {
+	var s []uint64
+	for _, r := range p.Records {
+		s = append(s, r.Seq)
+	}
+	return s
+}
+
+func equalSeqs(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestRead: pages of a table's records by sequence, with next and head,
+// filtered by partition, waiting for a record when asked to, and nothing
+// left on the server afterwards.
+func TestRead(t *testing.T) {
+	j, ctx := newJournal(t)
+	if err := j.EnsureTableStream(ctx, "Emp", 3); err != nil {
+		t.Fatal(err)
+	}
+	last := map[string]uint64{}
+	appendTo := func(pk, rk string) uint64 {
+		t.Helper()
+		s, err := j.Append(ctx, "Emp", 3, put(pk, rk, 1), last[pk])
+		if err != nil {
+			t.Fatal(err)
+		}
+		last[pk] = s
+		return s
+	}
+	for i, pk := range []string{"a", "b", "a", "c", "b", "a"} { // seqs 1..6
+		appendTo(pk, string(rune('0'+i)))
+	}
+	read := func(r journal.ReadRange) *journal.Page {
+		t.Helper()
+		p, err := j.Read(ctx, "Emp", 3, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := read(journal.ReadRange{From: 1, Max: 4})
+	if !equalSeqs(seqs(p), []uint64{1, 2, 3, 4}) || p.Next != 5 || p.Head != 6 {
+		t.Fatalf("first page %v next %d head %d", seqs(p), p.Next, p.Head)
+	}
+	if p.Records[1].Record.PartitionKey != "b" {
+		t.Fatalf("record 2 is of partition %q", p.Records[1].Record.PartitionKey)
+	}
+	p = read(journal.ReadRange{From: p.Next, Max: 4})
+	if !equalSeqs(seqs(p), []uint64{5, 6}) || p.Next != 7 || p.Head != 6 {
+		t.Fatalf("second page %v next %d head %d", seqs(p), p.Next, p.Head)
+	}
+	p = read(journal.ReadRange{From: 7, Max: 4})
+	if len(p.Records) != 0 || p.Next != 7 || p.Head != 6 {
+		t.Fatalf("past the end: %v next %d head %d", seqs(p), p.Next, p.Head)
+	}
+	// Partitions: only theirs, and next skips what does not match.
+	p = read(journal.ReadRange{From: 1, Max: 10, Partitions: []string{"b", "c"}})
+	if !equalSeqs(seqs(p), []uint64{2, 4, 5}) || p.Next != 7 {
+		t.Fatalf("partitions b, c: %v next %d", seqs(p), p.Next)
+	}
+	p = read(journal.ReadRange{From: 1, Max: 2, Partitions: []string{"a"}})
+	if !equalSeqs(seqs(p), []uint64{1, 3}) || p.Next != 4 {
+		t.Fatalf("partition a, max 2: %v next %d", seqs(p), p.Next)
+	}
+	p = read(journal.ReadRange{From: 6, Max: 2, Partitions: []string{"c"}})
+	if len(p.Records) != 0 || p.Next != 7 {
+		t.Fatalf("partition c from 6: %v next %d", seqs(p), p.Next)
+	}
+	// A byte budget still returns the first record.
+	p = read(journal.ReadRange{From: 1, Max: 10, MaxBytes: 1})
+	if !equalSeqs(seqs(p), []uint64{1}) || p.Next != 2 {
+		t.Fatalf("budget of one byte: %v next %d", seqs(p), p.Next)
+	}
+
+	// Waiting: a read with nothing to return is answered by the next
+	// record of its partitions, not by another partition's.
+	done := make(chan *journal.Page, 1)
+	go func() {
+		p, err := j.Read(ctx, "Emp", 3, journal.ReadRange{From: 7, Max: 10, Partitions: []string{"c"}, Wait: 20 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- p
+	}()
+	appendTo("a", "x") // 7: not c
+	appendTo("c", "y") // 8
+	select {
+	case p := <-done:
+		if !equalSeqs(seqs(p), []uint64{8}) || p.Next != 9 {
+			t.Fatalf("waited read: %v next %d", seqs(p), p.Next)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("a waiting read was not answered by a write")
+	}
+	start := time.Now()
+	p = read(journal.ReadRange{From: 9, Max: 10, Wait: 200 * time.Millisecond})
+	if len(p.Records) != 0 || p.Next != 9 || time.Since(start) < 100*time.Millisecond {
+		t.Fatalf("a wait with nothing: %v next %d after %v", seqs(p), p.Next, time.Since(start))
+	}
+
+	// Nothing stays on the server.
+	names := 0
+	s, err := j.JetStream().Stream(ctx, journal.StreamName("cairn", "Emp", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range s.ListConsumers(ctx).Info() {
+		names++
+	}
+	if names != 0 {
+		t.Fatalf("%d consumers left on the stream", names)
+	}
+	if _, err := j.Read(ctx, "Gone", 1, journal.ReadRange{From: 1, Max: 1}); !errors.Is(err, engine.ErrTableGone) {
+		t.Fatalf("a missing table: %v", err)
+	}
+}
