@@ -37,18 +37,10 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts host processes")
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 1))
+	r := seededRand(t, 1)
 	dir, listen := t.TempDir(), nodetest.FreeAddr(t)
 	c1 := nodetest.StartChild(t, nodetest.ChildConfig{DataDir: dir, NATSListen: listen})
-
-	nc, err := nats.Connect("nats://"+listen, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	cl := client.New(nc, client.WithTimeout(2*time.Second), client.WithAttempts(100))
+	cl := retryingClient(t, listen)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if _, err := cl.CreateTable(ctx, "Crash"); err != nil {
@@ -161,12 +153,7 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	dir, listen := t.TempDir(), nodetest.FreeAddr(t)
 	c1 := nodetest.StartChild(t, nodetest.ChildConfig{DataDir: dir, NATSListen: listen})
-	nc, err := nats.Connect("nats://"+listen, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	cl := client.New(nc, client.WithTimeout(2*time.Second), client.WithAttempts(100))
+	cl := retryingClient(t, listen)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if _, err := cl.CreateTable(ctx, "Graceful"); err != nil {
@@ -210,4 +197,27 @@ func TestGracefulShutdown(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+}
+
+// seededRand returns a random source whose seed the test logs, so that a
+// failing run can be replayed.
+func seededRand(t *testing.T, stream uint64) *rand.Rand {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	return rand.New(rand.NewPCG(seed, stream))
+}
+
+// retryingClient connects to a node's server at listen without
+// credentials, reconnecting for ever, with a client that sends a command
+// with an id again until a node answers: what carries a write load across
+// a node killed and restarted.
+func retryingClient(t *testing.T, listen string) *client.Client {
+	t.Helper()
+	nc, err := nats.Connect("nats://"+listen, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return client.New(nc, client.WithTimeout(2*time.Second), client.WithAttempts(100))
 }

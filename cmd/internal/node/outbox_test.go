@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -153,17 +152,10 @@ func TestOutboxSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 2))
+	r := seededRand(t, 2)
 	dir, listen := t.TempDir(), nodetest.FreeAddr(t)
 	c1 := nodetest.StartChild(t, nodetest.ChildConfig{DataDir: dir, NATSListen: listen, NoBuiltins: true})
-	nc, err := nats.Connect("nats://"+listen, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	cl := client.New(nc, client.WithTimeout(2*time.Second), client.WithAttempts(100))
+	cl := retryingClient(t, listen)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	info, err := cl.CreateTable(ctx, "Outbox")
