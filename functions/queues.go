@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/outbox"
 )
 
 // MaxMessage bounds a queue message's body (Azure's queue message limit is
@@ -46,8 +47,9 @@ func StreamName(prefix string) string {
 	return strings.ToUpper(strings.ReplaceAll(prefix, "-", "_")) + "_QUEUES"
 }
 
-// QueueSubject is the subject clients publish a queue's messages to.
-func QueueSubject(prefix, queue string) string { return prefix + ".queue." + queue }
+// QueueSubject is the subject clients publish a queue's messages to; the
+// outbox relay publishes there too, and owns the layout.
+func QueueSubject(prefix, queue string) string { return outbox.QueueSubject(prefix, queue) }
 
 // OpenQueues creates the queue stream if it does not exist, or updates an
 // existing one to the node's settings, with a cap of maxMessages per queue
