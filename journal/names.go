@@ -16,8 +16,21 @@ func CatalogStreamName(prefix string) string { return strings.ToUpper(prefix) + 
 // which no table of the development account can have (its names hold no
 // '_').
 func StreamName(prefix, table string, epoch uint64) string {
-	return strings.ToUpper(prefix) + "_T_" + strings.ReplaceAll(strings.ToLower(table), ".", "_") + "_" + strconv.FormatUint(epoch, 10)
+	return TableStreamPrefix(prefix, table) + strconv.FormatUint(epoch, 10)
 }
+
+// TableStreamPrefix is how the stream of every incarnation of a table
+// starts, before its epoch ("CAIRN_T_orders_"); with table "", how every
+// table stream of the prefix starts ("CAIRN_T_").
+func TableStreamPrefix(prefix, table string) string {
+	if table == "" {
+		return strings.ToUpper(prefix) + "_T_"
+	}
+	return strings.ToUpper(prefix) + "_T_" + strings.ReplaceAll(strings.ToLower(table), ".", "_") + "_"
+}
+
+// TableSubjects is the subject filter of every table's journal of a prefix.
+func TableSubjects(prefix string) string { return prefix + ".j.>" }
 
 // TableStream returns the name of a table incarnation's stream.
 func (j *Journal) TableStream(table string, epoch uint64) string {

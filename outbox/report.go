@@ -49,16 +49,13 @@ func Reports(ctx context.Context, js jetstream.JetStream, prefix string) ([]Repo
 		return nil, fmt.Errorf("outbox: bucket %s: %w (has a node with prefix %q run?)", BucketName(prefix), err, prefix)
 	}
 	var out []Report
-	names := js.StreamNames(ctx)
-	for name := range names.Name() {
-		if !strings.HasPrefix(name, tableStreamPrefix(prefix)) {
+	streams := js.ListStreams(ctx, jetstream.WithStreamListSubject(journal.TableSubjects(prefix)))
+	for info := range streams.Info() {
+		name := info.Config.Name
+		if !strings.HasPrefix(name, journal.TableStreamPrefix(prefix, "")) {
 			continue
 		}
-		s, err := js.Stream(ctx, name)
-		if err != nil {
-			continue // dropped meanwhile
-		}
-		r := Report{Stream: name, Head: s.CachedInfo().State.LastSeq}
+		r := Report{Stream: name, Head: info.State.LastSeq}
 		if e, err := kv.Get(ctx, posKey(name)); err == nil {
 			r.Position, _ = strconv.ParseUint(string(e.Value()), 10, 64)
 		}
@@ -66,32 +63,39 @@ func Reports(ctx context.Context, js jetstream.JetStream, prefix string) ([]Repo
 			_ = json.Unmarshal(e.Value(), &r.Blocked)
 		}
 		if r.Position < r.Head {
-			if m, err := s.GetMsg(ctx, r.Position+1); err == nil {
-				if rec, err := journal.DecodeRecord(m.Data); err == nil {
-					r.Behind = engine.TicksToTime(rec.Time)
-				}
-			}
+			r.Behind = firstUnrelayed(ctx, js, name, r.Position+1)
 		}
 		out = append(out, r)
 	}
-	if err := names.Err(); err != nil {
+	if err := streams.Err(); err != nil {
 		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Stream < out[j].Stream })
 	return out, nil
 }
 
-// tableStreamPrefix is how every table stream's name starts.
-func tableStreamPrefix(prefix string) string {
-	s := journal.StreamName(prefix, "x", 1)
-	return s[:len(s)-len("x_1")]
+// firstUnrelayed is the commit time of a stream's record seq (zero when it
+// cannot be read).
+func firstUnrelayed(ctx context.Context, js jetstream.JetStream, stream string, seq uint64) time.Time {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return time.Time{}
+	}
+	m, err := s.GetMsg(ctx, seq)
+	if err != nil {
+		return time.Time{}
+	}
+	rec, err := journal.DecodeRecord(m.Data)
+	if err != nil {
+		return time.Time{}
+	}
+	return engine.TicksToTime(rec.Time)
 }
 
 // StreamOf returns the stream of a table's newest incarnation (its full
 // name: "Orders", "contoso.Orders").
 func StreamOf(ctx context.Context, js jetstream.JetStream, prefix, table string) (string, error) {
-	want := journal.StreamName(prefix, table, 0)
-	want = want[:len(want)-1] // "…_orders_": any epoch
+	want := journal.TableStreamPrefix(prefix, table)
 	var best string
 	var bestEpoch uint64
 	names := js.StreamNames(ctx)
