@@ -114,7 +114,8 @@ func (l *leases) tick(ctx context.Context, release func(shard int)) {
 	}
 	now := time.Now()
 	l.mu.Lock()
-	target := (cfg.Shards + l.liveLocked(now) - 1) / l.liveLocked(now)
+	live := l.liveLocked(now)
+	target := (cfg.Shards + live - 1) / live
 	held := make([]int, 0, len(l.held))
 	for s := range l.held {
 		held = append(held, s)

@@ -108,8 +108,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer renew.Stop()
 	// A new table's first messages wait for the next sync: keep it short
 	// (Tables is a copy of the catalog's live entries, nothing more).
-	sync := time.NewTicker(50 * time.Millisecond)
-	defer sync.Stop()
+	tables := time.NewTicker(50 * time.Millisecond)
+	defer tables.Stop()
 	r.leases.tick(ctx, r.stopShard)
 	r.syncWorkers(ctx)
 	for {
@@ -126,7 +126,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		case <-renew.C:
 			r.leases.tick(ctx, r.stopShard)
 			r.syncWorkers(ctx)
-		case <-sync.C:
+		case <-tables.C:
 			r.syncWorkers(ctx)
 		}
 	}

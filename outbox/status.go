@@ -107,7 +107,7 @@ func (r *Relay) WriteMetrics(w io.Writer) {
 	for _, m := range series {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n", m.name, m.help, m.name)
 		for _, s := range st {
-			fmt.Fprintf(w, "%s{table=\"%s\"} %s\n", m.name, escapeLabel(s.Table), m.value(s))
+			fmt.Fprintf(w, "%s{table=\"%s\"} %s\n", m.name, labelEscaper.Replace(s.Table), m.value(s))
 		}
 	}
 	for _, c := range []struct {
@@ -122,10 +122,8 @@ func (r *Relay) WriteMetrics(w io.Writer) {
 	}
 }
 
-// escapeLabel escapes a label value as the text format requires.
-func escapeLabel(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
-}
+// labelEscaper escapes a label value as the text format requires.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 // ErrNotBlocked is Skip's answer for a message the relay does not show
 // blocked.
