@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,7 +34,11 @@ func (n *Node) connect() error {
 				return fmt.Errorf("node: -nats-creds: %w", err)
 			}
 			opts = append(opts, c.Options()...)
-			n.credsFile = cfg.NATSCreds
+			n.credsFile, n.secret = cfg.NATSCreds, []byte(c.Password)
+		} else if u, err := url.Parse(cfg.NATSURL); err == nil && u.User != nil {
+			if p, ok := u.User.Password(); ok {
+				n.secret = []byte(p)
+			}
 		}
 		nc, err := nats.Connect(cfg.NATSURL, opts...)
 		if err != nil {
@@ -78,7 +83,7 @@ func (n *Node) connect() error {
 		unlock()
 		return fmt.Errorf("node: %w", err)
 	}
-	n.credsFile = path
+	n.credsFile, n.secret = path, []byte(creds.Password)
 	if created {
 		cfg.Log.Info("NATS node credentials created (other nodes and the operators' CLI need them: -nats-creds)", "file", path)
 	}

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -21,7 +20,6 @@ import (
 
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/natsapi"
-	"github.com/cairn-dev/cairn/cmd/internal/natsauth"
 	"github.com/cairn-dev/cairn/cmd/internal/operator"
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/functions"
@@ -40,6 +38,10 @@ type Node struct {
 	comm  *commit.Committer
 	fns   *functions.Runner
 	relay *outbox.Relay
+	// secret is known to every node of the system and to no client: the
+	// node user's password (nil when the node connects without one). It
+	// keys the outbox's message ids.
+	secret []byte
 
 	unlock  func() // releases the data directory
 	httpLn  net.Listener
@@ -174,6 +176,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	if err := g.Start(ctx, "nats api", natsapi.New(n.nc, n.comm, n.views, n.j, log, natsapi.Config{Prefix: cfg.Prefix, Outbox: cfg.outbox})); err != nil {
 		return err
 	}
+	name := nodeName(cfg.DataDir)
 	sb, err := newSandbox(ctx, cfg.DataDir, uint64(cfg.Functions.MemoryMB)<<20, log)
 	if err != nil {
 		return err
@@ -187,7 +190,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		Log:        log,
 
 		QueueMaxMessages: cfg.Functions.QueueMaxMessages,
-		Node:             nodeName(cfg.DataDir),
+		Node:             name,
 	})
 	if err != nil {
 		_ = sb.Close(context.WithoutCancel(ctx))
@@ -200,8 +203,8 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	// The relay after the runner, which made the queues' stream.
 	n.relay, err = outbox.New(n.nc, n.j, n.views, outbox.Config{
 		Prefix:   cfg.Prefix,
-		NodeID:   outboxNodeID(nodeName(cfg.DataDir)),
-		IDKey:    n.sharedSecret(),
+		NodeID:   outboxNodeID(name),
+		IDKey:    n.secret,
 		Replicas: cfg.Replicas,
 		Log:      log,
 	})
@@ -288,23 +291,6 @@ func (w *webServer) Run(ctx context.Context) error {
 		w.srv.Close()
 	}
 	<-done
-	return nil
-}
-
-// sharedSecret is a secret every node of the system knows and clients do
-// not: the node user's password (from its credentials file, or from
-// -nats-url); nil when the node connects without one.
-func (n *Node) sharedSecret() []byte {
-	if n.credsFile != "" {
-		if c, err := natsauth.Read(n.credsFile); err == nil {
-			return []byte(c.Password)
-		}
-	}
-	if u, err := url.Parse(n.cfg.NATSURL); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok {
-			return []byte(p)
-		}
-	}
 	return nil
 }
 
