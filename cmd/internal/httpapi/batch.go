@@ -245,7 +245,7 @@ func (c *call) batch() {
 		if i == 0 {
 			cmd.Table, c.table = full, full
 		} else if !strings.EqualFold(full, cmd.Table) {
-			_, first := engine.SplitTableName(cmd.Table)
+			first := engine.ShownTable(cmd.Table)
 			c.batchFailure(engine.Errorf(engine.CodeInvalidInput, "all operations of a batch must be on one table: %s, then %s", first, table).AtIndex(i))
 			return
 		}

@@ -50,24 +50,17 @@ func (c *call) appendEntity(b []byte, table string, e *engine.Entity, etag strin
 }
 
 // shownName is the name of a table's view as its account sees it.
-func shownName(t *projections.Table) string {
-	_, name := engine.SplitTableName(t.Name())
-	return name
-}
+func shownName(t *projections.Table) string { return engine.ShownTable(t.Name()) }
 
-// view returns the view of the account's table table (its name as the
-// account sees it), refusing a missing table or a stopped view.
-func (c *call) view(table string) (*projections.Table, error) {
-	full, err := c.fullName(table)
-	if err != nil {
-		return nil, err
-	}
+// view returns the view of a table (its full name, see fullName),
+// refusing a missing table or a stopped view.
+func (c *call) view(full string) (*projections.Table, error) {
 	t, ok, err := c.s.views.Lookup(c.r.Context(), full)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", table)
+		return nil, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", engine.ShownTable(full))
 	}
 	if err := t.Err(); err != nil {
 		// TableFaulted when its journal holds what the view cannot apply.
@@ -113,7 +106,7 @@ func (c *call) get(table string, k keys) {
 		c.fail(err)
 		return
 	}
-	t, err := c.view(table)
+	t, err := c.view(c.table)
 	if err != nil {
 		c.fail(err)
 		return
@@ -176,7 +169,7 @@ func (c *call) insert(table string) {
 		c.fail(err)
 		return
 	}
-	reply, err := c.submit(table, engine.Operation{Op: engine.OpInsert, Entity: e})
+	reply, err := c.submit(engine.Operation{Op: engine.OpInsert, Entity: e})
 	if err != nil {
 		c.fail(err)
 		return
@@ -227,7 +220,7 @@ func (c *call) update(table string, k keys, merge bool) {
 		c.fail(err)
 		return
 	}
-	if _, err := c.submit(table, engine.Operation{Op: op, Entity: e, IfMatch: ifMatch}); err != nil {
+	if _, err := c.submit(engine.Operation{Op: op, Entity: e, IfMatch: ifMatch}); err != nil {
 		c.fail(err)
 		return
 	}
@@ -249,7 +242,7 @@ func (c *call) delete(table string, k keys) {
 		c.fail(engine.Errorf(codeMissingRequiredHeader, "a delete needs If-Match: the entity's ETag, or * for any version"))
 		return
 	}
-	if _, err := c.submit(table, engine.Operation{Op: engine.OpDelete, Entity: engine.NewEntity(k.pk, k.rk), IfMatch: ifMatch}); err != nil {
+	if _, err := c.submit(engine.Operation{Op: engine.OpDelete, Entity: engine.NewEntity(k.pk, k.rk), IfMatch: ifMatch}); err != nil {
 		c.fail(err)
 		return
 	}

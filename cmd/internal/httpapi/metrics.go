@@ -187,7 +187,7 @@ func (c *call) load() {
 		t, ok := c.s.views.Table(full)
 		if !ok {
 			var err error
-			if t, err = c.view(name); err != nil {
+			if t, err = c.view(full); err != nil {
 				c.fail(err)
 				return
 			}
@@ -202,10 +202,10 @@ func (c *call) load() {
 	}
 	// The account sees its tables by their names, not by their full names.
 	for i := range out {
-		_, out[i].Table = engine.SplitTableName(out[i].Table)
+		out[i].Table = engine.ShownTable(out[i].Table)
 		if f := out[i].Fault; f != nil {
 			g := *f
-			_, g.Table = engine.SplitTableName(g.Table)
+			g.Table = engine.ShownTable(g.Table)
 			out[i].Fault = &g
 		}
 	}

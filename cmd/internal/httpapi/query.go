@@ -138,7 +138,7 @@ func (c *call) query(table string) {
 		}
 		tok = &t
 	}
-	t, err := c.view(table)
+	t, err := c.view(c.table)
 	if err != nil {
 		c.fail(err)
 		return

@@ -174,7 +174,7 @@ func (c *call) createTable() {
 		c.fail(err)
 		return
 	}
-	_, info.Name = engine.SplitTableName(info.Name)
+	info.Name = engine.ShownTable(info.Name)
 	c.w.Header().Set("Location", c.base()+"/Tables('"+info.Name+"')")
 	if c.noContent() {
 		c.w.WriteHeader(http.StatusNoContent)
@@ -200,7 +200,7 @@ func (c *call) getTable(name string) {
 		c.fail(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", name))
 		return
 	}
-	_, shown := engine.SplitTableName(info.Name)
+	shown := engine.ShownTable(info.Name)
 	c.writeJSON(http.StatusOK, c.appendTable(nil, shown, true))
 }
 

@@ -37,18 +37,14 @@ func (c *call) commit(cmd *engine.Command) (*engine.Reply, error) {
 	}
 }
 
-// submit commits one operation, with the request's outbox messages, and
-// sets the reply's ETag header.
-func (c *call) submit(table string, op engine.Operation) (*engine.Reply, error) {
-	full, err := c.fullName(table)
-	if err != nil {
-		return nil, err
-	}
+// submit commits one operation on the request's table (c.table), with
+// the request's outbox messages, and sets the reply's ETag header.
+func (c *call) submit(op engine.Operation) (*engine.Reply, error) {
 	msgs, err := c.messages()
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.commit(&engine.Command{ID: c.commandID(), Table: full, Ops: []engine.Operation{op}, Messages: msgs})
+	r, err := c.commit(&engine.Command{ID: c.commandID(), Table: c.table, Ops: []engine.Operation{op}, Messages: msgs})
 	if err != nil {
 		return nil, err
 	}
