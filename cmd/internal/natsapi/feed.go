@@ -124,7 +124,7 @@ func (s *Service) changes(subject string, data []byte, enc wire.Encoding) (uint6
 	if !ok {
 		return 0, nil, feedErr(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", table))
 	}
-	_, shown := engine.SplitTableName(t.Name())
+	shown := engine.ShownTable(t.Name())
 	if err := t.Err(); err != nil && engine.ErrorCode(err) != engine.CodeInternalError {
 		return 0, nil, feedErr(err) // TableFaulted, or TableNotFound once dropped
 	}

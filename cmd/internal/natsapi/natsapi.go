@@ -269,10 +269,10 @@ func (s *Service) retrieve(table string, req *engine.Request) *engine.Reply {
 		return errReply(err)
 	}
 	if !ok {
-		_, shown := engine.SplitTableName(table)
+		shown := engine.ShownTable(table)
 		return errReply(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", shown))
 	}
-	_, shown := engine.SplitTableName(t.Name())
+	shown := engine.ShownTable(t.Name())
 	if err := t.Err(); err != nil {
 		// A stopped view is stale for good: say so rather than answer
 		// (TableFaulted when its journal holds what it cannot apply).
@@ -330,7 +330,7 @@ func (s *Service) tableCommand(ctx context.Context, account string, req *engine.
 		if err != nil {
 			return errReply(err)
 		}
-		_, info.Name = engine.SplitTableName(info.Name)
+		info.Name = engine.ShownTable(info.Name)
 		return &engine.Reply{Tables: []engine.TableInfo{info}, Seq: info.Epoch}
 	case "DeleteTable":
 		if err := s.c.DeleteTable(ctx, full); err != nil {
