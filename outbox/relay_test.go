@@ -468,3 +468,24 @@ func TestRelayDroppedTable(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestRelayTakesItsLeasesBack: a node restarted after a crash finds its
+// leases still held in its own name (not expired: their TTL here is ten
+// minutes) and relays at once instead of waiting for them to expire.
+func TestRelayTakesItsLeasesBack(t *testing.T) {
+	r := newRig(t, jetstream.StreamConfig{})
+	r.create("Orders")
+	kv, err := outbox.Bucket(r.ctx, r.js, "cairn", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const shards = 16
+	for s := range shards {
+		if _, err := kv.Put(r.ctx, "lease."+strconv.Itoa(s), []byte("n1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.relay("n1", outbox.Config{Shards: shards, LeaseTTL: 10 * time.Minute, Renew: 200 * time.Millisecond})
+	r.commit("Orders", "p", "mail")
+	r.waitCount(1) // bounded by the rig's two minutes, well within the leases' TTL
+}

@@ -116,14 +116,7 @@ func TestOutboxOverNATS(t *testing.T) {
 	}
 	// The operators' view, behind the operator token, and /metrics.
 	get := func(path, token string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, h.HTTPURL()+path, nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := operatorDo(t, token, http.MethodGet, h.HTTPURL()+path, nil)
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
