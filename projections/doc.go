@@ -38,7 +38,10 @@
 //     checked again for records this host appended itself), or whose
 //     partition key is not its subject's; or missing records (a sequence
 //     gap, or a stream whose first record is beyond the view: purged or
-//     deleted behind Cairn's back). History is never skipped: the view
+//     deleted behind Cairn's back; while the view follows, each applier
+//     also checks its stream every Config.HistoryCheck, 30 s, so a purge
+//     of records it had already applied faults the table then). History
+//     is never skipped: the view
 //     stops at the last good record and nothing of the bad one is applied.
 //     Table.Fault says which record, why and when (also in Table.Load, so
 //     the $load endpoint shows it); Table.Err, WaitSeq, WaitTableReady and
