@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/journal"
 )
 
 // item is one message waiting in its partition.
@@ -71,8 +70,9 @@ type record struct {
 	rec       *engine.Record
 }
 
-// run relays until ctx ends or the table's journal ends (deleted), and
-// returns why it stopped (nil when ctx ended).
+// run relays until ctx ends (nil) or reading the table's journal fails
+// (that error; wrapping engine.ErrTableGone when its stream is not there:
+// not yet created, or dropped).
 func (w *worker) run(ctx context.Context) error {
 	r := w.r
 	w.parts, w.pending, w.ready, w.waiting = map[string]*partition{}, 0, nil, map[*partition]bool{}
@@ -363,5 +363,3 @@ const (
 type journalReader interface {
 	Consume(ctx context.Context, table string, epoch uint64, from uint64, fn func(seq uint64, rec *engine.Record, pending uint64) error) error
 }
-
-var _ journalReader = (*journal.Journal)(nil)
