@@ -3,7 +3,6 @@ package natsapi
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -102,12 +101,11 @@ func feedErr(err error) *wire.ChangesReply { return &wire.ChangesReply{Error: en
 // changes reads one page of a table's change feed: the table's epoch and
 // the page, or the reply that refuses the request.
 func (s *Service) changes(subject string, data []byte, enc wire.Encoding) (uint64, *journal.Page, *wire.ChangesReply) {
-	rest := strings.TrimPrefix(subject, s.cfg.Prefix+".changes.")
-	table := rest[strings.LastIndexByte(rest, '.')+1:]
-	account, err := accountOf(strings.TrimSuffix(rest[:len(rest)-len(table)], "."))
+	_, full, err := subjectTable(subject, s.cfg.Prefix+".changes.")
 	if err != nil {
 		return 0, nil, feedErr(err)
 	}
+	table := engine.ShownTable(full)
 	if err := engine.ValidateTableName(table); err != nil {
 		return 0, nil, feedErr(err)
 	}
@@ -117,7 +115,7 @@ func (s *Service) changes(subject string, data []byte, enc wire.Encoding) (uint6
 	}
 	ctx, cancel := context.WithTimeout(s.feedCtx, s.cfg.TableTimeout+req.Wait)
 	defer cancel()
-	t, ok, err := s.views.Lookup(ctx, engine.FullTableName(account, table))
+	t, ok, err := s.views.Lookup(ctx, full)
 	if err != nil {
 		return 0, nil, feedErr(err)
 	}

@@ -119,6 +119,20 @@ func accountOf(rest string) (string, error) {
 	return rest, nil
 }
 
+// subjectTable reads the table a subject names after kind (for example
+// "cairn.cmd."): "<Table>", the development account's, or
+// "<account>.<Table>". It returns the account and the table's full name.
+func subjectTable(subject, kind string) (account, full string, err error) {
+	a, table, ok := strings.Cut(strings.TrimPrefix(subject, kind), ".")
+	if !ok {
+		a, table = "", a
+	}
+	if account, err = accountOf(a); err != nil {
+		return "", "", err
+	}
+	return account, engine.FullTableName(account, table), nil
+}
+
 // Ready is closed once the service is subscribed to its subjects.
 func (s *Service) Ready() <-chan struct{} { return s.ready }
 
@@ -224,14 +238,11 @@ func errReply(err error) *engine.Reply { return &engine.Reply{Error: engine.AsEr
 
 func (s *Service) handleEntity(m *nats.Msg) {
 	enc := wire.Detect(m.Data, m.Header.Get("Content-Type"))
-	rest := strings.TrimPrefix(m.Subject, s.cfg.Prefix+".cmd.")
-	table := rest[strings.LastIndexByte(rest, '.')+1:]
-	account, err := accountOf(strings.TrimSuffix(rest[:len(rest)-len(table)], "."))
+	account, table, err := subjectTable(m.Subject, s.cfg.Prefix+".cmd.")
 	if err != nil {
 		respond(m, enc, errReply(err))
 		return
 	}
-	table = engine.FullTableName(account, table)
 	req, err := wire.DecodeRequest(m.Data, enc)
 	if err != nil {
 		respond(m, enc, errReply(err))
