@@ -44,6 +44,15 @@ const (
 	// CodeTableQuotaExceeded is Cairn's own: the account already has as
 	// many tables as the node allows one account (nothing was created).
 	CodeTableQuotaExceeded Code = "TableQuotaExceeded"
+
+	// CodeProjectionReadOnly is Cairn's own: the table named is a declared
+	// projection, which only its source table's journal changes; a write
+	// to it (or creating or deleting a table of its name) is refused.
+	CodeProjectionReadOnly Code = "ProjectionReadOnly"
+
+	// CodeProjectionNotReady is Cairn's own: the projection's first
+	// version is still being built from its source table (retry).
+	CodeProjectionNotReady Code = "ProjectionNotReady"
 )
 
 // NoIndex is Error.Index when the error is not about one operation of a batch.

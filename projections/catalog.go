@@ -114,6 +114,7 @@ func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *engine.Catalo
 		e.info = engine.TableInfo{Name: rec.Name, Epoch: seq, Created: rec.Time}
 		e.live = true
 		e.table = NewTable(rec.Name, seq, v.cfg.DedupWindow)
+		v.attachDeclaredLocked(e.table)
 		e.started, e.ready = false, false
 		if v.catalogLoaded {
 			v.startLocked(ctx, e)

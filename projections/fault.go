@@ -60,6 +60,10 @@ func faultOf(t *Table, err error, next uint64) *Fault {
 func (t *Table) fault(f *Fault) {
 	err := engine.Errorf(engine.CodeTableFaulted,
 		"table %s is faulted: its journal record %d cannot be applied (%s); the view stopped at %d", engine.ShownTable(f.Table), f.Seq, f.Error, t.Snapshot().Seq)
+	for _, r := range t.readers() {
+		r.fault(&Fault{Table: r.name, Epoch: f.Epoch, Seq: f.Seq, Time: f.Time,
+			Error: fmt.Sprintf("its source table %s is faulted: %s", engine.ShownTable(t.name), f.Error)})
+	}
 	// Both under the view's lock: whoever sees one sees the other.
 	t.mu.Lock()
 	t.faulted.Store(f)

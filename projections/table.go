@@ -47,6 +47,17 @@ type Table struct {
 	failed error
 
 	faulted atomic.Pointer[Fault] // set once, when the journal holds what the view cannot apply
+
+	// dmu guards the declared projections attached to the table and the
+	// writer state a projection's build copies (rows, seq) against the
+	// applier: Apply and Publish hold it.
+	dmu     sync.Mutex
+	derived []*attached
+	// source is, for a projection's read table, the table it is derived
+	// from (nil for a table).
+	source *Table
+	// afterHead, in tests, runs under dmu when a build has done its head.
+	afterHead func(*attached)
 }
 
 // Partition is a view's summary of one partition: the journal position of
@@ -118,6 +129,9 @@ func (t *Table) Apply(seq uint64, rec *engine.Record) {
 	if seq <= t.seq {
 		return
 	}
+	t.dmu.Lock()
+	defer t.dmu.Unlock()
+	derived := len(t.derived) > 0
 	t.seq = seq
 	t.dirty = true
 	pk := rec.PartitionKey
@@ -142,12 +156,20 @@ func (t *Table) Apply(seq uint64, rec *engine.Record) {
 				Version:      engine.Version{Seq: seq, Index: uint32(i)},
 				Properties:   ev.Properties,
 			}
-			if _, replaced := t.rows.Set(e); !replaced {
+			old, replaced := t.rows.Set(e)
+			if !replaced {
 				part.Entities++
 			}
+			if derived {
+				t.applyDerived(change{old: old, new: e, ver: e.Version, ts: rec.Time})
+			}
 		case engine.EventDelete:
-			if _, deleted := t.rows.Delete(&engine.Entity{PartitionKey: pk, RowKey: ev.RowKey}); deleted {
+			old, deleted := t.rows.Delete(&engine.Entity{PartitionKey: pk, RowKey: ev.RowKey})
+			if deleted {
 				part.Entities--
+				if derived {
+					t.applyDerived(change{old: old, ver: engine.Version{Seq: seq, Index: uint32(i)}, ts: rec.Time})
+				}
 			}
 		}
 		part.Writes++
@@ -228,6 +250,9 @@ func (t *Table) Publish() {
 	if !t.dirty && t.snap.Load() != nil {
 		return
 	}
+	t.dmu.Lock()
+	t.publishDerived()
+	t.dmu.Unlock()
 	t.dirty = false
 	t.snap.Store(&Snapshot{
 		Table: t.name,
@@ -247,6 +272,16 @@ func (t *Table) Publish() {
 // Used when a record cannot be applied (for example a record written by a
 // newer version of Cairn): the view must not silently skip history.
 func (t *Table) Fail(err error) {
+	t.dmu.Lock()
+	for _, a := range t.derived {
+		if a.cancel != nil {
+			a.cancel() // a build of a projection of a table gone
+		}
+	}
+	t.dmu.Unlock()
+	for _, r := range t.readers() {
+		r.Fail(err)
+	}
 	t.mu.Lock()
 	t.failLocked(err)
 	t.mu.Unlock()

@@ -29,6 +29,9 @@ type Views struct {
 
 	catalogSkipped atomic.Uint64 // catalog records that could not be used
 
+	decls  map[string]*Definition // declared projections by lowercase full name
+	runCtx context.Context        // Run's, for builds (nil before Run; set under mu)
+
 	running atomic.Bool    // Run was called
 	wg      sync.WaitGroup // the goroutines Run started: appliers, stream deletions
 }
@@ -96,8 +99,15 @@ func (v *Views) Run(ctx context.Context) error {
 		return errors.New("projections: Views.Run called twice")
 	}
 	fctx, stop := context.WithCancel(ctx)
+	v.mu.Lock()
+	v.runCtx = fctx
+	v.mu.Unlock()
 	err := v.followCatalog(fctx)
-	stop() // the appliers and deletions end with the catalog follower
+	// The appliers, deletions and builds end with the catalog follower;
+	// none starts after this (each is started under mu, while fctx lives).
+	v.mu.Lock()
+	stop()
+	v.mu.Unlock()
 	v.wg.Wait()
 	if ctx.Err() != nil {
 		return nil

@@ -33,7 +33,7 @@ const (
 // status maps an error code to its HTTP status, as the Table service does.
 func status(code engine.Code) int {
 	switch code {
-	case engine.CodeEntityAlreadyExists, engine.CodeTableAlreadyExists, engine.CodeTableQuotaExceeded:
+	case engine.CodeEntityAlreadyExists, engine.CodeTableAlreadyExists, engine.CodeTableQuotaExceeded, engine.CodeProjectionReadOnly:
 		return http.StatusConflict
 	case engine.CodeResourceNotFound, engine.CodeTableNotFound:
 		return http.StatusNotFound
@@ -41,7 +41,7 @@ func status(code engine.Code) int {
 		return http.StatusPreconditionFailed
 	case engine.CodeRequestBodyTooLarge, engine.CodeEntityTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case engine.CodeServerBusy, codePositionNotReached, engine.CodeTableFaulted:
+	case engine.CodeServerBusy, codePositionNotReached, engine.CodeTableFaulted, engine.CodeProjectionNotReady:
 		return http.StatusServiceUnavailable
 	case engine.CodeOperationTimedOut, engine.CodeInternalError:
 		return http.StatusInternalServerError

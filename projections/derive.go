@@ -1,0 +1,395 @@
+package projections
+
+import (
+	"cmp"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tidwall/btree"
+
+	"github.com/cairn-dev/cairn/engine"
+)
+
+// change is one entity's change in a source table: old is what was there
+// (nil for an insert), new what is there now (nil for a delete); ver and
+// ts are the change's journal version and time.
+type change struct {
+	old, new *engine.Entity
+	ver      engine.Version
+	ts       int64
+}
+
+// deriver maintains one version of a projection from its source table's
+// changes. One goroutine uses it at a time (the source's applier, or a
+// build before the deriver is attached); readers see copies of rows.
+type deriver struct {
+	def     *Definition
+	sep     string
+	rows    *btree.BTreeG[*engine.Entity] // the projection's entities, copy-on-write
+	members int64                         // source entities the projection holds
+	groups  map[string]*group             // aggregate state by group key
+}
+
+// group is the writer's state of one aggregate group.
+type group struct {
+	n    int64
+	ver  engine.Version
+	ts   int64
+	sums []sum                       // per aggregate (used by sum)
+	ext  []*btree.BTreeG[extremeKey] // per aggregate (used by min and max)
+}
+
+type sum struct {
+	i       int64
+	f       float64
+	doubles int64 // Double values summed: the sum is a Double if any
+}
+
+// extremeKey orders a group's values of a min or max aggregate, with the
+// entity's keys to tell equal values apart.
+type extremeKey struct {
+	v      engine.Value
+	pk, rk string
+}
+
+func newDeriver(def *Definition) *deriver {
+	d := &deriver{def: def, sep: def.Separator, rows: btree.NewBTreeGOptions(lessEntity, btree.Options{NoLocks: true})}
+	if d.sep == "" {
+		d.sep = "|"
+	}
+	if def.Kind == KindAggregate {
+		d.groups = map[string]*group{}
+	}
+	return d
+}
+
+// apply applies one change of the source.
+func (d *deriver) apply(c change) {
+	if d.def.Kind == KindIndex {
+		d.applyIndex(c)
+	} else {
+		d.applyAggregate(c)
+	}
+}
+
+// indexRowKey is an index entity's RowKey: the source's PartitionKey with
+// every "|" doubled, a "|", then the source's RowKey. It is unique per
+// source entity and sorts by the source's keys within one index value.
+func indexRowKey(pk, rk string) string {
+	return strings.ReplaceAll(pk, "|", "||") + "|" + rk
+}
+
+func (d *deriver) applyIndex(c change) {
+	var oldKey string
+	oldOK := false
+	if c.old != nil {
+		if oldKey, oldOK = d.indexKey(c.old); oldOK && (c.new == nil || !d.sameIndexKey(c.new, oldKey)) {
+			d.rows.Delete(&engine.Entity{PartitionKey: oldKey, RowKey: indexRowKey(c.old.PartitionKey, c.old.RowKey)})
+			d.members--
+			oldOK = false
+		}
+	}
+	if c.new == nil {
+		return
+	}
+	key, ok := d.indexKey(c.new)
+	if !ok {
+		return
+	}
+	if !oldOK {
+		d.members++
+	}
+	d.rows.Set(d.indexEntity(key, c.new))
+}
+
+func (d *deriver) sameIndexKey(e *engine.Entity, key string) bool {
+	k, ok := d.indexKey(e)
+	return ok && k == key
+}
+
+// indexKey is the index value of a source entity: its key properties'
+// values as text, joined, cut to Prefix characters; false when one is
+// missing or Binary.
+func (d *deriver) indexKey(e *engine.Entity) (string, bool) {
+	var b strings.Builder
+	for i, name := range d.def.Key {
+		s, ok := propertyText(e, name)
+		if !ok {
+			return "", false
+		}
+		if i > 0 {
+			b.WriteString(d.sep)
+		}
+		b.WriteString(s)
+	}
+	return cutRunes(b.String(), d.def.Prefix), true
+}
+
+func cutRunes(s string, n int) string {
+	if n <= 0 || len(s) <= n {
+		return s
+	}
+	i := 0
+	for k := 0; k < n && i < len(s); k++ {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i]
+}
+
+// propertyText returns a property (or the PartitionKey or RowKey) as the
+// text of an index or group key: strings as they are, numbers in decimal,
+// booleans as true or false, DateTimes in RFC 3339 (UTC, so they sort),
+// Guids in their usual form. Binary values are not keys.
+func propertyText(e *engine.Entity, name string) (string, bool) {
+	switch name {
+	case "PartitionKey":
+		return e.PartitionKey, true
+	case "RowKey":
+		return e.RowKey, true
+	}
+	v, ok := e.Get(name)
+	if !ok {
+		return "", false
+	}
+	switch v.Type() {
+	case engine.TypeString:
+		return v.Str(), true
+	case engine.TypeInt32, engine.TypeInt64:
+		return strconv.FormatInt(v.Int(), 10), true
+	case engine.TypeDouble:
+		return strconv.FormatFloat(v.Float(), 'g', -1, 64), true
+	case engine.TypeBoolean:
+		return strconv.FormatBool(v.Boolean()), true
+	case engine.TypeDateTime:
+		return v.Time().UTC().Format(time.RFC3339Nano), true
+	case engine.TypeGuid:
+		return v.GuidString(), true
+	}
+	return "", false
+}
+
+// indexEntity is the index entity of source entity e: keyed by the index
+// value and the source's keys, carrying SourcePartitionKey, SourceRowKey
+// and the included properties, with the source's version (so its ETag is
+// the source entity's) and time.
+func (d *deriver) indexEntity(key string, e *engine.Entity) *engine.Entity {
+	props := make([]engine.Property, 0, 2+len(d.def.Include))
+	props = append(props,
+		engine.Property{Name: "SourcePartitionKey", Value: engine.String(e.PartitionKey)},
+		engine.Property{Name: "SourceRowKey", Value: engine.String(e.RowKey)})
+	if len(d.def.Include) == 1 && d.def.Include[0] == "*" {
+		for _, p := range e.Properties {
+			if p.Name != "SourcePartitionKey" && p.Name != "SourceRowKey" {
+				props = append(props, p)
+			}
+		}
+	} else {
+		for _, name := range d.def.Include {
+			if v, ok := e.Get(name); ok {
+				props = append(props, engine.Property{Name: name, Value: v})
+			}
+		}
+	}
+	ie := engine.NewEntity(key, indexRowKey(e.PartitionKey, e.RowKey), props...)
+	ie.Timestamp, ie.Version = e.Timestamp, e.Version
+	return ie
+}
+
+// groupKey is the group of a source entity; false when it has no value
+// for GroupBy (it is in no group).
+func (d *deriver) groupKey(e *engine.Entity) (string, bool) {
+	if d.def.GroupBy == "" {
+		return "", true
+	}
+	return propertyText(e, d.def.GroupBy)
+}
+
+func (d *deriver) applyAggregate(c change) {
+	var touched [2]string
+	n := 0
+	if c.old != nil {
+		if k, ok := d.groupKey(c.old); ok {
+			d.leave(k, c.old)
+			touched[n] = k
+			n++
+		}
+	}
+	if c.new != nil {
+		if k, ok := d.groupKey(c.new); ok {
+			d.join(k, c.new)
+			if n == 0 || touched[0] != k {
+				touched[n] = k
+				n++
+			}
+		}
+	}
+	for _, k := range touched[:n] {
+		g := d.groups[k]
+		if c.ver.Seq > g.ver.Seq || c.ver.Seq == g.ver.Seq && c.ver.Index > g.ver.Index {
+			g.ver = c.ver
+		}
+		g.ts = max(g.ts, c.ts)
+		d.materialise(k, g)
+	}
+}
+
+func (d *deriver) join(k string, e *engine.Entity) {
+	g := d.groups[k]
+	if g == nil {
+		g = &group{sums: make([]sum, len(d.def.Aggregates)), ext: make([]*btree.BTreeG[extremeKey], len(d.def.Aggregates))}
+		d.groups[k] = g
+	}
+	g.n++
+	d.members++
+	for i, a := range d.def.Aggregates {
+		v, ok := e.Get(a.Property)
+		if a.Op == OpCount || !ok {
+			continue
+		}
+		switch a.Op {
+		case OpSum:
+			addSum(&g.sums[i], v, 1)
+		case OpMin, OpMax:
+			if g.ext[i] == nil {
+				g.ext[i] = btree.NewBTreeGOptions(lessExtreme, btree.Options{NoLocks: true})
+			}
+			g.ext[i].Set(extremeKey{v: v, pk: e.PartitionKey, rk: e.RowKey})
+		}
+	}
+}
+
+func (d *deriver) leave(k string, e *engine.Entity) {
+	g := d.groups[k]
+	if g == nil {
+		return // cannot happen: every entity left once joined
+	}
+	g.n--
+	d.members--
+	for i, a := range d.def.Aggregates {
+		v, ok := e.Get(a.Property)
+		if a.Op == OpCount || !ok {
+			continue
+		}
+		switch a.Op {
+		case OpSum:
+			addSum(&g.sums[i], v, -1)
+		case OpMin, OpMax:
+			if g.ext[i] != nil {
+				g.ext[i].Delete(extremeKey{v: v, pk: e.PartitionKey, rk: e.RowKey})
+			}
+		}
+	}
+}
+
+// addSum adds (sign 1) or removes (sign -1) a numeric value; other types
+// are not summed. Integers are summed exactly; Doubles in float64, in
+// journal order, so a sum of Doubles may differ in its last bits from the
+// same values summed in another order (after a rebuild).
+func addSum(s *sum, v engine.Value, sign int64) {
+	switch v.Type() {
+	case engine.TypeInt32, engine.TypeInt64:
+		s.i += sign * v.Int()
+	case engine.TypeDouble:
+		s.f += float64(sign) * v.Float()
+		s.doubles += sign
+		if s.doubles == 0 {
+			s.f = 0 // no Double left: forget the rounding of the removed ones
+		}
+	}
+}
+
+// materialise writes group k's entity, or deletes it when the group is
+// empty.
+func (d *deriver) materialise(k string, g *group) {
+	if g.n == 0 {
+		delete(d.groups, k)
+		d.rows.Delete(&engine.Entity{PartitionKey: k})
+		return
+	}
+	props := make([]engine.Property, 0, len(d.def.Aggregates))
+	for i, a := range d.def.Aggregates {
+		var v engine.Value
+		switch a.Op {
+		case OpCount:
+			v = engine.Int64(g.n)
+		case OpSum:
+			s := g.sums[i]
+			if s.doubles > 0 {
+				v = engine.Double(float64(s.i) + s.f)
+			} else {
+				v = engine.Int64(s.i)
+			}
+		case OpMin, OpMax:
+			t := g.ext[i]
+			if t == nil || t.Len() == 0 {
+				continue // no member has the property
+			}
+			var x extremeKey
+			if a.Op == OpMin {
+				x, _ = t.Min()
+			} else {
+				x, _ = t.Max()
+			}
+			v = x.v
+		}
+		props = append(props, engine.Property{Name: a.As, Value: v})
+	}
+	e := engine.NewEntity(k, "", props...)
+	e.Timestamp, e.Version = g.ts, g.ver
+	d.rows.Set(e)
+}
+
+// typeRank orders values of different types for min and max: all
+// integers together, then the others by type.
+func typeRank(t engine.Type) int {
+	if t == engine.TypeInt32 {
+		return int(engine.TypeInt64)
+	}
+	return int(t)
+}
+
+func lessExtreme(a, b extremeKey) bool {
+	if ra, rb := typeRank(a.v.Type()), typeRank(b.v.Type()); ra != rb {
+		return ra < rb
+	}
+	c, ok := a.v.Compare(b.v)
+	if !ok { // NaN: order by bits, so the tree stays consistent
+		c = cmp.Compare(math.Float64bits(a.v.Float()), math.Float64bits(b.v.Float()))
+	}
+	if c != 0 {
+		return c < 0
+	}
+	if a.pk != b.pk {
+		return a.pk < b.pk
+	}
+	return a.rk < b.rk
+}
+
+// expected counts what the projection must hold for a source snapshot:
+// its entities (index entries or groups) and its members (source
+// entities in it). A build checks itself against it before the swap.
+func (d *deriver) expected(src *btree.BTreeG[*engine.Entity]) (rows, members int64) {
+	groups := map[string]struct{}{}
+	src.Scan(func(e *engine.Entity) bool {
+		if d.def.Kind == KindIndex {
+			if _, ok := d.indexKey(e); ok {
+				rows++
+				members++
+			}
+			return true
+		}
+		if k, ok := d.groupKey(e); ok {
+			members++
+			groups[k] = struct{}{}
+		}
+		return true
+	})
+	if d.def.Kind == KindAggregate {
+		rows = int64(len(groups))
+	}
+	return rows, members
+}
