@@ -26,6 +26,9 @@ func (v commitViews) Table(name string) (commit.Table, bool) {
 func (v commitViews) Lookup(ctx context.Context, name string) (commit.Table, bool, error) {
 	t, ok, err := v.Views.Lookup(ctx, name)
 	if !ok {
+		if err == nil && v.IsProjection(name) {
+			err = ErrReadOnly(name)
+		}
 		return nil, false, err
 	}
 	return commitTable{t}, true, nil

@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"time"
 
@@ -222,4 +223,49 @@ func (v *Views) WaitProjection(ctx context.Context, d *Definition) error {
 			return fmt.Errorf("projections: waiting for %s version %d: %w", d.Name, d.Version, ctx.Err())
 		}
 	}
+}
+
+// WriteProjectionMetrics writes the declared projections' metrics in the
+// Prometheus text format.
+func (v *Views) WriteProjectionMetrics(w io.Writer) {
+	sts := v.ProjectionStatuses()
+	gauge := func(name, help string, val func(ProjectionStatus) (float64, bool)) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
+		for _, st := range sts {
+			if x, ok := val(st); ok {
+				fmt.Fprintf(w, "%s{projection=%q,source=%q} %g\n", name, st.Name, st.Source, x)
+			}
+		}
+	}
+	gauge("cairn_projection_version", "The version of the projection readers see on this node (0: none yet).", func(s ProjectionStatus) (float64, bool) { return float64(s.Version), true })
+	gauge("cairn_projection_entities", "Entities of the projection readers see.", func(s ProjectionStatus) (float64, bool) { return float64(s.Entities), true })
+	gauge("cairn_projection_position", "The source's journal position the projection reflects (the source view's: they move together).", func(s ProjectionStatus) (float64, bool) { return float64(s.Seq), true })
+	gauge("cairn_projection_faulted", "1 when the projection's source stopped at a record it cannot apply, or it has no source.", func(s ProjectionStatus) (float64, bool) {
+		return b2f(s.State == "faulted" || s.State == "no-source"), true
+	})
+	gauge("cairn_projection_build_done", "Source entities a running build has done.", func(s ProjectionStatus) (float64, bool) {
+		if s.Build == nil {
+			return 0, false
+		}
+		return float64(s.Build.Done), true
+	})
+	gauge("cairn_projection_build_total", "Source entities a running build does (the source at its start).", func(s ProjectionStatus) (float64, bool) {
+		if s.Build == nil {
+			return 0, false
+		}
+		return float64(s.Build.Total), true
+	})
+	gauge("cairn_projection_build_rate", "Source entities per second of a running build.", func(s ProjectionStatus) (float64, bool) {
+		if s.Build == nil {
+			return 0, false
+		}
+		return s.Build.RatePerSec, true
+	})
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -55,7 +55,7 @@ func shownName(t *projections.Table) string { return engine.ShownTable(t.Name())
 // view returns the view of a table (its full name, see fullName),
 // refusing a missing table or a stopped view.
 func (c *call) view(full string) (*projections.Table, error) {
-	t, ok, err := c.s.views.Lookup(c.r.Context(), full)
+	t, ok, err := c.s.views.Readable(c.r.Context(), full)
 	if err != nil {
 		return nil, err
 	}

@@ -275,7 +275,7 @@ func (s *Service) retrieve(table string, req *engine.Request) *engine.Reply {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.TableTimeout)
 	defer cancel()
-	t, ok, err := s.views.Lookup(ctx, table)
+	t, ok, err := s.views.Readable(ctx, table)
 	if err != nil {
 		return errReply(err)
 	}
@@ -335,6 +335,9 @@ func (s *Service) tableCommand(ctx context.Context, account string, req *engine.
 		}
 	}
 	full := engine.FullTableName(account, req.Table)
+	if (req.Op == "CreateTable" || req.Op == "DeleteTable") && s.views.IsProjection(full) {
+		return errReply(projections.ErrReadOnly(full))
+	}
 	switch req.Op {
 	case "CreateTable":
 		info, err := s.c.CreateTable(ctx, full)

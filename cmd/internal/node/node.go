@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/net/netutil"
 
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
@@ -38,6 +39,7 @@ type Node struct {
 	comm  *commit.Committer
 	fns   *functions.Runner
 	relay *outbox.Relay
+	decls *projections.Declarations
 	// secret is known to every node of the system and to no client: the
 	// node user's password (nil when the node connects without one). It
 	// keys the outbox's message ids.
@@ -162,6 +164,17 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 func (n *Node) start(ctx context.Context, g *group) error {
 	cfg, log := n.cfg, n.cfg.Log
 	n.views = projections.NewViews(n.j, log, cfg.Views)
+	name := nodeName(cfg.DataDir)
+	js, err := jetstream.New(n.nc)
+	if err != nil {
+		return err
+	}
+	// The declared projections before the views replay, so that every
+	// table follows its projections from its first record.
+	n.decls = projections.NewDeclarations(js, cfg.Prefix, cfg.Replicas, n.views, log, outboxNodeID(name))
+	if err := g.Start(ctx, "projections", n.decls); err != nil {
+		return fmt.Errorf("node: projections: %w", err)
+	}
 	begin := time.Now()
 	log.Info("replaying the journal into the views")
 	if err := g.Start(ctx, "views", n.views); err != nil {
@@ -176,7 +189,6 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	if err := g.Start(ctx, "nats api", natsapi.New(n.nc, n.comm, n.views, n.j, log, natsapi.Config{Prefix: cfg.Prefix, Outbox: cfg.outbox})); err != nil {
 		return err
 	}
-	name := nodeName(cfg.DataDir)
 	sb, err := newSandbox(ctx, cfg.DataDir, uint64(cfg.Functions.MemoryMB)<<20, log)
 	if err != nil {
 		return err
@@ -224,10 +236,13 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	mux.Handle(functions.AdminPrefix, guard.Wrap(n.fns.AdminHandler()))
 	mux.Handle(outbox.AdminPath, guard.Wrap(n.relay.AdminHandler()))
 	mux.Handle(outbox.AdminPath+"/", guard.Wrap(n.relay.AdminHandler()))
+	mux.Handle(projections.AdminPath, guard.Wrap(n.decls.AdminHandler()))
+	mux.Handle(projections.AdminPath+"/", guard.Wrap(n.decls.AdminHandler()))
 	api := cfg.API
 	api.Metrics = func(w io.Writer) {
 		n.fns.WriteMetrics(w)
 		n.relay.WriteMetrics(w)
+		n.views.WriteProjectionMetrics(w)
 	}
 	api.Outbox = cfg.outbox
 	tables := httpapi.New(n.views, n.comm, log, api)
