@@ -183,16 +183,13 @@ func (v *Views) ProjectionStatuses() []ProjectionStatus {
 	sort.Slice(defs, func(i, j int) bool { return defs[i].Full() < defs[j].Full() })
 	out := make([]ProjectionStatus, 0, len(defs))
 	for _, d := range defs {
-		st := ProjectionStatus{Name: engine.ShownTable(d.Full()), Source: engine.ShownTable(d.FullSource()), Kind: d.Kind, State: "no-source"}
+		st := ProjectionStatus{Name: engine.ShownTable(d.Full()), Full: d.Full(), Source: engine.ShownTable(d.FullSource()), Kind: d.Kind, State: "no-source"}
 		if t, ok := v.Table(d.FullSource()); ok {
 			if s, ok := t.projectionStatus(d.Full()); ok {
 				st = s
 			}
 		}
-		st.Declared = d.Version
-		if d.Account != "" {
-			st.Name, st.Source = d.Full(), d.FullSource()
-		}
+		st.Declared, st.Full = d.Version, d.Full()
 		out = append(out, st)
 	}
 	return out
@@ -207,7 +204,7 @@ func (v *Views) WaitProjection(ctx context.Context, d *Definition) error {
 		ch := v.notify
 		v.mu.RUnlock()
 		for _, st := range v.ProjectionStatuses() {
-			if Lower(st.Name) != Lower(engine.ShownTable(d.Full())) && Lower(st.Name) != Lower(d.Full()) {
+			if Lower(st.Full) != Lower(d.Full()) {
 				continue
 			}
 			if st.Version == d.Version && st.Generation == d.Generation && st.State == "active" {
@@ -233,7 +230,7 @@ func (v *Views) WriteProjectionMetrics(w io.Writer) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
 		for _, st := range sts {
 			if x, ok := val(st); ok {
-				fmt.Fprintf(w, "%s{projection=%q,source=%q} %g\n", name, st.Name, st.Source, x)
+				fmt.Fprintf(w, "%s{projection=%q,source=%q} %g\n", name, st.Full, st.Source, x)
 			}
 		}
 	}

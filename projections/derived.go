@@ -46,7 +46,8 @@ type BuildProgress struct {
 
 // ProjectionStatus is what a node knows of a declared projection.
 type ProjectionStatus struct {
-	Name       string         `json:"name"`
+	Name       string         `json:"name"` // as its account names it
+	Full       string         `json:"full"` // its full name (engine.FullTableName)
 	Source     string         `json:"source"`
 	Kind       string         `json:"kind"`
 	Version    uint64         `json:"version"` // the version readers see (0: none yet)
@@ -333,7 +334,7 @@ func (t *Table) projectionStatus(full string) (ProjectionStatus, bool) {
 	if a == nil {
 		return ProjectionStatus{}, false
 	}
-	st := ProjectionStatus{Name: engine.ShownTable(a.reader.name), Source: engine.ShownTable(t.name), Error: a.lastErr}
+	st := ProjectionStatus{Name: engine.ShownTable(a.reader.name), Full: a.reader.name, Source: engine.ShownTable(t.name), Error: a.lastErr}
 	if a.def != nil {
 		st.Version, st.Generation, st.Kind = a.def.Version, a.def.Generation, a.def.Kind
 		st.State = "active"

@@ -57,6 +57,7 @@ func usage() {
        host poison list|show|requeue|delete <queue> …
        host enqueue <queue> <message>…
        host outbox status|retry|skip …      where the outbox relay stands; pass a blocked message
+       host projections list|deploy|rebuild|drop …  declared indexes and aggregates
        host nats-password < password       print the bcrypt hash of a service user's password (-nats-users)
 
 Run "host serve -h" for the flags; the benchmarks are in cmd/cairn-bench.
@@ -81,6 +82,8 @@ func run(args []string) error {
 		return enqueue(args)
 	case "outbox":
 		return outboxCmd(args)
+	case "projections":
+		return projectionsCmd(args)
 	case "nats-password":
 		return natsPassword(args, os.Stdin, os.Stdout)
 	case "help":
