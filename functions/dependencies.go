@@ -29,4 +29,7 @@ type Views interface {
 	// is unknown, so that a table just created through another node is
 	// found.
 	Lookup(ctx context.Context, name string) (*projections.Table, bool, error)
+	// Readable is Lookup, and also finds a declared projection's read
+	// table (reads only: writes to it are ProjectionReadOnly).
+	Readable(ctx context.Context, name string) (*projections.Table, bool, error)
 }

@@ -78,9 +78,9 @@ type pendingMessage struct {
 // Trigger returns what started the invocation.
 func (inv *Invocation) Trigger() *abi.Trigger { return &inv.trigger }
 
-// lookup finds a table's view.
+// lookup finds a table's view, or a declared projection's (read only).
 func (inv *Invocation) lookup(ctx context.Context, table string) (*projections.Table, error) {
-	t, ok, err := inv.runner.views.Lookup(ctx, table)
+	t, ok, err := inv.runner.views.Readable(ctx, table)
 	if err != nil {
 		return nil, err
 	}
@@ -217,6 +217,9 @@ func (inv *Invocation) Write(ctx context.Context, table string, op engine.Operat
 	t, err := inv.lookup(ctx, table)
 	if err != nil {
 		return err
+	}
+	if _, derived := t.Source(); derived {
+		return projections.ErrReadOnly(t.Name())
 	}
 	if err := inv.limits.wait(ctx, inv.limits.write, "write", &inv.throttled); err != nil {
 		return err

@@ -25,6 +25,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/operator"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/projections"
 )
 
@@ -429,4 +430,54 @@ func TestProjectionBuildKilled(t *testing.T) {
 	waitProjection(t, th.h, v2)
 	waitProjection(t, th.h, deptSalaries(1))
 	checkAgainstSource(t, th.h)
+}
+
+// TestFunctionReadsProjection: a function finds an employee through the
+// email index (the inter-partition secondary index pattern, inside a
+// function) and writes what it found; its write to the index itself is
+// refused at once with ProjectionReadOnly.
+func TestFunctionReadsProjection(t *testing.T) {
+	th := startHost(t, "")
+	ctx := ctxT(t)
+	mustTable(t, th.c, "Employees", "Found")
+	if _, err := th.c.Insert(ctx, "Employees", engine.NewEntity("Sales", "007",
+		engine.Property{Name: "Email", Value: engine.String("bond@contoso.com")}, engine.Property{Name: "FirstName", Value: engine.String("James")})); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := declare(t, th.h, emailIndex(1)); got != "declared" {
+		t.Fatal(got)
+	}
+	waitProjection(t, th.h, emailIndex(1))
+	refused := make(chan error, 10)
+	fr := th.h.Functions()
+	m := fast(functions.Manifest{Name: "find", Trigger: functions.Trigger{Queue: "lookups"}, MaxDequeueCount: 2})
+	if err := fr.Register(m, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+		email := string(inv.Trigger().Body)
+		hits, err := inv.Query(ctx, "EmployeesByEmail", email, "", 10)
+		if err != nil {
+			return err
+		}
+		if len(hits) != 1 {
+			return fmt.Errorf("%d index entries for %s", len(hits), email)
+		}
+		refused <- inv.Write(ctx, "EmployeesByEmail", engine.Operation{Op: engine.OpInsert, Entity: engine.NewEntity("x", "y")})
+		return inv.Write(ctx, "Found", engine.Operation{Op: engine.OpInsert, Entity: engine.NewEntity("found", email,
+			engine.Property{Name: "Row", Value: engine.String(hits[0].RowKey)})})
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.Queues().Enqueue(ctx, "lookups", []byte("bond@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-refused; engine.ErrorCode(err) != engine.CodeProjectionReadOnly {
+		t.Fatalf("a function's write to a projection: %v", err)
+	}
+	eventually(t, 20*time.Second, "the function's find written", func() bool { return exists(t, th.c, "Found", "found", "bond@contoso.com") })
+	e, _, err := th.c.Retrieve(ctx, "Found", "found", "bond@contoso.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row, _ := e.Get("Row"); row.Str() != "Sales|007" {
+		t.Fatalf("found %v", e)
+	}
 }
