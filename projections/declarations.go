@@ -177,6 +177,9 @@ func Deploy(ctx context.Context, kv jetstream.KeyValue, def *Definition) (string
 			return "", err
 		}
 		if cur == nil {
+			if err := checkPerTable(ctx, kv, def); err != nil {
+				return "", err
+			}
 			if _, err := kv.Create(ctx, declKey(def.Full()), b); errors.Is(err, jetstream.ErrKeyExists) {
 				continue
 			} else if err != nil {
@@ -199,6 +202,25 @@ func Deploy(ctx context.Context, kv jetstream.KeyValue, def *Definition) (string
 		}
 		return fmt.Sprintf("replaced version %d", cur.Version), nil
 	}
+}
+
+// checkPerTable refuses a new projection on a source that has
+// MaxProjectionsPerTable already: each change walks them all.
+func checkPerTable(ctx context.Context, kv jetstream.KeyValue, def *Definition) error {
+	defs, _, err := Declared(ctx, kv)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, d := range defs {
+		if Lower(d.FullSource()) == Lower(def.FullSource()) {
+			n++
+		}
+	}
+	if n >= MaxProjectionsPerTable {
+		return engine.Errorf(engine.CodeInvalidInput, "projection %s: table %s has %d projections already, the most a table may have", def.Name, def.Source, n)
+	}
+	return nil
 }
 
 // Rebuild asks every node to build the declared projection again and swap

@@ -18,6 +18,20 @@
 //     (ready.go) is closed when every view first caught up with the
 //     journal as it was at the start. Table, Lookup, CatalogEntry and
 //     Tables find views by name, case-insensitively.
+//   - Declared projections (declared.go, derive.go, derived.go,
+//     declared_views.go, declarations.go; docs/PROJECTIONS.md): an index
+//     or aggregate Definition is attached to its source table's view and
+//     maintained by the source's applier in Apply, from each change and
+//     the entity it replaces, and published with the source at the same
+//     position, so a projection is never behind its source. Its readers
+//     get a read-only Table (Views.Readable; the committer's lookup
+//     answers ProjectionReadOnly). A new version is built beside the
+//     active one from an O(1) copy of the source, catches up with the
+//     changes kept meanwhile, is checked against the source's counts, and
+//     swapped under the source's dmu. Declarations follows the bucket
+//     CAIRN_PROJECTIONS, hands the set to Views.Declare before the views
+//     replay, reports the node's state every 2 s, and serves
+//     /$cairn/projections.
 //
 // # Applying
 //
