@@ -44,6 +44,22 @@ const (
 	// CodeTableQuotaExceeded is Cairn's own: the account already has as
 	// many tables as the node allows one account (nothing was created).
 	CodeTableQuotaExceeded Code = "TableQuotaExceeded"
+
+	// CodePositionNotReached is Cairn's own: a read asked for a journal
+	// position (read your writes) the view did not reach in time.
+	CodePositionNotReached Code = "PositionNotReached"
+
+	// CodeInvalidAsOfPosition is Cairn's own: an as-of read named no
+	// position of the table's journal (0, or beyond the view's position).
+	CodeInvalidAsOfPosition Code = "InvalidAsOfPosition"
+
+	// CodeAsOfTooFar is Cairn's own: an as-of read would replay more
+	// records than the node allows one as-of read.
+	CodeAsOfTooFar Code = "AsOfTooFar"
+
+	// CodeAsOfHistoryGone is Cairn's own: the journal no longer holds the
+	// records an as-of read needs (they were purged).
+	CodeAsOfHistoryGone Code = "AsOfHistoryGone"
 )
 
 // NoIndex is Error.Index when the error is not about one operation of a batch.

@@ -31,6 +31,9 @@ type Views struct {
 
 	running atomic.Bool    // Run was called
 	wg      sync.WaitGroup // the goroutines Run started: appliers, stream deletions
+
+	runCtx atomic.Pointer[context.Context] // Run's context, which bounds the as-of replays
+	asOf   asOfCache                       // as-of views: replays running and views kept (asof.go)
 }
 
 // Config tunes the views.
@@ -51,6 +54,19 @@ type Config struct {
 	// behind Cairn's back), which faults the table then rather than at the
 	// next start (30 seconds; one stream-info request per table).
 	HistoryCheck time.Duration
+
+	// AsOfMaxRecords bounds the journal records one as-of read replays
+	// (1,000,000): a read as of a later position is refused (AsOfTooFar).
+	AsOfMaxRecords uint64
+	// AsOfReplays is how many as-of replays may run at once on the node
+	// (2); a read that would start one more is refused with ServerBusy.
+	AsOfReplays int
+	// AsOfCache is how many finished as-of views the node keeps for reuse
+	// (4), each for AsOfCacheTTL after its last use (30 seconds).
+	AsOfCache    int
+	AsOfCacheTTL time.Duration
+	// AsOfTimeout bounds one as-of replay (2 minutes).
+	AsOfTimeout time.Duration
 }
 
 func (c *Config) defaults() {
@@ -68,6 +84,21 @@ func (c *Config) defaults() {
 	}
 	if c.HistoryCheck <= 0 {
 		c.HistoryCheck = 30 * time.Second
+	}
+	if c.AsOfMaxRecords == 0 {
+		c.AsOfMaxRecords = 1_000_000
+	}
+	if c.AsOfReplays <= 0 {
+		c.AsOfReplays = 2
+	}
+	if c.AsOfCache <= 0 {
+		c.AsOfCache = 4
+	}
+	if c.AsOfCacheTTL <= 0 {
+		c.AsOfCacheTTL = 30 * time.Second
+	}
+	if c.AsOfTimeout <= 0 {
+		c.AsOfTimeout = 2 * time.Minute
 	}
 }
 
@@ -96,6 +127,7 @@ func (v *Views) Run(ctx context.Context) error {
 		return errors.New("projections: Views.Run called twice")
 	}
 	fctx, stop := context.WithCancel(ctx)
+	v.runCtx.Store(&fctx)
 	err := v.followCatalog(fctx)
 	stop() // the appliers and deletions end with the catalog follower
 	v.wg.Wait()
@@ -103,6 +135,15 @@ func (v *Views) Run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// baseContext is the context as-of replays run under: Run's, which ends
+// them when the views stop.
+func (v *Views) baseContext() context.Context {
+	if p := v.runCtx.Load(); p != nil {
+		return *p
+	}
+	return context.Background()
 }
 
 // retry runs fn until it succeeds, ctx ends (false) or fn fails
