@@ -105,10 +105,10 @@
 //     host rebuilds every view from the whole journal on start.
 //   - As-of reads (AsOf): a replay of the records 1 to the position into a
 //     view of its own, every record decoded and validated: 58,000–188,000
-//     records/s (median about 97,000 over eight runs) for records of one
+//     records/s (median about 95,000 over eight runs) for records of one
 //     ~1 KB entity, about 0.1–0.35 s for 20,000 records (BenchmarkAsOf,
-//     -benchtime 10x -count 5); the view's own position costs nothing,
-//     a kept view a map lookup. Bounds: Config.AsOfMaxRecords records per
+//     -benchtime 10x, run eight times); the view's own position costs
+//     nothing, a kept view a map lookup. Bounds: Config.AsOfMaxRecords records per
 //     read (1,000,000: some 5–17 s at those rates), Config.AsOfReplays at
 //     once (2, others refused with ServerBusy), Config.AsOfTimeout per
 //     replay (2 minutes). Memory: each as-of view is a full view of the
