@@ -171,6 +171,14 @@ func TestAsOf(t *testing.T) {
 		t.Errorf("query of the present: %v", keys)
 	}
 
+	// A write as of a position: refused, nothing stored.
+	if resp, body := s.raw(t, "POST", "/AsOf", entity("z", "1", nil), asOf(1)); resp.StatusCode != 400 || resp.Header.Get("x-ms-error-code") != "InvalidHeaderValue" {
+		t.Errorf("a write with %s: %s %s", httpapi.AsOfHeader, resp.Status, body)
+	}
+	if resp, _ := s.raw(t, "GET", "/AsOf(PartitionKey='z',RowKey='1')", nil, nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the refused write was stored: %s", resp.Status)
+	}
+
 	// Continuations that do not belong to the request.
 	first := s.queryPage(t, "AsOf", url.Values{"$top": {"2"}}, asOf(4))
 	present := s.queryPage(t, "AsOf", url.Values{"$top": {"2"}}, nil)
