@@ -53,6 +53,22 @@ const (
 	// CodeProjectionNotReady is Cairn's own: the projection's first
 	// version is still being built from its source table (retry).
 	CodeProjectionNotReady Code = "ProjectionNotReady"
+
+	// CodePositionNotReached is Cairn's own: a read asked for a journal
+	// position (read your writes) the view did not reach in time.
+	CodePositionNotReached Code = "PositionNotReached"
+
+	// CodeInvalidAsOfPosition is Cairn's own: an as-of read named no
+	// position of the table's journal (0, or beyond the view's position).
+	CodeInvalidAsOfPosition Code = "InvalidAsOfPosition"
+
+	// CodeAsOfTooFar is Cairn's own: an as-of read would replay more
+	// records than the node allows one as-of read.
+	CodeAsOfTooFar Code = "AsOfTooFar"
+
+	// CodeAsOfHistoryGone is Cairn's own: the journal no longer holds the
+	// records an as-of read needs (they were purged).
+	CodeAsOfHistoryGone Code = "AsOfHistoryGone"
 )
 
 // NoIndex is Error.Index when the error is not about one operation of a batch.

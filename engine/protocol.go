@@ -26,6 +26,13 @@ type Request struct {
 	Table string
 	// Messages are outbox messages committed with the write.
 	Messages []Message
+	// AsOf, on a Retrieve, reads the entity as it was at that journal
+	// position of the table (0: as it is now).
+	AsOf uint64
+	// Position, on a Retrieve, is a journal position (a write's Reply.Seq)
+	// the view must have reached before it answers: read your writes on
+	// another node (0: none).
+	Position uint64
 }
 
 // Reply answers a Request. Exactly one of Error or the success fields is set.

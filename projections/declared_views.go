@@ -58,16 +58,15 @@ func (v *Views) reconcileLocked(t *Table) {
 	}
 	for _, d := range want {
 		t.attach(d)
-		if t.wants(d) && v.runCtx != nil && v.runCtx.Err() == nil {
-			v.startBuildLocked(t, d)
+		if p := v.runCtx.Load(); t.wants(d) && p != nil && (*p).Err() == nil {
+			v.startBuildLocked(t, d, *p)
 		}
 	}
 }
 
 // startBuildLocked builds a projection's version in a goroutine counted in
 // v.wg (under v.mu, while Run runs).
-func (v *Views) startBuildLocked(t *Table, d *Definition) {
-	ctx := v.runCtx
+func (v *Views) startBuildLocked(t *Table, d *Definition, ctx context.Context) {
 	v.wg.Add(1)
 	go func() {
 		defer v.wg.Done()

@@ -29,11 +29,13 @@ type Views struct {
 
 	catalogSkipped atomic.Uint64 // catalog records that could not be used
 
-	decls  map[string]*Definition // declared projections by lowercase full name
-	runCtx context.Context        // Run's, for builds (nil before Run; set under mu)
+	decls map[string]*Definition // declared projections by lowercase full name
 
 	running atomic.Bool    // Run was called
 	wg      sync.WaitGroup // the goroutines Run started: appliers, stream deletions
+
+	runCtx atomic.Pointer[context.Context] // Run's context, which bounds the as-of replays and the builds
+	asOf   asOfCache                       // as-of views: replays running and views kept (asof.go)
 }
 
 // Config tunes the views.
@@ -54,6 +56,19 @@ type Config struct {
 	// behind Cairn's back), which faults the table then rather than at the
 	// next start (30 seconds; one stream-info request per table).
 	HistoryCheck time.Duration
+
+	// AsOfMaxRecords bounds the journal records one as-of read replays
+	// (1,000,000): a read as of a later position is refused (AsOfTooFar).
+	AsOfMaxRecords uint64
+	// AsOfReplays is how many as-of replays may run at once on the node
+	// (2); a read that would start one more is refused with ServerBusy.
+	AsOfReplays int
+	// AsOfCache is how many finished as-of views the node keeps for reuse
+	// (4), each for AsOfCacheTTL after its last use (30 seconds).
+	AsOfCache    int
+	AsOfCacheTTL time.Duration
+	// AsOfTimeout bounds one as-of replay (2 minutes).
+	AsOfTimeout time.Duration
 }
 
 func (c *Config) defaults() {
@@ -71,6 +86,21 @@ func (c *Config) defaults() {
 	}
 	if c.HistoryCheck <= 0 {
 		c.HistoryCheck = 30 * time.Second
+	}
+	if c.AsOfMaxRecords == 0 {
+		c.AsOfMaxRecords = 1_000_000
+	}
+	if c.AsOfReplays <= 0 {
+		c.AsOfReplays = 2
+	}
+	if c.AsOfCache <= 0 {
+		c.AsOfCache = 4
+	}
+	if c.AsOfCacheTTL <= 0 {
+		c.AsOfCacheTTL = 30 * time.Second
+	}
+	if c.AsOfTimeout <= 0 {
+		c.AsOfTimeout = 2 * time.Minute
 	}
 }
 
@@ -99,8 +129,8 @@ func (v *Views) Run(ctx context.Context) error {
 		return errors.New("projections: Views.Run called twice")
 	}
 	fctx, stop := context.WithCancel(ctx)
-	v.mu.Lock()
-	v.runCtx = fctx
+	v.mu.Lock() // builds start under mu once it is set (declared_views.go)
+	v.runCtx.Store(&fctx)
 	v.mu.Unlock()
 	err := v.followCatalog(fctx)
 	// The appliers, deletions and builds end with the catalog follower;
@@ -113,6 +143,15 @@ func (v *Views) Run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// baseContext is the context as-of replays run under: Run's, which ends
+// them when the views stop.
+func (v *Views) baseContext() context.Context {
+	if p := v.runCtx.Load(); p != nil {
+		return *p
+	}
+	return context.Background()
 }
 
 // retry runs fn until it succeeds, ctx ends (false) or fn fails

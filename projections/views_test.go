@@ -21,7 +21,7 @@ import (
 // rig is a journal on an embedded server with helpers that write to it the
 // way the committer does.
 type rig struct {
-	t   *testing.T
+	t   testing.TB
 	nc  *nats.Conn
 	j   *journal.Journal
 	ctx context.Context
@@ -30,7 +30,7 @@ type rig struct {
 	cfg     projections.Config // of the views start runs
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	_, nc := jstest.Server(t)
 	j, err := journal.New(nc, journal.Config{})

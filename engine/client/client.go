@@ -212,10 +212,23 @@ func (c *Client) Batch(ctx context.Context, table string, ops []engine.Operation
 	return c.entity(ctx, table, req, opts)
 }
 
+// AsOf reads as of a journal position of the table (a write's Reply.Seq,
+// or an earlier read's): the entity as it was then (Retrieve). The node
+// replays the table's journal up to it; see docs/PROTOCOL.md for the
+// limits and their errors.
+func AsOf(seq uint64) CallOption { return func(r *engine.Request) { r.AsOf = seq } }
+
+// AtLeast makes a read wait until the node's view has reached a journal
+// position of the table (a write's Reply.Seq), up to the node's wait
+// (10 s), so that a read on any node sees that write (Retrieve). The
+// error PositionNotReached says the view did not get there in time.
+func AtLeast(seq uint64) CallOption { return func(r *engine.Request) { r.Position = seq } }
+
 // Retrieve reads one entity from a host's view. The reply's ETag is the
-// entity's and Seq the view's journal position.
-func (c *Client) Retrieve(ctx context.Context, table, pk, rk string) (*engine.Entity, *engine.Reply, error) {
-	rep, err := c.entity(ctx, table, &engine.Request{Op: "Retrieve", PartitionKey: pk, RowKey: rk}, nil)
+// entity's and Seq the view's journal position (with AsOf, that position).
+// Its options are AsOf and AtLeast (a write's are ignored).
+func (c *Client) Retrieve(ctx context.Context, table, pk, rk string, opts ...CallOption) (*engine.Entity, *engine.Reply, error) {
+	rep, err := c.entity(ctx, table, &engine.Request{Op: "Retrieve", PartitionKey: pk, RowKey: rk}, opts)
 	if err != nil {
 		return nil, rep, err
 	}

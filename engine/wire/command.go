@@ -8,6 +8,9 @@ import (
 // InsertOrReplace, InsertOrMerge, Delete, Batch) for table into a command.
 // It checks the request's shape; the limits are engine.ValidateCommand's.
 func ToCommand(r *engine.Request, table string) (*engine.Command, error) {
+	if err := readOnly(r); err != nil {
+		return nil, err
+	}
 	cmd := &engine.Command{ID: r.ID, Table: table, Messages: r.Messages}
 	if r.Op == "Batch" {
 		if len(r.Ops) == 0 {
@@ -35,7 +38,19 @@ func ToCommand(r *engine.Request, table string) (*engine.Command, error) {
 	return cmd, nil
 }
 
+// readOnly refuses a write that names read positions: "asOf" and
+// "position" are a Retrieve's.
+func readOnly(r *engine.Request) error {
+	if r.AsOf != 0 || r.Position != 0 {
+		return invalid("\"asOf\" and \"position\" are for Retrieve, not %s", r.Op)
+	}
+	return nil
+}
+
 func toOperation(r *engine.Request) (engine.Operation, error) {
+	if err := readOnly(r); err != nil {
+		return engine.Operation{}, err
+	}
 	o, ok := engine.ParseOp(r.Op)
 	if !ok {
 		return engine.Operation{}, invalid("unknown operation %q: use Insert, Replace (or Update), Merge, InsertOrReplace, InsertOrMerge, Delete, Batch or Retrieve", r.Op)

@@ -19,6 +19,8 @@ type jsonRequest struct {
 	Ops          []jsonRequest   `json:"ops,omitempty"`
 	Table        string          `json:"table,omitempty"`
 	Messages     []jsonMessage   `json:"messages,omitempty"`
+	AsOf         *uint64         `json:"asOf,omitempty"`
+	Position     uint64          `json:"position,omitempty"`
 }
 
 // jsonMessage is an outbox message: a destination (queue or subject), an
@@ -135,7 +137,13 @@ func keyField(name string, raw json.RawMessage) (key string, given bool, err err
 }
 
 func fromJSONRequest(jr *jsonRequest, depth int) (*engine.Request, error) {
-	r := &engine.Request{Op: jr.Op, ID: jr.ID, IfMatch: jr.IfMatch, Table: jr.Table}
+	r := &engine.Request{Op: jr.Op, ID: jr.ID, IfMatch: jr.IfMatch, Table: jr.Table, Position: jr.Position}
+	if jr.AsOf != nil {
+		if *jr.AsOf == 0 {
+			return nil, errAsOfZero()
+		}
+		r.AsOf = *jr.AsOf
+	}
 	pk, hasPK, err := keyField("partitionKey", jr.PartitionKey)
 	if err != nil {
 		return nil, err
@@ -184,7 +192,10 @@ func EncodeRequestJSON(r *engine.Request) ([]byte, error) {
 }
 
 func toJSONRequest(r *engine.Request) *jsonRequest {
-	jr := &jsonRequest{Op: r.Op, ID: r.ID, IfMatch: r.IfMatch, Table: r.Table}
+	jr := &jsonRequest{Op: r.Op, ID: r.ID, IfMatch: r.IfMatch, Table: r.Table, Position: r.Position}
+	if r.AsOf != 0 {
+		jr.AsOf = &r.AsOf
+	}
 	// Keys are written when set, and always where they name the entity:
 	// "" is a key there, and a missing one is refused.
 	if r.PartitionKey != "" || byKeys(r) {

@@ -70,7 +70,7 @@ func (e *encoder) request(r *engine.Request) {
 	// ("" is a key there).
 	withPK, withRK := r.PartitionKey != "" || byKeys(r), r.RowKey != "" || byKeys(r)
 	n := 1
-	for _, set := range []bool{r.ID != "", r.IfMatch != "", r.Entity != nil, withPK, withRK, len(r.Ops) > 0, r.Table != "", len(r.Messages) > 0} {
+	for _, set := range []bool{r.ID != "", r.IfMatch != "", r.Entity != nil, withPK, withRK, len(r.Ops) > 0, r.Table != "", len(r.Messages) > 0, r.AsOf != 0, r.Position != 0} {
 		if set {
 			n++
 		}
@@ -111,6 +111,12 @@ func (e *encoder) request(r *engine.Request) {
 				e.do(e.enc.EncodeArrayLen(4), e.enc.EncodeString(m.Queue), e.enc.EncodeString(m.ID), e.enc.EncodeBytes(m.Body), e.enc.EncodeString(m.Subject))
 			}
 		}
+	}
+	if r.AsOf != 0 {
+		e.do(e.enc.EncodeString("asOf"), e.enc.EncodeUint(r.AsOf))
+	}
+	if r.Position != 0 {
+		e.do(e.enc.EncodeString("position"), e.enc.EncodeUint(r.Position))
 	}
 }
 
@@ -315,6 +321,12 @@ func (d *decoder) request(depth int) (*engine.Request, error) {
 			}
 		case "messages":
 			r.Messages, err = d.messages()
+		case "asOf":
+			if r.AsOf, err = d.dec.DecodeUint64(); err == nil && r.AsOf == 0 {
+				return nil, errAsOfZero()
+			}
+		case "position":
+			r.Position, err = d.dec.DecodeUint64()
 		default:
 			return nil, invalid("unknown field %q", k)
 		}

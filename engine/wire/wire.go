@@ -86,3 +86,9 @@ func at(where string, err error) error {
 	c.Message = where + ": " + e.Message
 	return &c
 }
+
+// errAsOfZero refuses a request's "asOf" of 0: journal positions start at
+// 1 (leave the field out to read the present).
+func errAsOfZero() error {
+	return engine.Errorf(engine.CodeInvalidAsOfPosition, "\"asOf\" is 0: journal positions start at 1 (leave it out to read the present)")
+}

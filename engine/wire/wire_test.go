@@ -134,13 +134,15 @@ func sampleRequests() []*engine.Request {
 		{Op: "ListTables"},
 		{Op: "InsertOrMerge", Entity: engine.NewEntity("p", "s"), Messages: []engine.Message{
 			{Subject: "orders.created", ID: "m1", Body: []byte{0, 0xff}}, {Queue: "archive", Body: []byte("x")}, {Subject: "billing.eu.created"}}},
+		{Op: "Retrieve", PartitionKey: "p", RowKey: "r", AsOf: 1 << 40},
+		{Op: "Retrieve", PartitionKey: "p", RowKey: "r", Position: 7},
 	}
 }
 
 func sameRequest(t *testing.T, got, want *engine.Request) {
 	t.Helper()
 	if got.Op != want.Op || got.ID != want.ID || got.IfMatch != want.IfMatch || got.PartitionKey != want.PartitionKey ||
-		got.RowKey != want.RowKey || got.Table != want.Table || len(got.Ops) != len(want.Ops) || !reflect.DeepEqual(got.Messages, want.Messages) {
+		got.RowKey != want.RowKey || got.Table != want.Table || got.AsOf != want.AsOf || got.Position != want.Position || len(got.Ops) != len(want.Ops) || !reflect.DeepEqual(got.Messages, want.Messages) {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
 	if (got.Entity == nil) != (want.Entity == nil) {
@@ -230,6 +232,13 @@ func TestRequestErrors(t *testing.T) {
 	if !strings.Contains(err.Error(), `property "A"`) {
 		t.Errorf("message does not say where: %v", err)
 	}
+	// "asOf" of 0 names no position (leaving it out reads the present).
+	if _, err := DecodeRequest([]byte(`{"op":"Retrieve","partitionKey":"p","rowKey":"r","asOf":0}`), JSON); engine.ErrorCode(err) != engine.CodeInvalidAsOfPosition {
+		t.Errorf("JSON asOf 0: %v", err)
+	}
+	if _, err := DecodeRequest([]byte{0x81, 0xa4, 'a', 's', 'O', 'f', 0x00}, Msgpack); engine.ErrorCode(err) != engine.CodeInvalidAsOfPosition {
+		t.Errorf("msgpack asOf 0: %v", err)
+	}
 	for _, in := range [][]byte{{0xc1}, {0x81, 0xa2, 'o', 'p', 0x01}, {0x81, 0xa1, 'x', 0xc0}, {0xdf, 0xff, 0xff, 0xff, 0xff}, {0xdd, 0xff, 0xff, 0xff, 0xff}} {
 		if _, err := DecodeRequest(in, Msgpack); engine.ErrorCode(err) != engine.CodeInvalidInput {
 			t.Errorf("%x: %v", in, err)
@@ -251,6 +260,9 @@ func TestToCommand(t *testing.T) {
 		{Op: "Insert"}, {Op: "Frobnicate"}, {Op: "Batch"},
 		{Op: "Batch", Ops: []engine.Request{{Op: "Insert", Entity: engine.NewEntity("p", "1")}, {Op: "Retrieve"}}},
 		{Op: "Insert", Entity: engine.NewEntity("p", "r"), Ops: []engine.Request{{Op: "Insert"}}},
+		{Op: "Insert", Entity: engine.NewEntity("p", "r"), AsOf: 1},
+		{Op: "Delete", PartitionKey: "p", RowKey: "r", Position: 1},
+		{Op: "Batch", Ops: []engine.Request{{Op: "Insert", Entity: engine.NewEntity("p", "1"), AsOf: 2}}},
 	} {
 		if _, err := ToCommand(r, "T1x"); engine.ErrorCode(err) != engine.CodeInvalidInput {
 			t.Errorf("%+v: %v", r, err)

@@ -21,13 +21,24 @@ import (
 //
 // The keys are those of the first entity not yet returned; the hold id
 // names the snapshot the earlier pages were read from; a|d is the order.
+// A query as of a journal position (X-Cairn-As-Of) carries the position
+// too, so that its later pages read the past even when its hold was
+// released (or the client does not send the header again):
+//
+//	NextPartitionKey = "2!" + a|d + "!" + hold id + "!" + position + "!" + base64url(PartitionKey)
+//
+// (hold id and position in base 36).
 type token struct {
 	hold uint64
 	desc bool
+	asOf uint64 // the as-of position, 0 for a query of the present
 	from query.Continuation
 }
 
-const tokenVersion = "1"
+const (
+	tokenVersion     = "1"
+	asOfTokenVersion = "2"
+)
 
 var b64 = base64.RawURLEncoding
 
@@ -36,7 +47,11 @@ func (t token) format() (npk, nrk string) {
 	if t.desc {
 		dir = "d"
 	}
-	npk = tokenVersion + "!" + dir + "!" + strconv.FormatUint(t.hold, 36) + "!" + b64.EncodeToString([]byte(t.from.PartitionKey))
+	npk = tokenVersion + "!" + dir + "!" + strconv.FormatUint(t.hold, 36) + "!"
+	if t.asOf != 0 {
+		npk = asOfTokenVersion + npk[len(tokenVersion):] + strconv.FormatUint(t.asOf, 36) + "!"
+	}
+	npk += b64.EncodeToString([]byte(t.from.PartitionKey))
 	nrk = tokenVersion + "!" + b64.EncodeToString([]byte(t.from.RowKey))
 	return npk, nrk
 }
@@ -49,13 +64,19 @@ func badToken(format string, args ...any) error {
 func parseToken(npk, nrk string) (token, error) {
 	var t token
 	parts := strings.Split(npk, "!")
-	if len(parts) != 4 || parts[0] != tokenVersion || (parts[1] != "a" && parts[1] != "d") {
+	if !(len(parts) == 4 && parts[0] == tokenVersion || len(parts) == 5 && parts[0] == asOfTokenVersion) || (parts[1] != "a" && parts[1] != "d") {
 		return t, badToken("is not one this host issued")
 	}
 	t.desc = parts[1] == "d"
 	var err error
 	if t.hold, err = strconv.ParseUint(parts[2], 36, 64); err != nil {
 		return t, badToken("is damaged")
+	}
+	if len(parts) == 5 {
+		if t.asOf, err = strconv.ParseUint(parts[3], 36, 64); err != nil || t.asOf == 0 {
+			return t, badToken("is damaged")
+		}
+		parts = append(parts[:3], parts[4])
 	}
 	pk, err := b64.DecodeString(parts[3])
 	if err != nil {

@@ -21,13 +21,16 @@
 //     t or t() (query or insert), t(PartitionKey='p',RowKey='r').
 //  3. A read waits, if the request names a journal position
 //     (X-Cairn-Position), until the table's view has reached it, then reads
-//     one snapshot. A query holds its snapshot for the next pages: the
+//     one snapshot; one that names an earlier position (X-Cairn-As-Of)
+//     reads the view as of it, rebuilt by the views from the journal
+//     (projections.Views.AsOf). A query holds its snapshot for the next pages: the
 //     continuation token names it, so paging through a table that is being
 //     written sees neither duplicates nor gaps.
 //  4. A write is submitted to the committer and answered when it is
 //     visible in this host's view; the reply carries its journal position.
 //
-// The extensions to the protocol (read-your-writes positions, descending
+// The extensions to the protocol (read-your-writes positions, reads as of
+// an earlier position, descending
 // order, outbox messages on writes with X-Cairn-Messages, load counters,
 // /metrics) are described in docs/HTTP.md.
 //
@@ -37,7 +40,10 @@
 // naming the fault; a write that cannot be committed in time (30 s) is 500
 // OperationTimedOut, and its outcome is then found by retrying with the
 // same x-ms-client-request-id; a read whose X-Cairn-Position the view does
-// not reach within 10 s is 503 PositionNotReached. A query page stops at
+// not reach within 10 s is 503 PositionNotReached; an X-Cairn-As-Of outside
+// the journal, beyond the node's replay limit or whose history was purged
+// is 400 InvalidAsOfPosition, 400 AsOfTooFar or 410 AsOfHistoryGone, and
+// one that finds two replays running is 503 ServerBusy. A query page stops at
 // 1,000 entities or after 5 s with a continuation token. A body that stops
 // arriving (10 s without bytes, or slower than 16 KiB/s overall) is
 // OperationTimedOut on a connection then closed; a body over 5 MiB, or

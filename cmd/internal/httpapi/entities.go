@@ -72,9 +72,38 @@ func (c *call) view(full string) (*projections.Table, error) {
 	return t, nil
 }
 
-// snapshot returns the view's snapshot, after waiting for the position the
-// request names (X-Cairn-Position), if any.
-func (c *call) snapshot(t *projections.Table) (*projections.Snapshot, error) {
+// AsOfHeader names an earlier journal position of the table: a read that
+// sends it answers from the table's view as it was at that position
+// (rebuilt by replaying the journal, projections.Views.AsOf).
+const AsOfHeader = "X-Cairn-As-Of"
+
+// asOf reads the request's X-Cairn-As-Of: the position, and whether the
+// header was sent. It contradicts X-Cairn-Position (which asks for the
+// present, at least as late as a write), so both are refused.
+func (c *call) asOf() (uint64, bool, error) {
+	v := c.r.Header.Get(AsOfHeader)
+	if v == "" {
+		return 0, false, nil
+	}
+	if c.r.Header.Get(PositionHeader) != "" {
+		return 0, false, engine.Errorf(codeInvalidHeaderValue, "%s and %s contradict each other: send one (%s reads the past, %s waits for the present to reach a write)",
+			AsOfHeader, PositionHeader, AsOfHeader, PositionHeader)
+	}
+	seq, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, false, engine.Errorf(codeInvalidHeaderValue, "%s must be a journal position (a whole number), not %q", AsOfHeader, v)
+	}
+	return seq, true, nil
+}
+
+// snapshot returns the snapshot a read answers from: as of the position
+// asOf when given (X-Cairn-As-Of, or a continuation's), otherwise the
+// view's, after waiting for the position the request names
+// (X-Cairn-Position), if any.
+func (c *call) snapshot(t *projections.Table, asOf uint64, given bool) (*projections.Snapshot, error) {
+	if given {
+		return c.s.views.AsOf(c.r.Context(), t, asOf)
+	}
 	pos := c.r.Header.Get(PositionHeader)
 	if pos == "" {
 		return t.Snapshot(), nil
@@ -106,16 +135,23 @@ func (c *call) get(table string, k keys) {
 		c.fail(err)
 		return
 	}
+	asOf, given, err := c.asOf()
+	if err != nil {
+		c.fail(err)
+		return
+	}
 	t, err := c.view(c.table)
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	snap, err := c.snapshot(t)
+	snap, err := c.snapshot(t, asOf, given)
 	if err != nil {
 		c.fail(err)
 		return
 	}
+	// The position read, on a miss too: absent as of that position.
+	c.w.Header().Set(PositionHeader, strconv.FormatUint(snap.Seq, 10))
 	e, ok := snap.Get(k.pk, k.rk)
 	if !ok {
 		c.fail(engine.Errorf(engine.CodeResourceNotFound, "The specified resource does not exist: (%q, %q) in %s.", k.pk, k.rk, shownName(t)))
@@ -130,7 +166,6 @@ func (c *call) get(table string, k keys) {
 	}
 	etag := engine.ETag(t.Epoch(), e.Version)
 	c.w.Header().Set("ETag", etag)
-	c.w.Header().Set(PositionHeader, strconv.FormatUint(snap.Seq, 10))
 	c.writeJSON(http.StatusOK, c.appendEntity(nil, shownName(t), e, etag, true))
 }
 

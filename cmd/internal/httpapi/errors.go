@@ -22,7 +22,7 @@ const (
 	codeMissingRequiredHeader   engine.Code = "MissingRequiredHeader"
 	codeInvalidQueryParameter   engine.Code = "InvalidQueryParameterValue"
 	codeInvalidContinuation     engine.Code = "InvalidContinuationToken"
-	codePositionNotReached      engine.Code = "PositionNotReached"
+	codePositionNotReached      engine.Code = engine.CodePositionNotReached
 	codeRequestBodyTooLarge     engine.Code = engine.CodeRequestBodyTooLarge
 	codeAuthenticationMalformed engine.Code = "InvalidAuthenticationInfo"
 	codeCorsPreflightFailure    engine.Code = "CorsPreflightFailure"
@@ -39,6 +39,8 @@ func status(code engine.Code) int {
 		return http.StatusNotFound
 	case engine.CodeUpdateConditionNotSatisfied:
 		return http.StatusPreconditionFailed
+	case engine.CodeAsOfHistoryGone:
+		return http.StatusGone
 	case engine.CodeRequestBodyTooLarge, engine.CodeEntityTooLarge:
 		return http.StatusRequestEntityTooLarge
 	case engine.CodeServerBusy, codePositionNotReached, engine.CodeTableFaulted, engine.CodeProjectionNotReady:

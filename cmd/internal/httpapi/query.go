@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
+	"github.com/cairn-dev/cairn/projections"
 	"github.com/cairn-dev/cairn/projections/query"
 )
 
@@ -138,20 +139,42 @@ func (c *call) query(table string) {
 		}
 		tok = &t
 	}
+	asOf, given, err := c.asOf()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if tok != nil {
+		// A continuation of an as-of query goes on reading the past; it
+		// cannot continue a query of another position, or of the present.
+		switch {
+		case given && tok.asOf != asOf && tok.asOf != 0:
+			c.fail(badToken("belongs to a query as of position %d, not %d", tok.asOf, asOf))
+			return
+		case given && tok.asOf == 0:
+			c.fail(badToken("belongs to a query of the present, not as of position %d", asOf))
+			return
+		case tok.asOf != 0 && c.r.Header.Get(PositionHeader) != "":
+			c.fail(engine.Errorf(codeInvalidHeaderValue, "the continuation belongs to a query as of position %d, which %s contradicts", tok.asOf, PositionHeader))
+			return
+		case tok.asOf != 0:
+			asOf, given = tok.asOf, true
+		}
+	}
 	t, err := c.view(c.table)
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	snap := t.Snapshot()
+	var snap *projections.Snapshot
 	var hold uint64
 	if tok != nil {
-		if s, ok := c.s.held.get(tok.hold, t.Name(), t.Epoch()); ok {
+		if s, ok := c.s.held.get(tok.hold, t.Name(), t.Epoch()); ok && (!given || s.Seq == asOf) {
 			snap, hold = s, tok.hold
 		}
 	}
 	if hold == 0 {
-		if snap, err = c.snapshot(t); err != nil {
+		if snap, err = c.snapshot(t, asOf, given); err != nil {
 			c.fail(err)
 			return
 		}
@@ -165,7 +188,10 @@ func (c *call) query(table string) {
 	h := c.w.Header()
 	if pg.More {
 		hold = c.s.held.put(hold, snap)
-		npk, nrk := token{hold: hold, desc: desc, from: query.Continuation{PartitionKey: pg.NextPartitionKey, RowKey: pg.NextRowKey}}.format()
+		if !given {
+			asOf = 0
+		}
+		npk, nrk := token{hold: hold, desc: desc, asOf: asOf, from: query.Continuation{PartitionKey: pg.NextPartitionKey, RowKey: pg.NextRowKey}}.format()
 		h.Set("x-ms-continuation-NextPartitionKey", npk)
 		h.Set("x-ms-continuation-NextRowKey", nrk)
 	} else if hold != 0 {

@@ -17,8 +17,10 @@ type Journal interface {
 	Read(ctx context.Context, table string, epoch uint64, r journal.ReadRange) (*journal.Page, error)
 }
 
-// maxFeedsInFlight bounds the change feed requests a node serves at once
-// (long-polls included); beyond it a request is answered ServerBusy.
+// maxFeedsInFlight bounds the requests that may wait a node serves at
+// once, each on a goroutine of its own: change feed requests (long-polls
+// included) and Retrieves with "asOf" or "position"; beyond it a request
+// is answered ServerBusy.
 const maxFeedsInFlight = 1024
 
 // ChangesSubject returns the subject of a table's change feed; table is
@@ -31,25 +33,12 @@ func ChangesSubject(prefix, table string) string { return prefix + ".changes." +
 // that a long-poll does not hold up the subscription.
 func (s *Service) handleChanges(m *nats.Msg) {
 	enc := wire.Detect(m.Data, m.Header.Get("Content-Type"))
-	select {
-	case s.feeds <- struct{}{}:
-	default:
-		respondChanges(m, enc, feedErr(engine.Errorf(engine.CodeServerBusy, "this node serves %d change feed requests already; retry", maxFeedsInFlight)))
-		return
-	}
-	s.feedMu.Lock()
-	off := s.feedsOff
-	if !off {
-		s.feedWG.Add(1)
-	}
-	s.feedMu.Unlock()
-	if off {
-		<-s.feeds
-		respondChanges(m, enc, feedErr(engine.Errorf(engine.CodeServerBusy, "the node is shutting down; ask again")))
+	if err := s.startWaiting(); err != nil {
+		respondChanges(m, enc, feedErr(err))
 		return
 	}
 	go func() {
-		defer func() { <-s.feeds; s.feedWG.Done() }()
+		defer s.doneWaiting()
 		epoch, page, rep := s.changes(m.Subject, m.Data, enc)
 		if rep != nil {
 			if rep.Error.Code == engine.CodeInternalError {
@@ -63,6 +52,31 @@ func (s *Service) handleChanges(m *nats.Msg) {
 		}
 	}()
 }
+
+// startWaiting takes a place for a request that may wait, to be served on
+// a goroutine of its own (Run waits for them); doneWaiting gives it back.
+// It refuses with ServerBusy when maxFeedsInFlight are served or the node
+// is shutting down.
+func (s *Service) startWaiting() error {
+	select {
+	case s.feeds <- struct{}{}:
+	default:
+		return engine.Errorf(engine.CodeServerBusy, "this node serves %d requests that wait (change feeds, reads of a position) already; retry", maxFeedsInFlight)
+	}
+	s.feedMu.Lock()
+	off := s.feedsOff
+	if !off {
+		s.feedWG.Add(1)
+	}
+	s.feedMu.Unlock()
+	if off {
+		<-s.feeds
+		return engine.Errorf(engine.CodeServerBusy, "the node is shutting down; ask again")
+	}
+	return nil
+}
+
+func (s *Service) doneWaiting() { <-s.feeds; s.feedWG.Done() }
 
 func respondChanges(m *nats.Msg, enc wire.Encoding, r *wire.ChangesReply) {
 	if m.Reply == "" {

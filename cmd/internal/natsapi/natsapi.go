@@ -28,6 +28,9 @@ type Config struct {
 	Subscriptions int
 	// TableTimeout bounds a table command.
 	TableTimeout time.Duration
+	// PositionWait is the longest a Retrieve waits for the view to reach
+	// the journal position its request names ("position"; 10 s).
+	PositionWait time.Duration
 	// DrainTimeout bounds the wait for the requests in hand at shutdown.
 	DrainTimeout time.Duration
 	// Outbox is the allowlist of the NATS subjects outbox messages may
@@ -50,6 +53,9 @@ func (c *Config) defaults() {
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 5 * time.Second
+	}
+	if c.PositionWait <= 0 {
+		c.PositionWait = 10 * time.Second
 	}
 }
 
@@ -250,7 +256,22 @@ func (s *Service) handleEntity(m *nats.Msg) {
 	}
 	switch req.Op {
 	case "Retrieve":
-		respond(m, enc, s.retrieve(table, req))
+		if req.AsOf == 0 && req.Position == 0 {
+			respond(m, enc, s.retrieve(s.ctx, table, req))
+			return
+		}
+		// A read of the past may replay, one of a position may wait:
+		// keep the subscription free.
+		if err := s.startWaiting(); err != nil {
+			respond(m, enc, errReply(err))
+			return
+		}
+		go func() {
+			defer s.doneWaiting()
+			// Ends when the subscriptions are drained, as the change
+			// feed's long-polls do.
+			respond(m, enc, s.retrieve(s.feedCtx, table, req))
+		}()
 		return
 	case "CreateTable", "DeleteTable", "ListTables":
 		respond(m, enc, errReply(engine.Errorf(engine.CodeInvalidInput,
@@ -268,12 +289,13 @@ func (s *Service) handleEntity(m *nats.Msg) {
 	s.c.Submit(cmd, func(r *engine.Reply) { respond(m, enc, r) })
 }
 
-func (s *Service) retrieve(table string, req *engine.Request) *engine.Reply {
+// retrieve answers a Retrieve within ctx.
+func (s *Service) retrieve(ctx context.Context, table string, req *engine.Request) *engine.Reply {
 	pk, rk := req.PartitionKey, req.RowKey
 	if req.Entity != nil {
 		pk, rk = req.Entity.PartitionKey, req.Entity.RowKey
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.TableTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.TableTimeout)
 	defer cancel()
 	t, ok, err := s.views.Readable(ctx, table)
 	if err != nil {
@@ -292,13 +314,42 @@ func (s *Service) retrieve(table string, req *engine.Request) *engine.Reply {
 		}
 		return errReply(err)
 	}
-	snap := t.Snapshot()
+	snap, err := s.snapshot(ctx, t, req)
+	if err != nil {
+		return errReply(err)
+	}
 	e, ok := snap.Get(pk, rk)
 	t.NoteRead(pk, 1)
 	if !ok {
 		return errReply(engine.Errorf(engine.CodeResourceNotFound, "entity (%q, %q) does not exist in %s", pk, rk, shown))
 	}
 	return &engine.Reply{Entity: e, ETag: engine.ETag(t.Epoch(), e.Version), Timestamp: e.Timestamp, Seq: snap.Seq}
+}
+
+// snapshot returns the snapshot a Retrieve reads: as of the request's
+// "asOf", or the view's once it has reached the request's "position"
+// (mirroring the HTTP API's X-Cairn-As-Of and X-Cairn-Position).
+func (s *Service) snapshot(ctx context.Context, t *projections.Table, req *engine.Request) (*projections.Snapshot, error) {
+	if req.AsOf != 0 {
+		if req.Position != 0 {
+			return nil, engine.Errorf(engine.CodeInvalidInput, "\"asOf\" and \"position\" contradict each other: send one (asOf reads the past, position waits for the present to reach a write)")
+		}
+		return s.views.AsOf(ctx, t, req.AsOf)
+	}
+	if snap := t.Snapshot(); snap.Seq >= req.Position {
+		return snap, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.PositionWait)
+	defer cancel()
+	snap, err := t.WaitSeq(wctx, req.Position)
+	if err != nil {
+		if engine.ErrorCode(err) == engine.CodeTableFaulted {
+			return nil, err
+		}
+		return nil, engine.Errorf(engine.CodePositionNotReached, "the view of %s has not reached position %d within %v (it is at %d): retry, or check that the position belongs to this table",
+			engine.ShownTable(t.Name()), req.Position, s.cfg.PositionWait, t.Snapshot().Seq)
+	}
+	return snap, nil
 }
 
 func (s *Service) handleTables(m *nats.Msg) {

@@ -1,0 +1,279 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cairn-dev/cairn/engine"
+)
+
+// As-of reads: a table's view as it was at an earlier journal position,
+// rebuilt on demand by replaying the table's stream from its first record
+// into a view of its own. The live view keeps no history (its B-trees are
+// overwritten in place once no snapshot holds the old nodes), so the
+// journal is the only place the past is kept; replay is what an as-of read
+// costs, and the limits below bound it.
+//
+//   - A position must be one the view has passed: 1 to the view's
+//     position (InvalidAsOfPosition otherwise). The view's own position is
+//     answered from the live snapshot, with no replay.
+//   - At most Config.AsOfMaxRecords records are replayed for one as-of
+//     read (a position beyond it is AsOfTooFar).
+//   - A journal whose first records were purged cannot rebuild the past
+//     (AsOfHistoryGone).
+//   - At most Config.AsOfReplays replays run at once on a node; a read
+//     that would start another is refused at once with ServerBusy (503 over
+//     HTTP, which the Azure SDKs retry with back-off). A read of a position
+//     already being replayed waits for that replay instead.
+//   - A finished as-of view is kept for Config.AsOfCacheTTL after its last
+//     use, at most Config.AsOfCache of them (the least recently used goes
+//     first), so that the pages of one as-of query, or the same position
+//     asked again, replay once.
+//   - A replay runs to its end even when the read that started it gives
+//     up (its result is then kept for the retry), bounded by
+//     Config.AsOfTimeout and by Run's context.
+
+// asOfKey names one as-of view: a table incarnation at a position.
+type asOfKey struct {
+	table string
+	epoch uint64
+	seq   uint64
+}
+
+// asOfView is a replay, running or finished.
+type asOfView struct {
+	done chan struct{} // closed when the replay ended
+	snap *Snapshot     // set before done is closed, on success
+	err  error         // set before done is closed, on failure
+	used time.Time     // the last use, once done (under asOfCache.mu)
+}
+
+// asOfCache holds the replays of a node: those running and the finished
+// views kept for reuse.
+type asOfCache struct {
+	mu      sync.Mutex
+	m       map[asOfKey]*asOfView
+	running int
+	sweep   *time.Timer // pending release of expired views; nil when none
+}
+
+// errAsOfReached ends a replay's consumer once the position is applied.
+var errAsOfReached = errors.New("as-of position reached")
+
+// AsOf returns the view of t, a live table's current incarnation, as it
+// was at journal position seq: a snapshot whose Seq is seq, holding
+// exactly what the records 1 to seq made of the table. Its errors are
+// coded (*engine.Error): InvalidAsOfPosition for 0 or a position beyond
+// the view's, AsOfTooFar for more records than Config.AsOfMaxRecords,
+// AsOfHistoryGone when the journal lost the records, ServerBusy when
+// Config.AsOfReplays replays run already or when ctx ends before the
+// replay does (it goes on: retry), TableNotFound when the table's stream
+// is gone.
+//
+// Cost: the view's own position is the live snapshot (an atomic load); a
+// cached position is a map lookup; anything else is a replay of seq
+// records at the applier's replay rate (every record decoded and
+// validated), and a view of its own in memory for as long as it is kept
+// (see doc.go, Costs).
+func (v *Views) AsOf(ctx context.Context, t *Table, seq uint64) (*Snapshot, error) {
+	cur := t.Snapshot()
+	if seq == 0 || seq > cur.Seq {
+		if cur.Seq == 0 {
+			return nil, engine.Errorf(engine.CodeInvalidAsOfPosition,
+				"table %s has no journal record yet: there is no position %d to read as of", engine.ShownTable(t.Name()), seq)
+		}
+		return nil, engine.Errorf(engine.CodeInvalidAsOfPosition,
+			"position %d is not one of table %s's journal as this node has it: as-of positions are 1 to %d, the view's current position",
+			seq, engine.ShownTable(t.Name()), cur.Seq)
+	}
+	if seq == cur.Seq {
+		return cur, nil
+	}
+	if seq > v.cfg.AsOfMaxRecords {
+		return nil, engine.Errorf(engine.CodeAsOfTooFar,
+			"a read of table %s as of position %d replays %d journal records; this node replays at most %d for one as-of read",
+			engine.ShownTable(t.Name()), seq, seq, v.cfg.AsOfMaxRecords)
+	}
+	key := asOfKey{table: t.Name(), epoch: t.Epoch(), seq: seq}
+	c := &v.asOf
+	c.mu.Lock()
+	av := c.m[key]
+	if av != nil && av.snap != nil && time.Since(av.used) > v.cfg.AsOfCacheTTL {
+		delete(c.m, key)
+		av = nil
+	}
+	if av == nil {
+		if c.running >= v.cfg.AsOfReplays {
+			c.mu.Unlock()
+			return nil, engine.Errorf(engine.CodeServerBusy,
+				"this node is replaying %d as-of views already (its limit): retry later", c.running)
+		}
+		if c.m == nil {
+			c.m = map[asOfKey]*asOfView{}
+		}
+		av = &asOfView{done: make(chan struct{})}
+		c.m[key] = av
+		c.running++
+		go v.runAsOf(key, av, t)
+	}
+	c.mu.Unlock()
+	select {
+	case <-av.done:
+	case <-ctx.Done():
+		return nil, engine.Errorf(engine.CodeServerBusy,
+			"the view of table %s as of position %d is still being replayed: retry (the replay goes on, and its view is kept for %v)",
+			engine.ShownTable(t.Name()), seq, v.cfg.AsOfCacheTTL)
+	}
+	if av.err != nil {
+		return nil, av.err
+	}
+	c.mu.Lock()
+	av.used = time.Now()
+	c.mu.Unlock()
+	return av.snap, nil
+}
+
+// runAsOf replays one as-of view and keeps it in the cache (a failure is
+// handed to the waiters and forgotten).
+func (v *Views) runAsOf(key asOfKey, av *asOfView, t *Table) {
+	ctx, cancel := context.WithTimeout(v.baseContext(), v.cfg.AsOfTimeout)
+	defer cancel()
+	snap, err := v.replayAsOf(ctx, t, key.seq)
+	c := &v.asOf
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running--
+	av.snap, av.err = snap, err
+	now := time.Now()
+	av.used = now
+	close(av.done)
+	if err != nil {
+		if c.m[key] == av {
+			delete(c.m, key)
+		}
+		return
+	}
+	// Keep at most AsOfCache finished views: the least recently used go.
+	for {
+		var oldest asOfKey
+		var when time.Time
+		n := 0
+		for k, x := range c.m {
+			if x.snap == nil {
+				continue // running, or failed
+			}
+			n++
+			if when.IsZero() || x.used.Before(when) {
+				oldest, when = k, x.used
+			}
+		}
+		if n <= v.cfg.AsOfCache {
+			break
+		}
+		delete(c.m, oldest)
+	}
+	c.scheduleLocked(now, v.cfg.AsOfCacheTTL)
+}
+
+// scheduleLocked arms the timer that drops expired views, for the
+// earliest expiry, unless it is armed already or nothing is kept.
+func (c *asOfCache) scheduleLocked(now time.Time, ttl time.Duration) {
+	if c.sweep != nil {
+		return
+	}
+	var earliest time.Time
+	for _, x := range c.m {
+		if x.snap != nil && (earliest.IsZero() || x.used.Before(earliest)) {
+			earliest = x.used
+		}
+	}
+	if earliest.IsZero() {
+		return
+	}
+	c.sweep = time.AfterFunc(earliest.Add(ttl).Sub(now)+time.Millisecond, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.sweep = nil
+		now := time.Now()
+		for k, x := range c.m {
+			if x.snap != nil && now.Sub(x.used) > ttl {
+				delete(c.m, k)
+			}
+		}
+		c.scheduleLocked(now, ttl)
+	})
+}
+
+// asOfCached returns the number of finished as-of views kept (for tests).
+func (v *Views) asOfCached() int {
+	v.asOf.mu.Lock()
+	defer v.asOf.mu.Unlock()
+	n := 0
+	for _, x := range v.asOf.m {
+		if x.snap != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// replayAsOf replays t's journal from its first record up to and
+// including seq into a view of its own, with the applier's checks, and
+// returns its snapshot.
+func (v *Views) replayAsOf(ctx context.Context, t *Table, seq uint64) (*Snapshot, error) {
+	shown := engine.ShownTable(t.Name())
+	first, _, err := v.j.StreamBounds(ctx, t.Name(), t.Epoch())
+	if errors.Is(err, engine.ErrTableGone) {
+		return nil, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", shown)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if first != 1 {
+		return nil, engine.Errorf(engine.CodeAsOfHistoryGone,
+			"the journal of table %s no longer holds its first records (it starts at %d): its view as of position %d cannot be rebuilt", shown, first, seq)
+	}
+	nt := NewTable(t.Name(), t.Epoch(), v.cfg.DedupWindow)
+	start, lastLog := time.Now(), time.Now()
+	apply := func(s uint64, rec *engine.Record, _ uint64) error {
+		if err := nt.checkRecord(s, rec); err != nil {
+			return err
+		}
+		nt.Apply(s, rec)
+		if s >= seq {
+			return errAsOfReached
+		}
+		if time.Since(lastLog) >= v.cfg.Progress {
+			lastLog = time.Now()
+			v.log.Info("replaying as-of view", "table", t.Name(), "record", s, "of", seq,
+				"percent", fmt.Sprintf("%.1f", 100*float64(s)/float64(seq)),
+				"records_per_s", int(float64(s)/time.Since(start).Seconds()))
+		}
+		return nil
+	}
+	// No shortcut for the records this host appended (ConsumeKnown's
+	// known): those are the live view's, and applying interns their
+	// property names in place.
+	err = v.j.ConsumeKnown(ctx, t.Name(), t.Epoch(), 1, nil, apply)
+	var fe *faultError
+	switch {
+	case errors.Is(err, errAsOfReached):
+	case errors.As(err, &fe):
+		return nil, engine.Errorf(engine.CodeAsOfHistoryGone,
+			"the journal of table %s lacks records its view as of position %d needs: %v", shown, seq, fe)
+	case errors.Is(err, engine.ErrTableGone):
+		return nil, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", shown)
+	case err != nil:
+		return nil, fmt.Errorf("projections: replay of %s as of %d: %w", t.Name(), seq, err)
+	default:
+		return nil, fmt.Errorf("projections: replay of %s as of %d stopped at %d: %w", t.Name(), seq, nt.Seq(), context.Cause(ctx))
+	}
+	nt.Publish()
+	el := time.Since(start)
+	v.log.Info("as-of view replayed", "table", t.Name(), "seq", seq, "entities", nt.Snapshot().Len(),
+		"elapsed", el.Round(time.Millisecond), "records_per_s", int(float64(seq)/el.Seconds()))
+	return nt.Snapshot(), nil
+}
