@@ -41,6 +41,7 @@ type asOfKey struct {
 	table string
 	epoch uint64
 	seq   uint64
+	def   *Definition // for a projection: the version replayed
 }
 
 // asOfView is a replay, running or finished.
@@ -79,6 +80,19 @@ var errAsOfReached = errors.New("as-of position reached")
 // validated), and a view of its own in memory for as long as it is kept
 // (see doc.go, Costs).
 func (v *Views) AsOf(ctx context.Context, t *Table, seq uint64) (*Snapshot, error) {
+	var def *Definition
+	if src := t.source; src != nil {
+		// A projection as of a position: its source replayed with the
+		// version readers see now derived from the first record.
+		src.dmu.Lock()
+		if a := src.projection(t.name); a != nil {
+			def = a.def
+		}
+		src.dmu.Unlock()
+		if def == nil {
+			return nil, engine.Errorf(engine.CodeProjectionNotReady, "projection %s has no version built yet", engine.ShownTable(t.Name()))
+		}
+	}
 	cur := t.Snapshot()
 	if seq == 0 || seq > cur.Seq {
 		if cur.Seq == 0 {
@@ -97,7 +111,7 @@ func (v *Views) AsOf(ctx context.Context, t *Table, seq uint64) (*Snapshot, erro
 			"a read of table %s as of position %d replays %d journal records; this node replays at most %d for one as-of read",
 			engine.ShownTable(t.Name()), seq, seq, v.cfg.AsOfMaxRecords)
 	}
-	key := asOfKey{table: t.Name(), epoch: t.Epoch(), seq: seq}
+	key := asOfKey{table: t.Name(), epoch: t.Epoch(), seq: seq, def: def}
 	c := &v.asOf
 	c.mu.Lock()
 	av := c.m[key]
@@ -141,7 +155,7 @@ func (v *Views) AsOf(ctx context.Context, t *Table, seq uint64) (*Snapshot, erro
 func (v *Views) runAsOf(key asOfKey, av *asOfView, t *Table) {
 	ctx, cancel := context.WithTimeout(v.baseContext(), v.cfg.AsOfTimeout)
 	defer cancel()
-	snap, err := v.replayAsOf(ctx, t, key.seq)
+	snap, err := v.replayAsOf(ctx, t, key.seq, key.def)
 	c := &v.asOf
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -223,7 +237,10 @@ func (v *Views) asOfCached() int {
 // replayAsOf replays t's journal from its first record up to and
 // including seq into a view of its own, with the applier's checks, and
 // returns its snapshot.
-func (v *Views) replayAsOf(ctx context.Context, t *Table, seq uint64) (*Snapshot, error) {
+func (v *Views) replayAsOf(ctx context.Context, t *Table, seq uint64, def *Definition) (*Snapshot, error) {
+	if def != nil {
+		t = t.source
+	}
 	shown := engine.ShownTable(t.Name())
 	first, _, err := v.j.StreamBounds(ctx, t.Name(), t.Epoch())
 	if errors.Is(err, engine.ErrTableGone) {
@@ -237,6 +254,9 @@ func (v *Views) replayAsOf(ctx context.Context, t *Table, seq uint64) (*Snapshot
 			"the journal of table %s no longer holds its first records (it starts at %d): its view as of position %d cannot be rebuilt", shown, first, seq)
 	}
 	nt := NewTable(t.Name(), t.Epoch(), v.cfg.DedupWindow)
+	if def != nil {
+		nt.attach(def)
+	}
 	start, lastLog := time.Now(), time.Now()
 	apply := func(s uint64, rec *engine.Record, _ uint64) error {
 		if err := nt.checkRecord(s, rec); err != nil {
@@ -275,5 +295,10 @@ func (v *Views) replayAsOf(ctx context.Context, t *Table, seq uint64) (*Snapshot
 	el := time.Since(start)
 	v.log.Info("as-of view replayed", "table", t.Name(), "seq", seq, "entities", nt.Snapshot().Len(),
 		"elapsed", el.Round(time.Millisecond), "records_per_s", int(float64(seq)/el.Seconds()))
+	if def != nil {
+		nt.dmu.Lock()
+		defer nt.dmu.Unlock()
+		return nt.projection(def.Full()).reader.Snapshot(), nil
+	}
 	return nt.Snapshot(), nil
 }

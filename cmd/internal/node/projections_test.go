@@ -481,3 +481,36 @@ func TestFunctionReadsProjection(t *testing.T) {
 		t.Fatalf("found %v", e)
 	}
 }
+
+// TestProjectionAsOf: a projection read as of an earlier position of its
+// source shows the index as it was then (its source replayed with the
+// version declared now).
+func TestProjectionAsOf(t *testing.T) {
+	th := startHost(t, "")
+	ctx := ctxT(t)
+	mustTable(t, th.c, "Employees")
+	if got, _ := declare(t, th.h, emailIndex(1)); got != "declared" {
+		t.Fatal(got)
+	}
+	waitProjection(t, th.h, emailIndex(1))
+	first, err := th.c.Insert(ctx, "Employees", engine.NewEntity("Sales", "007", engine.Property{Name: "Email", Value: engine.String("old@contoso.com")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := th.c.InsertOrReplace(ctx, "Employees", engine.NewEntity("Sales", "007", engine.Property{Name: "Email", Value: engine.String("new@contoso.com")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := th.c.Retrieve(ctx, "EmployeesByEmail", "old@contoso.com", "Sales|007"); engine.ErrorCode(err) != engine.CodeResourceNotFound {
+		t.Fatalf("the old email now: %v", err)
+	}
+	if _, _, err := th.c.Retrieve(ctx, "EmployeesByEmail", "old@contoso.com", "Sales|007", client.AsOf(first.Seq)); err != nil {
+		t.Fatalf("the old email as of its write: %v", err)
+	}
+	if _, _, err := th.c.Retrieve(ctx, "EmployeesByEmail", "new@contoso.com", "Sales|007", client.AsOf(first.Seq)); engine.ErrorCode(err) != engine.CodeResourceNotFound {
+		t.Fatalf("the new email before its write: %v", err)
+	}
+	if _, _, err := th.c.Retrieve(ctx, "EmployeesByEmail", "new@contoso.com", "Sales|007", client.AsOf(second.Seq)); err != nil {
+		t.Fatalf("the new email as of its write: %v", err)
+	}
+}
