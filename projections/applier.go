@@ -113,6 +113,7 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 			return err
 		}
 		t.Apply(seq, rec)
+		t.behind.Store(pending)
 		sinceSnap++
 		if pending == 0 || sinceSnap >= v.cfg.PublishEvery {
 			t.Publish()

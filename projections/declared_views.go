@@ -236,6 +236,7 @@ func (v *Views) WriteProjectionMetrics(w io.Writer) {
 	gauge("cairn_projection_version", "The version of the projection readers see on this node (0: none yet).", func(s ProjectionStatus) (float64, bool) { return float64(s.Version), true })
 	gauge("cairn_projection_entities", "Entities of the projection readers see.", func(s ProjectionStatus) (float64, bool) { return float64(s.Entities), true })
 	gauge("cairn_projection_position", "The source's journal position the projection reflects (the source view's: they move together).", func(s ProjectionStatus) (float64, bool) { return float64(s.Seq), true })
+	gauge("cairn_projection_lag_records", "Records of the source's journal this node has yet to apply (its projections move with its view).", func(s ProjectionStatus) (float64, bool) { return float64(s.Lag), true })
 	gauge("cairn_projection_faulted", "1 when the projection's source stopped at a record it cannot apply, or it has no source.", func(s ProjectionStatus) (float64, bool) {
 		return b2f(s.State == "faulted" || s.State == "no-source"), true
 	})

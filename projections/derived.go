@@ -55,6 +55,7 @@ type ProjectionStatus struct {
 	Declared   uint64         `json:"declared"` // the declared version
 	State      string         `json:"state"`    // building, active, rebuilding, faulted, no-source
 	Seq        uint64         `json:"seq"`      // the source's journal position it reflects
+	Lag        uint64         `json:"lag"`      // records of the source's journal not applied yet (the source view's lag)
 	Entities   int            `json:"entities"`
 	Build      *BuildProgress `json:"build,omitempty"`
 	Error      string         `json:"error,omitempty"`
@@ -354,6 +355,7 @@ func (t *Table) projectionStatus(full string) (ProjectionStatus, bool) {
 	if s := a.reader.Snapshot(); s != nil {
 		st.Seq, st.Entities = s.Seq, s.Len()
 	}
+	st.Lag = t.behind.Load()
 	if f := t.Fault(); f != nil {
 		st.State = "faulted"
 		st.Error = fmt.Sprintf("the source's journal record %d cannot be applied: %s", f.Seq, f.Error)

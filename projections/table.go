@@ -56,6 +56,9 @@ type Table struct {
 	// source is, for a projection's read table, the table it is derived
 	// from (nil for a table).
 	source *Table
+	// behind is how many records of its journal the applier had yet to
+	// apply after its last one (the consumer's pending count): the lag.
+	behind atomic.Uint64
 	// afterHead, in tests, runs under dmu when a build has done its head.
 	afterHead func(*attached)
 }

@@ -145,7 +145,7 @@ func listProjections(ctx context.Context, kv jetstream.KeyValue, w io.Writer) er
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROJECTION\tSOURCE\tKIND\tDECLARED\tHOST\tSERVING\tSTATE\tENTITIES\tPOSITION\tBUILD")
+	fmt.Fprintln(tw, "PROJECTION\tSOURCE\tKIND\tDECLARED\tHOST\tSERVING\tSTATE\tENTITIES\tPOSITION\tLAG\tBUILD")
 	for _, d := range defs {
 		seen := false
 		for _, n := range nodes {
@@ -154,11 +154,11 @@ func listProjections(ctx context.Context, kv jetstream.KeyValue, w io.Writer) er
 					continue
 				}
 				seen = true
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%d\t%d\t%s\n", d.Full(), d.FullSource(), d.Kind, d.Version, n.Node, st.Version, st.State, st.Entities, st.Seq, buildLine(st))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\n", d.Full(), d.FullSource(), d.Kind, d.Version, n.Node, st.Version, st.State, st.Entities, st.Seq, st.Lag, buildLine(st))
 			}
 		}
 		if !seen {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t-\t-\tno host reports it\t-\t-\t\n", d.Full(), d.FullSource(), d.Kind, d.Version)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t-\t-\tno host reports it\t-\t-\t-\t\n", d.Full(), d.FullSource(), d.Kind, d.Version)
 		}
 	}
 	tw.Flush()

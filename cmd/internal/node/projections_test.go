@@ -513,4 +513,17 @@ func TestProjectionAsOf(t *testing.T) {
 	if _, _, err := th.c.Retrieve(ctx, "EmployeesByEmail", "new@contoso.com", "Sales|007", client.AsOf(second.Seq)); err != nil {
 		t.Fatalf("the new email as of its write: %v", err)
 	}
+	resp := operatorDo(t, th.h.OperatorToken(), http.MethodGet, th.h.HTTPURL()+"/metrics", nil)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`cairn_projection_entities{projection="EmployeesByEmail",source="Employees"} 1`,
+		fmt.Sprintf(`cairn_projection_position{projection="EmployeesByEmail",source="Employees"} %d`, second.Seq),
+		`cairn_projection_version{projection="EmployeesByEmail",source="Employees"} 1`,
+		`cairn_projection_lag_records{projection="EmployeesByEmail",source="Employees"} 0`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }
