@@ -253,9 +253,10 @@ func (t *Table) Publish() {
 	if !t.dirty && t.snap.Load() != nil {
 		return
 	}
+	// Under dmu: a build copies rows too, and Copy writes the tree's
+	// copy-on-write id.
 	t.dmu.Lock()
 	t.publishDerived()
-	t.dmu.Unlock()
 	t.dirty = false
 	t.snap.Store(&Snapshot{
 		Table: t.name,
@@ -265,6 +266,7 @@ func (t *Table) Publish() {
 		parts: t.parts.Copy(),
 		ids:   t.ids.Copy(),
 	})
+	t.dmu.Unlock()
 	t.mu.Lock()
 	close(t.notify)
 	t.notify = make(chan struct{})
