@@ -202,6 +202,8 @@ func awaitProjection(ctx context.Context, kv jetstream.KeyValue, def *projection
 			return err
 		}
 		var pending []string
+		var noSource []string // hosts without the source table
+		source := ""
 		for _, n := range nodes {
 			var st *projections.ProjectionStatus
 			for i := range n.Projections {
@@ -216,8 +218,11 @@ func awaitProjection(ctx context.Context, kv jetstream.KeyValue, def *projection
 				return fmt.Errorf("%s on %s: %s", def.Full(), n.Node, st.Error)
 			case st != nil && st.Build == nil && st.Error != "" && n.Time.After(since.Add(projections.ReportEvery)):
 				return fmt.Errorf("%s version %d on %s: the build failed: %s", def.Full(), def.Version, n.Node, st.Error)
-			case st != nil && st.State == "no-source":
-				return fmt.Errorf("%s: its source table %s does not exist (it is built once the table is created)", def.Full(), st.Source)
+			case st != nil && st.State == "no-source" && n.Time.After(since.Add(projections.ReportEvery)):
+				// Declared before its table: built when the table is created.
+				noSource = append(noSource, n.Node)
+				source = st.Source
+				continue
 			}
 			line := n.Node + ": waiting for its report"
 			if st != nil && st.Build != nil {
@@ -229,7 +234,13 @@ func awaitProjection(ctx context.Context, kv jetstream.KeyValue, def *projection
 			pending = append(pending, "no host has reported in the last "+(3*projections.ReportEvery).String()+" (is one running with this -prefix?)")
 		}
 		if len(pending) == 0 {
-			fmt.Fprintf(w, "%s version %d: served by %d host(s)\n", def.Full(), def.Version, len(nodes))
+			if served := len(nodes) - len(noSource); served > 0 {
+				fmt.Fprintf(w, "%s version %d: served by %d host(s)\n", def.Full(), def.Version, served)
+			}
+			if len(noSource) > 0 {
+				fmt.Fprintf(w, "%s version %d: its source table %s does not exist yet on %s; the projection is built when the table is created\n",
+					def.Full(), def.Version, source, strings.Join(noSource, ", "))
+			}
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -95,4 +95,23 @@ func TestProjectionsCLI(t *testing.T) {
 	if out, err := cli("deploy"); err == nil {
 		t.Fatalf("deploy without a file: %s", out)
 	}
+
+	// Declared before its table: deploy says so and succeeds; once the
+	// table exists, the same deploy again waits until it is served.
+	early := file("early.json", `{"name":"OrdersByCustomer","source":"Orders","version":1,"kind":"index","key":["Customer"]}`)
+	if out, err := cli("deploy", early); err != nil || !strings.Contains(out, "its source table Orders does not exist yet") {
+		t.Fatalf("deploy before the table: %v\n%s", err, out)
+	}
+	if _, err := c.CreateTable(ctx, "Orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Insert(ctx, "Orders", engine.NewEntity("eu", "1", engine.Property{Name: "Customer", Value: engine.String("ada")})); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cli("deploy", early); err != nil || !strings.Contains(out, "unchanged") || !strings.Contains(out, "served by 1 host(s)") {
+		t.Fatalf("deploy again once the table exists: %v\n%s", err, out)
+	}
+	if _, _, err := c.Retrieve(ctx, "OrdersByCustomer", "ada", "eu|1"); err != nil {
+		t.Fatalf("the projection declared before its table: %v", err)
+	}
 }
