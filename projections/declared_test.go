@@ -400,3 +400,33 @@ func TestDefinitionValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectionFaultsWithSource: when its source's view stops at a record
+// it cannot apply, a projection stops with it: its readers and waiters get
+// TableFaulted naming the record, and its status says faulted, never
+// silently behind.
+func TestProjectionFaultsWithSource(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 14))
+	tb := NewTable("Tab", 1, 0)
+	tb.attach(byEmail)
+	for seq := uint64(1); seq <= 50; seq++ {
+		tb.Apply(seq, randomRecord(r, seq))
+	}
+	tb.Publish()
+	rd := reader(t, tb, byEmail)
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := rd.WaitSeq(context.Background(), 51)
+		waiting <- err
+	}()
+	tb.fault(faultOf(tb, &faultError{seq: 51, err: fmt.Errorf("a damaged record")}, 51))
+	if err := <-waiting; engine.ErrorCode(err) != engine.CodeTableFaulted || !strings.Contains(err.Error(), "record 51") {
+		t.Fatalf("a waiter of the projection: %v", err)
+	}
+	if err := rd.Err(); engine.ErrorCode(err) != engine.CodeTableFaulted || !strings.Contains(err.Error(), "its source table Tab is faulted") {
+		t.Fatalf("the projection's error: %v", err)
+	}
+	if st, _ := tb.projectionStatus(byEmail.Full()); st.State != "faulted" || !strings.Contains(st.Error, "record 51") {
+		t.Fatalf("status: %+v", st)
+	}
+}
