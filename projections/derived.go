@@ -314,16 +314,20 @@ func (t *Table) build(ctx context.Context, def *Definition, report func(BuildPro
 		return fail(err)
 	}
 
-	// 5. The swap.
+	// 5. The swap, published with the source at once: the source and its
+	// projections are always published at one position.
 	t.dmu.Lock()
-	defer t.dmu.Unlock()
 	if a.shadow != sh {
+		t.dmu.Unlock()
 		return context.Canceled
 	}
 	a.def, a.active = def, sh
 	a.target, a.shadow, a.buf, a.cancel, a.lastErr = nil, nil, nil, nil, ""
 	a.progress.Phase, a.progress.Done, a.progress.ETA = "done", a.progress.Total, ""
-	a.publish(t.seq)
+	t.dirty = true
+	t.publishLocked()
+	t.dmu.Unlock()
+	t.wake()
 	return nil
 }
 

@@ -250,13 +250,23 @@ func (t *Table) Seq() uint64 { return t.seq }
 // the next writes copy the nodes they touch, so the applier publishes once
 // per burst of records rather than once per record.
 func (t *Table) Publish() {
-	if !t.dirty && t.snap.Load() != nil {
-		return
-	}
-	// Under dmu: a build copies rows too, and Copy writes the tree's
-	// copy-on-write id.
 	t.dmu.Lock()
-	t.publishDerived()
+	published := t.publishLocked()
+	t.dmu.Unlock()
+	if published {
+		t.wake()
+	}
+}
+
+// publishLocked stores the snapshot of what was applied, and its declared
+// projections' at the same position (under dmu: a build copies rows too,
+// and Copy writes the tree's copy-on-write id). It reports whether it
+// published anything; the caller then wakes the waiters.
+func (t *Table) publishLocked() bool {
+	if !t.dirty && t.snap.Load() != nil {
+		return false
+	}
+	t.publishDerived() // before the source: a reply to a write waits for the source's
 	t.dirty = false
 	t.snap.Store(&Snapshot{
 		Table: t.name,
@@ -266,7 +276,11 @@ func (t *Table) Publish() {
 		parts: t.parts.Copy(),
 		ids:   t.ids.Copy(),
 	})
-	t.dmu.Unlock()
+	return true
+}
+
+// wake wakes those waiting for a position.
+func (t *Table) wake() {
 	t.mu.Lock()
 	close(t.notify)
 	t.notify = make(chan struct{})
