@@ -115,6 +115,9 @@ func (d *Declarations) Run(ctx context.Context) error {
 			d.report(ctx, kv)
 		case e, ok := <-w.Updates():
 			if !ok {
+				if ctx.Err() != nil {
+					return nil // the watch ends with ctx
+				}
 				return errors.New("projections: the declarations' watch ended")
 			}
 			if e == nil { // the values there at the start are all in
