@@ -94,43 +94,46 @@ func BenchmarkBuildIndex2(b *testing.B) { benchmarkBuild(b, benchByDept) }
 func BenchmarkBuildAggregate(b *testing.B) { benchmarkBuild(b, benchPerDept) }
 
 // BenchmarkApplyWithIndexes applies one single-entity record (a new
-// employee; every 256th a publish, as a busy applier does) to a view of
-// 100,000 employees with 0, 1 or 3 indexes attached, or the aggregate:
-// the difference between the sub-benchmarks is what the projections cost
-// the applier per record.
+// employee) to a view of 100,000 employees with 0, 1 or 3 indexes
+// attached, or the aggregate, publishing a snapshot after every record
+// (the applier's worst case: one record per burst) or after every 256 (a
+// busy applier): the difference between the sub-benchmarks is what the
+// projections cost the applier per record.
 func BenchmarkApplyWithIndexes(b *testing.B) {
 	const n = 100_000
-	for _, c := range []struct {
-		name string
-		defs []*Definition
-	}{
-		{"indexes=0", nil},
-		{"indexes=1", []*Definition{benchByEmail}},
-		{"indexes=3", []*Definition{benchByEmail, benchByLast, benchByDept}},
-		{"aggregate=1", []*Definition{benchPerDept}},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			tb := NewTable("Emp", 1, time.Hour)
-			for _, d := range c.defs {
-				tb.attach(d) // on an empty table: active at once
-			}
-			for i := 0; i < n; i++ {
-				tb.Apply(uint64(i+1), benchEmployee(uint64(i+1), i))
-			}
-			tb.Publish()
-			recs := make([]*engine.Record, b.N)
-			for i := range recs {
-				recs[i] = benchEmployee(uint64(n+i+1), n+i)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i, rec := range recs {
-				tb.Apply(uint64(n+i+1), rec)
-				if i%256 == 255 {
-					tb.Publish()
+	for _, every := range []int{1, 256} {
+		for _, c := range []struct {
+			name string
+			defs []*Definition
+		}{
+			{"indexes=0", nil},
+			{"indexes=1", []*Definition{benchByEmail}},
+			{"indexes=3", []*Definition{benchByEmail, benchByLast, benchByDept}},
+			{"aggregate=1", []*Definition{benchPerDept}},
+		} {
+			b.Run(fmt.Sprintf("publish-every=%d/%s", every, c.name), func(b *testing.B) {
+				tb := NewTable("Emp", 1, time.Hour)
+				for _, d := range c.defs {
+					tb.attach(d) // on an empty table: active at once
 				}
-			}
-			tb.Publish()
-		})
+				for i := 0; i < n; i++ {
+					tb.Apply(uint64(i+1), benchEmployee(uint64(i+1), i))
+				}
+				tb.Publish()
+				recs := make([]*engine.Record, b.N)
+				for i := range recs {
+					recs[i] = benchEmployee(uint64(n+i+1), n+i)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i, rec := range recs {
+					tb.Apply(uint64(n+i+1), rec)
+					if i%every == every-1 {
+						tb.Publish()
+					}
+				}
+				tb.Publish()
+			})
+		}
 	}
 }
