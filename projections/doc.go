@@ -100,8 +100,8 @@
 //     host rebuilds every view from the whole journal on start.
 //   - Declared projections (PERFORMANCE.md, go run ./cmd/cairn-bench
 //     projections): an index costs the applier 1–2 µs per record when it
-//     publishes once per burst, 5–10 µs when it publishes after every
-//     record (the copy-on-write of the index's B-tree path, as for the
+//     publishes once per burst, 1.5–3.2 µs when it publishes after every
+//     record in quiet runs (the copy-on-write of the index's B-tree path, as for the
 //     source; BenchmarkApplyWithIndexes); inserts with 1 and 3 indexes ran
 //     at 0.89–1.05 and 0.62–0.95 of the rate without (medians of rounds on
 //     a noisy machine). A projection is published with its source, so a
