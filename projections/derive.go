@@ -36,6 +36,11 @@ type deriver struct {
 	rows     *btree.BTreeG[*engine.Entity] // the projection's entities, copy-on-write
 	members  int64                         // source entities the projection holds
 	groups   map[string]*group             // aggregate state by group key
+	// deferred, when not nil, collects the groups a change touched
+	// instead of writing their entities: a build's scan of the head
+	// writes each group once at the end (flush) rather than once per
+	// source entity.
+	deferred map[string]struct{}
 }
 
 // group is the writer's state of one aggregate group.
@@ -301,8 +306,23 @@ func (d *deriver) applyAggregate(c change) {
 			g.ver = c.ver
 		}
 		g.ts = max(g.ts, c.ts)
-		d.materialise(k, g)
+		if d.deferred != nil {
+			d.deferred[k] = struct{}{}
+		} else {
+			d.materialise(k, g)
+		}
 	}
+}
+
+// flush writes the entities of the groups deferred collected, and stops
+// deferring.
+func (d *deriver) flush() {
+	for k := range d.deferred {
+		if g := d.groups[k]; g != nil {
+			d.materialise(k, g)
+		}
+	}
+	d.deferred = nil
 }
 
 func (d *deriver) join(k string, e *engine.Entity) {
