@@ -101,11 +101,13 @@
 //   - Declared projections (PERFORMANCE.md, go run ./cmd/cairn-bench
 //     projections): an index costs the applier 1–2 µs per record when it
 //     publishes once per burst, 1.5–3.2 µs when it publishes after every
-//     record in quiet runs (the copy-on-write of the index's B-tree path, as for the
-//     source; BenchmarkApplyWithIndexes); inserts with 1 and 3 indexes ran
-//     at 0.89–1.05 and 0.62–0.95 of the rate without (medians of rounds on
-//     a noisy machine). A projection is published with its source, so a
-//     second node shows it as soon as its source (p99 2.1 and 5.1 ms at half
-//     load in two runs, the source's own lag). A build of an index runs at 1.0–1.35 M
-//     source entities/s on a million (BenchmarkBuildIndex 0.45–1.0 M/s).
+//     record in quiet runs (the copy-on-write of the index's B-tree path,
+//     as for the source; BenchmarkApplyWithIndexes); inserts with 1 and 3
+//     indexes ran at 0.89–1.06 and 0.62–0.95 of the rate without (medians
+//     of rounds on a noisy machine). A projection is published with its
+//     source, so a second node shows it as soon as its source (p99
+//     2.1–6.4 ms at half load in three runs: the source's own lag). A
+//     build of an index runs at 0.8–1.35 M source entities/s on a million
+//     (BenchmarkBuildIndex 0.45–1.0 M/s); an aggregate's writes each group
+//     once, after its scan.
 package projections
