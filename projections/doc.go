@@ -106,8 +106,9 @@
 //     indexes ran at 0.89–1.06 and 0.62–0.95 of the rate without (medians
 //     of rounds on a noisy machine). A projection is published with its
 //     source, so a second node shows it as soon as its source (p99
-//     2.1–6.4 ms at half load in three runs: the source's own lag). A
-//     build of an index runs at 0.8–1.35 M source entities/s on a million
+//     2.1–6.4 ms at half load in four runs: the source's own lag, bound
+//     by the journal's delivery, p99 6.8 ms to a raw consumer). A
+//     build of an index runs at 0.8–1.37 M source entities/s on a million
 //     (BenchmarkBuildIndex 0.45–1.0 M/s); an aggregate's writes each group
 //     once, after its scan.
 package projections
