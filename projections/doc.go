@@ -100,7 +100,7 @@
 //     host rebuilds every view from the whole journal on start.
 //   - Declared projections (PERFORMANCE.md, go run ./cmd/cairn-bench
 //     projections): an index costs the applier 1–2 µs per record when it
-//     publishes once per burst, 1.5–3.2 µs when it publishes after every
+//     publishes once per burst, 1.5–4 µs when it publishes after every
 //     record in quiet runs (the copy-on-write of the index's B-tree path,
 //     as for the source; BenchmarkApplyWithIndexes); inserts with 1 and 3
 //     indexes ran at 0.89–1.06 and 0.62–0.95 of the rate without (medians
