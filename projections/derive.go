@@ -3,6 +3,7 @@ package projections
 import (
 	"cmp"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,11 +27,20 @@ type change struct {
 // changes. One goroutine uses it at a time (the source's applier, or a
 // build before the deriver is attached); readers see copies of rows.
 type deriver struct {
-	def     *Definition
-	sep     string
-	rows    *btree.BTreeG[*engine.Entity] // the projection's entities, copy-on-write
-	members int64                         // source entities the projection holds
-	groups  map[string]*group             // aggregate state by group key
+	def      *Definition
+	sep      string
+	keyHints []int    // where each key property was in the last entity (GetHinted)
+	include  []string // Include sorted by name (nil for "*", see all)
+	all      bool     // Include is ["*"]
+	incHints []int
+	rows     *btree.BTreeG[*engine.Entity] // the projection's entities, copy-on-write
+	members  int64                         // source entities the projection holds
+	groups   map[string]*group             // aggregate state by group key
+	// deferred, when not nil, collects the groups a change touched
+	// instead of writing their entities: a build's scan of the head
+	// writes each group once at the end (flush) rather than once per
+	// source entity.
+	deferred map[string]struct{}
 }
 
 // group is the writer's state of one aggregate group.
@@ -56,9 +66,17 @@ type extremeKey struct {
 }
 
 func newDeriver(def *Definition) *deriver {
-	d := &deriver{def: def, sep: def.Separator, rows: btree.NewBTreeGOptions(lessEntity, btree.Options{NoLocks: true})}
+	d := &deriver{def: def, sep: def.Separator, rows: btree.NewBTreeGOptions(lessEntity, btree.Options{NoLocks: true}),
+		keyHints: make([]int, len(def.Key))}
 	if d.sep == "" {
 		d.sep = "|"
+	}
+	if len(def.Include) == 1 && def.Include[0] == "*" {
+		d.all = true
+	} else if len(def.Include) > 0 {
+		d.include = slices.Clone(def.Include)
+		slices.Sort(d.include)
+		d.incHints = make([]int, len(d.include))
 	}
 	if def.Kind == KindAggregate {
 		d.groups = map[string]*group{}
@@ -79,53 +97,81 @@ func (d *deriver) apply(c change) {
 // every "|" doubled, a "|", then the source's RowKey. It is unique per
 // source entity and sorts by the source's keys within one index value.
 func indexRowKey(pk, rk string) string {
-	return strings.ReplaceAll(pk, "|", "||") + "|" + rk
+	if strings.IndexByte(pk, '|') >= 0 {
+		pk = strings.ReplaceAll(pk, "|", "||")
+	}
+	return pk + "|" + rk
 }
 
 func (d *deriver) applyIndex(c change) {
-	var oldKey string
-	oldOK := false
+	var oldKey, newKey string
+	oldOK, newOK := false, false
 	if c.old != nil {
-		if oldKey, oldOK = d.indexKey(c.old); oldOK && (c.new == nil || !d.sameIndexKey(c.new, oldKey)) {
-			d.rows.Delete(&engine.Entity{PartitionKey: oldKey, RowKey: indexRowKey(c.old.PartitionKey, c.old.RowKey)})
-			d.members--
-			oldOK = false
-		}
+		oldKey, oldOK = d.indexKey(c.old)
 	}
-	if c.new == nil {
-		return
+	if c.new != nil {
+		newKey, newOK = d.indexKey(c.new)
 	}
-	key, ok := d.indexKey(c.new)
-	if !ok {
+	if oldOK && (!newOK || newKey != oldKey) {
+		d.rows.Delete(&engine.Entity{PartitionKey: oldKey, RowKey: indexRowKey(c.old.PartitionKey, c.old.RowKey)})
+		d.members--
+		oldOK = false
+	}
+	if !newOK {
 		return
 	}
 	if !oldOK {
 		d.members++
 	}
-	d.rows.Set(d.indexEntity(key, c.new))
-}
-
-func (d *deriver) sameIndexKey(e *engine.Entity, key string) bool {
-	k, ok := d.indexKey(e)
-	return ok && k == key
+	d.rows.Set(d.indexEntity(newKey, c.new))
 }
 
 // indexKey is the index value of a source entity: its key properties'
 // values as text, joined, cut to Prefix characters; false when one is
-// missing or Binary.
+// missing or Binary. A key of one String property is the value itself
+// (no copy); several are joined into one allocation.
 func (d *deriver) indexKey(e *engine.Entity) (string, bool) {
-	var b strings.Builder
-	for i, name := range d.def.Key {
-		s, ok := propertyText(e, name)
+	if len(d.def.Key) == 1 {
+		s, ok := d.propertyText(e, 0)
 		if !ok {
 			return "", false
 		}
+		return cutRunes(s, d.def.Prefix), true
+	}
+	var parts [MaxProjectionKeys]string
+	n := len(d.sep) * (len(d.def.Key) - 1)
+	for i := range d.def.Key {
+		s, ok := d.propertyText(e, i)
+		if !ok {
+			return "", false
+		}
+		parts[i] = s
+		n += len(s)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i := range d.def.Key {
 		if i > 0 {
 			b.WriteString(d.sep)
 		}
-		b.WriteString(s)
+		b.WriteString(parts[i])
 	}
 	return cutRunes(b.String(), d.def.Prefix), true
+}
+
+// propertyText is propertyText of key property i, looked up where it was
+// in the last entity first.
+func (d *deriver) propertyText(e *engine.Entity, i int) (string, bool) {
+	name := d.def.Key[i]
+	if name == "PartitionKey" || name == "RowKey" {
+		return propertyText(e, name)
+	}
+	v, h, ok := e.GetHinted(name, d.keyHints[i])
+	d.keyHints[i] = h
+	if !ok {
+		return "", false
+	}
+	return valueText(v)
 }
 
 func cutRunes(s string, n int) string {
@@ -155,6 +201,12 @@ func propertyText(e *engine.Entity, name string) (string, bool) {
 	if !ok {
 		return "", false
 	}
+	return valueText(v)
+}
+
+// valueText is a value as the text of an index or group key
+// (propertyText).
+func valueText(v engine.Value) (string, bool) {
 	switch v.Type() {
 	case engine.TypeString:
 		return v.Str(), true
@@ -177,26 +229,47 @@ func propertyText(e *engine.Entity, name string) (string, bool) {
 // and the included properties, with the source's version (so its ETag is
 // the source entity's) and time.
 func (d *deriver) indexEntity(key string, e *engine.Entity) *engine.Entity {
-	props := make([]engine.Property, 0, 2+len(d.def.Include))
-	props = append(props,
-		engine.Property{Name: "SourcePartitionKey", Value: engine.String(e.PartitionKey)},
-		engine.Property{Name: "SourceRowKey", Value: engine.String(e.RowKey)})
-	if len(d.def.Include) == 1 && d.def.Include[0] == "*" {
+	n := 2 + len(d.include)
+	if d.all {
+		n = 2 + len(e.Properties)
+	}
+	// The included properties in name order (e's are sorted, d.include
+	// too), then the two source keys inserted in their places: the
+	// entity's properties are sorted without sorting them.
+	props := make([]engine.Property, 0, n)
+	if d.all {
 		for _, p := range e.Properties {
 			if p.Name != "SourcePartitionKey" && p.Name != "SourceRowKey" {
 				props = append(props, p)
 			}
 		}
 	} else {
-		for _, name := range d.def.Include {
-			if v, ok := e.Get(name); ok {
+		for i, name := range d.include {
+			v, h, ok := e.GetHinted(name, d.incHints[i])
+			d.incHints[i] = h
+			if ok {
 				props = append(props, engine.Property{Name: name, Value: v})
 			}
 		}
 	}
-	ie := engine.NewEntity(key, indexRowKey(e.PartitionKey, e.RowKey), props...)
-	ie.Timestamp, ie.Version = e.Timestamp, e.Version
-	return ie
+	props = insertProperty(props, engine.Property{Name: "SourcePartitionKey", Value: engine.String(e.PartitionKey)})
+	props = insertProperty(props, engine.Property{Name: "SourceRowKey", Value: engine.String(e.RowKey)})
+	return &engine.Entity{PartitionKey: key, RowKey: indexRowKey(e.PartitionKey, e.RowKey), Timestamp: e.Timestamp, Version: e.Version, Properties: props}
+}
+
+// insertProperty inserts p into props (sorted by name) after every
+// property whose name is not above p's.
+func insertProperty(props []engine.Property, p engine.Property) []engine.Property {
+	lo, hi := 0, len(props)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if props[m].Name <= p.Name {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return slices.Insert(props, lo, p)
 }
 
 // groupKey is the group of a source entity; false when it has no value
@@ -233,8 +306,23 @@ func (d *deriver) applyAggregate(c change) {
 			g.ver = c.ver
 		}
 		g.ts = max(g.ts, c.ts)
-		d.materialise(k, g)
+		if d.deferred != nil {
+			d.deferred[k] = struct{}{}
+		} else {
+			d.materialise(k, g)
+		}
 	}
+}
+
+// flush writes the entities of the groups deferred collected, and stops
+// deferring.
+func (d *deriver) flush() {
+	for k := range d.deferred {
+		if g := d.groups[k]; g != nil {
+			d.materialise(k, g)
+		}
+	}
+	d.deferred = nil
 }
 
 func (d *deriver) join(k string, e *engine.Entity) {

@@ -242,7 +242,10 @@ func (t *Table) build(ctx context.Context, def *Definition, report func(BuildPro
 		}
 	}
 
-	// 2. The head.
+	// 2. The head (an aggregate's groups are written once, at the end).
+	if def.Kind == KindAggregate {
+		sh.deferred = map[string]struct{}{}
+	}
 	var done int64
 	last := time.Now()
 	var err error
@@ -263,6 +266,7 @@ func (t *Table) build(ctx context.Context, def *Definition, report func(BuildPro
 	if err != nil {
 		return fail(err)
 	}
+	sh.flush()
 	progress("catch-up", done)
 	if t.afterHead != nil {
 		t.dmu.Lock()
