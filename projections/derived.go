@@ -309,7 +309,8 @@ func (t *Table) build(ctx context.Context, def *Definition, report func(BuildPro
 	}
 	src, rows, members, at := t.rows.Copy(), int64(sh.rows.Len()), sh.members, t.seq
 	t.dmu.Unlock()
-	wantRows, wantMembers := sh.expected(src)
+	// A deriver of its own: the applier is using sh (its key hints) meanwhile.
+	wantRows, wantMembers := newDeriver(def).expected(src)
 	if rows != wantRows || members != wantMembers {
 		return fail(&errBuildCheck{fmt.Sprintf("version %d does not match its source at %d: %d entities holding %d source entities, the source gives %d holding %d",
 			def.Version, at, rows, members, wantRows, wantMembers)})
