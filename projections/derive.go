@@ -286,14 +286,14 @@ func (d *deriver) applyAggregate(c change) {
 	n := 0
 	if c.old != nil {
 		if k, ok := d.groupKey(c.old); ok {
-			d.leave(k, c.old)
+			d.member(k, c.old, -1)
 			touched[n] = k
 			n++
 		}
 	}
 	if c.new != nil {
 		if k, ok := d.groupKey(c.new); ok {
-			d.join(k, c.new)
+			d.member(k, c.new, 1)
 			if n == 0 || touched[0] != k {
 				touched[n] = k
 				n++
@@ -325,14 +325,19 @@ func (d *deriver) flush() {
 	d.deferred = nil
 }
 
-func (d *deriver) join(k string, e *engine.Entity) {
+// member adds (sign 1) or removes (sign -1) source entity e to or from
+// group k's count, sums and sorted values.
+func (d *deriver) member(k string, e *engine.Entity, sign int64) {
 	g := d.groups[k]
 	if g == nil {
+		if sign < 0 {
+			return // cannot happen: every entity leaves a group it joined
+		}
 		g = &group{sums: make([]sum, len(d.def.Aggregates)), ext: make([]*btree.BTreeG[extremeKey], len(d.def.Aggregates))}
 		d.groups[k] = g
 	}
-	g.n++
-	d.members++
+	g.n += sign
+	d.members += sign
 	for i, a := range d.def.Aggregates {
 		v, ok := e.Get(a.Property)
 		if a.Op == OpCount || !ok {
@@ -340,34 +345,16 @@ func (d *deriver) join(k string, e *engine.Entity) {
 		}
 		switch a.Op {
 		case OpSum:
-			addSum(&g.sums[i], v, 1)
+			addSum(&g.sums[i], v, sign)
 		case OpMin, OpMax:
 			if g.ext[i] == nil {
 				g.ext[i] = btree.NewBTreeGOptions(lessExtreme, btree.Options{NoLocks: true})
 			}
-			g.ext[i].Set(extremeKey{v: v, pk: e.PartitionKey, rk: e.RowKey})
-		}
-	}
-}
-
-func (d *deriver) leave(k string, e *engine.Entity) {
-	g := d.groups[k]
-	if g == nil {
-		return // cannot happen: every entity left once joined
-	}
-	g.n--
-	d.members--
-	for i, a := range d.def.Aggregates {
-		v, ok := e.Get(a.Property)
-		if a.Op == OpCount || !ok {
-			continue
-		}
-		switch a.Op {
-		case OpSum:
-			addSum(&g.sums[i], v, -1)
-		case OpMin, OpMax:
-			if g.ext[i] != nil {
-				g.ext[i].Delete(extremeKey{v: v, pk: e.PartitionKey, rk: e.RowKey})
+			x := extremeKey{v: v, pk: e.PartitionKey, rk: e.RowKey}
+			if sign > 0 {
+				g.ext[i].Set(x)
+			} else {
+				g.ext[i].Delete(x)
 			}
 		}
 	}
