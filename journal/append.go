@@ -24,10 +24,15 @@ func (j *Journal) Append(ctx context.Context, table string, epoch uint64, rec *e
 		return 0, fmt.Errorf("%w: %w", engine.ErrNotSent, err)
 	}
 	subj := j.PartitionSubject(table, epoch, rec.PartitionKey)
-	seq, err := j.publish(ctx, subj, data, expectLast)
+	seq, err := j.publish(ctx, subj, data, expectLast, j.cfg.AppendTimeout)
 	if err != nil {
 		if errors.Is(err, errNoStream) {
-			if _, serr := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch)); errors.Is(serr, jetstream.ErrStreamNotFound) {
+			// No stream took it: gone, or between two leaders (which may
+			// not answer either, hence the bound).
+			sctx, cancel := context.WithTimeout(ctx, j.cfg.AppendTimeout)
+			_, serr := j.js.Stream(sctx, StreamName(j.cfg.Prefix, table, epoch))
+			cancel()
+			if errors.Is(serr, jetstream.ErrStreamNotFound) {
 				err = engine.ErrTableGone
 			}
 		}
@@ -38,13 +43,15 @@ func (j *Journal) Append(ctx context.Context, table string, epoch uint64, rec *e
 
 var errNoStream = errors.New("no stream answered")
 
-func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectLast uint64) (uint64, error) {
+// publish sends one conditional append and waits up to timeout for its
+// acknowledgement.
+func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectLast uint64, timeout time.Duration) (uint64, error) {
 	f, err := j.js.PublishMsgAsync(&nats.Msg{Subject: subj, Data: data}, jetstream.WithExpectLastSequencePerSubject(expectLast))
 	if err != nil {
 		// Refused before anything was sent (too large, connection closed).
 		return 0, fmt.Errorf("%w: %w", engine.ErrNotSent, err)
 	}
-	t := time.NewTimer(j.cfg.AppendTimeout)
+	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case ack := <-f.Ok():
@@ -60,7 +67,7 @@ func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectL
 		}
 		return 0, err
 	case <-t.C:
-		return 0, fmt.Errorf("no acknowledgement within %v", j.cfg.AppendTimeout)
+		return 0, fmt.Errorf("no acknowledgement within %v", timeout)
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}

@@ -97,12 +97,13 @@
 //     does not exist) or engine.ErrNotSent (refused before it was sent: not
 //     encodable, larger than the server's maximum payload, connection
 //     closed) means nothing was stored. Any other error (no acknowledgement
-//     within Config.AppendTimeout, a lost connection, a cancelled context)
+//     within Config.AppendTimeout, 1 s, a lost connection, a cancelled context)
 //     leaves the outcome unknown: the record may have been stored, or may
 //     still be. The partition's first record after the expected sequence
 //     settles it for good (NextRecord): the committer relies on that.
 //   - AppendCatalog: engine.ErrConflict when another host took the name's
-//     sequence first; any other error leaves the outcome unknown, and the
+//     sequence first; any other error (no acknowledgement within
+//     Config.CatalogTimeout, 10 s) leaves the outcome unknown, and the
 //     caller sees it.
 //   - LastSeq, LastStreamSeq, NextRecord: engine.ErrTableGone when the
 //     table's stream does not exist.
