@@ -117,7 +117,12 @@
 //     A stream that does not exist is an error wrapping
 //     engine.ErrTableGone; any other failure of the consumer is returned
 //     (the views retry). The ordered consumer resets itself once per
-//     failure, then leaves the retry to the caller.
+//     failure, then leaves the retry to the caller. When JetStream
+//     announces a new leader of the stream (LeaderElectedSubject), the
+//     reader makes its consumer again after the last record delivered,
+//     since the old one may have been lost with the old leader's server
+//     without a word (the client would notice after two missed
+//     heartbeats, 10 s).
 //
 // # Cost
 //
@@ -126,9 +131,11 @@
 // one connection. NextRecord and LastSeq are two requests each (the
 // stream's info, then one message by subject, a direct get that any
 // replica may answer); LastStreamSeq and LastCatalogSeq one. A reader is
-// one ordered consumer per stream pulling batches of up to 1,024 messages;
+// one ordered consumer per stream pulling batches of up to 1,024 messages,
+// and one core NATS subscription to the stream's leader announcements;
 // every record is decoded, except those ConsumeKnown gets from memory by
 // their nonce (PeekNonce reads only the first fields). Deleting a table is
 // one request whatever the table holds. The journal starts no goroutines
-// of its own; readers run in their caller's.
+// of its own beyond a call: readers run in their caller's (with a helper
+// that ends with them).
 package journal

@@ -80,8 +80,8 @@ func (e *CorruptError) Error() string {
 // Unwrap makes errors.Is(err, ErrCorrupt) hold.
 func (e *CorruptError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }
 
-// Journal is Cairn's journal on JetStream. It starts no goroutines of its
-// own; Consume and WatchCatalog run in their caller's.
+// Journal is Cairn's journal on JetStream. It starts no goroutines that
+// outlive a call; Consume and WatchCatalog run in their caller's.
 type Journal struct {
 	nc  *nats.Conn
 	js  jetstream.JetStream
