@@ -24,13 +24,14 @@ func (j *Journal) Append(ctx context.Context, table string, epoch uint64, rec *e
 		return 0, fmt.Errorf("%w: %w", engine.ErrNotSent, err)
 	}
 	subj := j.PartitionSubject(table, epoch, rec.PartitionKey)
-	seq, err := j.publish(ctx, subj, data, expectLast, j.cfg.AppendTimeout)
+	stream := StreamName(j.cfg.Prefix, table, epoch)
+	seq, err := j.publish(ctx, subj, data, expectLast, j.cfg.AppendTimeout, j.leaderChanged(stream))
 	if err != nil {
 		if errors.Is(err, errNoStream) {
 			// No stream took it: gone, or between two leaders (which may
 			// not answer either, hence the bound).
 			sctx, cancel := context.WithTimeout(ctx, j.cfg.AppendTimeout)
-			_, serr := j.js.Stream(sctx, StreamName(j.cfg.Prefix, table, epoch))
+			_, serr := j.js.Stream(sctx, stream)
 			cancel()
 			if errors.Is(serr, jetstream.ErrStreamNotFound) {
 				err = engine.ErrTableGone
@@ -44,8 +45,9 @@ func (j *Journal) Append(ctx context.Context, table string, epoch uint64, rec *e
 var errNoStream = errors.New("no stream answered")
 
 // publish sends one conditional append and waits up to timeout for its
-// acknowledgement.
-func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectLast uint64, timeout time.Duration) (uint64, error) {
+// acknowledgement, or until leader is closed (the stream announced a new
+// leader: the one it was sent to may be lost with it).
+func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectLast uint64, timeout time.Duration, leader <-chan struct{}) (uint64, error) {
 	f, err := j.js.PublishMsgAsync(&nats.Msg{Subject: subj, Data: data}, jetstream.WithExpectLastSequencePerSubject(expectLast))
 	if err != nil {
 		// Refused before anything was sent (too large, connection closed).
@@ -68,6 +70,8 @@ func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectL
 		return 0, err
 	case <-t.C:
 		return 0, fmt.Errorf("no acknowledgement within %v", timeout)
+	case <-leader:
+		return 0, errors.New("the stream announced a new leader before the acknowledgement")
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}

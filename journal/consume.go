@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/engine"
@@ -70,23 +69,14 @@ func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, 
 // subscribe to the announcement (an external server's restricted user)
 // falls back to the heartbeats.
 func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn func(seq uint64, subj string, data []byte, pending uint64) error) error {
-	elected := make(chan struct{}, 1)
-	sub, err := j.nc.Subscribe(LeaderElectedSubject(stream), func(*nats.Msg) {
-		select {
-		case elected <- struct{}{}:
-		default:
-		}
-	})
-	if err == nil {
-		defer sub.Unsubscribe()
-	}
+	defer j.watchLeader(stream)()
 	// The consumers left behind are deleted on the side (on a live server
 	// they would linger until their inactivity threshold, 5 minutes).
 	var deletes sync.WaitGroup
 	defer deletes.Wait()
 	var bound time.Duration // of the consumer's creation: none at first
 	for try := 0; ; {
-		last, restart, err := j.consumeFrom(ctx, stream, from, bound, elected, &deletes, fn)
+		last, restart, err := j.consumeFrom(ctx, stream, from, bound, &deletes, fn)
 		if last > 0 {
 			from, try = last+1, 0
 		}
@@ -108,21 +98,17 @@ func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn fu
 	}
 }
 
-// LeaderElectedSubject is the subject on which JetStream announces a new
-// leader of stream.
-func LeaderElectedSubject(stream string) string {
-	return "$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED." + stream
-}
-
 // consumeFrom runs one ordered consumer on stream from sequence from
-// until ctx ends, fn fails or elected is signalled (restart: the caller
-// makes a new one after last, the last sequence delivered, 0 for none).
+// until ctx ends, fn fails or a new leader is announced (restart: the
+// caller makes a new one after last, the last sequence delivered, 0 for
+// none).
 // A bound other than 0 limits the wait for the consumer's creation.
-func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, bound time.Duration, elected <-chan struct{}, deletes *sync.WaitGroup, fn func(seq uint64, subj string, data []byte, pending uint64) error) (last uint64, restart bool, err error) {
+func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, bound time.Duration, deletes *sync.WaitGroup, fn func(seq uint64, subj string, data []byte, pending uint64) error) (last uint64, restart bool, err error) {
 	// One attempt per reset of the ordered consumer: a failed reset (the
 	// stream deleted, the server away) then ends the iterator and the
 	// caller sees why, instead of the consumer retrying on its own for
 	// ever; callers retry with back-off themselves.
+	elected := j.leaderChanged(stream) // before the consumer: none is missed
 	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy, MaxResetAttempts: 1}
 	if from > 1 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from

@@ -97,7 +97,8 @@
 //     does not exist) or engine.ErrNotSent (refused before it was sent: not
 //     encodable, larger than the server's maximum payload, connection
 //     closed) means nothing was stored. Any other error (no acknowledgement
-//     within Config.AppendTimeout, 1 s, a lost connection, a cancelled context)
+//     within Config.AppendTimeout, 1 s, a new leader of the stream announced
+//     while it waited, a lost connection, a cancelled context)
 //     leaves the outcome unknown: the record may have been stored, or may
 //     still be. The partition's first record after the expected sequence
 //     settles it for good (NextRecord): the committer relies on that.

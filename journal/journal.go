@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -86,6 +87,9 @@ type Journal struct {
 	nc  *nats.Conn
 	js  jetstream.JetStream
 	cfg Config
+
+	lmu     sync.Mutex
+	leaders map[string]*leaderWatch // by stream name
 }
 
 // New returns a journal on nc; it starts nothing and sends nothing. Call
