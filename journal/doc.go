@@ -129,9 +129,10 @@
 //
 // An append is one encode (by hand, into a pooled buffer sized up front)
 // and one asynchronous publish; up to 16,384 appends can be in flight on
-// one connection. NextRecord and LastSeq are two requests each (the
-// stream's info, then one message by subject, a direct get that any
-// replica may answer); LastStreamSeq and LastCatalogSeq one. A reader is
+// one connection. NextRecord is one request (a direct get that any
+// replica may answer, leader or not); LastSeq two (the stream's info,
+// then one message by subject, a direct get too); LastStreamSeq and
+// LastCatalogSeq one. A reader is
 // one ordered consumer per stream pulling batches of up to 1,024 messages,
 // and one core NATS subscription to the stream's leader announcements;
 // every record is decoded, except those ConsumeKnown gets from memory by

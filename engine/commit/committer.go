@@ -28,8 +28,8 @@ type Config struct {
 	// Timeout bounds one command's stay in the committer.
 	Timeout time.Duration
 	// SettleTimeout bounds one read of the journal that settles an append
-	// of unknown outcome (1s): a stream between two leaders may not
-	// answer, and the append is sent again meanwhile.
+	// of unknown outcome (500ms): the read may go to a server just lost,
+	// and the append is sent again and looked for again meanwhile.
 	SettleTimeout time.Duration
 	// DrainTimeout bounds how long Run, once its context has ended, waits
 	// for the commands already taken before it abandons them (10s).
@@ -59,7 +59,7 @@ func (c *Config) defaults() {
 		c.DrainTimeout = 10 * time.Second
 	}
 	if c.SettleTimeout <= 0 {
-		c.SettleTimeout = time.Second
+		c.SettleTimeout = 500 * time.Millisecond
 	}
 	if c.MaxTablesPerAccount <= 0 {
 		c.MaxTablesPerAccount = DefaultMaxTablesPerAccount
