@@ -61,11 +61,12 @@ func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, 
 // consume runs an ordered consumer on stream from sequence from.
 //
 // When the stream elects a new leader (JetStream announces it on
-// LeaderElectedSubject), the ordered consumer is made again from the
-// record after the last one delivered. Its consumer may have lived on
-// the lost leader's server, which tells nobody; the client would notice
-// only after two missed heartbeats (10 s), and every write waiting to be
-// seen by this host would wait that long. A connection not allowed to
+// LeaderElectedSubject) and the consumer does not answer at once, the
+// ordered consumer is made again from the record after the last one
+// delivered. Its consumer may have lived on the lost leader's server,
+// which tells nobody; the client would notice only after two missed
+// heartbeats (10 s), and every write waiting to be seen by this host
+// would wait that long. A connection not allowed to
 // subscribe to the announcement (an external server's restricted user)
 // falls back to the heartbeats.
 func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn func(seq uint64, subj string, data []byte, pending uint64) error) error {
@@ -82,16 +83,18 @@ func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn fu
 		}
 		switch {
 		case restart:
-			// Right after an election the meta leader may be away too
-			// (lost with the same server): short tries, a few of them.
-			bound, try = time.Second, 0
+			// Right after an election a creation may go unanswered (sent
+			// to, or placed on, the lost server while the others still
+			// count it in): short tries, longer each time, a few of them.
+			bound, try = 250*time.Millisecond, 0
 			continue
 		case err == nil || bound == 0 || errors.Is(err, engine.ErrTableGone) || try >= 10:
 			return err
 		}
 		try++
+		bound = min(2*bound, 2*time.Second)
 		select {
-		case <-time.After(time.Duration(try) * 100 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		case <-ctx.Done():
 			return nil
 		}
@@ -136,11 +139,23 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 	done := make(chan struct{})
 	defer close(done)
 	go func() { // ends with consumeFrom
-		select {
-		case <-elected:
-			again.Store(true)
-			it.Stop()
-		case <-done:
+		for {
+			select {
+			case <-elected:
+			case <-done:
+				return
+			}
+			elected = j.leaderChanged(stream)
+			// A consumer whose server is up answers at once: it goes on
+			// delivering, and is kept.
+			ictx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+			_, err := cons.Info(ictx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				again.Store(true)
+				it.Stop()
+				return
+			}
 		}
 	}()
 	for {

@@ -11,9 +11,9 @@ import (
 )
 
 // TestConsumeLeaderElected announces a new leader of a table's stream
-// while it is consumed: the consumer is made again after the last record
-// delivered (the old one deleted), and every record comes exactly once, in
-// order, before and after.
+// while it is consumed: a consumer that still answers is kept, one that
+// does not is made again after the last record delivered, and every
+// record comes exactly once, in order, before and after.
 func TestConsumeLeaderElected(t *testing.T) {
 	_, nc := jstest.Server(t)
 	j, err := journal.New(nc, journal.Config{})
@@ -31,7 +31,17 @@ func TestConsumeLeaderElected(t *testing.T) {
 	var last uint64
 	appendN := func(from, n int) {
 		for i := from; i < from+n; i++ {
-			s, err := j.Append(ctx, "T", 1, put("p", string(rune('a'+i)), int32(i)), last)
+			rec := put("p", string(rune('a'+i)), int32(i))
+			s, err := j.Append(ctx, "T", 1, rec, last)
+			if err != nil {
+				// An announcement makes an append's outcome unknown:
+				// settled by the first record after last.
+				var nonce string
+				s, nonce, err = j.NextRecord(ctx, "T", 1, "p", last)
+				if err == nil && (s == 0 || nonce != rec.Nonce) {
+					s, err = j.Append(ctx, "T", 1, rec, last)
+				}
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,6 +91,20 @@ func TestConsumeLeaderElected(t *testing.T) {
 	if len(before) != 1 {
 		t.Fatalf("consumers before: %v", before)
 	}
+	// A consumer that still answers is kept.
+	if err := nc.Publish(journal.LeaderElectedSubject(stream), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	appendN(5, 3)
+	take(3)
+	if now := consumers(); len(now) != 1 || now[0] != before[0] {
+		t.Fatalf("consumers after an announcement: %v, want %v kept", now, before)
+	}
+	// One that does not (deleted behind the reader's back) is made again
+	// after the last record delivered.
+	if err := j.JetStream().DeleteConsumer(ctx, stream, before[0]); err != nil {
+		t.Fatal(err)
+	}
 	if err := nc.Publish(journal.LeaderElectedSubject(stream), []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +118,7 @@ func TestConsumeLeaderElected(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	appendN(5, 5)
+	appendN(8, 5)
 	take(5)
 	select {
 	case s := <-seqs:
