@@ -119,11 +119,11 @@
 //     engine.ErrTableGone; any other failure of the consumer is returned
 //     (the views retry). The ordered consumer resets itself once per
 //     failure, then leaves the retry to the caller. When JetStream
-//     announces a new leader of the stream (LeaderElectedSubject), the
-//     reader makes its consumer again after the last record delivered,
-//     since the old one may have been lost with the old leader's server
-//     without a word (the client would notice after two missed
-//     heartbeats, 10 s).
+//     announces a new leader of the stream (LeaderElectedSubject) and the
+//     reader's consumer does not answer within 250 ms, the reader makes it
+//     again after the last record delivered: it was lost with the old
+//     leader's server without a word (the client would notice after two
+//     missed heartbeats, 10 s).
 //
 // # Cost
 //
