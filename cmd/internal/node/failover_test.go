@@ -154,13 +154,27 @@ func TestClusterLeaderFailover(t *testing.T) {
 	}
 	defer mnc.Close()
 	mjs, _ := jetstream.New(mnc)
+	announced := make(chan time.Time, 1)
+	asub, err := mnc.Subscribe(journal.LeaderElectedSubject(stream), func(*nats.Msg) {
+		select {
+		case announced <- time.Now():
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer asub.Unsubscribe()
+	if err := mnc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	killed := time.Now()
 	tc.stop(victim)
 	shutdown := time.Since(killed)
 	var newLeader string
 	var failover time.Duration
 	for failover == 0 && time.Since(killed) < 30*time.Second {
-		sctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		s, err := mjs.Stream(sctx, stream)
 		cancel()
 		if err == nil {
@@ -206,8 +220,14 @@ func TestClusterLeaderFailover(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("stream leader %s shut down (%v); JetStream failover to %s after %v; writes: longest pause %v (from %v to %v after the shutdown), first write sent after the shutdown acknowledged %v after it; %d writes acknowledged, errors answered meanwhile: %v",
-		leader, shutdown.Round(time.Millisecond), newLeader, failover.Round(time.Millisecond),
+	announcedAfter := "none"
+	select {
+	case at := <-announced:
+		announcedAfter = at.Sub(killed).Round(time.Millisecond).String()
+	default:
+	}
+	t.Logf("stream leader %s shut down (%v); JetStream failover to %s after %v (announced after %s); writes: longest pause %v (from %v to %v after the shutdown), first write sent after the shutdown acknowledged %v after it; %d writes acknowledged, errors answered meanwhile: %v",
+		leader, shutdown.Round(time.Millisecond), newLeader, failover.Round(time.Millisecond), announcedAfter,
 		gap.Round(time.Millisecond), gapFrom.Sub(killed).Round(time.Millisecond), gapTo.Sub(killed).Round(time.Millisecond),
 		firstAfter.Round(time.Millisecond), len(done), errCounts)
 	st := th.h.CommitStats()
