@@ -68,7 +68,7 @@ func (r startRetry) untilUp(ctx context.Context, log *slog.Logger, what string, 
 		cancel()
 		if err == nil {
 			if n > 1 {
-				log.Info("JetStream is up", "what", what, "waited", time.Since(begin).Round(time.Millisecond))
+				log.Info("done waiting", "what", what, "waited", time.Since(begin).Round(time.Millisecond))
 			}
 			return nil
 		}
