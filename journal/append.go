@@ -2,8 +2,10 @@ package journal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -24,10 +26,16 @@ func (j *Journal) Append(ctx context.Context, table string, epoch uint64, rec *e
 		return 0, fmt.Errorf("%w: %w", engine.ErrNotSent, err)
 	}
 	subj := j.PartitionSubject(table, epoch, rec.PartitionKey)
-	seq, err := j.publish(ctx, subj, data, expectLast)
+	stream := StreamName(j.cfg.Prefix, table, epoch)
+	seq, err := j.publish(ctx, subj, data, expectLast, j.cfg.AppendTimeout, j.leaderChanged(stream))
 	if err != nil {
 		if errors.Is(err, errNoStream) {
-			if _, serr := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch)); errors.Is(serr, jetstream.ErrStreamNotFound) {
+			// No stream took it: gone, or between two leaders (which may
+			// not answer either, hence the bound).
+			sctx, cancel := context.WithTimeout(ctx, j.cfg.AppendTimeout)
+			_, serr := j.js.Stream(sctx, stream)
+			cancel()
+			if errors.Is(serr, jetstream.ErrStreamNotFound) {
 				err = engine.ErrTableGone
 			}
 		}
@@ -38,13 +46,16 @@ func (j *Journal) Append(ctx context.Context, table string, epoch uint64, rec *e
 
 var errNoStream = errors.New("no stream answered")
 
-func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectLast uint64) (uint64, error) {
+// publish sends one conditional append and waits up to timeout for its
+// acknowledgement, or until leader is closed (the stream announced a new
+// leader: the one it was sent to may be lost with it).
+func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectLast uint64, timeout time.Duration, leader <-chan struct{}) (uint64, error) {
 	f, err := j.js.PublishMsgAsync(&nats.Msg{Subject: subj, Data: data}, jetstream.WithExpectLastSequencePerSubject(expectLast))
 	if err != nil {
 		// Refused before anything was sent (too large, connection closed).
 		return 0, fmt.Errorf("%w: %w", engine.ErrNotSent, err)
 	}
-	t := time.NewTimer(j.cfg.AppendTimeout)
+	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case ack := <-f.Ok():
@@ -60,7 +71,9 @@ func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectL
 		}
 		return 0, err
 	case <-t.C:
-		return 0, fmt.Errorf("no acknowledgement within %v", j.cfg.AppendTimeout)
+		return 0, fmt.Errorf("no acknowledgement within %v", timeout)
+	case <-leader:
+		return 0, errors.New("the stream announced a new leader before the acknowledgement")
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
@@ -139,21 +152,45 @@ func (j *Journal) RemovedRecords(ctx context.Context, table string, epoch uint64
 // the first record after E settles every such append. That is how a
 // committer learns what became of an append whose acknowledgement was
 // lost.
+//
+// It is one direct get, which any replica of the stream answers, with or
+// without a leader: the settling of appends goes on while a stream elects
+// one. A replica may lag behind the leader and answer "none yet" for a
+// record already stored; the committer then sends the identical append
+// again, which cannot be stored twice, and looks again.
 func (j *Journal) NextRecord(ctx context.Context, table string, epoch uint64, pk string, after uint64) (seq uint64, nonce string, err error) {
-	s, err := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch))
+	stream := StreamName(j.cfg.Prefix, table, epoch)
+	req, err := json.Marshal(directGet{Seq: after + 1, NextBySubject: j.PartitionSubject(table, epoch, pk)})
 	if err != nil {
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0, "", err
+	}
+	m, err := j.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream, req)
+	if errors.Is(err, nats.ErrNoResponders) {
+		// No replica serves the stream: gone, or not there yet.
+		if _, serr := j.js.Stream(ctx, stream); errors.Is(serr, jetstream.ErrStreamNotFound) {
 			err = engine.ErrTableGone
 		}
-		return 0, "", fmt.Errorf("journal: next record of %s/%q: %w", table, pk, err)
-	}
-	m, err := s.GetMsg(ctx, after+1, jetstream.WithGetMsgSubject(j.PartitionSubject(table, epoch, pk)))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, "", nil
 	}
 	if err != nil {
 		return 0, "", fmt.Errorf("journal: next record of %s/%q: %w", table, pk, err)
 	}
+	if len(m.Data) == 0 && m.Header.Get("Status") != "" {
+		if m.Header.Get("Status") == "404" {
+			return 0, "", nil
+		}
+		return 0, "", fmt.Errorf("journal: next record of %s/%q: %s %s", table, pk, m.Header.Get("Status"), m.Header.Get("Description"))
+	}
+	seq, err = strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	if err != nil {
+		return 0, "", fmt.Errorf("journal: next record of %s/%q: no sequence in the answer: %w", table, pk, err)
+	}
 	nonce, _ = PeekNonce(m.Data)
-	return m.Sequence, nonce, nil
+	return seq, nonce, nil
+}
+
+// directGet is a direct get request: the first message at or after Seq
+// on subject NextBySubject.
+type directGet struct {
+	Seq           uint64 `json:"seq"`
+	NextBySubject string `json:"next_by_subj"`
 }

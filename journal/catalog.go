@@ -18,7 +18,7 @@ func (j *Journal) AppendCatalog(ctx context.Context, rec *engine.CatalogRecord, 
 	if err != nil {
 		return 0, err
 	}
-	seq, err := j.publish(ctx, j.catalogSubject(rec.Name), data, expectLast)
+	seq, err := j.publish(ctx, j.catalogSubject(rec.Name), data, expectLast, j.cfg.CatalogTimeout, nil)
 	if err != nil {
 		return 0, fmt.Errorf("journal: catalog %s: %w", rec.Name, err)
 	}

@@ -97,12 +97,14 @@
 //     does not exist) or engine.ErrNotSent (refused before it was sent: not
 //     encodable, larger than the server's maximum payload, connection
 //     closed) means nothing was stored. Any other error (no acknowledgement
-//     within Config.AppendTimeout, a lost connection, a cancelled context)
+//     within Config.AppendTimeout, 1 s, a new leader of the stream announced
+//     while it waited, a lost connection, a cancelled context)
 //     leaves the outcome unknown: the record may have been stored, or may
 //     still be. The partition's first record after the expected sequence
 //     settles it for good (NextRecord): the committer relies on that.
 //   - AppendCatalog: engine.ErrConflict when another host took the name's
-//     sequence first; any other error leaves the outcome unknown, and the
+//     sequence first; any other error (no acknowledgement within
+//     Config.CatalogTimeout, 10 s) leaves the outcome unknown, and the
 //     caller sees it.
 //   - LastSeq, LastStreamSeq, NextRecord: engine.ErrTableGone when the
 //     table's stream does not exist.
@@ -116,18 +118,26 @@
 //     A stream that does not exist is an error wrapping
 //     engine.ErrTableGone; any other failure of the consumer is returned
 //     (the views retry). The ordered consumer resets itself once per
-//     failure, then leaves the retry to the caller.
+//     failure, then leaves the retry to the caller. When JetStream
+//     announces a new leader of the stream (LeaderElectedSubject) and the
+//     reader's consumer does not answer within 250 ms, the reader makes it
+//     again after the last record delivered: it was lost with the old
+//     leader's server without a word (the client would notice after two
+//     missed heartbeats, 10 s).
 //
 // # Cost
 //
 // An append is one encode (by hand, into a pooled buffer sized up front)
 // and one asynchronous publish; up to 16,384 appends can be in flight on
-// one connection. NextRecord and LastSeq are two requests each (the
-// stream's info, then one message by subject, a direct get that any
-// replica may answer); LastStreamSeq and LastCatalogSeq one. A reader is
-// one ordered consumer per stream pulling batches of up to 1,024 messages;
+// one connection. NextRecord is one request (a direct get that any
+// replica may answer, leader or not); LastSeq two (the stream's info,
+// then one message by subject, a direct get too); LastStreamSeq and
+// LastCatalogSeq one. A reader is
+// one ordered consumer per stream pulling batches of up to 1,024 messages,
+// and one core NATS subscription to the stream's leader announcements;
 // every record is decoded, except those ConsumeKnown gets from memory by
 // their nonce (PeekNonce reads only the first fields). Deleting a table is
 // one request whatever the table holds. The journal starts no goroutines
-// of its own; readers run in their caller's.
+// of its own beyond a call: readers run in their caller's (with a helper
+// that ends with them).
 package journal

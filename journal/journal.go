@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -17,8 +18,19 @@ type Config struct {
 	Prefix string
 	// Replicas of every stream (1; 3 on a cluster).
 	Replicas int
-	// AppendTimeout bounds one append's wait for its acknowledgement (10s).
+	// AppendTimeout bounds one try of an append to a table's journal: its
+	// wait for the acknowledgement (1s). A try without one has an unknown
+	// outcome, which the committer settles from the journal, sending the
+	// identical append again while nothing follows its expected sequence
+	// (see NextRecord). When a stream's leader is lost, the record in
+	// flight to it is lost without an answer: this is how long an append
+	// waits for one before it looks again (on the new leader, once there
+	// is one). Shorter costs re-sends under load, never correctness.
 	AppendTimeout time.Duration
+	// CatalogTimeout bounds a catalog append's wait for its
+	// acknowledgement (10s): its caller (a table's creation or deletion)
+	// sees an unknown outcome as an error, so it waits longer.
+	CatalogTimeout time.Duration
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
@@ -38,7 +50,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("journal: replicas must be 1..5, got %d", c.Replicas)
 	}
 	if c.AppendTimeout <= 0 {
-		c.AppendTimeout = 10 * time.Second
+		c.AppendTimeout = time.Second
+	}
+	if c.CatalogTimeout <= 0 {
+		c.CatalogTimeout = 10 * time.Second
 	}
 	return nil
 }
@@ -66,12 +81,15 @@ func (e *CorruptError) Error() string {
 // Unwrap makes errors.Is(err, ErrCorrupt) hold.
 func (e *CorruptError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }
 
-// Journal is Cairn's journal on JetStream. It starts no goroutines of its
-// own; Consume and WatchCatalog run in their caller's.
+// Journal is Cairn's journal on JetStream. It starts no goroutines that
+// outlive a call; Consume and WatchCatalog run in their caller's.
 type Journal struct {
 	nc  *nats.Conn
 	js  jetstream.JetStream
 	cfg Config
+
+	lmu     sync.Mutex
+	leaders map[string]*leaderWatch // by stream name
 }
 
 // New returns a journal on nc; it starts nothing and sends nothing. Call
@@ -83,7 +101,10 @@ func New(nc *nats.Conn, cfg Config) (*Journal, error) {
 	if nc == nil {
 		return nil, errors.New("journal: no NATS connection")
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(16384))
+	// An acknowledgement that never comes (its stream's leader was lost)
+	// must not hold its place among the pending ones for ever.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(16384),
+		jetstream.WithPublishAsyncTimeout(max(cfg.AppendTimeout, cfg.CatalogTimeout)))
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/journal"
@@ -199,7 +200,7 @@ func TestRestart(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	c := journal.Config{}
-	if err := c.Validate(); err != nil || c.Prefix != "cairn" || c.Replicas != 1 || c.AppendTimeout <= 0 {
+	if err := c.Validate(); err != nil || c.Prefix != "cairn" || c.Replicas != 1 || c.AppendTimeout != time.Second || c.CatalogTimeout != 10*time.Second {
 		t.Fatalf("defaults: %+v, %v", c, err)
 	}
 	for _, bad := range []journal.Config{{Prefix: "Cairn"}, {Prefix: "a.b"}, {Prefix: "a b"}, {Prefix: "*"}, {Replicas: -1}} {

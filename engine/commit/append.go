@@ -129,7 +129,7 @@ func (c *Committer) appendRecord(tbl Table, rec *engine.Record, expect uint64, d
 
 // nextRecord reads the partition's first record after sequence after.
 func (c *Committer) nextRecord(tbl Table, pk string, after uint64) (uint64, string, error) {
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SettleTimeout)
 	defer cancel()
 	return c.j.NextRecord(ctx, tbl.Name(), tbl.Epoch(), pk, after)
 }

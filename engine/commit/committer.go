@@ -27,6 +27,10 @@ type Config struct {
 	MaxAttempts int
 	// Timeout bounds one command's stay in the committer.
 	Timeout time.Duration
+	// SettleTimeout bounds one read of the journal that settles an append
+	// of unknown outcome (500ms): the read may go to a server just lost,
+	// and the append is sent again and looked for again meanwhile.
+	SettleTimeout time.Duration
 	// DrainTimeout bounds how long Run, once its context has ended, waits
 	// for the commands already taken before it abandons them (10s).
 	DrainTimeout time.Duration
@@ -53,6 +57,9 @@ func (c *Config) defaults() {
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 10 * time.Second
+	}
+	if c.SettleTimeout <= 0 {
+		c.SettleTimeout = 500 * time.Millisecond
 	}
 	if c.MaxTablesPerAccount <= 0 {
 		c.MaxTablesPerAccount = DefaultMaxTablesPerAccount

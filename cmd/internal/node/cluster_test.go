@@ -28,40 +28,88 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startCluster starts three NATS servers with JetStream, routed to each
-// other on loopback, and returns their client URLs once JetStream answers.
-func startCluster(t *testing.T) []string {
+// testCluster is three NATS servers with JetStream, routed to each other
+// on loopback, whose client ports are chosen before any of them starts: a
+// test can point a node at a server that is not up yet, and stop one.
+type testCluster struct {
+	urls    []string
+	opts    []*server.Options
+	servers []*server.Server // nil: not started, or shut down
+}
+
+// newCluster prepares a cluster; nothing runs until start.
+func newCluster(t *testing.T) *testCluster {
 	t.Helper()
-	ports := []int{freePort(t), freePort(t), freePort(t)}
+	routePorts := []int{freePort(t), freePort(t), freePort(t)}
 	var routes []string
-	for _, p := range ports {
+	for _, p := range routePorts {
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
 	}
-	var urls []string
-	for i := range ports {
-		ns, err := server.NewServer(&server.Options{
+	tc := &testCluster{servers: make([]*server.Server, len(routePorts))}
+	for i := range routePorts {
+		o := &server.Options{
 			ServerName: fmt.Sprintf("n%d", i),
 			Host:       "127.0.0.1",
-			Port:       -1,
+			Port:       freePort(t),
 			JetStream:  true,
 			StoreDir:   t.TempDir(),
 			MaxPayload: 8 << 20,
-			Cluster:    server.ClusterOpts{Name: "cairn-test", Host: "127.0.0.1", Port: ports[i]},
+			Cluster:    server.ClusterOpts{Name: "cairn-test", Host: "127.0.0.1", Port: routePorts[i]},
 			Routes:     server.RoutesFromStr(strings.Join(routes, ",")),
 			NoSigs:     true,
 			NoLog:      true,
-		})
-		if err != nil {
-			t.Fatal(err)
 		}
-		go ns.Start()
-		if !ns.ReadyForConnections(20 * time.Second) {
-			t.Fatal("cluster server not ready")
-		}
-		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-		urls = append(urls, ns.ClientURL())
+		tc.opts = append(tc.opts, o)
+		tc.urls = append(tc.urls, fmt.Sprintf("nats://127.0.0.1:%d", o.Port))
 	}
-	nc, err := nats.Connect(strings.Join(urls, ","))
+	t.Cleanup(func() {
+		for i := range tc.servers {
+			tc.stop(i)
+		}
+	})
+	return tc
+}
+
+// url is the client URL of every server, comma-separated.
+func (tc *testCluster) url() string { return strings.Join(tc.urls, ",") }
+
+// start starts server i and waits until it takes connections.
+func (tc *testCluster) start(t *testing.T, i int) {
+	t.Helper()
+	ns, err := server.NewServer(tc.opts[i])
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(20 * time.Second) {
+		t.Fatal("cluster server not ready")
+	}
+	tc.servers[i] = ns
+}
+
+// stop shuts server i down (if it runs).
+func (tc *testCluster) stop(i int) {
+	if ns := tc.servers[i]; ns != nil {
+		tc.servers[i] = nil
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	}
+}
+
+// index returns the index of the server named name, or -1.
+func (tc *testCluster) index(name string) int {
+	for i, o := range tc.opts {
+		if o.ServerName == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// waitJetStream waits until JetStream answers on the cluster.
+func (tc *testCluster) waitJetStream(t *testing.T) {
+	t.Helper()
+	nc, err := nats.Connect(tc.url())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,13 +121,31 @@ func startCluster(t *testing.T) []string {
 		_, err := js.AccountInfo(ctx)
 		cancel()
 		if err == nil {
-			return urls
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("JetStream cluster not ready: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// startCluster starts three NATS servers with JetStream, routed to each
+// other on loopback, and returns their client URLs once JetStream answers.
+func startCluster(t *testing.T) []string {
+	t.Helper()
+	return startTestCluster(t).urls
+}
+
+// startTestCluster is startCluster returning the cluster.
+func startTestCluster(t *testing.T) *testCluster {
+	t.Helper()
+	tc := newCluster(t)
+	for i := range tc.opts {
+		tc.start(t, i)
+	}
+	tc.waitJetStream(t)
+	return tc
 }
 
 // TestReplicatedCluster runs two hosts against a three-server cluster with

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -22,8 +23,9 @@ import (
 // account is on, the development user, and
 // connects to it in process as the node user; or it connects to the
 // configured server with the credentials given (NATSCreds, or those in
-// the URL). The node's replies come on natsauth.InboxPrefix.
-func (n *Node) connect() error {
+// the URL), waiting until ctx ends for servers not up yet. The node's
+// replies come on natsauth.InboxPrefix.
+func (n *Node) connect(ctx context.Context) error {
 	cfg := n.cfg
 	opts := []nats.Option{nats.Name("cairn-host"), nats.MaxReconnects(-1), nats.CustomInboxPrefix(natsauth.InboxPrefix),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { cfg.Log.Warn("nats", "err", err) })}
@@ -40,9 +42,16 @@ func (n *Node) connect() error {
 				n.secret = []byte(p)
 			}
 		}
-		nc, err := nats.Connect(cfg.NATSURL, opts...)
+		// The servers may not be up yet: wait for them (a refused
+		// password stops the node at once).
+		var nc *nats.Conn
+		err := defaultStartRetry.untilUp(ctx, cfg.Log, "connect to "+cfg.NATSURL, func(context.Context) error {
+			c, err := nats.Connect(cfg.NATSURL, opts...)
+			nc = c
+			return err
+		})
 		if err != nil {
-			return fmt.Errorf("node: connect to %s: %w", cfg.NATSURL, err)
+			return err
 		}
 		if err := checkRights(nc); err != nil {
 			nc.Close()

@@ -94,7 +94,8 @@ func (n *Node) ClientURL() string {
 func (n *Node) NATSCredsFile() string { return n.credsFile }
 
 // Run runs a node until ctx ends: it connects to NATS (or starts the
-// embedded server), starts the components in the order of the data flow,
+// embedded server), waits for JetStream to answer (a cluster still
+// electing its leader, servers not up yet: as long as ctx lasts), starts the components in the order of the data flow,
 // calls ready (if not nil) once the node serves, and at the end stops them
 // in the reverse order, so that commands already taken are answered before
 // the journal goes. It returns nil after a clean stop, or why the node
@@ -124,16 +125,21 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 		n.httpLn = ln
 		defer ln.Close()
 	}
-	if err := n.connect(); err != nil {
+	if err := n.connect(ctx); err != nil {
 		return err
 	}
 	defer n.close()
 	n.warnExposed()
+	// A cluster may still be electing its meta leader, or be short of
+	// servers for the streams' replicas: wait for both to pass.
+	if err := defaultStartRetry.waitJetStream(ctx, log, n.nc); err != nil {
+		return err
+	}
 	j, err := journal.New(n.nc, journal.Config{Prefix: cfg.Prefix, Replicas: cfg.Replicas})
 	if err != nil {
 		return err
 	}
-	if err := j.Init(ctx); err != nil {
+	if err := defaultStartRetry.untilUp(ctx, log, "create the catalog stream", j.Init); err != nil {
 		return err
 	}
 	n.j = j
