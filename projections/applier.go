@@ -21,10 +21,15 @@ func (v *Views) startLocked(ctx context.Context, e *entry) {
 	e.cancel = cancel
 	t := e.table
 	v.wg.Add(1)
+	snaps := &snapshotter{v: v, t: t}
 	go func() {
 		defer v.wg.Done()
 		defer cancel()
-		err := v.followTable(tctx, e, t)
+		err := v.followTable(tctx, e, t, snaps)
+		if ctx.Err() != nil {
+			// The views stop (not this table alone, dropped).
+			snaps.final()
+		}
 		if err != nil && tctx.Err() == nil {
 			t.Publish() // what was applied before the fault, for the operator's eyes
 			f := faultOf(t, err, t.Seq()+1)
@@ -41,7 +46,7 @@ func (v *Views) startLocked(ctx context.Context, e *entry) {
 // returns only when ctx ends or the journal holds what the view cannot
 // apply (see permanent): a record that cannot be decoded, is invalid or is
 // on another partition's subject, or missing records.
-func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
+func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snapshotter) error {
 	// The host that created the table creates its stream right after the
 	// catalog record; only if it does not appear (that host crashed in
 	// between) does this host create it.
@@ -76,6 +81,14 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 	if err != nil {
 		return err
 	}
+	// The newest usable snapshot, if any: the replay goes on from there.
+	var loaded uint64
+	if v.cfg.SnapshotDir != "" && t.Seq() == 0 && target > 0 {
+		if loaded = v.loadSnapshot(t, first, target); loaded > 0 {
+			snaps.lastSeq = loaded
+			t.Publish()
+		}
+	}
 	if target > t.Seq() && first > t.Seq()+1 {
 		// A purged stream keeps its last sequence but not its records:
 		// the consumer would never deliver what the view waits for.
@@ -97,11 +110,11 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 		v.mu.Unlock()
 		if target > 0 {
 			el := time.Since(start)
-			v.log.Info("view replayed", "table", t.Name(), "records", target, "entities", t.Snapshot().Len(),
-				"elapsed", el.Round(time.Millisecond), "records_per_s", int(float64(target)/el.Seconds()))
+			v.log.Info("view replayed", "table", t.Name(), "records", target-loaded, "from_snapshot", loaded, "entities", t.Snapshot().Len(),
+				"elapsed", el.Round(time.Millisecond), "records_per_s", int(float64(target-loaded)/el.Seconds()))
 		}
 	}
-	if target == 0 {
+	if target <= t.Seq() {
 		markReady()
 	}
 	sinceSnap := 0
@@ -119,6 +132,7 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 			t.Publish()
 			sinceSnap = 0
 		}
+		snaps.maybe()
 		if !caughtUp {
 			if seq >= target {
 				t.Publish()
@@ -128,7 +142,7 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 				el := time.Since(start).Seconds()
 				v.log.Info("replaying view", "table", t.Name(), "record", seq, "of", target,
 					"percent", fmt.Sprintf("%.1f", 100*float64(seq)/float64(target)),
-					"records_per_s", int(float64(seq)/el))
+					"records_per_s", int(float64(seq-loaded)/el))
 			}
 		}
 		return nil
