@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/cairn-dev/cairn/cmd/internal/cli"
 	"github.com/cairn-dev/cairn/cmd/internal/cors"
@@ -114,6 +115,9 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) to serve the HTTP API and the embedded NATS server's client port with TLS")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of -tls-cert")
 	fs.StringVar(&cfg.Prefix, "prefix", "cairn", "first token of every subject and stream name")
+	fs.Var(invertedBool{&cfg.NoSnapshots}, "snapshots", "write snapshots of the views to <data>/snapshots and start from the newest, replaying only the journal after it (default true)")
+	fs.IntVar(&cfg.Views.SnapshotEvery, "snapshot-every", 100_000, "records a table's view applies after its last snapshot before it writes the next")
+	fs.DurationVar(&cfg.Views.SnapshotInterval, "snapshot-interval", 5*time.Minute, "least time between two snapshots of a table's view (negative: none)")
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "fsync every journal write before acknowledging it (embedded server)")
 	fs.Var(invertedBool{&cfg.Functions.NoBuiltins}, "builtins", "run the built-in functions (archive on the queue \"archive\") (default true)")
 	fs.IntVar(&cfg.Functions.MemoryMB, "functions-memory", 0, "memory budget of the function sandbox in MiB: the loaded functions' memoryMB × concurrency must fit, or a deploy is refused (default 2048)")

@@ -70,6 +70,10 @@ type Config struct {
 	SyncAlways bool
 	// Log receives the node's log lines (slog.Default() when nil).
 	Log *slog.Logger
+	// NoSnapshots turns off the views' snapshot files in
+	// <DataDir>/snapshots (Views.SnapshotDir, unless set): every view is
+	// then rebuilt from its whole journal on start.
+	NoSnapshots bool
 	// Views and Commit tune those components; zero values are defaults.
 	Views  projections.Config
 	Commit commit.Config
