@@ -6,6 +6,7 @@
 //	go run ./cmd/cairn-bench                 # end to end over NATS (the default)
 //	go run ./cmd/cairn-bench http            # the HTTP API side by side with Azurite
 //	go run ./cmd/cairn-bench functions       # the function runner (from the repository's root)
+//	go run ./cmd/cairn-bench start           # a view's start from the journal and from a snapshot
 //
 // It is a binary of its own so that the host links neither the Azure SDK
 // nor the Azurite installer. Flags can be set as CAIRN_<NAME> too. A
@@ -38,6 +39,7 @@ func usage() {
        cairn-bench http [flags]     the HTTP API side by side with Azurite
        cairn-bench functions [flags] the function runner (run from the repository's root)
        cairn-bench outbox [flags]    writes with outbox messages: to visible, to delivered, delay at half load
+       cairn-bench start [flags]     a view's start: from the whole journal and from a snapshot, as history grows
 
 Run "cairn-bench <name> -h" for the flags.
 `)
@@ -57,6 +59,8 @@ func run(args []string) error {
 		return benchFunctions(args)
 	case "outbox":
 		return benchOutbox(args)
+	case "start":
+		return benchStart(args)
 	case "help":
 		usage()
 		return nil
