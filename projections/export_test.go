@@ -29,8 +29,9 @@ func CommandIDs(s *Snapshot) []CommandRecord {
 }
 
 // ForgeSnapshot writes to dst the snapshot file src as if it were of the
-// table incarnation (name, epoch), with a valid checksum.
-func ForgeSnapshot(src, dst, name string, epoch uint64) error {
+// table incarnation (name, epoch) at position seq (0: its own), with a
+// valid checksum.
+func ForgeSnapshot(src, dst, name string, epoch, seq uint64) error {
 	f, err := os.Open(src)
 	if err != nil {
 		return err
@@ -48,7 +49,10 @@ func ForgeSnapshot(src, dst, name string, epoch uint64) error {
 	if err != nil {
 		return err
 	}
-	s := &Snapshot{Table: name, Epoch: epoch, Seq: h.Seq, rows: c.rows, parts: c.parts, ids: c.ids, expiry: c.expiry}
+	if seq == 0 {
+		seq = h.Seq
+	}
+	s := &Snapshot{Table: name, Epoch: epoch, Seq: seq, rows: c.rows, parts: c.parts, ids: c.ids, expiry: c.expiry}
 	if err := encodeSnapshot(out, s, h.At); err != nil {
 		out.Close()
 		return err

@@ -272,8 +272,8 @@ func TestSnapshotRestart(t *testing.T) {
 }
 
 // TestSnapshotBadFiles: a snapshot file that is damaged, truncated, of
-// another table or incarnation, of a newer format or left temporary by a
-// crash is never used: a line names the file and why (not for a temporary
+// another table or incarnation, of a newer format, at a position beyond
+// the journal's end or left temporary by a crash is never used: a line names the file and why (not for a temporary
 // file, just removed), the views fall back to an older file or the whole
 // journal, and the view is exact.
 func TestSnapshotBadFiles(t *testing.T) {
@@ -313,10 +313,15 @@ func TestSnapshotBadFiles(t *testing.T) {
 	full := r.fullReplay("Snap")
 	want, _ := full.v.Table("Snap")
 	wrongEpoch := filepath.Join(t.TempDir(), "x.snap")
-	if err := projections.ForgeSnapshot(newest, wrongEpoch, "Snap", epoch+1000); err != nil {
+	if err := projections.ForgeSnapshot(newest, wrongEpoch, "Snap", epoch+1000, 0); err != nil {
 		t.Fatal(err)
 	}
 	forgedEpoch, _ := os.ReadFile(wrongEpoch)
+	beyond := filepath.Join(t.TempDir(), "y.snap")
+	if err := projections.ForgeSnapshot(newest, beyond, "Snap", epoch, 10_000); err != nil {
+		t.Fatal(err)
+	}
+	forgedBeyond, _ := os.ReadFile(beyond)
 	flipped := append([]byte(nil), good...)
 	flipped[len(flipped)/2] ^= 1
 	newer := append([]byte(nil), good...)
@@ -334,6 +339,7 @@ func TestSnapshotBadFiles(t *testing.T) {
 		{"another table", foreign, `another table: "Other"`, true},
 		{"another epoch", forgedEpoch, "another incarnation", false},
 		{"newer format", resum(newer), "newer snapshot format", true},
+		{"beyond the journal", forgedBeyond, "beyond the journal's last record 230", true},
 		{"temporary", nil, "", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
