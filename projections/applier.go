@@ -82,9 +82,26 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 		return err
 	}
 	// The newest usable snapshot, if any: the replay goes on from there.
+	// Not when records were removed from the journal: the full replay
+	// then faults the table at once, as it would without snapshots,
+	// rather than a snapshot hiding the loss until the next history check.
 	var loaded uint64
 	if v.cfg.SnapshotDir != "" && t.Seq() == 0 && target > 0 {
-		if loaded = v.loadSnapshot(t, first, target); loaded > 0 {
+		var removed bool
+		err = v.retry(ctx, "check the stream's history", t.Name(), func() error {
+			var err error
+			removed, _, _, err = v.j.RemovedRecords(ctx, t.Name(), t.Epoch())
+			if errors.Is(err, engine.ErrTableGone) {
+				return v.streamGone(ctx, t)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if removed {
+			v.log.Warn("snapshots not used: records were removed from the journal", "table", t.Name())
+		} else if loaded = v.loadSnapshot(t, first, target); loaded > 0 {
 			snaps.lastSeq = loaded
 			t.Publish()
 		}
@@ -98,6 +115,13 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 	caughtUp := false
 	markReady := func() {
 		caughtUp = true
+		// Logged before the view counts as ready: whoever waits for it
+		// finds the line there.
+		if target > 0 {
+			el := time.Since(start)
+			v.log.Info("view replayed", "table", t.Name(), "records", target-loaded, "from_snapshot", loaded, "entities", t.Snapshot().Len(),
+				"elapsed", el.Round(time.Millisecond), "records_per_s", int(float64(target-loaded)/el.Seconds()))
+		}
 		v.mu.Lock()
 		// The entry outlives this incarnation: after a drop and a new
 		// create of the name it describes the next one, which this
@@ -108,11 +132,6 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 			v.broadcastLocked()
 		}
 		v.mu.Unlock()
-		if target > 0 {
-			el := time.Since(start)
-			v.log.Info("view replayed", "table", t.Name(), "records", target-loaded, "from_snapshot", loaded, "entities", t.Snapshot().Len(),
-				"elapsed", el.Round(time.Millisecond), "records_per_s", int(float64(target-loaded)/el.Seconds()))
-		}
 	}
 	if target <= t.Seq() {
 		markReady()

@@ -16,7 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/projections"
 )
 
@@ -443,6 +446,48 @@ func TestSnapshotDroppedTable(t *testing.T) {
 		case <-r.ctx.Done():
 			t.Fatal("the dropped table's snapshots were not removed")
 		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestSnapshotPurgedJournal: records removed from a table's journal while
+// no view ran (a purge, or one message deleted) fault the table at the
+// start as a full replay does, although a snapshot covers the records
+// removed: the view must not hide history the journal lost.
+func TestSnapshotPurgedJournal(t *testing.T) {
+	r := newRig(t)
+	r.cfg = snapConfig(t)
+	purged, deleted := r.create("Purged"), r.create("Deleted")
+	newHistory(r, "Purged", purged, 5).write(40)
+	newHistory(r, "Deleted", deleted, 6).write(40)
+	r.startViews(r.cfg, nil).stop() // snapshots at 40
+	js, err := jetstream.New(r.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(r.ctx, journal.StreamName("cairn", "Purged", purged))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Purge(r.ctx, jetstream.WithPurgeKeep(5)); err != nil {
+		t.Fatal(err)
+	}
+	s, err = js.Stream(r.ctx, journal.StreamName("cairn", "Deleted", deleted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteMsg(r.ctx, 20); err != nil {
+		t.Fatal(err)
+	}
+	log := &logSink{}
+	run := r.startViews(r.cfg, log)
+	for _, name := range []string{"Purged", "Deleted"} {
+		tb, _ := run.v.Table(name)
+		if tb.Fault() == nil {
+			t.Fatalf("%s: not faulted:\n%s", name, log)
+		}
+		if len(log.find("snapshots not used", "table="+name)) != 1 || len(log.find("snapshot loaded", "table="+name)) != 0 {
+			t.Fatalf("%s: a snapshot was used:\n%s", name, log)
 		}
 	}
 }

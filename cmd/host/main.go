@@ -98,7 +98,7 @@ func run(args []string) error {
 // hostFlags declares the flags of a host on fs and returns the config they fill.
 func hostFlags(fs *flag.FlagSet) *node.Config {
 	cfg := &node.Config{}
-	fs.StringVar(&cfg.DataDir, "data", "./data", "data directory (the embedded server's JetStream store)")
+	fs.StringVar(&cfg.DataDir, "data", "./data", "data directory (the embedded server's JetStream store, the views' snapshots)")
 	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "use this NATS server or cluster instead of the embedded one")
 	fs.StringVar(&cfg.NATSCreds, "nats-creds", "", "file with user:password to connect to -nats-url with (another node's <data>/nats/node.user); default: the credentials in -nats-url, if any")
