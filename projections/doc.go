@@ -87,9 +87,11 @@
 //     records that were purged is passed over with a warning "snapshot
 //     ignored" naming the file and why; the next older file is tried,
 //     then the whole journal. A file that cannot be written is logged
-//     ("snapshot not written") and the view goes on. Temporary files a
-//     crash left, and the directories of tables no longer in the catalog,
-//     are removed when the catalog is loaded.
+//     ("snapshot not written") and the view goes on. No file is used for
+//     a stream that lost records (a purge or a deleted message): the
+//     full replay faults the table at once, as without snapshots.
+//     Temporary files a crash left, and the directories of tables no
+//     longer in the catalog, are removed when the catalog is loaded.
 //   - A catalog record that cannot be used (undecodable, on another name's
 //     subject, a bad table name, an unknown kind, a creation of a live
 //     table or a deletion of a missing one) is skipped with an error log
