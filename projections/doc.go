@@ -38,9 +38,11 @@
 //     published Snapshot to a goroutine of its own after
 //     Config.SnapshotEvery records since the last file (100,000), at most
 //     every Config.SnapshotInterval (5 minutes), and once more when the
-//     views stop cleanly; the file is written beside the applier (one at
-//     a time per table) to a temporary name, fsynced and renamed, and the
-//     newest two per table incarnation are kept. On start each applier
+//     views stop cleanly (checked as records are applied: a table that
+//     goes quiet before the interval has passed writes the snapshot due
+//     with its next record, or at the stop); the file is written beside
+//     the applier (one at a time per table) to a temporary name, fsynced
+//     and renamed, and the newest two per table incarnation are kept. On start each applier
 //     loads the newest usable file into its view before it replays, then
 //     replays from the next position; the declared projections attached
 //     to the table are derived from the loaded view under dmu in the same
