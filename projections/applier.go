@@ -21,10 +21,15 @@ func (v *Views) startLocked(ctx context.Context, e *entry) {
 	e.cancel = cancel
 	t := e.table
 	v.wg.Add(1)
+	snaps := &snapshotter{v: v, t: t}
 	go func() {
 		defer v.wg.Done()
 		defer cancel()
-		err := v.followTable(tctx, e, t)
+		err := v.followTable(tctx, e, t, snaps)
+		if ctx.Err() != nil {
+			// The views stop (not this table alone, dropped).
+			snaps.final()
+		}
 		if err != nil && tctx.Err() == nil {
 			t.Publish() // what was applied before the fault, for the operator's eyes
 			f := faultOf(t, err, t.Seq()+1)
@@ -41,7 +46,7 @@ func (v *Views) startLocked(ctx context.Context, e *entry) {
 // returns only when ctx ends or the journal holds what the view cannot
 // apply (see permanent): a record that cannot be decoded, is invalid or is
 // on another partition's subject, or missing records.
-func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
+func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snapshotter) error {
 	// The host that created the table creates its stream right after the
 	// catalog record; only if it does not appear (that host crashed in
 	// between) does this host create it.
@@ -76,6 +81,31 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 	if err != nil {
 		return err
 	}
+	// The newest usable snapshot, if any: the replay goes on from there.
+	// Not when records were removed from the journal: the full replay
+	// then faults the table at once, as it would without snapshots,
+	// rather than a snapshot hiding the loss until the next history check.
+	var loaded uint64
+	if v.cfg.SnapshotDir != "" && t.Seq() == 0 && target > 0 {
+		var removed bool
+		err = v.retry(ctx, "check the stream's history", t.Name(), func() error {
+			var err error
+			removed, _, _, err = v.j.RemovedRecords(ctx, t.Name(), t.Epoch())
+			if errors.Is(err, engine.ErrTableGone) {
+				return v.streamGone(ctx, t)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if removed {
+			v.log.Warn("snapshots not used: records were removed from the journal", "table", t.Name())
+		} else if loaded = v.loadSnapshot(t, first, target); loaded > 0 {
+			snaps.lastSeq = loaded
+			t.Publish()
+		}
+	}
 	if target > t.Seq() && first > t.Seq()+1 {
 		// A purged stream keeps its last sequence but not its records:
 		// the consumer would never deliver what the view waits for.
@@ -85,6 +115,13 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 	caughtUp := false
 	markReady := func() {
 		caughtUp = true
+		// Logged before the view counts as ready: whoever waits for it
+		// finds the line there.
+		if target > 0 {
+			el := time.Since(start)
+			v.log.Info("view replayed", "table", t.Name(), "records", target-loaded, "from_snapshot", loaded, "entities", t.Snapshot().Len(),
+				"elapsed", el.Round(time.Millisecond), "records_per_s", int(float64(target-loaded)/el.Seconds()))
+		}
 		v.mu.Lock()
 		// The entry outlives this incarnation: after a drop and a new
 		// create of the name it describes the next one, which this
@@ -95,13 +132,8 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 			v.broadcastLocked()
 		}
 		v.mu.Unlock()
-		if target > 0 {
-			el := time.Since(start)
-			v.log.Info("view replayed", "table", t.Name(), "records", target, "entities", t.Snapshot().Len(),
-				"elapsed", el.Round(time.Millisecond), "records_per_s", int(float64(target)/el.Seconds()))
-		}
 	}
-	if target == 0 {
+	if target <= t.Seq() {
 		markReady()
 	}
 	sinceSnap := 0
@@ -119,6 +151,7 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 			t.Publish()
 			sinceSnap = 0
 		}
+		snaps.maybe()
 		if !caughtUp {
 			if seq >= target {
 				t.Publish()
@@ -128,7 +161,7 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table) error {
 				el := time.Since(start).Seconds()
 				v.log.Info("replaying view", "table", t.Name(), "record", seq, "of", target,
 					"percent", fmt.Sprintf("%.1f", 100*float64(seq)/float64(target)),
-					"records_per_s", int(float64(seq)/el))
+					"records_per_s", int(float64(seq-loaded)/el))
 			}
 		}
 		return nil

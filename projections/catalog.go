@@ -137,6 +137,7 @@ func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *engine.Catalo
 				if err := v.j.DeleteTableStream(ctx, old.Name, old.Epoch); err != nil && ctx.Err() == nil {
 					v.log.Warn("delete table stream", "table", old.Name, "err", err)
 				}
+				v.removeSnapshotsOf(old.Name, old.Epoch)
 			}()
 		}
 	}
@@ -153,6 +154,17 @@ func (v *Views) catalogCaughtUp(ctx context.Context, start time.Time) {
 		return
 	}
 	v.catalogLoaded = true
+	if v.cfg.SnapshotDir != "" {
+		// Before any applier writes: the snapshots of tables dropped
+		// while the node was down go, and temporary files of a crash.
+		live := map[uint64]bool{}
+		for _, e := range v.entries {
+			if e.live {
+				live[e.info.Epoch] = true
+			}
+		}
+		v.removeSnapshotsExcept(live)
+	}
 	n := 0
 	for _, e := range v.entries {
 		if e.live {

@@ -1,4 +1,61 @@
 package projections
 
+import (
+	"bufio"
+	"os"
+)
+
 // AsOfCached returns the number of finished as-of views the node keeps.
 func (v *Views) AsOfCached() int { return v.asOfCached() }
+
+// CommandLog returns the command ids a snapshot remembers, in the order
+// the view evicts them (an id committed twice in the window twice).
+func CommandLog(s *Snapshot) []CommandRecord {
+	out := make([]CommandRecord, len(s.expiry))
+	for i, c := range s.expiry {
+		out[i] = *c
+	}
+	return out
+}
+
+// CommandIDs returns the command ids a snapshot answers, in key order.
+func CommandIDs(s *Snapshot) []CommandRecord {
+	var out []CommandRecord
+	s.ids.Scan(func(c *CommandRecord) bool {
+		out = append(out, *c)
+		return true
+	})
+	return out
+}
+
+// ForgeSnapshot writes to dst the snapshot file src as if it were of the
+// table incarnation (name, epoch) at position seq (0: its own), with a
+// valid checksum.
+func ForgeSnapshot(src, dst, name string, epoch, seq uint64) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h, dec, err := readSnapshotHeader(bufio.NewReader(f))
+	if err != nil {
+		return err
+	}
+	c, err := decodeSnapshotBody(dec, h, nil)
+	if err != nil {
+		return err
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if seq == 0 {
+		seq = h.Seq
+	}
+	s := &Snapshot{Table: name, Epoch: epoch, Seq: seq, rows: c.rows, parts: c.parts, ids: c.ids, expiry: c.expiry}
+	if err := encodeSnapshot(out, s, h.At); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -15,6 +15,9 @@ type Snapshot struct {
 	rows  *btree.BTreeG[*engine.Entity]
 	parts *btree.BTreeG[*Partition]
 	ids   *btree.BTreeG[*CommandRecord]
+	// expiry is the command ids in the order they were applied (the
+	// order the view evicts them in), for a snapshot file.
+	expiry []*CommandRecord
 }
 
 // Get returns the entity (pk, rk). The entity is shared: do not modify it.

@@ -214,7 +214,9 @@ func (t *Table) evict(now int64) {
 		if cur, ok := t.ids.Get(cr); ok && cur == cr {
 			t.ids.Delete(cr)
 		}
-		t.expiry[n] = nil
+		// Not set to nil: a published Snapshot shares the array (for a
+		// snapshot file); it is freed when append or the copy below
+		// moves the list.
 		n++
 	}
 	if n > 0 {
@@ -275,6 +277,9 @@ func (t *Table) publishLocked() bool {
 		rows:  t.rows.Copy(),
 		parts: t.parts.Copy(),
 		ids:   t.ids.Copy(),
+		// Appends go past its end and eviction only moves the list's
+		// start, so these elements never change.
+		expiry: t.expiry[:len(t.expiry):len(t.expiry)],
 	})
 	return true
 }

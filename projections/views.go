@@ -57,6 +57,20 @@ type Config struct {
 	// next start (30 seconds; one stream-info request per table).
 	HistoryCheck time.Duration
 
+	// SnapshotDir is where the node writes its views' snapshot files and
+	// loads them from on start (snapstore.go); empty: no snapshots, every
+	// view is rebuilt from its whole journal.
+	SnapshotDir string
+	// SnapshotEvery is how many records a view applies after its last
+	// snapshot before it writes the next (100,000).
+	SnapshotEvery int
+	// SnapshotInterval is the least time between two snapshots of a view
+	// (5 minutes; negative: none).
+	SnapshotInterval time.Duration
+	// NoSnapshotOnStop skips the snapshot each view otherwise writes when
+	// the views stop cleanly and it applied records since its last one.
+	NoSnapshotOnStop bool
+
 	// AsOfMaxRecords bounds the journal records one as-of read replays
 	// (1,000,000): a read as of a later position is refused (AsOfTooFar).
 	AsOfMaxRecords uint64
@@ -86,6 +100,12 @@ func (c *Config) defaults() {
 	}
 	if c.HistoryCheck <= 0 {
 		c.HistoryCheck = 30 * time.Second
+	}
+	if c.SnapshotEvery <= 0 {
+		c.SnapshotEvery = 100_000
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = 5 * time.Minute
 	}
 	if c.AsOfMaxRecords == 0 {
 		c.AsOfMaxRecords = 1_000_000

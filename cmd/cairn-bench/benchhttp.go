@@ -186,6 +186,13 @@ func cairnTarget(ctx context.Context, client string, doer *http.Client) (t *targ
 // dir ("": a new temporary directory, removed by stop) and its HTTP API on
 // a free port. stop shuts it down.
 func startCairn(ctx context.Context, dir string) (h *node.Node, stop func(), err error) {
+	return startCairnConfig(ctx, dir, nil)
+}
+
+type nodeConfig = node.Config
+
+// startCairnConfig is startCairn with changes to the node's config.
+func startCairnConfig(ctx context.Context, dir string, change func(*nodeConfig)) (h *node.Node, stop func(), err error) {
 	cleanup := func() {}
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "cairn-bench-"); err != nil {
@@ -196,9 +203,13 @@ func startCairn(ctx context.Context, dir string) (h *node.Node, stop func(), err
 	ctx, cancel := context.WithCancel(ctx)
 	ready := make(chan *node.Node, 1)
 	done := make(chan error, 1)
+	cfg := node.Config{DataDir: dir, NATSListen: "127.0.0.1:0", HTTP: "127.0.0.1:0", OutboxSubjects: []string{"benchout.>"},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if change != nil {
+		change(&cfg)
+	}
 	go func() {
-		done <- node.Run(ctx, node.Config{DataDir: dir, NATSListen: "127.0.0.1:0", HTTP: "127.0.0.1:0", OutboxSubjects: []string{"benchout.>"},
-			Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, func(h *node.Node) { ready <- h })
+		done <- node.Run(ctx, cfg, func(h *node.Node) { ready <- h })
 	}()
 	select {
 	case h = <-ready:

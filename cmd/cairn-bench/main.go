@@ -7,6 +7,7 @@
 //	go run ./cmd/cairn-bench http            # the HTTP API side by side with Azurite
 //	go run ./cmd/cairn-bench functions       # the function runner (from the repository's root)
 //	go run ./cmd/cairn-bench projections     # what declared projections cost
+//	go run ./cmd/cairn-bench start           # a view's start from the journal and from a snapshot
 //
 // It is a binary of its own so that the host links neither the Azure SDK
 // nor the Azurite installer. Flags can be set as CAIRN_<NAME> too. A
@@ -40,6 +41,7 @@ func usage() {
        cairn-bench functions [flags] the function runner (run from the repository's root)
        cairn-bench outbox [flags]    writes with outbox messages: to visible, to delivered, delay at half load
        cairn-bench projections [flags] declared indexes: write rate with 0, 1, 3, lag on a second node, build speed
+       cairn-bench start [flags]     a view's start: from the whole journal and from a snapshot, as history grows
 
 Run "cairn-bench <name> -h" for the flags.
 `)
@@ -61,6 +63,8 @@ func run(args []string) error {
 		return benchOutbox(args)
 	case "projections":
 		return benchProjections(args)
+	case "start":
+		return benchStart(args)
 	case "help":
 		usage()
 		return nil

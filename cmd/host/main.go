@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/cairn-dev/cairn/cmd/internal/cli"
 	"github.com/cairn-dev/cairn/cmd/internal/cors"
@@ -97,7 +98,7 @@ func run(args []string) error {
 // hostFlags declares the flags of a host on fs and returns the config they fill.
 func hostFlags(fs *flag.FlagSet) *node.Config {
 	cfg := &node.Config{}
-	fs.StringVar(&cfg.DataDir, "data", "./data", "data directory (the embedded server's JetStream store)")
+	fs.StringVar(&cfg.DataDir, "data", "./data", "data directory (the embedded server's JetStream store, the views' snapshots)")
 	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "use this NATS server or cluster instead of the embedded one")
 	fs.StringVar(&cfg.NATSCreds, "nats-creds", "", "file with user:password to connect to -nats-url with (another node's <data>/nats/node.user); default: the credentials in -nats-url, if any")
@@ -114,6 +115,9 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) to serve the HTTP API and the embedded NATS server's client port with TLS")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of -tls-cert")
 	fs.StringVar(&cfg.Prefix, "prefix", "cairn", "first token of every subject and stream name")
+	fs.Var(invertedBool{&cfg.NoSnapshots}, "snapshots", "write snapshots of the views to <data>/snapshots and start from the newest, replaying only the journal after it (default true)")
+	fs.IntVar(&cfg.Views.SnapshotEvery, "snapshot-every", 100_000, "records a table's view applies after its last snapshot before it writes the next")
+	fs.DurationVar(&cfg.Views.SnapshotInterval, "snapshot-interval", 5*time.Minute, "least time between two snapshots of a table's view (negative: none)")
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "fsync every journal write before acknowledging it (embedded server)")
 	fs.Var(invertedBool{&cfg.Functions.NoBuiltins}, "builtins", "run the built-in functions (archive on the queue \"archive\") (default true)")
 	fs.IntVar(&cfg.Functions.MemoryMB, "functions-memory", 0, "memory budget of the function sandbox in MiB: the loaded functions' memoryMB × concurrency must fit, or a deploy is refused (default 2048)")

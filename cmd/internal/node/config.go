@@ -18,8 +18,8 @@ import (
 // Config is a node's configuration. The zero value plus DataDir is a
 // working single-machine node.
 type Config struct {
-	// DataDir holds the embedded server's JetStream store and the
-	// sandbox's compilation cache. Required: a node never picks a
+	// DataDir holds the embedded server's JetStream store, the views'
+	// snapshots and the sandbox's compilation cache. Required: a node never picks a
 	// directory of its own (cmd/host's flag defaults to "./data").
 	DataDir string
 	// NATSListen is the embedded server's client address
@@ -70,6 +70,10 @@ type Config struct {
 	SyncAlways bool
 	// Log receives the node's log lines (slog.Default() when nil).
 	Log *slog.Logger
+	// NoSnapshots turns off the views' snapshot files in
+	// <DataDir>/snapshots (Views.SnapshotDir, unless set): every view is
+	// then rebuilt from its whole journal on start.
+	NoSnapshots bool
 	// Views and Commit tune those components; zero values are defaults.
 	Views  projections.Config
 	Commit commit.Config

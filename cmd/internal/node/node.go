@@ -169,7 +169,13 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 // committer, the NATS front door, the function runner, the HTTP front door.
 func (n *Node) start(ctx context.Context, g *group) error {
 	cfg, log := n.cfg, n.cfg.Log
-	n.views = projections.NewViews(n.j, log, cfg.Views)
+	vcfg := cfg.Views
+	if !cfg.NoSnapshots && vcfg.SnapshotDir == "" {
+		vcfg.SnapshotDir = filepath.Join(cfg.DataDir, "snapshots")
+	} else if cfg.NoSnapshots {
+		vcfg.SnapshotDir = ""
+	}
+	n.views = projections.NewViews(n.j, log, vcfg)
 	name := nodeName(cfg.DataDir)
 	js, err := jetstream.New(n.nc)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/cmd/internal/node"
+	"github.com/cairn-dev/cairn/projections"
 )
 
 // childEnv carries a child's ChildConfig, as JSON, from the test to the
@@ -42,6 +43,10 @@ type ChildConfig struct {
 	// NoBuiltins leaves the built-in functions off (nothing takes the
 	// archive queue's messages).
 	NoBuiltins bool
+	// SnapshotEvery, when set, has the views write a snapshot every so
+	// many records with no least interval (crash tests kill the node
+	// while it writes one).
+	SnapshotEvery int
 }
 
 // Main lets a test binary double as a node process: call it from TestMain.
@@ -57,6 +62,10 @@ func Main(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "child node: bad", childEnv+":", err)
 		os.Exit(2)
 	}
+	var views projections.Config
+	if cc.SnapshotEvery > 0 {
+		views.SnapshotEvery, views.SnapshotInterval = cc.SnapshotEvery, -1
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	err := node.Run(ctx, node.Config{
@@ -66,6 +75,7 @@ func Main(m *testing.M) {
 		NATSCreds:  cc.NATSCreds,
 		HTTP:       cc.HTTP,
 		Functions:  node.FunctionsConfig{Failpoint: cc.Failpoint, NoBuiltins: cc.NoBuiltins},
+		Views:      views,
 		Log:        slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}, func(*node.Node) { fmt.Println("READY") })
 	if err != nil {

@@ -1,0 +1,374 @@
+package projections
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+
+	"github.com/tidwall/btree"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cairn-dev/cairn/engine"
+)
+
+// SnapshotFormat is the newest snapshot file format this code writes and
+// reads. Like the journal's, every version ever written stays readable
+// (golden file in testdata/); a file of a newer version is ignored, never
+// trusted.
+//
+// Format version 1. A file is
+//
+//	magic     8 bytes  "CAIRNSNP"
+//	version   msgpack uint (1)
+//	header    msgpack map with string keys:
+//	            "name"  string  the table's full name as its creator spelled it
+//	            "epoch" uint    the table's incarnation (its catalog sequence)
+//	            "seq"   uint    the journal position the view is at
+//	            "ents"  uint    entities that follow
+//	            "parts" uint    partitions that follow
+//	            "ids"   uint    command ids that follow
+//	            "at"    int     when it was written, Unix nanoseconds
+//	          (keys this code does not know are skipped)
+//	entities  each an array [pk string, rk string, timestamp int,
+//	          version seq uint, version index uint, properties], the
+//	          properties in the form of engine.EncodeProperties, in key order
+//	parts     each an array [key string, lastSeq uint, records uint,
+//	          writes uint, entities int], in key order
+//	ids       each an array [pk string, id string, seq uint, first uint,
+//	          count uint, time int]: the command ids of the dedup window
+//	          in the order they were applied (the view evicts them in that
+//	          order), an id committed twice in the window twice
+//	checksum  4 bytes, big-endian CRC-32C (Castagnoli) of every byte before
+//
+// A reader checks the magic, the version and the header before anything
+// else, then the checksum over the whole file, and only then decodes the
+// rest: a file that fails any check is not used.
+const SnapshotFormat = 1
+
+const snapshotMagic = "CAIRNSNP"
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// snapshotHeader is what a snapshot file says of itself.
+type snapshotHeader struct {
+	Version  uint64
+	Name     string
+	Epoch    uint64
+	Seq      uint64
+	Entities uint64
+	Parts    uint64
+	IDs      uint64
+	At       int64
+}
+
+// snapshotContent is a view's state as a snapshot file holds it.
+type snapshotContent struct {
+	rows   *btree.BTreeG[*engine.Entity]
+	parts  *btree.BTreeG[*Partition]
+	ids    *btree.BTreeG[*CommandRecord]
+	expiry []*CommandRecord
+}
+
+// encodeSnapshot writes s to w in the current format. It reads only the
+// immutable snapshot, so it runs beside the applier.
+func encodeSnapshot(w io.Writer, s *Snapshot, at int64) error {
+	crc := crc32.New(castagnoli)
+	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<16)
+	if _, err := bw.WriteString(snapshotMagic); err != nil {
+		return err
+	}
+	enc := msgpack.NewEncoder(bw)
+	err := first(
+		enc.EncodeUint(SnapshotFormat),
+		enc.EncodeMapLen(7),
+		enc.EncodeString("name"), enc.EncodeString(s.Table),
+		enc.EncodeString("epoch"), enc.EncodeUint(s.Epoch),
+		enc.EncodeString("seq"), enc.EncodeUint(s.Seq),
+		enc.EncodeString("ents"), enc.EncodeUint(uint64(s.rows.Len())),
+		enc.EncodeString("parts"), enc.EncodeUint(uint64(s.parts.Len())),
+		enc.EncodeString("ids"), enc.EncodeUint(uint64(len(s.expiry))),
+		enc.EncodeString("at"), enc.EncodeInt(at),
+	)
+	if err != nil {
+		return err
+	}
+	s.rows.Scan(func(e *engine.Entity) bool {
+		err = first(enc.EncodeArrayLen(6), enc.EncodeString(e.PartitionKey), enc.EncodeString(e.RowKey),
+			enc.EncodeInt(e.Timestamp), enc.EncodeUint(e.Version.Seq), enc.EncodeUint(uint64(e.Version.Index)))
+		if err == nil {
+			err = engine.EncodeProperties(enc, e.Properties)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	s.parts.Scan(func(p *Partition) bool {
+		err = first(enc.EncodeArrayLen(5), enc.EncodeString(p.Key), enc.EncodeUint(p.LastSeq),
+			enc.EncodeUint(p.Records), enc.EncodeUint(p.Writes), enc.EncodeInt(p.Entities))
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range s.expiry {
+		err = first(enc.EncodeArrayLen(6), enc.EncodeString(c.PartitionKey), enc.EncodeString(c.ID),
+			enc.EncodeUint(c.Seq), enc.EncodeUint(uint64(c.First)), enc.EncodeUint(uint64(c.Count)), enc.EncodeInt(c.Time))
+		if err != nil {
+			return err
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	var sum [4]byte
+	binary.BigEndian.PutUint32(sum[:], crc.Sum32())
+	_, err = w.Write(sum[:])
+	return err
+}
+
+func first(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errNewerSnapshot is a snapshot written by a newer version of Cairn.
+var errNewerSnapshot = errors.New("written in a newer snapshot format")
+
+// readSnapshotHeader reads the magic, the version and the header from r
+// and returns the decoder of the rest.
+func readSnapshotHeader(r *bufio.Reader) (snapshotHeader, *msgpack.Decoder, error) {
+	h, dec := snapshotHeader{}, msgpack.NewDecoder(r)
+	err := h.read(dec, r)
+	return h, dec, err
+}
+
+func (h *snapshotHeader) read(dec *msgpack.Decoder, r io.Reader) error {
+	magic := make([]byte, len(snapshotMagic))
+	if _, err := io.ReadFull(r, magic); err != nil {
+		return fmt.Errorf("no header: %w", err)
+	}
+	if string(magic) != snapshotMagic {
+		return errors.New("not a snapshot file (bad magic)")
+	}
+	v, err := dec.DecodeUint64()
+	if err != nil {
+		return fmt.Errorf("version: %w", err)
+	}
+	h.Version = v
+	if v == 0 || v > SnapshotFormat {
+		return fmt.Errorf("%w: version %d, this Cairn reads up to %d", errNewerSnapshot, v, SnapshotFormat)
+	}
+	n, err := dec.DecodeMapLen()
+	if err != nil {
+		return fmt.Errorf("header: %w", err)
+	}
+	if n < 0 || n > 64 {
+		return fmt.Errorf("header of %d fields", n)
+	}
+	seen := 0
+	for i := 0; i < n; i++ {
+		k, err := dec.DecodeString()
+		if err != nil {
+			return fmt.Errorf("header: %w", err)
+		}
+		switch k {
+		case "name":
+			h.Name, err = dec.DecodeString()
+		case "epoch":
+			h.Epoch, err = dec.DecodeUint64()
+		case "seq":
+			h.Seq, err = dec.DecodeUint64()
+		case "ents":
+			h.Entities, err = dec.DecodeUint64()
+		case "parts":
+			h.Parts, err = dec.DecodeUint64()
+		case "ids":
+			h.IDs, err = dec.DecodeUint64()
+		case "at":
+			h.At, err = dec.DecodeInt64()
+		default:
+			err = dec.Skip()
+			seen--
+		}
+		if err != nil {
+			return fmt.Errorf("header field %q: %w", k, err)
+		}
+		seen++
+	}
+	if seen != 7 {
+		return fmt.Errorf("header has %d of its 7 fields", seen)
+	}
+	return nil
+}
+
+// checkSnapshotSum reads r to its end and checks that its last 4 bytes
+// are the CRC-32C of the bytes before them.
+func checkSnapshotSum(r io.Reader) error {
+	crc := crc32.New(castagnoli)
+	br := bufio.NewReaderSize(r, 1<<16)
+	var tail [4]byte
+	have := 0
+	buf := make([]byte, 1<<16)
+	for {
+		n, err := br.Read(buf)
+		if n > 0 {
+			sumTail(crc, &tail, &have, buf[:n])
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if have < 4 {
+		return errors.New("truncated: no checksum")
+	}
+	if got := binary.BigEndian.Uint32(tail[:]); got != crc.Sum32() {
+		return fmt.Errorf("checksum mismatch (damaged or truncated): file says %08x, content gives %08x", got, crc.Sum32())
+	}
+	return nil
+}
+
+// sumTail feeds p to crc except for the last 4 bytes seen so far, which it
+// keeps in tail (the checksum, if the file ends there).
+func sumTail(crc hash.Hash32, tail *[4]byte, have *int, p []byte) {
+	if len(p) >= 4 {
+		crc.Write(tail[:*have])
+		crc.Write(p[:len(p)-4])
+		copy(tail[:], p[len(p)-4:])
+		*have = 4
+		return
+	}
+	all := append(append([]byte(nil), tail[:*have]...), p...)
+	if len(all) > 4 {
+		crc.Write(all[:len(all)-4])
+		all = all[len(all)-4:]
+	}
+	*have = copy(tail[:], all)
+}
+
+// decodeSnapshotBody reads what follows the header; progress is called
+// every 4,096 entities with the entities read. The caller has checked the
+// checksum.
+func decodeSnapshotBody(dec *msgpack.Decoder, h snapshotHeader, progress func(n uint64)) (*snapshotContent, error) {
+	opts := btree.Options{NoLocks: true}
+	c := &snapshotContent{
+		rows:  btree.NewBTreeGOptions(lessEntity, opts),
+		parts: btree.NewBTreeGOptions(lessPartition, opts),
+		ids:   btree.NewBTreeGOptions(lessCommand, opts),
+	}
+	tuple := func(want int) error {
+		n, err := dec.DecodeArrayLen()
+		if err == nil && n != want {
+			err = fmt.Errorf("want %d elements, got %d", want, n)
+		}
+		return err
+	}
+	var prev *engine.Entity
+	for i := uint64(0); i < h.Entities; i++ {
+		e := &engine.Entity{}
+		var index uint32
+		err := tuple(6)
+		if err == nil {
+			e.PartitionKey, err = dec.DecodeString()
+		}
+		if err == nil {
+			e.RowKey, err = dec.DecodeString()
+		}
+		if err == nil {
+			e.Timestamp, err = dec.DecodeInt64()
+		}
+		if err == nil {
+			e.Version.Seq, err = dec.DecodeUint64()
+		}
+		if err == nil {
+			index, err = dec.DecodeUint32()
+			e.Version.Index = index
+		}
+		if err == nil {
+			e.Properties, err = engine.DecodeProperties(dec)
+		}
+		if err == nil && prev != nil && !lessEntity(prev, e) {
+			err = errors.New("entities out of key order")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("entity %d: %w", i, err)
+		}
+		if e.Version.Seq > h.Seq {
+			return nil, fmt.Errorf("entity %d: version %d beyond the snapshot's position %d", i, e.Version.Seq, h.Seq)
+		}
+		c.rows.Load(e)
+		prev = e
+		if progress != nil && (i+1)&4095 == 0 {
+			progress(i + 1)
+		}
+	}
+	var prevPart *Partition
+	for i := uint64(0); i < h.Parts; i++ {
+		p := &Partition{}
+		err := tuple(5)
+		if err == nil {
+			p.Key, err = dec.DecodeString()
+		}
+		if err == nil {
+			p.LastSeq, err = dec.DecodeUint64()
+		}
+		if err == nil {
+			p.Records, err = dec.DecodeUint64()
+		}
+		if err == nil {
+			p.Writes, err = dec.DecodeUint64()
+		}
+		if err == nil {
+			p.Entities, err = dec.DecodeInt64()
+		}
+		if err == nil && prevPart != nil && prevPart.Key >= p.Key {
+			err = errors.New("partitions out of key order")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("partition %d: %w", i, err)
+		}
+		c.parts.Load(p)
+		prevPart = p
+	}
+	for i := uint64(0); i < h.IDs; i++ {
+		cr := &CommandRecord{}
+		err := tuple(6)
+		if err == nil {
+			cr.PartitionKey, err = dec.DecodeString()
+		}
+		if err == nil {
+			cr.ID, err = dec.DecodeString()
+		}
+		if err == nil {
+			cr.Seq, err = dec.DecodeUint64()
+		}
+		if err == nil {
+			cr.First, err = dec.DecodeUint32()
+		}
+		if err == nil {
+			cr.Count, err = dec.DecodeUint32()
+		}
+		if err == nil {
+			cr.Time, err = dec.DecodeInt64()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("command id %d: %w", i, err)
+		}
+		// In the order they were applied: the last of an id is the one
+		// the view remembers, as Apply left it.
+		c.ids.Set(cr)
+		c.expiry = append(c.expiry, cr)
+	}
+	return c, nil
+}
