@@ -101,7 +101,7 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 		}
 		if removed {
 			v.log.Warn("snapshots not used: records were removed from the journal", "table", t.Name())
-		} else if loaded = v.loadSnapshot(t, first, target); loaded > 0 {
+		} else if loaded = v.loadSnapshot(ctx, t, first, target); loaded > 0 {
 			snaps.lastSeq = loaded
 			t.Publish()
 		}

@@ -137,7 +137,7 @@ func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *engine.Catalo
 				if err := v.j.DeleteTableStream(ctx, old.Name, old.Epoch); err != nil && ctx.Err() == nil {
 					v.log.Warn("delete table stream", "table", old.Name, "err", err)
 				}
-				v.removeSnapshotsOf(old.Name, old.Epoch)
+				v.removeSnapshotsOf(ctx, old.Name, old.Epoch)
 			}()
 		}
 	}
@@ -164,6 +164,14 @@ func (v *Views) catalogCaughtUp(ctx context.Context, start time.Time) {
 			}
 		}
 		v.removeSnapshotsExcept(live)
+		if v.cfg.SnapshotStore != nil {
+			upTo := v.catalogSeq
+			v.wg.Add(1)
+			go func() {
+				defer v.wg.Done()
+				v.removeSharedExcept(ctx, live, upTo)
+			}()
+		}
 	}
 	n := 0
 	for _, e := range v.entries {

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -76,36 +77,11 @@ func snapshotFiles(dir string) []string {
 // rename, fsync of the directory) and removes all but the newest files.
 func (v *Views) writeSnapshot(t *Table, s *Snapshot) (string, error) {
 	dir := v.snapDir(t)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	name := fmt.Sprintf("%020d%s", s.Seq, snapSuffix)
-	f, err := os.CreateTemp(dir, "."+name+".*"+tmpSuffix)
+	path, err := writeFileAtomic(dir, fmt.Sprintf("%020d%s", s.Seq, snapSuffix), func(w io.Writer) error {
+		return encodeSnapshot(w, s, time.Now().UnixNano())
+	})
 	if err != nil {
 		return "", err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after a failure; a no-op after the rename
-	err = encodeSnapshot(f, s, time.Now().UnixNano())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, name)
-	if err := os.Rename(tmp, path); err != nil {
-		return "", err
-	}
-	if d, err := os.Open(dir); err == nil {
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			return "", err
-		}
 	}
 	for i, old := range snapshotFiles(dir) {
 		if i >= snapKeep {
@@ -142,8 +118,9 @@ func (v *Views) removeSnapshotsExcept(live map[uint64]bool) {
 	}
 }
 
-// removeSnapshotsOf removes the snapshots of a dropped incarnation.
-func (v *Views) removeSnapshotsOf(name string, epoch uint64) {
+// removeSnapshotsOf removes the snapshots of a dropped incarnation, and
+// its shared one.
+func (v *Views) removeSnapshotsOf(ctx context.Context, name string, epoch uint64) {
 	if v.cfg.SnapshotDir == "" {
 		return
 	}
@@ -151,18 +128,39 @@ func (v *Views) removeSnapshotsOf(name string, epoch uint64) {
 	if err := os.RemoveAll(dir); err != nil {
 		v.log.Warn("remove the snapshots of a dropped table", "dir", dir, "err", err)
 	}
+	if v.cfg.SnapshotStore != nil {
+		v.removeSharedOf(ctx, name, epoch)
+	}
 }
 
 // loadSnapshot loads into t (which has applied nothing) the newest of its
 // snapshot files that is whole, of this incarnation, of a format this code
 // reads, and within the stream's records (first to last: the journal
-// still has every record after it). Each file it passes over is logged
+// still has every record after it). With a shared store, the store's
+// snapshot of the incarnation takes its place among the files by its
+// position (a local file of the same position first) and is downloaded
+// only when its turn comes. Each file or object it passes over is logged
 // with the reason. It returns the position loaded (0: none).
-func (v *Views) loadSnapshot(t *Table, first, last uint64) uint64 {
+func (v *Views) loadSnapshot(ctx context.Context, t *Table, first, last uint64) uint64 {
 	dir := v.snapDir(t)
-	for _, name := range snapshotFiles(dir) {
+	var shared *sharedSnapshot
+	if v.cfg.SnapshotStore != nil {
+		shared = v.findShared(ctx, t, first, last)
+	}
+	files := snapshotFiles(dir)
+	for i := 0; ; i++ {
+		if shared != nil && (i == len(files) || shared.seq > fileSeq(files[i])) {
+			if seq := v.loadShared(ctx, t, shared, first, last); seq > 0 {
+				return seq
+			}
+			shared = nil
+		}
+		if i == len(files) {
+			return 0
+		}
+		name := files[i]
 		path := filepath.Join(dir, name)
-		c, h, err := v.readSnapshotFile(path, t, first, last)
+		c, h, err := v.readSnapshotFile(path, t, first, last, 0)
 		if err != nil {
 			v.log.Warn("snapshot ignored", "table", t.Name(), "file", path, "why", err)
 			continue
@@ -170,10 +168,18 @@ func (v *Views) loadSnapshot(t *Table, first, last uint64) uint64 {
 		t.restore(h.Seq, c)
 		return h.Seq
 	}
-	return 0
 }
 
-func (v *Views) readSnapshotFile(path string, t *Table, first, last uint64) (*snapshotContent, snapshotHeader, error) {
+// fileSeq returns the position a snapshot file's name gives (0 if none).
+func fileSeq(name string) uint64 {
+	seq, _ := strconv.ParseUint(strings.TrimSuffix(name, snapSuffix), 10, 64)
+	return seq
+}
+
+// readSnapshotFile reads the snapshot file at path for t after checking
+// its header (name, epoch; its position within first to last, and seq
+// when not 0), then its checksum.
+func (v *Views) readSnapshotFile(path string, t *Table, first, last, seq uint64) (*snapshotContent, snapshotHeader, error) {
 	start := time.Now()
 	f, err := os.Open(path)
 	if err != nil {
@@ -192,6 +198,8 @@ func (v *Views) readSnapshotFile(path string, t *Table, first, last uint64) (*sn
 		return nil, h, fmt.Errorf("at position %d, beyond the journal's last record %d", h.Seq, last)
 	case first > h.Seq+1:
 		return nil, h, fmt.Errorf("at position %d, but the journal starts at %d (records purged)", h.Seq, first)
+	case seq != 0 && h.Seq != seq:
+		return nil, h, fmt.Errorf("at position %d, its metadata says %d", h.Seq, seq)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, h, err
@@ -279,12 +287,13 @@ func (s *snapshotter) maybe() {
 	go func() {
 		defer s.v.wg.Done()
 		defer close(done)
-		s.write(snap)
+		s.write(s.v.baseContext(), snap)
 	}()
 }
 
-// write writes snap and logs the outcome.
-func (s *snapshotter) write(snap *Snapshot) {
+// write writes snap, shares it when the views share snapshots (ctx bounds
+// the upload) and logs the outcome.
+func (s *snapshotter) write(ctx context.Context, snap *Snapshot) {
 	start := time.Now()
 	path, err := s.v.writeSnapshot(s.t, snap)
 	if err != nil {
@@ -293,6 +302,9 @@ func (s *snapshotter) write(snap *Snapshot) {
 	}
 	s.v.log.Info("snapshot written", "table", s.t.Name(), "file", path, "seq", snap.Seq, "entities", snap.Len(),
 		"elapsed", time.Since(start).Round(time.Millisecond))
+	if s.v.cfg.SnapshotStore != nil {
+		s.v.shareSnapshot(ctx, s.t, path, snap.Seq)
+	}
 }
 
 // final writes a last snapshot when the views stop cleanly and the view
@@ -309,5 +321,7 @@ func (s *snapshotter) final() {
 	if snap.Seq <= s.lastSeq {
 		return
 	}
-	s.write(snap)
+	// The views are stopping (Run's context has ended): the upload of
+	// this last snapshot is bounded by shareTimeout alone.
+	s.write(context.Background(), snap)
 }

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/cairn-dev/cairn/journal"
 )
 
@@ -67,6 +69,13 @@ type Config struct {
 	// SnapshotInterval is the least time between two snapshots of a view
 	// (5 minutes; negative: none).
 	SnapshotInterval time.Duration
+	// SnapshotStore, with SnapshotDir, is the JetStream object store the
+	// views share their snapshots through (snapshare.go;
+	// OpenSnapshotStore): each file written is also put there unless the
+	// store holds a newer one of the table incarnation, and a view starts
+	// from the store's when it is newer than its newest usable file. nil:
+	// the files are the node's own.
+	SnapshotStore jetstream.ObjectStore
 	// NoSnapshotOnStop skips the snapshot each view otherwise writes when
 	// the views stop cleanly and it applied records since its last one.
 	NoSnapshotOnStop bool

@@ -1,0 +1,266 @@
+package projections_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/projections"
+)
+
+// snapshotStore opens the rig's bucket of shared snapshots.
+func (r *rig) snapshotStore() jetstream.ObjectStore {
+	r.t.Helper()
+	js, err := jetstream.New(r.nc)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	obj, err := projections.OpenSnapshotStore(r.ctx, js, "cairn", 1)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return obj
+}
+
+// sharedSeq returns the position of the store's snapshot of a table
+// incarnation (0: none).
+func (r *rig) sharedSeq(obj jetstream.ObjectStore, name string, epoch uint64) uint64 {
+	r.t.Helper()
+	info, err := obj.GetInfo(r.ctx, projections.SharedSnapshotName(name, epoch))
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return 0
+	}
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	seq, err := strconv.ParseUint(info.Metadata["cairn-seq"], 10, 64)
+	if err != nil {
+		r.t.Fatalf("object %s: %v", info.Name, err)
+	}
+	return seq
+}
+
+// waitNoShared waits until the store holds no snapshot of the incarnation.
+func (r *rig) waitNoShared(obj jetstream.ObjectStore, name string, epoch uint64) {
+	r.t.Helper()
+	for r.sharedSeq(obj, name, epoch) != 0 {
+		select {
+		case <-r.ctx.Done():
+			r.t.Fatalf("the shared snapshot of %s (epoch %d) was not removed", name, epoch)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestSharedSnapshotNewNode: views with an empty snapshot directory
+// sharing the store of views that ran before start from the snapshot those
+// shared (their last, on stop), replay only the records after it, and are
+// exactly what a replay of the whole journal gives, the declared
+// projection included. A snapshot older than the store's is not uploaded
+// over it. Run it with -count=10.
+func TestSharedSnapshotNewNode(t *testing.T) {
+	r := newRig(t)
+	obj := r.snapshotStore()
+	r.cfg = snapConfig(t)
+	epoch := r.create("Snap")
+	h := newHistory(r, "Snap", epoch, uint64(time.Now().UnixNano()))
+	h.write(230)
+
+	cfg := r.cfg
+	cfg.SnapshotStore = obj
+	log1 := &logSink{}
+	r.startViews(cfg, log1, byName).stop() // the snapshot on stop at 230, shared
+	if got := r.sharedSeq(obj, "Snap", epoch); got != 230 {
+		t.Fatalf("the store holds the snapshot at %d, want 230:\n%s", got, log1)
+	}
+	h.write(20) // the tail, while no view runs
+
+	log2 := &logSink{}
+	cfg2 := cfg
+	cfg2.SnapshotDir = t.TempDir() // a new node
+	second := r.startViews(cfg2, log2, byName)
+	if len(log2.find("shared snapshot loaded", "seq=230")) != 1 ||
+		len(log2.find("view replayed", "table=Snap", "records=20", "from_snapshot=230")) != 1 {
+		t.Fatalf("the new views did not start from the shared snapshot at 230 and replay 20 records:\n%s", log2)
+	}
+	if files := snapFiles(t, cfg2.SnapshotDir); len(files) != 1 || filepath.Base(files[0]) != fmt.Sprintf("%020d.snap", 230) {
+		t.Fatalf("files after the download: %v", files)
+	}
+	full := r.fullReplay("Snap", byName)
+	got, _ := second.v.Table("Snap")
+	want, _ := full.v.Table("Snap")
+	sameView(t, "table", got.Snapshot(), want.Snapshot())
+	pGot, ok, err := second.v.Readable(r.ctx, "ByName")
+	if err != nil || !ok {
+		t.Fatalf("projection: %v %v", ok, err)
+	}
+	pWant, _, _ := full.v.Readable(r.ctx, "ByName")
+	if a, b := pGot.Snapshot(), pWant.Snapshot(); a.Seq != 250 || a.Seq != b.Seq || a.Len() != b.Len() {
+		t.Fatalf("projection at %d with %d entities, the full replay's at %d with %d", a.Seq, a.Len(), b.Seq, b.Len())
+	}
+	second.stop() // shares its snapshot at 250
+	if got := r.sharedSeq(obj, "Snap", epoch); got != 250 {
+		t.Fatalf("the store holds the snapshot at %d, want 250", got)
+	}
+
+	// The first node's directory holds 230: it loads the store's 250,
+	// newer, and on a stop with nothing new, shares nothing.
+	log3 := &logSink{}
+	cfg3 := cfg
+	cfg3.NoSnapshotOnStop = true
+	r.startViews(cfg3, log3).stop()
+	if len(log3.find("shared snapshot loaded", "seq=250")) != 1 || len(log3.find("view replayed", "records=0", "from_snapshot=250")) != 1 {
+		t.Fatalf("the first views did not take the store's newer snapshot:\n%s", log3)
+	}
+
+	// A snapshot older than the store's is not put over it.
+	if err := obj.UpdateMeta(r.ctx, projections.SharedSnapshotName("Snap", epoch), jetstream.ObjectMeta{
+		Name: projections.SharedSnapshotName("Snap", epoch), Metadata: map[string]string{"cairn-seq": "1000000"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.write(10)
+	log4 := &logSink{}
+	r.startViews(cfg, log4).stop()
+	if len(log4.find("shared snapshot ignored", "beyond the journal's last record 260")) != 1 || len(log4.find("snapshot shared")) != 0 {
+		t.Fatalf("a snapshot was shared over a newer one, or the newer was not refused:\n%s", log4)
+	}
+	if got := r.sharedSeq(obj, "Snap", epoch); got != 1000000 {
+		t.Fatalf("the store's snapshot is at %d", got)
+	}
+}
+
+// TestSharedSnapshotBadObjects: a shared snapshot that is damaged, of
+// another table, at a position other than its metadata's, beyond the
+// journal or without a position is never used: a line names the object
+// and why, the downloaded file is removed, and the views fall back to
+// their own file or the whole journal, exact either way.
+func TestSharedSnapshotBadObjects(t *testing.T) {
+	r := newRig(t)
+	obj := r.snapshotStore()
+	r.cfg = snapConfig(t)
+	epoch := r.create("Snap")
+	other := r.create("Other")
+	h := newHistory(r, "Snap", epoch, 11)
+	h.write(230)
+	newHistory(r, "Other", other, 12).write(60)
+	cfg := r.cfg
+	cfg.SnapshotStore = obj
+	r.startViews(cfg, nil).stop() // both shared, Snap at 230
+	name := projections.SharedSnapshotName("Snap", epoch)
+	good, err := obj.GetBytes(r.ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := obj.GetBytes(r.ctx, projections.SharedSnapshotName("Other", other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owns, _ := filepath.Glob(filepath.Join(r.cfg.SnapshotDir, fmt.Sprintf("Snap-%d", epoch), "*.snap"))
+	if len(owns) != 2 {
+		t.Fatalf("snapshot files %v, want two", owns)
+	}
+	own := owns[0] // the older
+	ownSeq := strings.TrimLeft(strings.TrimSuffix(filepath.Base(own), ".snap"), "0")
+	ownData, err := os.ReadFile(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.write(20)
+	full := r.fullReplay("Snap")
+	want, _ := full.v.Table("Snap")
+	flipped := append([]byte(nil), good...)
+	flipped[len(flipped)/2] ^= 1
+
+	for _, c := range []struct {
+		name  string
+		data  []byte
+		seq   string // the metadata's position ("": none)
+		why   string
+		local bool // the views have their own file at 200 (and fall back to it)
+	}{
+		{"flipped byte", flipped, "230", "checksum mismatch", false},
+		{"flipped byte, own file", flipped, "230", "checksum mismatch", true},
+		{"truncated", good[:len(good)/2], "230", "checksum mismatch", false},
+		{"another table", foreign, "240", `another table: "Other"`, false},
+		{"metadata's position", good, "240", "its metadata says 240", true},
+		{"beyond the journal", good, "251", "beyond the journal's last record 250", false},
+		{"no position", good, "", "no cairn-seq", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			meta := jetstream.ObjectMeta{Name: name}
+			if c.seq != "" {
+				meta.Metadata = map[string]string{"cairn-seq": c.seq}
+			}
+			if _, err := obj.Put(r.ctx, meta, bytes.NewReader(c.data)); err != nil {
+				t.Fatal(err)
+			}
+			cfg := cfg // reads, writes and shares nothing
+			cfg.SnapshotDir, cfg.SnapshotEvery, cfg.NoSnapshotOnStop = t.TempDir(), 1<<30, true
+			dir := filepath.Join(cfg.SnapshotDir, fmt.Sprintf("Snap-%d", epoch))
+			if c.local {
+				os.MkdirAll(dir, 0o755)
+				if err := os.WriteFile(filepath.Join(dir, filepath.Base(own)), ownData, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			log := &logSink{}
+			run := r.startViews(cfg, log)
+			defer run.stop()
+			if len(log.find("shared snapshot ignored", "object="+name, c.why)) != 1 || len(log.find("shared snapshot loaded", "table=Snap ")) != 0 {
+				t.Fatalf("no line says the object %s is ignored (%s):\n%s", name, c.why, log)
+			}
+			loaded := log.find("snapshot loaded", "table=Snap ")
+			switch {
+			case c.local && (len(loaded) != 1 || len(log.find("view replayed", "table=Snap", "from_snapshot="+ownSeq)) != 1):
+				t.Fatalf("the views' own file was not loaded:\n%s", log)
+			case !c.local && len(loaded) != 0:
+				t.Fatalf("a snapshot was loaded:\n%s", log)
+			}
+			files, _ := filepath.Glob(filepath.Join(dir, "*"))
+			if c.local && len(files) != 1 || !c.local && len(files) != 0 {
+				t.Fatalf("files left: %v", files)
+			}
+			got, _ := run.v.Table("Snap")
+			sameView(t, c.name, got.Snapshot(), want.Snapshot())
+		})
+	}
+}
+
+// TestSharedSnapshotDroppedTable: the shared snapshot of a table dropped
+// while no views ran is removed at the next start (the live table's
+// stays), and that of a table dropped while the views run at the drop.
+func TestSharedSnapshotDroppedTable(t *testing.T) {
+	r := newRig(t)
+	obj := r.snapshotStore()
+	r.cfg = snapConfig(t)
+	a, b := r.create("Alpha"), r.create("Beta")
+	newHistory(r, "Alpha", a, 13).write(30)
+	newHistory(r, "Beta", b, 14).write(30)
+	cfg := r.cfg
+	cfg.SnapshotStore = obj
+	log := &logSink{}
+	r.startViews(cfg, log).stop()
+	if r.sharedSeq(obj, "Alpha", a) != 30 || r.sharedSeq(obj, "Beta", b) != 30 {
+		t.Fatalf("the snapshots were not shared:\n%s", log)
+	}
+	r.drop("Alpha")
+	cfg.SnapshotDir = t.TempDir() // not only the node that had the files
+	run := r.startViews(cfg, nil)
+	r.waitNoShared(obj, "Alpha", a)
+	if r.sharedSeq(obj, "Beta", b) != 30 {
+		t.Fatal("the live table's shared snapshot was removed")
+	}
+	seq := r.drop("Beta")
+	if err := run.v.WaitCatalog(r.ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+	r.waitNoShared(obj, "Beta", b)
+}
