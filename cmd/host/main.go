@@ -116,6 +116,7 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of -tls-cert")
 	fs.StringVar(&cfg.Prefix, "prefix", "cairn", "first token of every subject and stream name")
 	fs.Var(invertedBool{&cfg.NoSnapshots}, "snapshots", "write snapshots of the views to <data>/snapshots and start from the newest, replaying only the journal after it (default true)")
+	fs.Var(invertedBool{&cfg.NoSharedSnapshots}, "snapshots-shared", "with -snapshots, also put each snapshot in the JetStream object store <PREFIX>_SNAPSHOTS (-replicas), and start a table's view from the store's when it is newer than this node's, so that a new node replays only the journal after it (default true)")
 	fs.IntVar(&cfg.Views.SnapshotEvery, "snapshot-every", 100_000, "records a table's view applies after its last snapshot before it writes the next")
 	fs.DurationVar(&cfg.Views.SnapshotInterval, "snapshot-interval", 5*time.Minute, "least time between two snapshots of a table's view (negative: none)")
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "fsync every journal write before acknowledging it (embedded server)")

@@ -74,6 +74,12 @@ type Config struct {
 	// <DataDir>/snapshots (Views.SnapshotDir, unless set): every view is
 	// then rebuilt from its whole journal on start.
 	NoSnapshots bool
+	// NoSharedSnapshots keeps the snapshot files the node's own: otherwise
+	// (with snapshots on) each is also put in the object store bucket
+	// <PREFIX>_SNAPSHOTS (Views.SnapshotStore, unless set), and a view
+	// starts from the bucket's snapshot of its table when it is newer
+	// than the node's files, so that a new node replays only the tail.
+	NoSharedSnapshots bool
 	// Views and Commit tune those components; zero values are defaults.
 	Views  projections.Config
 	Commit commit.Config

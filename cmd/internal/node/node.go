@@ -175,12 +175,24 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	} else if cfg.NoSnapshots {
 		vcfg.SnapshotDir = ""
 	}
-	n.views = projections.NewViews(n.j, log, vcfg)
-	name := nodeName(cfg.DataDir)
 	js, err := jetstream.New(n.nc)
 	if err != nil {
 		return err
 	}
+	if vcfg.SnapshotDir != "" && !cfg.NoSharedSnapshots && vcfg.SnapshotStore == nil {
+		err := defaultStartRetry.untilUp(ctx, log, "open the shared snapshots' bucket", func(ctx context.Context) error {
+			obj, err := projections.OpenSnapshotStore(ctx, js, cfg.Prefix, cfg.Replicas)
+			vcfg.SnapshotStore = obj
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	} else if vcfg.SnapshotDir == "" || cfg.NoSharedSnapshots {
+		vcfg.SnapshotStore = nil
+	}
+	n.views = projections.NewViews(n.j, log, vcfg)
+	name := nodeName(cfg.DataDir)
 	// The declared projections before the views replay, so that every
 	// table follows its projections from its first record.
 	n.decls = projections.NewDeclarations(js, cfg.Prefix, cfg.Replicas, n.views, log, outboxNodeID(name))

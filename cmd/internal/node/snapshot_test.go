@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,8 +11,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/cmd/internal/node"
+	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
 	"github.com/cairn-dev/cairn/projections"
@@ -148,5 +153,100 @@ func TestSnapshotRestartNode(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "snapshots")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSharedSnapshotNewNode: a second node with an empty data directory,
+// on the first node's server, starts its view from the snapshot the first
+// node shared in the object store (-snapshots-shared is on by default)
+// and replays only the records after it; its view equals the first
+// node's. Dropping the table removes its shared snapshot.
+func TestSharedSnapshotNewNode(t *testing.T) {
+	views := projections.Config{SnapshotEvery: 50, SnapshotInterval: -1}
+	h1 := startNode(t, node.Config{Views: views})
+	ctx := ctxT(t)
+	info, err := h1.c.CreateTable(ctx, "Shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	insert := func(from, to int) {
+		for k := from; k < to; k++ {
+			e := engine.NewEntity(fmt.Sprintf("p%d", k%4), fmt.Sprintf("r%03d", k), engine.Property{Name: "N", Value: engine.Int64(int64(k))})
+			if _, err := h1.c.Insert(ctx, "Shared", e, client.WithID(fmt.Sprintf("op-%d", k))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	insert(0, 50) // one snapshot, at 50
+	js, err := jetstream.New(h1.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := js.ObjectStore(ctx, projections.SnapshotBucket("cairn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := projections.SharedSnapshotName("Shared", info.Epoch)
+	for {
+		oi, err := obj.GetInfo(ctx, name)
+		if err == nil && oi.Metadata["cairn-seq"] == "50" {
+			break
+		}
+		if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			t.Fatal(err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the snapshot at 50 was not shared: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	insert(50, 57) // the tail
+
+	log := &lineLog{}
+	h2, _ := nodetest.Start(t, node.Config{NATSURL: h1.h.ClientURL(), NATSCreds: h1.h.NATSCredsFile(), Views: views, Log: slog.New(log)})
+	if !log.has("shared snapshot loaded", "table=Shared", "object="+name, "seq=50") ||
+		!log.has("view replayed", "table=Shared", "records=7 ", "from_snapshot=50") {
+		t.Fatal("the new node did not start from the shared snapshot at 50 and replay 7 records")
+	}
+	tb1, _ := h1.h.Views().Table("Shared")
+	tb2, _ := h2.Views().Table("Shared")
+	a, b := tb1.Snapshot(), tb2.Snapshot()
+	if a.Seq != 57 || b.Seq != 57 || a.Len() != b.Len() {
+		t.Fatalf("views at %d (%d entities) and %d (%d), want both at 57", a.Seq, a.Len(), b.Seq, b.Len())
+	}
+	var ea, eb []engine.Entity
+	a.Scan(func(e *engine.Entity) bool { ea = append(ea, *e); return true })
+	b.Scan(func(e *engine.Entity) bool { eb = append(eb, *e); return true })
+	if !reflect.DeepEqual(ea, eb) {
+		t.Fatalf("entities differ:\n%+v\n%+v", ea, eb)
+	}
+	var pa, pb []projections.Partition
+	a.Partitions(func(p projections.Partition) bool { pa = append(pa, p); return true })
+	b.Partitions(func(p projections.Partition) bool { pb = append(pb, p); return true })
+	if !reflect.DeepEqual(pa, pb) {
+		t.Fatalf("partitions differ:\n%+v\n%+v", pa, pb)
+	}
+	for k := 0; k < 57; k++ {
+		ca, oka := a.Command(fmt.Sprintf("p%d", k%4), fmt.Sprintf("op-%d", k))
+		cb, okb := b.Command(fmt.Sprintf("p%d", k%4), fmt.Sprintf("op-%d", k))
+		if !oka || oka != okb || ca != cb {
+			t.Fatalf("command op-%d: %+v %v on the first node, %+v %v on the second", k, ca, oka, cb, okb)
+		}
+	}
+
+	if err := h1.c.DeleteTable(ctx, "Shared"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, err := obj.GetInfo(ctx, name)
+		if errors.Is(err, jetstream.ErrObjectNotFound) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the dropped table's shared snapshot is still there: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
