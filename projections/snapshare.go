@@ -80,6 +80,10 @@ const (
 // look at the store's position of one.
 const shareTimeout = time.Minute
 
+// shareOnStopTimeout bounds the upload of the snapshot the views write
+// when they stop.
+const shareOnStopTimeout = 10 * time.Second
+
 // sharedSeq returns the position an object's metadata gives.
 func sharedSeq(info *jetstream.ObjectInfo) (uint64, error) {
 	s, ok := info.Metadata[metaSeq]

@@ -322,6 +322,10 @@ func (s *snapshotter) final() {
 		return
 	}
 	// The views are stopping (Run's context has ended): the upload of
-	// this last snapshot is bounded by shareTimeout alone.
-	s.write(context.Background(), snap)
+	// this last snapshot has a bound of its own, short, so that a store
+	// out of reach (a cluster going down with the node) does not hold
+	// the stop.
+	ctx, cancel := context.WithTimeout(context.Background(), shareOnStopTimeout)
+	defer cancel()
+	s.write(ctx, snap)
 }
