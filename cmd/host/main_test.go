@@ -164,6 +164,28 @@ func TestQueueMaxMessagesFlag(t *testing.T) {
 	}
 }
 
+// TestSnapshotsSharedFlag: snapshots are shared by default, and
+// -snapshots-shared=false (or CAIRN_SNAPSHOTS_SHARED=false) keeps them
+// the node's own.
+func TestSnapshotsSharedFlag(t *testing.T) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg := hostFlags(fs)
+	if err := cli.Parse(fs, nil); err != nil || cfg.NoSharedSnapshots || cfg.NoSnapshots {
+		t.Fatalf("by default: shared off %v, snapshots off %v, %v", cfg.NoSharedSnapshots, cfg.NoSnapshots, err)
+	}
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg = hostFlags(fs)
+	if err := cli.Parse(fs, []string{"-snapshots-shared=false"}); err != nil || !cfg.NoSharedSnapshots || cfg.NoSnapshots {
+		t.Fatalf("-snapshots-shared=false: shared off %v, snapshots off %v, %v", cfg.NoSharedSnapshots, cfg.NoSnapshots, err)
+	}
+	t.Setenv("CAIRN_SNAPSHOTS_SHARED", "false")
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg = hostFlags(fs)
+	if err := cli.Parse(fs, nil); err != nil || !cfg.NoSharedSnapshots {
+		t.Fatalf("from the environment: shared off %v, %v", cfg.NoSharedSnapshots, err)
+	}
+}
+
 func TestUnknownSubcommand(t *testing.T) {
 	if err := run([]string{"frobnicate"}); err == nil {
 		t.Fatal("unknown subcommand accepted")

@@ -160,7 +160,8 @@ func TestSnapshotRestartNode(t *testing.T) {
 // on the first node's server, starts its view from the snapshot the first
 // node shared in the object store (-snapshots-shared is on by default)
 // and replays only the records after it; its view equals the first
-// node's. Dropping the table removes its shared snapshot.
+// node's. A new node with -snapshots-shared=false replays the whole
+// journal. Dropping the table removes its shared snapshot.
 func TestSharedSnapshotNewNode(t *testing.T) {
 	views := projections.Config{SnapshotEvery: 50, SnapshotInterval: -1}
 	h1 := startNode(t, node.Config{Views: views})
@@ -233,6 +234,14 @@ func TestSharedSnapshotNewNode(t *testing.T) {
 		if !oka || oka != okb || ca != cb {
 			t.Fatalf("command op-%d: %+v %v on the first node, %+v %v on the second", k, ca, oka, cb, okb)
 		}
+	}
+
+	// With -snapshots-shared=false a new node keeps to its own files: it
+	// replays the whole journal.
+	log3 := &lineLog{}
+	nodetest.Start(t, node.Config{NATSURL: h1.h.ClientURL(), NATSCreds: h1.h.NATSCredsFile(), Views: views, NoSharedSnapshots: true, Log: slog.New(log3)})
+	if log3.has("shared snapshot") || !log3.has("view replayed", "table=Shared", "records=57 ", "from_snapshot=0") {
+		t.Fatal("the node with -snapshots-shared=false did not replay the whole journal")
 	}
 
 	if err := h1.c.DeleteTable(ctx, "Shared"); err != nil {
