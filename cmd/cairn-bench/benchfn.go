@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,7 @@ func benchFunctions(args []string) error {
 	n := fs.Int("n", 10000, "messages per queue workload, employees to archive")
 	calls := fs.Int("calls", 3000, "direct invocations per latency workload")
 	rounds := fs.Int("rounds", 3, "rounds of each workload; the median is reported")
+	only := fs.String("only", "", "run only the workloads whose group contains this text: direct, queue, archive")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -85,28 +87,34 @@ func benchFunctions(args []string) error {
 
 	fmt.Println("| workload | Cairn | baseline, same run | ratio |")
 	fmt.Println("|---|---|---|---|")
+	selected := func(group string) bool { return *only == "" || strings.Contains(group, *only) }
 	// 1. Direct invocation round trips, one at a time: native, then
 	// WebAssembly against native (the sandbox's cost), with a plain NATS
 	// request/reply to a responder on its own TCP connection for scale
 	// (the runner's responder is connected in-process, so it can be faster).
-	echo, err := b.latency(*calls, "bench.echo", true)
-	if err != nil {
-		return err
+	if selected("direct") {
+		echo, err := b.latency(*calls, "bench.echo", true)
+		if err != nil {
+			return err
+		}
+		nativeLat, err := b.latency(*calls, functions.DirectSubject("cairn", "native-hello"), false)
+		if err != nil {
+			return err
+		}
+		wasmLat, err := b.latency(*calls, functions.DirectSubject("cairn", "wasm-hello"), false)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| direct invocation of a trivial function, native, one at a time (median round trip) | %v | NATS request/reply over TCP %v | %.2f |\n",
+			nativeLat.Round(time.Microsecond), echo.Round(time.Microsecond), float64(nativeLat)/float64(echo))
+		fmt.Printf("| direct invocation of a trivial function, WebAssembly, one at a time (median round trip) | %v | native %v | +%v |\n",
+			wasmLat.Round(time.Microsecond), nativeLat.Round(time.Microsecond), (wasmLat - nativeLat).Round(time.Microsecond))
 	}
-	nativeLat, err := b.latency(*calls, functions.DirectSubject("cairn", "native-hello"), false)
-	if err != nil {
-		return err
-	}
-	wasmLat, err := b.latency(*calls, functions.DirectSubject("cairn", "wasm-hello"), false)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("| direct invocation of a trivial function, native, one at a time (median round trip) | %v | NATS request/reply over TCP %v | %.2f |\n",
-		nativeLat.Round(time.Microsecond), echo.Round(time.Microsecond), float64(nativeLat)/float64(echo))
-	fmt.Printf("| direct invocation of a trivial function, WebAssembly, one at a time (median round trip) | %v | native %v | +%v |\n",
-		wasmLat.Round(time.Microsecond), nativeLat.Round(time.Microsecond), (wasmLat - nativeLat).Round(time.Microsecond))
 	// 2. Queue throughput, each against the raw baseline just before it.
 	for _, name := range []string{"native-hello", "wasm-hello"} {
+		if !selected("queue") {
+			break
+		}
 		raw, err := b.rawQueue(ctx, *n)
 		if err != nil {
 			return err
@@ -119,6 +127,9 @@ func benchFunctions(args []string) error {
 	}
 	// 3. Archiving employees.
 	for _, q := range []string{"archive", "wasm-archive"} {
+		if !selected("archive") {
+			break
+		}
 		el, err := b.archive(ctx, q, *n)
 		if err != nil {
 			return err
@@ -267,6 +278,7 @@ func (b *fnBencher) rawQueue(ctx context.Context, n int) (float64, error) {
 		default:
 		}
 		rates = append(rates, float64(n)/time.Since(start).Seconds())
+		fmt.Fprintf(os.Stderr, "raw work queue, round %d: %.0f msgs/s\n", r+1, rates[r])
 		iter.Stop()
 		b.js.DeleteStream(ctx, name)
 	}
@@ -279,7 +291,7 @@ func (b *fnBencher) rawQueue(ctx context.Context, n int) (float64, error) {
 func (b *fnBencher) queueRate(ctx context.Context, function string, n int) (float64, error) {
 	q := b.fr.Queues()
 	var rates []float64
-	for range b.rounds {
+	for r := range b.rounds {
 		start := time.Now()
 		if err := b.publishAll(ctx, functions.QueueSubject("cairn", function), n, func(int) []byte { return []byte("world") }); err != nil {
 			return 0, err
@@ -295,6 +307,7 @@ func (b *fnBencher) queueRate(ctx context.Context, function string, n int) (floa
 			time.Sleep(5 * time.Millisecond)
 		}
 		rates = append(rates, float64(n)/time.Since(start).Seconds())
+		fmt.Fprintf(os.Stderr, "%s, round %d: %.0f invocations/s\n", function, r+1, rates[r])
 	}
 	return median(rates), nil
 }
