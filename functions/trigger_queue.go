@@ -40,14 +40,12 @@ func (f *function) consumeQueue(ctx context.Context, queue string) error {
 			return nil
 		}
 	}
-	slots := make(chan struct{}, m.Concurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	return f.pull(ctx, cons, m.Concurrency, "queue", func(msg jetstream.Msg) {
-		slots <- struct{}{}
+	return f.pull(ctx, cons, m.Concurrency, "queue", func(msg jetstream.Msg, release func()) {
 		wg.Add(1)
 		go func() {
-			defer func() { <-slots; wg.Done() }()
+			defer func() { release(); wg.Done() }()
 			// A delivery taken is finished even when the function is
 			// stopping (its timeout bounds it): cutting it short would
 			// cost the message a delivery.
