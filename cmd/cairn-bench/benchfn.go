@@ -33,6 +33,7 @@ func benchFunctions(args []string) error {
 	calls := fs.Int("calls", 3000, "direct invocations per latency workload")
 	rounds := fs.Int("rounds", 3, "rounds of each workload; the median is reported")
 	only := fs.String("only", "", "run only the workloads whose group contains this text: direct, queue, archive")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run (client, server and host share the process) to this file")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -44,6 +45,11 @@ func benchFunctions(args []string) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	stopProfile, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	h, stop, err := startCairn(ctx, "")
 	if err != nil {
 		return err
