@@ -19,16 +19,12 @@ func retryWait(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-const (
-	// pullExpiry bounds one pull request: on a queue that stays empty the
-	// server ends it (at 90 % of this) and the loop issues the next one at
-	// once.
-	pullExpiry = 5 * time.Second
-	// pullHeartbeat is the server's idle heartbeat on a waiting pull
-	// request: a request the server no longer holds is noticed after two
-	// missed ones.
-	pullHeartbeat = time.Second
-)
+// pullExpiry bounds one pull request: on a queue that stays empty the
+// server ends it (at 90 % of this) and the loop issues the next one at
+// once. No idle heartbeats are asked for: a fetch that gave up on missed
+// heartbeats would leave its request on the server, and a message
+// delivered to it then would wait out the ack wait and count a delivery.
+const pullExpiry = 5 * time.Second
 
 // fetcher issues one pull request for at most n messages. Its batch ends
 // when n messages came, when the server ended the request (expired), or
@@ -39,7 +35,7 @@ type fetcher func(ctx context.Context, n int) (jetstream.MessageBatch, error)
 // slots messages taken and not yet released.
 func (f *function) pull(ctx context.Context, cons jetstream.Consumer, slots int, what string, handle func(msg jetstream.Msg, release func())) error {
 	fetch := func(ctx context.Context, n int) (jetstream.MessageBatch, error) {
-		return cons.Fetch(n, jetstream.FetchContext(ctx), jetstream.FetchHeartbeat(pullHeartbeat))
+		return cons.Fetch(n, jetstream.FetchContext(ctx))
 	}
 	deliver(ctx, slots, fetch, handle, func(err error) bool {
 		f.rn.log.Warn("function: "+what+" read failed", "function", f.name, "err", err)

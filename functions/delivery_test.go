@@ -114,8 +114,8 @@ func TestDeliveryPullsAgainAtOnceAfterAnEmptyPull(t *testing.T) {
 	for range 5 {
 		h.next(4).answer <- batchOf(nil)
 	}
-	// An expiry the client noticed itself (its deadline, or missed
-	// heartbeats) is no failure either.
+	// An expiry the client noticed itself (its deadline) is no failure
+	// either, nor missed heartbeats should a fetch ask for them.
 	h.next(4).answer <- batchOf(context.DeadlineExceeded)
 	h.next(4).answer <- batchOf(jetstream.ErrNoHeartbeat)
 	h.next(4)
