@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -31,17 +32,27 @@ const pullExpiry = 5 * time.Second
 // when ctx ends.
 type fetcher func(ctx context.Context, n int) (jetstream.MessageBatch, error)
 
-// pull feeds a consumer's messages to handle until ctx ends, with at most
-// slots messages taken and not yet released.
+// pull feeds a consumer's messages to handle until ctx ends (nil), with
+// at most slots messages taken and not yet released, or until the
+// consumer is gone (deleted, or nothing answers its pull requests): that
+// error, for the caller to create it again.
 func (f *function) pull(ctx context.Context, cons jetstream.Consumer, slots int, what string, handle func(msg jetstream.Msg, release func())) error {
 	fetch := func(ctx context.Context, n int) (jetstream.MessageBatch, error) {
 		return cons.Fetch(n, jetstream.FetchContext(ctx))
 	}
+	var gone error
 	deliver(ctx, slots, fetch, handle, func(err error) bool {
+		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, nats.ErrNoResponders) {
+			gone = err
+			return false
+		}
 		f.rn.log.Warn("function: "+what+" read failed", "function", f.name, "err", err)
 		return retryWait(ctx, time.Second)
 	})
-	return nil
+	if ctx.Err() != nil {
+		return nil
+	}
+	return gone
 }
 
 // deliver is the delivery loop of a pull consumer: it waits for a free
