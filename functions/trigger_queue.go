@@ -22,9 +22,10 @@ func (f *function) consumeQueue(ctx context.Context, queue string) error {
 			return nil
 		}
 		// The consumer is gone (deleted from outside, or JetStream lost
-		// it): create it again.
+		// it, or does not answer while it fails over): create it again,
+		// which is harmless if it was there.
 		f.rn.log.Warn("function: its queue's consumer is gone; creating it again", "function", f.name, "queue", queue, "err", err)
-		if !retryWait(ctx, 5*time.Second) {
+		if !retryWait(ctx, time.Second) {
 			return nil
 		}
 	}
