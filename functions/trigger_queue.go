@@ -16,6 +16,26 @@ import (
 // consumeQueue feeds the function from a queue: a durable consumer shared by
 // every node, at most Concurrency invocations at once on this node.
 func (f *function) consumeQueue(ctx context.Context, queue string) error {
+	for {
+		err := f.consumeQueueOnce(ctx, queue)
+		if err == nil || ctx.Err() != nil {
+			return nil
+		}
+		// The consumer is gone (deleted from outside, or JetStream lost
+		// it, or does not answer while it fails over): create it again,
+		// which is harmless if it was there.
+		f.rn.log.Warn("function: its queue's consumer is gone; creating it again", "function", f.name, "queue", queue, "err", err)
+		if !retryWait(ctx, time.Second) {
+			return nil
+		}
+	}
+}
+
+// consumeQueueOnce creates the function's consumer and feeds the function
+// from it until ctx ends (nil) or the consumer is gone (its error); it
+// returns once the invocations it started have finished, so that the next
+// call's slots are all free.
+func (f *function) consumeQueueOnce(ctx context.Context, queue string) error {
 	rn := f.rn
 	m := f.cur.Load().m
 	subject := QueueSubject(rn.cfg.Prefix, queue)
@@ -40,14 +60,12 @@ func (f *function) consumeQueue(ctx context.Context, queue string) error {
 			return nil
 		}
 	}
-	slots := make(chan struct{}, m.Concurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	return f.pull(ctx, cons, m.Concurrency, "queue", func(msg jetstream.Msg) {
-		slots <- struct{}{}
+	return f.pull(ctx, cons, m.Concurrency, "queue", func(msg jetstream.Msg, release func()) {
 		wg.Add(1)
 		go func() {
-			defer func() { <-slots; wg.Done() }()
+			defer func() { release(); wg.Done() }()
 			// A delivery taken is finished even when the function is
 			// stopping (its timeout bounds it): cutting it short would
 			// cost the message a delivery.

@@ -73,7 +73,10 @@ func (f *function) consumeTable(ctx context.Context, table string, epoch uint64)
 	if err != nil {
 		return fmt.Errorf("consumer on %s: %w", stream, err)
 	}
-	return f.pull(ctx, cons, 1, "table feed", func(msg jetstream.Msg) { f.handleRecord(ctx, table, epoch, msg) })
+	return f.pull(ctx, cons, 1, "table feed", func(msg jetstream.Msg, release func()) {
+		f.handleRecord(ctx, table, epoch, msg)
+		release()
+	})
 }
 
 // handleRecord runs the function on each change of one journal record.

@@ -604,3 +604,30 @@ func TestMessageThatKillsItsHost(t *testing.T) {
 		t.Fatalf("poison message: %+v\n%s", ps[0], child.Log())
 	}
 }
+
+// TestQueueConsumerDeletedIsCreatedAgain: a function whose queue consumer
+// is deleted from outside creates it again and goes on with its queue.
+func TestQueueConsumerDeletedIsCreatedAgain(t *testing.T) {
+	th := startHost(t, "")
+	ctx := ctxT(t)
+	mustTable(t, th.c, "Current", "Archive")
+	q := th.h.Functions().Queues()
+	js, _ := jetstream.New(th.nc)
+	stream := functions.StreamName("cairn")
+	eventually(t, 20*time.Second, "the archive consumer exists", func() bool {
+		_, err := js.Consumer(ctx, stream, "fn-archive")
+		return err == nil
+	})
+	if err := js.DeleteConsumer(ctx, stream, "fn-archive"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := th.c.Insert(ctx, "Current", namedEmployee("Sales", "789", "Smith")); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Enqueue(ctx, "archive", archiveMsg("Sales", "789")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "employee 789 archived after the consumer was deleted", func() bool {
+		return exists(t, th.c, "Archive", "Sales", "789") && !exists(t, th.c, "Current", "Sales", "789")
+	})
+}
