@@ -45,22 +45,12 @@ func benchFunctions(args []string) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stopProfile, err := startCPUProfile(*cpuprofile)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
-	h, stop, err := startCairn(ctx, "")
+	bn, stop, err := startBenchNode(ctx, *cpuprofile, jetstream.WithPublishAsyncMaxPending(4000))
 	if err != nil {
 		return err
 	}
 	defer stop()
-	nc, err := nats.Connect(h.ClientURL(), nodeCreds...)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4000))
+	h, nc, js := bn.h, bn.nc, bn.js
 	fr := h.Functions()
 	b := &fnBencher{nc: nc, js: js, cl: client.New(nc), fr: fr, views: h.Views(), rounds: *rounds}
 

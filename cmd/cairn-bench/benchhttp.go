@@ -24,6 +24,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/cmd/internal/cli"
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
@@ -190,6 +191,50 @@ func startCairn(ctx context.Context, dir string) (h *node.Node, stop func(), err
 }
 
 type nodeConfig = node.Config
+
+// benchNode is an in-process node of a benchmark with a connection to its
+// server as the node user.
+type benchNode struct {
+	h  *node.Node
+	nc *nats.Conn
+	js jetstream.JetStream
+}
+
+// startBenchNode starts the CPU profile (none for ""), a node on a new
+// temporary directory and a connection to it; stop undoes them in reverse.
+func startBenchNode(ctx context.Context, cpuprofile string, jsOpts ...jetstream.JetStreamOpt) (b *benchNode, stop func(), err error) {
+	var undo []func()
+	stop = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	stopProfile, err := startCPUProfile(cpuprofile)
+	if err != nil {
+		return nil, nil, err
+	}
+	undo = append(undo, stopProfile)
+	h, stopNode, err := startCairn(ctx, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	undo = append(undo, stopNode)
+	nc, err := nats.Connect(h.ClientURL(), nodeCreds...)
+	if err != nil {
+		return nil, nil, err
+	}
+	undo = append(undo, nc.Close)
+	js, err := jetstream.New(nc, jsOpts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &benchNode{h: h, nc: nc, js: js}, stop, nil
+}
 
 // startCairnConfig is startCairn with changes to the node's config.
 func startCairnConfig(ctx context.Context, dir string, change func(*nodeConfig)) (h *node.Node, stop func(), err error) {

@@ -36,27 +36,14 @@ func benchOutbox(args []string) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	stopProfile, err := startCPUProfile(*cpuprofile)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h, stop, err := startCairn(ctx, "")
+	bn, stop, err := startBenchNode(ctx, *cpuprofile)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	nc, err := nats.Connect(h.ClientURL(), nodeCreds...)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
+	nc, js := bn.nc, bn.js
 	b := &bencher{nc: nc, cl: client.New(nc), n: *n, window: *window, rounds: *rounds}
 	fmt.Printf("# cairn bench outbox: GOMAXPROCS=%d, %s/%s, %s, n=%d, window=%d, rounds=%d (median)\n\n",
 		runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *n, *window, *rounds)

@@ -56,27 +56,14 @@ func benchProjections(args []string) error {
 			}
 		}
 	}
-	stopProfile, err := startCPUProfile(*cpuprofile)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h, stop, err := startCairn(ctx, "")
+	bn, stop, err := startBenchNode(ctx, *cpuprofile)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	nc, err := nats.Connect(h.ClientURL(), nodeCreds...)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
+	h, nc, js := bn.h, bn.nc, bn.js
 	kv, err := projections.OpenDeclarations(ctx, js, "cairn", 1)
 	if err != nil {
 		return err
