@@ -10,13 +10,18 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/cairn-dev/cairn/cmd/internal/node"
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/projections"
 )
 
@@ -47,6 +52,27 @@ type ChildConfig struct {
 	// many records with no least interval (crash tests kill the node
 	// while it writes one).
 	SnapshotEvery int
+	// Replicas is the replica count of the node's streams (with NATSURL
+	// naming a cluster).
+	Replicas int
+
+	// MarkerQueue, when set, runs a native function "marker" on this
+	// queue: for each message it inserts the row PartitionKey "m",
+	// RowKey the message's body, into the table Markers (which the test
+	// creates). A message whose effect were applied twice would find its
+	// row there and fail.
+	MarkerQueue string
+
+	// ServerOnly runs no node: only a NATS server with JetStream, storing
+	// in DataDir and taking clients on NATSListen, without authentication
+	// (StartServerChild).
+	ServerOnly bool
+	// ServerName names the server (ServerOnly).
+	ServerName string
+	// ClusterListen is the server's route address, and Routes the route
+	// URLs of every server of its cluster (ServerOnly; none: no cluster).
+	ClusterListen string
+	Routes        []string
 }
 
 // Main lets a test binary double as a node process: call it from TestMain.
@@ -62,6 +88,9 @@ func Main(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "child node: bad", childEnv+":", err)
 		os.Exit(2)
 	}
+	if cc.ServerOnly {
+		os.Exit(serverMain(cc))
+	}
 	var views projections.Config
 	if cc.SnapshotEvery > 0 {
 		views.SnapshotEvery, views.SnapshotInterval = cc.SnapshotEvery, -1
@@ -75,9 +104,30 @@ func Main(m *testing.M) {
 		NATSCreds:  cc.NATSCreds,
 		HTTP:       cc.HTTP,
 		Functions:  node.FunctionsConfig{Failpoint: cc.Failpoint, NoBuiltins: cc.NoBuiltins},
+		Replicas:   cc.Replicas,
 		Views:      views,
 		Log:        slog.New(slog.NewTextHandler(os.Stderr, nil)),
-	}, func(*node.Node) { fmt.Println("READY") })
+	}, func(n *node.Node) {
+		if cc.MarkerQueue == "" {
+			fmt.Println("READY")
+			return
+		}
+		go func() {
+			select {
+			case <-n.Functions().Ready():
+			case <-ctx.Done():
+				return
+			}
+			m := functions.Manifest{Name: "marker", Trigger: functions.Trigger{Queue: cc.MarkerQueue}}
+			m.BackoffMin = functions.Duration(50 * time.Millisecond)
+			m.BackoffMax = functions.Duration(time.Second)
+			if err := n.Functions().Register(m, functions.NativeFunc(marker)); err != nil {
+				fmt.Fprintln(os.Stderr, "child node: register the marker function:", err)
+				os.Exit(1)
+			}
+			fmt.Println("READY")
+		}()
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child node:", err)
 		os.Exit(1)
@@ -85,7 +135,82 @@ func Main(m *testing.M) {
 	os.Exit(0)
 }
 
-// Child is a node running in a child process (this test binary, started
+// marker is the MarkerQueue function.
+func marker(ctx context.Context, inv *functions.Invocation) error {
+	return inv.Write(ctx, "Markers", engine.Operation{Op: engine.OpInsert, Entity: engine.NewEntity("m", string(inv.Trigger().Body))})
+}
+
+// serverMain runs a NATS server for a ServerOnly child until SIGTERM and
+// returns the exit status; it prints READY once the server takes
+// connections.
+func serverMain(cc ChildConfig) int {
+	host, port, err := splitAddr(cc.NATSListen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child server:", err)
+		return 2
+	}
+	o := &server.Options{
+		ServerName: cc.ServerName,
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   cc.DataDir,
+		MaxPayload: 8 << 20,
+		NoSigs:     true,
+		NoLog:      true,
+	}
+	if cc.ClusterListen != "" {
+		chost, cport, err := splitAddr(cc.ClusterListen)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "child server:", err)
+			return 2
+		}
+		o.Cluster = server.ClusterOpts{Name: "cairn-test", Host: chost, Port: cport}
+		o.Routes = server.RoutesFromStr(strings.Join(cc.Routes, ","))
+	}
+	ns, err := server.NewServer(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child server:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go ns.Start()
+	if !ns.ReadyForConnections(60 * time.Second) {
+		fmt.Fprintln(os.Stderr, "child server: not ready within 60s")
+		return 1
+	}
+	fmt.Println("READY")
+	<-ctx.Done()
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	return 0
+}
+
+func splitAddr(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	return host, port, err
+}
+
+// StartServerChild starts a NATS server (cc.ServerOnly) in a child process
+// and waits until it takes connections, as StartChild does for a node. A
+// server killed with SIGKILL is restarted by starting it again with the
+// same ChildConfig: the same store and ports.
+func StartServerChild(t testing.TB, cc ChildConfig) *Child {
+	t.Helper()
+	cc.ServerOnly = true
+	if cc.NATSListen == "" {
+		t.Fatal("nodetest: a server child needs its NATSListen")
+	}
+	return StartChild(t, cc)
+}
+
+// Child is a node, or a NATS server (ServerOnly), running in a child
+// process (this test binary, started
 // again; its TestMain must call Main).
 type Child struct {
 	cmd   *exec.Cmd
