@@ -232,7 +232,7 @@ func TestClusterChaos(t *testing.T) {
 			mu.Lock()
 			queued = append(queued, id)
 			mu.Unlock()
-			time.Sleep(time.Duration(10+r.IntN(20)) * time.Millisecond)
+			time.Sleep(15 * time.Millisecond)
 		}
 	})
 
