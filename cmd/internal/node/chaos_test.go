@@ -391,7 +391,20 @@ func TestClusterChaos(t *testing.T) {
 	hosts[hv].Kill(t)
 	dead := hosts[hv]
 	measures = append(measures, observe(fmt.Sprintf("host %d", hv), killed, ""))
-	hosts[hv] = nodetest.StartChild(t, hostCfgs[hv])
+	// A host that starts while JetStream is still settling after the
+	// restarts may give up (a bucket lookup timing out) and exit 1: it is
+	// started again, as its supervisor would.
+	for attempt := 1; ; attempt++ {
+		hosts[hv] = nodetest.SpawnChild(t, hostCfgs[hv])
+		err := hosts[hv].WaitReady(90 * time.Second)
+		if err == nil {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("host %d not restarted in 3 attempts: %v", hv, err)
+		}
+		t.Logf("host %d restart, attempt %d: %v", hv, attempt, err)
+	}
 	waitAcks("after the host's restart", time.Now(), 20)
 	phase("host killed and restarted")
 

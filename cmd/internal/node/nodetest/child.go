@@ -302,6 +302,21 @@ func SpawnChild(t testing.TB, cc ChildConfig) *Child {
 	return c
 }
 
+// WaitReady waits until the child is ready, or has exited, or d has
+// passed; it returns nil once ready, else why not (with the child's log).
+// A test that restarts a child as a supervisor would, starting it again
+// after it gave up, uses SpawnChild and WaitReady.
+func (c *Child) WaitReady(d time.Duration) error {
+	select {
+	case <-c.ready:
+		return nil
+	case <-c.done:
+		return fmt.Errorf("child exited before it was ready (%v):\n%s", c.err, c.Tail())
+	case <-time.After(d):
+		return fmt.Errorf("child not ready within %v:\n%s", d, c.Tail())
+	}
+}
+
 // Log returns what the child logged so far (its stderr).
 func (c *Child) Log() string {
 	c.mu.Lock()
