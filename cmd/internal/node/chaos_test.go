@@ -116,7 +116,25 @@ func TestClusterChaos(t *testing.T) {
 		return nodetest.ChildConfig{DataDir: t.TempDir(), NATSURL: cl.url(), Replicas: 3, MarkerQueue: "marker"}
 	}
 	hostCfgs := []nodetest.ChildConfig{hostCfg(), hostCfg()}
-	hosts := []*nodetest.Child{nodetest.StartChild(t, hostCfgs[0]), nodetest.StartChild(t, hostCfgs[1])}
+	// A host that starts while JetStream is still settling (after the
+	// cluster's start or a server's restart) may give up, a bucket lookup
+	// timing out, and exit 1: it is started again, as its supervisor
+	// would.
+	startHost := func(i int) *nodetest.Child {
+		t.Helper()
+		for attempt := 1; ; attempt++ {
+			h := nodetest.SpawnChild(t, hostCfgs[i])
+			err := h.WaitReady(90 * time.Second)
+			if err == nil {
+				return h
+			}
+			if attempt == 3 {
+				t.Fatalf("host %d not started in 3 attempts: %v", i, err)
+			}
+			t.Logf("host %d start, attempt %d: %v", i, attempt, err)
+		}
+	}
+	hosts := []*nodetest.Child{startHost(0), startHost(1)}
 
 	nc, err := nats.Connect(cl.url(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
@@ -146,8 +164,14 @@ func TestClusterChaos(t *testing.T) {
 		queued []string // messages JetStream acknowledged
 		errs   = map[string]int{}
 		stop   = make(chan struct{})
+		abort  = make(chan struct{}) // the test failed: give up at once
 		wg     sync.WaitGroup
 	)
+	// However the test ends, no goroutine of it runs on after it.
+	defer func() {
+		close(abort)
+		wg.Wait()
+	}()
 	countErr := func(err error) {
 		code := string(engine.ErrorCode(err))
 		if code == "" || code == string(engine.CodeInternalError) {
@@ -166,6 +190,11 @@ func TestClusterChaos(t *testing.T) {
 			if err == nil {
 				return true
 			}
+			select {
+			case <-abort:
+				return false
+			default:
+			}
 			if ctx.Err() != nil {
 				t.Errorf("%s never acknowledged: %v", what, err)
 				return false
@@ -177,6 +206,8 @@ func TestClusterChaos(t *testing.T) {
 	stopped := func() bool {
 		select {
 		case <-stop:
+			return true
+		case <-abort:
 			return true
 		default:
 			return false
@@ -252,8 +283,6 @@ func TestClusterChaos(t *testing.T) {
 		deadline := time.Now().Add(60 * time.Second)
 		for acked(after) < n {
 			if time.Now().After(deadline) {
-				close(stop)
-				wg.Wait()
 				t.Fatalf("%s: only %d writes acknowledged within 60s", what, acked(after))
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -391,20 +420,7 @@ func TestClusterChaos(t *testing.T) {
 	hosts[hv].Kill(t)
 	dead := hosts[hv]
 	measures = append(measures, observe(fmt.Sprintf("host %d", hv), killed, ""))
-	// A host that starts while JetStream is still settling after the
-	// restarts may give up (a bucket lookup timing out) and exit 1: it is
-	// started again, as its supervisor would.
-	for attempt := 1; ; attempt++ {
-		hosts[hv] = nodetest.SpawnChild(t, hostCfgs[hv])
-		err := hosts[hv].WaitReady(90 * time.Second)
-		if err == nil {
-			break
-		}
-		if attempt == 3 {
-			t.Fatalf("host %d not restarted in 3 attempts: %v", hv, err)
-		}
-		t.Logf("host %d restart, attempt %d: %v", hv, attempt, err)
-	}
+	hosts[hv] = startHost(hv)
 	waitAcks("after the host's restart", time.Now(), 20)
 	phase("host killed and restarted")
 
