@@ -45,8 +45,9 @@ func (c *connFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&c.prefix, "prefix", "cairn", "first token of every subject and stream name")
 }
 
-// connect returns the queues and registry of the host's NATS server.
-func (c *connFlags) connect(ctx context.Context) (*nats.Conn, *functions.Queues, *functions.Registry, error) {
+// dial connects to the host's NATS server as the node user and returns
+// the connection and its JetStream context.
+func (c *connFlags) dial() (*nats.Conn, jetstream.JetStream, error) {
 	opts := []nats.Option{nats.Name("cairn-cli")}
 	if c.ca != "" {
 		opts = append(opts, nats.RootCAs(c.ca))
@@ -61,12 +62,12 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, *functions.Queues,
 		// Without credentials the server lets a client send commands
 		// only; the JetStream requests below would wait for replies that
 		// never come.
-		return nil, nil, nil, fmt.Errorf("no NATS credentials: %s does not exist; give the host's data directory (-data) or its credentials file (-nats-creds <data>/nats/node.user)", natsauth.Path(c.data))
+		return nil, nil, fmt.Errorf("no NATS credentials: %s does not exist; give the host's data directory (-data) or its credentials file (-nats-creds <data>/nats/node.user)", natsauth.Path(c.data))
 	}
 	if credsFile != "" {
 		cr, err := natsauth.Read(credsFile)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		opts = append(opts, cr.Options()...)
 	}
@@ -76,14 +77,23 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, *functions.Queues,
 		if src == "" {
 			src = "-nats-url"
 		}
-		return nil, nil, nil, fmt.Errorf("connect to %s: the credentials of %s are refused (another host's? -data, -nats-creds)", c.url, src)
+		return nil, nil, fmt.Errorf("connect to %s: the credentials of %s are refused (another host's? -data, -nats-creds)", c.url, src)
 	}
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("connect to %s (is the host running? -nats-url): %w", c.url, err)
+		return nil, nil, fmt.Errorf("connect to %s (is the host running? -nats-url): %w", c.url, err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
+}
+
+// connect returns the queues and registry of the host's NATS server.
+func (c *connFlags) connect(ctx context.Context) (*nats.Conn, *functions.Queues, *functions.Registry, error) {
+	nc, js, err := c.dial()
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	q, err := functions.OpenQueues(ctx, js, c.prefix, 0, 0)

@@ -10,8 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/cairn-dev/cairn/cmd/internal/cli"
 	"github.com/cairn-dev/cairn/outbox"
 )
@@ -46,15 +44,11 @@ func outboxCmd(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	nc, _, _, err := conn.connect(ctx)
+	nc, js, err := conn.dial()
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	switch a[0] {
 	case "status":
 		rs, err := outbox.Reports(ctx, js, conn.prefix)

@@ -61,15 +61,11 @@ for account contoso's). See docs/PROJECTIONS.md for the file.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *wait+time.Minute)
 	defer cancel()
-	nc, _, _, err := conn.connect(ctx)
+	nc, js, err := conn.dial()
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	kv, err := js.KeyValue(ctx, projections.DeclarationsBucket(conn.prefix))
 	if err != nil {
 		return fmt.Errorf("projections: bucket %s: %w (has a host with prefix %q run?)", projections.DeclarationsBucket(conn.prefix), err, conn.prefix)
