@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -99,11 +100,15 @@ func (d *Definition) account() string {
 }
 
 // Same reports whether o declares the same projection content as d (its
-// generation aside): a deploy of the same version must carry it.
+// generation aside): a deploy of the same version must carry it. They are
+// compared in their stored form, JSON, where an empty list and none are
+// the same.
 func (d *Definition) Same(o *Definition) bool {
 	a, b := *d, *o
 	a.Generation, b.Generation = 0, 0
-	return fmt.Sprint(a) == fmt.Sprint(b)
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
 }
 
 // Validate checks a definition; every error is coded InvalidInput and

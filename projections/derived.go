@@ -382,14 +382,3 @@ func (t *Table) readers() []*Table {
 	}
 	return out
 }
-
-// ready reports whether a projection has a version readers may see.
-func (t *Table) projectionReady(full string) (ready bool, p BuildProgress) {
-	t.dmu.Lock()
-	defer t.dmu.Unlock()
-	a := t.projection(full)
-	if a == nil {
-		return false, p
-	}
-	return a.active != nil, a.progress
-}
