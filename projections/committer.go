@@ -34,6 +34,14 @@ func (v commitViews) Lookup(ctx context.Context, name string) (commit.Table, boo
 	return commitTable{t}, true, nil
 }
 
+// Reserved answers ProjectionReadOnly for a declared projection's name.
+func (v commitViews) Reserved(name string) error {
+	if v.IsProjection(name) {
+		return ErrReadOnly(name)
+	}
+	return nil
+}
+
 // commitTable adapts a table's view to commit.Table.
 type commitTable struct{ *Table }
 

@@ -18,6 +18,9 @@ func (c *Committer) CreateTable(ctx context.Context, name string) (engine.TableI
 	if err := engine.ValidateFullTableName(name); err != nil {
 		return engine.TableInfo{}, err
 	}
+	if err := c.views.Reserved(name); err != nil {
+		return engine.TableInfo{}, err
+	}
 	if !c.taking() {
 		return engine.TableInfo{}, errNotRunning()
 	}
@@ -58,6 +61,9 @@ func (c *Committer) CreateTable(ctx context.Context, name string) (engine.TableI
 // is deleted whole. Neither step depends on how many entities the table
 // holds. Like CreateTable, it runs in the caller's goroutine.
 func (c *Committer) DeleteTable(ctx context.Context, name string) error {
+	if err := c.views.Reserved(name); err != nil {
+		return err
+	}
 	if !c.taking() {
 		return errNotRunning()
 	}

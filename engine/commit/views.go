@@ -29,6 +29,9 @@ type Views interface {
 	// epoch) has caught up with its journal; it fails with TableNotFound
 	// if the table is gone.
 	WaitTableReady(ctx context.Context, name string, epoch uint64) error
+	// Reserved returns the coded error of a name no table may be created
+	// or deleted under (a declared projection's), nil for the others.
+	Reserved(name string) error
 }
 
 // Table is the view of one table incarnation.

@@ -15,7 +15,6 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
-	"github.com/cairn-dev/cairn/projections"
 	"github.com/cairn-dev/cairn/projections/query"
 )
 
@@ -168,10 +167,6 @@ func (c *call) createTable() {
 		return
 	}
 	c.table = full
-	if c.s.views.IsProjection(full) {
-		c.fail(projections.ErrReadOnly(full))
-		return
-	}
 	ctx, cancel := c.writeContext()
 	defer cancel()
 	info, err := c.s.comm.CreateTable(ctx, full)
@@ -221,10 +216,6 @@ func (c *call) deleteTable(name string) {
 		return
 	}
 	c.table = full
-	if c.s.views.IsProjection(full) {
-		c.fail(projections.ErrReadOnly(full))
-		return
-	}
 	ctx, cancel := c.writeContext()
 	defer cancel()
 	if err := c.s.comm.DeleteTable(ctx, full); err != nil {

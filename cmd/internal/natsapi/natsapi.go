@@ -386,9 +386,6 @@ func (s *Service) tableCommand(ctx context.Context, account string, req *engine.
 		}
 	}
 	full := engine.FullTableName(account, req.Table)
-	if (req.Op == "CreateTable" || req.Op == "DeleteTable") && s.views.IsProjection(full) {
-		return errReply(projections.ErrReadOnly(full))
-	}
 	switch req.Op {
 	case "CreateTable":
 		info, err := s.c.CreateTable(ctx, full)
