@@ -41,7 +41,8 @@ type NodeReport struct {
 
 // Declarations follows the declared projections in the key-value bucket
 // and hands them to the views (Views.Declare); it writes the node's
-// NodeReport every ReportEvery, and serves the operators' API.
+// NodeReport every ReportEvery while anything is declared, and serves
+// the operators' API.
 type Declarations struct {
 	js     jetstream.JetStream
 	prefix string
@@ -53,6 +54,8 @@ type Declarations struct {
 	mu    sync.Mutex
 	kv    jetstream.KeyValue
 	ready chan struct{}
+
+	reportedEmpty bool // the last report written held no projection (Run's goroutine)
 }
 
 // NewDeclarations returns the follower of the declarations for views; it
@@ -153,11 +156,22 @@ func (d *Declarations) Run(ctx context.Context) error {
 	}
 }
 
+// report writes the node's report. With nothing declared, one empty
+// report is written and then none until something is: no reader needs a
+// node's liveness without projections.
 func (d *Declarations) report(ctx context.Context, kv jetstream.KeyValue) {
-	b, _ := json.Marshal(NodeReport{Node: d.node, Time: time.Now().UTC(), Projections: d.views.ProjectionStatuses()})
-	if _, err := kv.Put(ctx, nodeKey(d.node), b); err != nil && ctx.Err() == nil {
-		d.log.Warn("projections: write the node's report", "err", err)
+	sts := d.views.ProjectionStatuses()
+	if len(sts) == 0 && d.reportedEmpty {
+		return
 	}
+	b, _ := json.Marshal(NodeReport{Node: d.node, Time: time.Now().UTC(), Projections: sts})
+	if _, err := kv.Put(ctx, nodeKey(d.node), b); err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("projections: write the node's report", "err", err)
+		}
+		return
+	}
+	d.reportedEmpty = len(sts) == 0
 }
 
 // Deploy declares def: a new name, or a higher version of a declared one

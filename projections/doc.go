@@ -30,7 +30,8 @@
 //     changes kept meanwhile, is checked against the source's counts, and
 //     swapped under the source's dmu. Declarations follows the bucket
 //     CAIRN_PROJECTIONS, hands the set to Views.Declare before the views
-//     replay, reports the node's state every 2 s, and serves
+//     replay, reports the node's state every 2 s while anything is
+//     declared, and serves
 //     /$cairn/projections.
 //   - Snapshot files (snapfile.go: the format, SnapshotFormat 1, golden
 //     file in testdata/; snapstore.go: writing, choosing, loading,
