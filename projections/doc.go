@@ -31,8 +31,7 @@
 //     swapped under the source's dmu. Declarations follows the bucket
 //     CAIRN_PROJECTIONS, hands the set to Views.Declare before the views
 //     replay, reports the node's state every 2 s while anything is
-//     declared, and serves
-//     /$cairn/projections.
+//     declared, and serves /$cairn/projections.
 //   - Snapshot files (snapfile.go: the format, SnapshotFormat 1, golden
 //     file in testdata/; snapstore.go: writing, choosing, loading,
 //     removing): with Config.SnapshotDir set, an applier hands its
