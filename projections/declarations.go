@@ -224,7 +224,7 @@ func Deploy(ctx context.Context, kv jetstream.KeyValue, def *Definition) (string
 // checkPerTable refuses a new projection on a source that has
 // MaxProjectionsPerTable already: each change walks them all.
 func checkPerTable(ctx context.Context, kv jetstream.KeyValue, def *Definition) error {
-	defs, _, err := Declared(ctx, kv)
+	defs, err := definitions(ctx, kv)
 	if err != nil {
 		return err
 	}
@@ -278,33 +278,50 @@ func Drop(ctx context.Context, kv jetstream.KeyValue, full string) error {
 // Declared lists the declarations and the reports of the nodes seen in
 // the last three ReportEvery.
 func Declared(ctx context.Context, kv jetstream.KeyValue) ([]*Definition, []NodeReport, error) {
-	lister, err := kv.ListKeys(ctx)
+	defs, err := definitions(ctx, kv)
 	if err != nil {
 		return nil, nil, err
 	}
-	var defs []*Definition
+	all, err := values[NodeReport](ctx, kv, "n.>")
+	if err != nil {
+		return nil, nil, err
+	}
 	var nodes []NodeReport
+	for _, r := range all {
+		if time.Since(r.Time) < 3*ReportEvery {
+			nodes = append(nodes, *r)
+		}
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node < nodes[j].Node })
+	return defs, nodes, nil
+}
+
+// definitions returns the declarations, sorted by full name.
+func definitions(ctx context.Context, kv jetstream.KeyValue) ([]*Definition, error) {
+	defs, err := values[Definition](ctx, kv, "d.>")
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Full() < defs[j].Full() })
+	return defs, err
+}
+
+// values reads the JSON values of the keys that filter matches; a key
+// deleted meanwhile or a value that is not a T is left out.
+func values[T any](ctx context.Context, kv jetstream.KeyValue, filter string) ([]*T, error) {
+	lister, err := kv.ListKeysFiltered(ctx, filter)
+	if err != nil {
+		return nil, err
+	}
+	var out []*T
 	for k := range lister.Keys() {
 		e, err := kv.Get(ctx, k)
 		if err != nil {
-			continue // deleted meanwhile
+			continue
 		}
-		switch {
-		case strings.HasPrefix(k, "d."):
-			var def Definition
-			if json.Unmarshal(e.Value(), &def) == nil {
-				defs = append(defs, &def)
-			}
-		case strings.HasPrefix(k, "n."):
-			var r NodeReport
-			if json.Unmarshal(e.Value(), &r) == nil && time.Since(r.Time) < 3*ReportEvery {
-				nodes = append(nodes, r)
-			}
+		v := new(T)
+		if json.Unmarshal(e.Value(), v) == nil {
+			out = append(out, v)
 		}
 	}
-	sort.Slice(defs, func(i, j int) bool { return defs[i].Full() < defs[j].Full() })
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node < nodes[j].Node })
-	return defs, nodes, nil
+	return out, nil
 }
 
 func get(ctx context.Context, kv jetstream.KeyValue, full string) (*Definition, uint64, error) {
