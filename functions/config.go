@@ -18,6 +18,11 @@ type Config struct {
 	// queues included (0: DefaultQueueMaxMessages). It is the stream's
 	// setting, shared by every node: the last node to start sets it.
 	QueueMaxMessages int64
+	// Queues and Registry are the queue stream and the registry, opened
+	// by the caller with OpenQueues and OpenRegistry (which may wait for
+	// JetStream at start); nil: Run opens them.
+	Queues   *Queues
+	Registry *Registry
 	// Node names this node in its load reports (LoadReport; the host
 	// name when empty).
 	Node string

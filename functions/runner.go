@@ -105,15 +105,19 @@ func (rn *Runner) Ready() <-chan struct{} { return rn.ready }
 // with the error that prevented it.
 func (rn *Runner) start(ctx context.Context) error {
 	var err error
-	if rn.queues, err = OpenQueues(ctx, rn.js, rn.cfg.Prefix, rn.cfg.Replicas, rn.cfg.QueueMaxMessages); err != nil {
-		return err
+	if rn.queues = rn.cfg.Queues; rn.queues == nil {
+		if rn.queues, err = OpenQueues(ctx, rn.js, rn.cfg.Prefix, rn.cfg.Replicas, rn.cfg.QueueMaxMessages); err != nil {
+			return err
+		}
 	}
 	if got, want := rn.queues.Max(), rn.cfg.QueueMaxMessages; got > want {
 		rn.log.Warn("a queue holds more messages than the node's cap: the cap stays at that queue's length until it drains (a lower cap would make the server delete its oldest messages)",
 			"queueMaxMessages", want, "cap", got)
 	}
-	if rn.registry, err = OpenRegistry(ctx, rn.js, rn.cfg.Prefix, rn.cfg.Replicas); err != nil {
-		return err
+	if rn.registry = rn.cfg.Registry; rn.registry == nil {
+		if rn.registry, err = OpenRegistry(ctx, rn.js, rn.cfg.Prefix, rn.cfg.Replicas); err != nil {
+			return err
+		}
 	}
 	if !rn.cfg.NoBuiltins {
 		m := ArchiveManifest()

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/cairn-dev/cairn/engine"
 )
 
@@ -25,6 +27,9 @@ type Config struct {
 	IDKey []byte
 	// Replicas of the bucket (1).
 	Replicas int
+	// Bucket is the relay's bucket, opened by the caller with Bucket
+	// (which may wait for JetStream at start); nil: Run opens it.
+	Bucket jetstream.KeyValue
 	// Shards is how many shards the tables are hashed into (16). All
 	// nodes of a cluster must agree.
 	Shards int

@@ -85,9 +85,12 @@ func Bucket(ctx context.Context, js jetstream.JetStream, prefix string, replicas
 // the positions and gives the leases back. It returns an error only when
 // it cannot start.
 func (r *Relay) Run(ctx context.Context) error {
-	kv, err := Bucket(ctx, r.js, r.cfg.Prefix, r.cfg.Replicas)
-	if err != nil {
-		return err
+	kv := r.cfg.Bucket
+	if kv == nil {
+		var err error
+		if kv, err = Bucket(ctx, r.js, r.cfg.Prefix, r.cfg.Replicas); err != nil {
+			return err
+		}
 	}
 	r.kv = kv
 	r.leases = newLeases(kv, &r.cfg)

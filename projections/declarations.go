@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -44,24 +43,22 @@ type NodeReport struct {
 // NodeReport every ReportEvery while anything is declared, and serves
 // the operators' API.
 type Declarations struct {
-	js     jetstream.JetStream
+	kv     jetstream.KeyValue
 	prefix string
 	views  *Views
 	log    *slog.Logger
 	node   string
-	repl   int
 
-	mu    sync.Mutex
-	kv    jetstream.KeyValue
 	ready chan struct{}
 
 	reportedEmpty bool // the last report written held no projection (Run's goroutine)
 }
 
-// NewDeclarations returns the follower of the declarations for views; it
-// starts nothing (Run does). node names this node in reports.
-func NewDeclarations(js jetstream.JetStream, prefix string, replicas int, views *Views, log *slog.Logger, node string) *Declarations {
-	return &Declarations{js: js, prefix: prefix, views: views, log: log, node: node, repl: max(replicas, 1), ready: make(chan struct{})}
+// NewDeclarations returns the follower of the declarations in kv (the
+// bucket OpenDeclarations opened) for views; it starts nothing (Run
+// does). node names this node in reports.
+func NewDeclarations(kv jetstream.KeyValue, prefix string, views *Views, log *slog.Logger, node string) *Declarations {
+	return &Declarations{kv: kv, prefix: prefix, views: views, log: log, node: node, ready: make(chan struct{})}
 }
 
 // Ready is closed once the declarations in the bucket at the start were
@@ -87,13 +84,7 @@ func OpenDeclarations(ctx context.Context, js jetstream.JetStream, prefix string
 // Run follows the declarations until ctx ends. A declaration that cannot
 // be read or is invalid is logged and left out (the others apply).
 func (d *Declarations) Run(ctx context.Context) error {
-	kv, err := OpenDeclarations(ctx, d.js, d.prefix, d.repl)
-	if err != nil {
-		return err
-	}
-	d.mu.Lock()
-	d.kv = kv
-	d.mu.Unlock()
+	kv := d.kv
 	w, err := kv.Watch(ctx, "d.>")
 	if err != nil {
 		return fmt.Errorf("projections: watch declarations: %w", err)
@@ -375,13 +366,7 @@ func (d *Declarations) admin(w http.ResponseWriter, r *http.Request) {
 		}
 		reply(status, map[string]string{"code": string(code), "error": err.Error()})
 	}
-	d.mu.Lock()
 	kv := d.kv
-	d.mu.Unlock()
-	if kv == nil {
-		reply(http.StatusServiceUnavailable, map[string]string{"code": "ServerBusy", "error": "the projections are starting"})
-		return
-	}
 	ctx := r.Context()
 	path := strings.Trim(strings.TrimPrefix(r.URL.Path, AdminPath), "/")
 	name, op, _ := strings.Cut(path, "/")

@@ -10,6 +10,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/outbox"
+	"github.com/cairn-dev/cairn/projections"
 )
 
 // A node may start before its NATS servers, or while a cluster is still
@@ -117,4 +121,47 @@ func (r startRetry) waitJetStream(ctx context.Context, log *slog.Logger, nc *nat
 		_, err := js.AccountInfo(ctx)
 		return err
 	})
+}
+
+// resources are the streams and buckets the components share with every
+// node, created or opened at start.
+type resources struct {
+	declarations jetstream.KeyValue
+	queues       *functions.Queues
+	registry     *functions.Registry
+	outbox       jetstream.KeyValue
+}
+
+// openResources creates or opens every stream and bucket the components
+// need, each waited for like the catalog stream: a cluster that has just
+// elected its meta leader may still time out the first creations.
+func openResources(ctx context.Context, log *slog.Logger, js jetstream.JetStream, cfg Config) (res resources, err error) {
+	r := defaultStartRetry
+	steps := []struct {
+		what string
+		open func(context.Context) error
+	}{
+		{"open the projections' bucket", func(ctx context.Context) (err error) {
+			res.declarations, err = projections.OpenDeclarations(ctx, js, cfg.Prefix, cfg.Replicas)
+			return err
+		}},
+		{"open the queue stream", func(ctx context.Context) (err error) {
+			res.queues, err = functions.OpenQueues(ctx, js, cfg.Prefix, cfg.Replicas, cfg.Functions.QueueMaxMessages)
+			return err
+		}},
+		{"open the functions' registry", func(ctx context.Context) (err error) {
+			res.registry, err = functions.OpenRegistry(ctx, js, cfg.Prefix, cfg.Replicas)
+			return err
+		}},
+		{"open the outbox's bucket", func(ctx context.Context) (err error) {
+			res.outbox, err = outbox.Bucket(ctx, js, cfg.Prefix, cfg.Replicas)
+			return err
+		}},
+	}
+	for _, s := range steps {
+		if err := r.untilUp(ctx, log, s.what, s.open); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }

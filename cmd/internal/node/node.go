@@ -191,11 +191,15 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	} else if vcfg.SnapshotDir == "" || cfg.NoSharedSnapshots {
 		vcfg.SnapshotStore = nil
 	}
+	res, err := openResources(ctx, log, js, cfg)
+	if err != nil {
+		return err
+	}
 	n.views = projections.NewViews(n.j, log, vcfg)
 	name := nodeName(cfg.DataDir)
 	// The declared projections before the views replay, so that every
 	// table follows its projections from its first record.
-	n.decls = projections.NewDeclarations(js, cfg.Prefix, cfg.Replicas, n.views, log, outboxNodeID(name))
+	n.decls = projections.NewDeclarations(res.declarations, cfg.Prefix, n.views, log, outboxNodeID(name))
 	if err := g.Start(ctx, "projections", n.decls); err != nil {
 		return fmt.Errorf("node: projections: %w", err)
 	}
@@ -226,6 +230,8 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		Log:        log,
 
 		QueueMaxMessages: cfg.Functions.QueueMaxMessages,
+		Queues:           res.queues,
+		Registry:         res.registry,
 		Node:             name,
 	})
 	if err != nil {
@@ -242,6 +248,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		NodeID:   outboxNodeID(name),
 		IDKey:    n.secret,
 		Replicas: cfg.Replicas,
+		Bucket:   res.outbox,
 		Log:      log,
 	})
 	if err != nil {
