@@ -15,7 +15,7 @@ import (
 // of functions and queues (docs/FUNCTIONS.md):
 //
 //	GET    /$cairn/functions                          deployed functions
-//	POST   /$cairn/queues/<queue>                     enqueue the body
+//	POST   /$cairn/queues/<queue>                     enqueue the body (Cairn-Position: as HeaderPosition)
 //	GET    /$cairn/queues/<queue>-poison[?from=&limit=] poison messages
 //	GET    /$cairn/queues/<queue>-poison/<seq>        one of them
 //	POST   /$cairn/queues/<queue>-poison/<seq>/requeue
@@ -80,7 +80,7 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 			fail(http.StatusBadRequest, err)
 			return
 		}
-		if err := rn.queues.Enqueue(ctx, parts[1], body); err != nil {
+		if err := rn.queues.EnqueueAfter(ctx, parts[1], body, r.Header.Get(HeaderPosition)); err != nil {
 			st := http.StatusInternalServerError // the queue stream failed
 			if engine.ErrorCode(err) == engine.CodeInvalidInput {
 				st = http.StatusBadRequest

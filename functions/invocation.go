@@ -46,6 +46,7 @@ type Invocation struct {
 	runner   *Runner
 	limits   *limits
 	trigger  abi.Trigger
+	floors   []floor             // positions its reads wait for (floors.go)
 	parts    []*pendingPartition // in the order first written
 	writes   int
 	msgs     []pendingMessage
@@ -91,6 +92,9 @@ func (inv *Invocation) lookup(ctx context.Context, table string) (*projections.T
 		// A faulted (or just dropped) table's view is stale for good: its
 		// coded error, as the front doors answer.
 		return nil, engine.AsError(err)
+	}
+	if err := inv.reach(ctx, t); err != nil {
+		return nil, err
 	}
 	return t, nil
 }

@@ -28,10 +28,10 @@ const maxConflictRuns = 3
 // run invokes a function for a trigger and commits what it collected. A
 // commit that conflicts with a concurrent writer runs the function again
 // (at most maxConflictRuns times) after a short pause.
-func (rn *Runner) run(ctx context.Context, v *version, trig abi.Trigger) (*Invocation, error) {
+func (rn *Runner) run(ctx context.Context, v *version, trig abi.Trigger, floors []floor) (*Invocation, error) {
 	for n := 1; ; n++ {
 		rn.stats.Invocations.Add(1)
-		inv := &Invocation{runner: rn, limits: v.limits, trigger: trig}
+		inv := &Invocation{runner: rn, limits: v.limits, trigger: trig, floors: floors}
 		rn.failpoint("functions.invoke")
 		ictx, cancel := context.WithTimeout(ctx, v.m.Timeout.D())
 		err := v.handler.Invoke(ictx, inv)

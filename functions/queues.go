@@ -163,13 +163,27 @@ func (q *Queues) publish(ctx context.Context, queue string, body []byte, id stri
 // <prefix>.queue.<name> does). A bad name or body is InvalidInput; a full
 // queue, QueueBacklogExceeded; anything else is the queue stream's failure.
 func (q *Queues) Enqueue(ctx context.Context, queue string, body []byte) error {
+	return q.EnqueueAfter(ctx, queue, body, "")
+}
+
+// EnqueueAfter is Enqueue with positions ("<table>/<seq>,…", as
+// HeaderPosition) that the function's reads must reflect; "" for none.
+// Malformed positions are InvalidInput.
+func (q *Queues) EnqueueAfter(ctx context.Context, queue string, body []byte, positions string) error {
 	if err := ValidateName("queue", queue); err != nil {
 		return engine.Errorf(engine.CodeInvalidInput, "%v", err)
 	}
 	if len(body) > MaxMessage {
 		return engine.Errorf(engine.CodeInvalidInput, "a message is at most %d bytes, got %d", MaxMessage, len(body))
 	}
-	return q.publish(ctx, queue, body, "", nil)
+	var hdr nats.Header
+	if positions != "" {
+		hdr = nats.Header{HeaderPosition: {positions}}
+		if _, err := parseFloors(hdr); err != nil {
+			return engine.Errorf(engine.CodeInvalidInput, "%v", err)
+		}
+	}
+	return q.publish(ctx, queue, body, "", hdr)
 }
 
 // Depth returns how many messages wait on a queue (delivered but not yet

@@ -78,7 +78,12 @@ func (f *function) direct(msg *nats.Msg) {
 		DequeueCount: 1,
 		Time:         engine.TimeToTicks(f.rn.now()),
 	}
-	inv, err := f.rn.run(f.rn.ctx, v, trig)
+	floors, err := parseFloors(msg.Header)
+	if err != nil {
+		replyError(msg, err.Error())
+		return
+	}
+	inv, err := f.rn.run(f.rn.ctx, v, trig, floors)
 	if err != nil {
 		replyError(msg, err.Error())
 		return

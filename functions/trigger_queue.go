@@ -117,7 +117,12 @@ func (f *function) handle(ctx context.Context, queue string, msg jetstream.Msg) 
 	if id := msg.Headers().Get(HeaderTrigger); id != "" {
 		trig.ID, trig.Kind = id, abi.KindTimer
 	}
-	_, err = rn.run(ctx, v, trig)
+	floors, err := parseFloors(msg.Headers())
+	if err != nil { // the message's own fault: running it again cannot help
+		f.poison(ctx, queue, msg, md, n, err.Error())
+		return
+	}
+	_, err = rn.run(ctx, v, trig, floors)
 	if err == nil {
 		if aerr := msg.DoubleAck(ctx); aerr != nil {
 			// Delivered again later; the writes are answered as duplicates.

@@ -134,7 +134,7 @@ func (f *function) handleRecord(ctx context.Context, table string, epoch uint64,
 		}
 		err := perr
 		if err == nil {
-			_, err = rn.run(ctx, v, trig)
+			_, err = rn.run(ctx, v, trig, []floor{{table: table, epoch: epoch, seq: seq}})
 		}
 		if err != nil {
 			stopped := ctx.Err() != nil

@@ -88,15 +88,14 @@ type chaosAck struct {
 
 // TestClusterChaos runs two host processes against three NATS server
 // processes with R3 streams, under a write load of two-row batches with
-// command ids and a stream of archive requests for employees written
-// before them (the built-in archive function, on both hosts, takes them
-// from one queue). It kills with SIGKILL, in turn, the server leading the
-// table's stream, then a follower, each restarted on its store and ports,
-// then a host, restarted on its data directory. Afterwards: every
-// acknowledged write is in the journal exactly once, whole, at the
-// position and with the ETags its reply named, and nothing else is; every
-// acknowledged archive request moved its employee exactly once (one copy
-// in Archive's journal, one delete in Current's), and none is left. The
+// command ids and a stream of queue messages (a native function "marker",
+// on both hosts, takes them from one queue and writes a row per message).
+// It kills with SIGKILL, in turn, the server leading the table's stream,
+// then a follower, each restarted on its store and ports, then a host,
+// restarted on its data directory. Afterwards: every acknowledged write is
+// in the journal exactly once, whole, at the position and with the ETags
+// its reply named, and nothing else is; every acknowledged message wrote
+// its row exactly once, and none is left in the queue. The
 // writes must resume after each kill; their longest pause and JetStream's
 // own failover time are logged side by side, not asserted.
 func TestClusterChaos(t *testing.T) {
