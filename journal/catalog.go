@@ -1,9 +1,12 @@
 package journal
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cairn-dev/cairn/engine"
 )
@@ -18,11 +21,63 @@ func (j *Journal) AppendCatalog(ctx context.Context, rec *engine.CatalogRecord, 
 	if err != nil {
 		return 0, err
 	}
-	seq, err := j.publish(ctx, j.catalogSubject(rec.Name), data, expectLast, j.cfg.CatalogTimeout, nil)
+	seq, err := j.appendCatalog(ctx, j.catalogSubject(rec.Name), data, expectLast)
 	if err != nil {
 		return 0, fmt.Errorf("journal: catalog %s: %w", rec.Name, err)
 	}
 	return seq, nil
+}
+
+// appendCatalog sends the append and, while its outcome is unknown (no
+// acknowledgement within Config.AppendTimeout, or the catalog announced a
+// new leader: the one it was sent to may have been lost with it), sends it
+// again with the same expected sequence until Config.CatalogTimeout has
+// passed. A retry that conflicts settles it: the record then at the
+// subject's head is either this one (stored by an earlier try: its
+// sequence is returned) or another host's (ErrConflict). A new leader
+// holds every record the old one had acknowledged or would have, so the
+// head is final.
+func (j *Journal) appendCatalog(ctx context.Context, subj string, data []byte, expectLast uint64) (uint64, error) {
+	stream := CatalogStreamName(j.cfg.Prefix)
+	deadline := time.Now().Add(j.cfg.CatalogTimeout)
+	for try := 0; ; try++ {
+		wait := min(j.cfg.AppendTimeout, time.Until(deadline))
+		seq, err := j.publish(ctx, subj, data, expectLast, wait, j.leaderChanged(stream))
+		switch {
+		case err == nil:
+			return seq, nil
+		case errors.Is(err, engine.ErrConflict) && try > 0:
+			return j.catalogHead(ctx, stream, subj, data)
+		case errors.Is(err, engine.ErrConflict), errors.Is(err, engine.ErrNotSent), ctx.Err() != nil:
+			return 0, err
+		case time.Until(deadline) <= 0:
+			return 0, fmt.Errorf("%w (tried %d times in %v)", err, try+1, j.cfg.CatalogTimeout)
+		}
+		if errors.Is(err, errNoStream) { // between two leaders: no one to ask yet
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+	}
+}
+
+// catalogHead returns the sequence of the record at subj's head if it is
+// data, else ErrConflict.
+func (j *Journal) catalogHead(ctx context.Context, stream, subj string, data []byte) (uint64, error) {
+	s, err := j.js.Stream(ctx, stream)
+	if err != nil {
+		return 0, fmt.Errorf("settle an append whose first try went unanswered: %w", err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, subj)
+	if err != nil {
+		return 0, fmt.Errorf("settle an append whose first try went unanswered: %w", err)
+	}
+	if bytes.Equal(m.Data, data) {
+		return m.Sequence, nil
+	}
+	return 0, engine.ErrConflict
 }
 
 // CatalogSubjectName returns the lowercase table name a catalog subject

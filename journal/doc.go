@@ -103,9 +103,15 @@
 //     still be. The partition's first record after the expected sequence
 //     settles it for good (NextRecord): the committer relies on that.
 //   - AppendCatalog: engine.ErrConflict when another host took the name's
-//     sequence first; any other error (no acknowledgement within
-//     Config.CatalogTimeout, 10 s) leaves the outcome unknown, and the
-//     caller sees it.
+//     sequence first. An append left unanswered (Config.AppendTimeout, or
+//     a new leader of the catalog announced) is sent again with the same
+//     expected sequence, and a conflict then is settled by reading the
+//     name's head: this record (success) or another's (ErrConflict). Only
+//     after Config.CatalogTimeout, 10 s, of tries does it give up with an
+//     error that leaves the outcome unknown, and the caller sees it.
+//   - EnsureTableStream tries again, each try bounded, while the cluster
+//     has no meta leader or does not answer (Transient), until its
+//     context ends.
 //   - LastSeq, LastStreamSeq, NextRecord: engine.ErrTableGone when the
 //     table's stream does not exist.
 //   - Consume, ConsumeKnown, WatchCatalog return nil when their context

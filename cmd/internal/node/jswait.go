@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/outbox"
 	"github.com/cairn-dev/cairn/projections"
 )
@@ -36,27 +36,6 @@ type startRetry struct {
 }
 
 var defaultStartRetry = startRetry{try: 2 * time.Second, progress: 5 * time.Second, maxWait: time.Second, noJetStream: 5 * time.Second}
-
-// transientStartErr reports whether err, met while a node starts, may pass
-// by itself.
-func transientStartErr(err error) bool {
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) {
-		switch apiErr.ErrorCode {
-		case 10005, // no suitable peers for placement: servers still joining
-			10006, // JetStream cluster not active yet
-			10008, // JetStream system temporarily unavailable: no meta leader
-			10009: // not the leader: a leader change under way
-			return true
-		}
-		return false // the server answered: it will answer the same again
-	}
-	var netErr net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrConnectionReconnecting) ||
-		errors.Is(err, nats.ErrDisconnected) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-		(errors.As(err, &netErr) && netErr.Timeout())
-}
 
 // untilUp calls try until it succeeds, fails with an error that does not
 // pass (returned at once), or ctx ends (then the last error, saying what
@@ -83,7 +62,7 @@ func (r startRetry) untilUp(ctx context.Context, log *slog.Logger, what string, 
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == 10076 || apiErr.ErrorCode == 10039) {
 			return fmt.Errorf("node: %s: no JetStream on the server, or not for the node's account: %w", what, err)
 		}
-		if !transientStartErr(err) {
+		if !journal.Transient(err) {
 			return fmt.Errorf("node: %s: %w", what, err)
 		}
 		// No responder at all: a server still starting, or one without
