@@ -36,6 +36,8 @@ type tablesClient interface {
 	CreateTable(ctx context.Context, name string) error
 	DeleteTable(ctx context.Context, name string) error
 	Insert(ctx context.Context, table string, entity []byte) error
+	// Upsert inserts or replaces the entity (pk, rk) unconditionally.
+	Upsert(ctx context.Context, table, pk, rk string, entity []byte) error
 	// Batch inserts entities (of one partition) in one transaction.
 	Batch(ctx context.Context, table string, entities [][]byte) error
 	Get(ctx context.Context, table, pk, rk string) error
@@ -75,6 +77,11 @@ func (c *sdkClient) DeleteTable(ctx context.Context, name string) error {
 
 func (c *sdkClient) Insert(ctx context.Context, table string, entity []byte) error {
 	_, err := c.svc.NewClient(table).AddEntity(ctx, entity, nil)
+	return err
+}
+
+func (c *sdkClient) Upsert(ctx context.Context, table, _, _ string, entity []byte) error {
+	_, err := c.svc.NewClient(table).UpsertEntity(ctx, entity, &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace})
 	return err
 }
 
@@ -311,6 +318,12 @@ func (c *leanClient) DeleteTable(ctx context.Context, name string) error {
 func (c *leanClient) Insert(ctx context.Context, table string, entity []byte) error {
 	_, err := c.expect(ctx, "POST", "/"+table, map[string]string{"Content-Type": "application/json", "Prefer": "return-no-content"}, entity,
 		http.StatusNoContent, http.StatusCreated)
+	return err
+}
+
+func (c *leanClient) Upsert(ctx context.Context, table, pk, rk string, entity []byte) error {
+	_, err := c.expect(ctx, "PUT", "/"+table+"(PartitionKey='"+url.PathEscape(pk)+"',RowKey='"+url.PathEscape(rk)+"')",
+		map[string]string{"Content-Type": "application/json"}, entity, http.StatusNoContent)
 	return err
 }
 

@@ -64,7 +64,8 @@ func benchHTTP(args []string) error {
 	settle := fs.Duration("settle", 15*time.Second, "wait after loading before the memory reading, so that caches expiring by then (JetStream's block cache: 10s) do not count")
 	client := fs.String("client", "lean", "the client both servers are driven with: lean (a minimal hand-written one, so that the figures are the servers') or sdk (the official Go SDK, whose own CPU dominates on a small machine)")
 	warmup := fs.Int("warmup", 300, "n of an uncounted first round of the selected workloads but memory, which warms node's JIT (0: none)")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run (the lean or SDK client and the Cairn host share the process) to this file")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (with -cairn-process=false the Cairn host is in it, beside the client)")
+	inChild := fs.Bool("cairn-process", true, "run the Cairn host in a process of its own, as Azurite is, so that each server's CPU per operation is read from its own process; false: in this process (for -cpuprofile)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -96,7 +97,7 @@ func benchHTTP(args []string) error {
 		azure = t
 	}
 	if !*noCairn {
-		t, stop, err := cairnTarget(ctx, *client, doer)
+		t, stop, err := cairnTarget(ctx, *client, doer, *inChild)
 		if err != nil {
 			return err
 		}
@@ -122,8 +123,8 @@ func benchHTTP(args []string) error {
 		desc, via, runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *n, *rounds)
 	fmt.Printf("entity: %d bytes of JSON: PartitionKey, RowKey, %d typed properties and a padding string\n\n",
 		len(benchEntity(key("p", 0), key("r", 0), 0)), len(entityProperties(0)))
-	fmt.Println("| workload | Cairn | Azurite | ratio (Cairn/Azurite) | goal |")
-	fmt.Println("|---|---|---|---|---|")
+	fmt.Println("| workload | Cairn | Azurite | ratio (Cairn/Azurite) | goal | server CPU per entity: Cairn | Azurite | ratio (Azurite/Cairn) |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	selected := func(w httpWorkload) bool { return *only == "" || strings.Contains(w.name, *only) }
 	if *warmup > 0 {
 		for _, w := range httpWorkloads(*warmup, *settle) {
@@ -167,11 +168,25 @@ func azuriteTarget(ctx context.Context, dir, client string, doer *http.Client) (
 		a.stop()
 		return nil, nil, err
 	}
+	t.pid = a.cmd.Process.Pid
 	return t, a.stop, nil
 }
 
-// cairnTarget starts an in-process Cairn host; stop shuts it down.
-func cairnTarget(ctx context.Context, client string, doer *http.Client) (t *target, stop func(), err error) {
+// cairnTarget starts a Cairn host, in a child process (inChild) or in
+// this one; stop shuts it down.
+func cairnTarget(ctx context.Context, client string, doer *http.Client, inChild bool) (t *target, stop func(), err error) {
+	if inChild {
+		c, err := startCairnChild(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("bench-http: start Cairn: %w", err)
+		}
+		if t, err = newTarget("Cairn", c.url+"/"+httpapi.DevAccountName, client, doer, c.memory); err != nil {
+			c.stop()
+			return nil, nil, err
+		}
+		t.pid = c.cmd.Process.Pid
+		return t, c.stop, nil
+	}
 	h, stop, err := startCairn(ctx, "")
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench-http: start Cairn: %w", err)
@@ -295,6 +310,31 @@ type target struct {
 	client tablesClient
 	memory func() (memSample, error) // what the server holds now
 	tables int                       // tables created so far, for fresh names
+	// pid is the server's process (0: this one, shared with the client:
+	// its CPU is not measured).
+	pid int
+	// cpu is the server's CPU time per unit of the last rate, in
+	// microseconds (0: not measured).
+	cpu float64
+}
+
+// rate is rate, and reads the server process's CPU time before and after:
+// t.cpu is then its CPU per unit (entity).
+func (t *target) rate(ctx context.Context, workers, n int, perOp float64, op func(context.Context, int) error) (float64, error) {
+	t.cpu = 0
+	var before time.Duration
+	var cpuErr error
+	if t.pid != 0 {
+		before, cpuErr = processCPU(t.pid)
+	}
+	r, err := rate(ctx, workers, n, perOp, op)
+	if err != nil || t.pid == 0 || cpuErr != nil {
+		return r, err
+	}
+	if after, err := processCPU(t.pid); err == nil && after > before {
+		t.cpu = float64(after-before) / float64(time.Microsecond) / (perOp * float64(n))
+	}
+	return r, nil
 }
 
 // present returns the targets that are not nil.
@@ -357,14 +397,30 @@ func httpWorkloads(n int, settle time.Duration) []httpWorkload {
 		{name: fmt.Sprintf("insert, %d concurrent (AddEntity, %d partitions)", writers, partitions), unit: "entities/s", goal: 10,
 			run: func(ctx context.Context, t *target, table string) (float64, error) {
 				rows := makeRows(n, func(i int) string { return key("p", i%partitions) })
-				return rate(ctx, writers, n, 1, func(ctx context.Context, i int) error {
+				return t.rate(ctx, writers, n, 1, func(ctx context.Context, i int) error {
 					return t.client.Insert(ctx, table, rows[i].body)
+				})
+			}},
+		{name: fmt.Sprintf("upsert, %d concurrent (UpsertEntity replace, %d partitions, half of them new)", writers, partitions), unit: "entities/s", goal: 10,
+			run: func(ctx context.Context, t *target, table string) (float64, error) {
+				rows := makeRows(n, func(i int) string { return key("p", i%partitions) })
+				if err := load(ctx, t, table, rows[:n/2]); err != nil {
+					return 0, err
+				}
+				// Every other row replaces one loaded above, the others are new.
+				pick := make([]int, n)
+				for i := range pick {
+					pick[i] = i/2 + (i%2)*(n/2)
+				}
+				return t.rate(ctx, writers, n, 1, func(ctx context.Context, i int) error {
+					r := rows[pick[i]]
+					return t.client.Upsert(ctx, table, r.pk, r.rk, r.body)
 				})
 			}},
 		{name: fmt.Sprintf("batch of %d, one partition each, %d concurrent", batchSize, batchWriters), unit: "entities/s", goal: 10,
 			run: func(ctx context.Context, t *target, table string) (float64, error) {
 				batches := toBatches(makeRows(max(n/batchSize, 1)*batchSize, byBatch))
-				return rate(ctx, batchWriters, len(batches), batchSize, submitter(t, table, batches))
+				return t.rate(ctx, batchWriters, len(batches), batchSize, submitter(t, table, batches))
 			}},
 		{name: fmt.Sprintf("point read, %d concurrent (GetEntity, random keys)", writers), unit: "entities/s", goal: 20,
 			run: func(ctx context.Context, t *target, table string) (float64, error) {
@@ -373,7 +429,7 @@ func httpWorkloads(n int, settle time.Duration) []httpWorkload {
 					return 0, err
 				}
 				pick := randomIndexes(n, len(rows))
-				return rate(ctx, writers, n, 1, func(ctx context.Context, i int) error {
+				return t.rate(ctx, writers, n, 1, func(ctx context.Context, i int) error {
 					r := rows[pick[i]]
 					return t.client.Get(ctx, table, r.pk, r.rk)
 				})
@@ -385,7 +441,7 @@ func httpWorkloads(n int, settle time.Duration) []httpWorkload {
 					return 0, err
 				}
 				filter := fmt.Sprintf("PartitionKey eq 'p' and RowKey ge '%s' and RowKey lt '%s'", key("r", 100), key("r", 100+rangeRows))
-				return rate(ctx, queryWorkers, max(n/100, 5), rangeRows, querier(t, table, filter, rangeRows))
+				return t.rate(ctx, queryWorkers, max(n/100, 5), rangeRows, querier(t, table, filter, rangeRows))
 			}},
 		{name: fmt.Sprintf("filtered scan of %d entities, 1%% match, %d concurrent", scanEntities, queryWorkers), unit: "entities examined/s", goal: 10,
 			run: func(ctx context.Context, t *target, table string) (float64, error) {
@@ -393,7 +449,7 @@ func httpWorkloads(n int, settle time.Duration) []httpWorkload {
 					return 0, err
 				}
 				filter := fmt.Sprintf("Bucket eq %d", scanBuckets/2)
-				return rate(ctx, queryWorkers, max(n/50, 20), scanEntities, querier(t, table, filter, scanEntities/scanBuckets))
+				return t.rate(ctx, queryWorkers, max(n/50, 20), scanEntities, querier(t, table, filter, scanEntities/scanBuckets))
 			}},
 		{name: fmt.Sprintf("memory per entity, %d entities (live heap after GC)", scanEntities), unit: "bytes", goal: 10, lowerIsBetter: true,
 			run: func(ctx context.Context, t *target, table string) (float64, error) {
@@ -403,10 +459,10 @@ func httpWorkloads(n int, settle time.Duration) []httpWorkload {
 }
 
 // measure runs w rounds times on each target present, a fresh table each
-// time, and returns the median figure of each (0 for an absent target or
-// one that cannot measure it).
-func (w httpWorkload) measure(ctx context.Context, rounds int, cairn, azure *target) (c, a float64, err error) {
-	figures := map[*target][]float64{}
+// time, and returns the median figure of each and of its server's CPU
+// per unit (0 for an absent target or one that cannot measure it).
+func (w httpWorkload) measure(ctx context.Context, rounds int, cairn, azure *target) (c, a figure, err error) {
+	figures, cpus := map[*target][]float64{}, map[*target][]float64{}
 	for r := 1; r <= rounds; r++ {
 		for _, t := range present(cairn, azure) {
 			v, err := w.report(ctx, t, fmt.Sprintf("round %d/%d", r, rounds))
@@ -414,13 +470,21 @@ func (w httpWorkload) measure(ctx context.Context, rounds int, cairn, azure *tar
 				continue
 			}
 			if err != nil {
-				return 0, 0, err
+				return figure{}, figure{}, err
 			}
 			figures[t] = append(figures[t], v)
+			if t.cpu > 0 {
+				cpus[t] = append(cpus[t], t.cpu)
+			}
 		}
 	}
-	return medianOrZero(figures[cairn]), medianOrZero(figures[azure]), nil
+	return figure{medianOrZero(figures[cairn]), medianOrZero(cpus[cairn])},
+		figure{medianOrZero(figures[azure]), medianOrZero(cpus[azure])}, nil
 }
+
+// figure is a target's median result of a workload and its server's
+// median CPU per unit, in microseconds (0: not measured).
+type figure struct{ v, cpu float64 }
 
 // warmUp runs w once on each target present, uncounted.
 func (w httpWorkload) warmUp(ctx context.Context, cairn, azure *target) error {
@@ -444,13 +508,18 @@ func (w httpWorkload) report(ctx context.Context, t *target, round string) (floa
 	case err != nil:
 		return 0, fmt.Errorf("bench-http: workload %q on %s: %w", w.name, t.name, err)
 	}
-	fmt.Fprintf(os.Stderr, "bench-http:   %s: %s\n", t.name, w.cell(v))
+	if t.cpu > 0 {
+		fmt.Fprintf(os.Stderr, "bench-http:   %s: %s, server CPU %.2f µs per entity\n", t.name, w.cell(v), t.cpu)
+	} else {
+		fmt.Fprintf(os.Stderr, "bench-http:   %s: %s\n", t.name, w.cell(v))
+	}
 	return v, nil
 }
 
 // once creates a fresh table on t, runs w on it and deletes the table, so
 // that no round weighs on the next.
 func (w httpWorkload) once(ctx context.Context, t *target) (float64, error) {
+	t.cpu = 0 // a workload without a rate measures none
 	t.tables++
 	name := fmt.Sprintf("bench%d", t.tables)
 	if err := t.client.CreateTable(ctx, name); err != nil {
@@ -467,7 +536,18 @@ func (w httpWorkload) once(ctx context.Context, t *target) (float64, error) {
 }
 
 // row formats the table row of w from the two medians (0: not measured).
-func (w httpWorkload) row(cairn, azure float64) string {
+func (w httpWorkload) row(c, a figure) string {
+	cairn, azure := c.v, a.v
+	cpu := func(v float64) string {
+		if v <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f µs", v)
+	}
+	cpuRatio := "-"
+	if c.cpu > 0 && a.cpu > 0 {
+		cpuRatio = fmt.Sprintf("%.1f×", a.cpu/c.cpu)
+	}
 	ratio, goal := "-", fmt.Sprintf("≥ %.0f×", w.goal)
 	if cairn > 0 && azure > 0 {
 		r := cairn / azure
@@ -482,7 +562,7 @@ func (w httpWorkload) row(cairn, azure float64) string {
 			goal += " ✗"
 		}
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s | %s |", w.name, w.cell(cairn), w.cell(azure), ratio, goal)
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s |", w.name, w.cell(cairn), w.cell(azure), ratio, goal, cpu(c.cpu), cpu(a.cpu), cpuRatio)
 }
 
 func (w httpWorkload) cell(v float64) string {

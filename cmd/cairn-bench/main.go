@@ -65,6 +65,8 @@ func run(args []string) error {
 		return benchProjections(args)
 	case "start":
 		return benchStart(args)
+	case "host-child": // the HTTP benchmark's Cairn process (cairnchild.go)
+		return hostChild(args)
 	case "help":
 		usage()
 		return nil

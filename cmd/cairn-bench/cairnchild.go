@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/cmd/internal/node"
+)
+
+// The HTTP benchmark measures each server's CPU per operation from the
+// server process's own counters, so Cairn runs there as a child process,
+// as Azurite does: this binary started again as "host-child". The child
+// prints "ready <HTTP URL>" once it serves, and answers each line on its
+// stdin with its memory after a full collection, as a JSON line.
+
+// hostChild runs a host for the parent benchmark until its stdin closes.
+func hostChild(args []string) error {
+	fs := flag.NewFlagSet("host-child", flag.ContinueOnError)
+	dir := fs.String("data", "", "data directory")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan *node.Node, 1)
+	done := make(chan error, 1)
+	cfg := node.Config{DataDir: *dir, NATSListen: "127.0.0.1:0", HTTP: "127.0.0.1:0", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	go func() { done <- node.Run(ctx, cfg, func(h *node.Node) { ready <- h }) }()
+	select {
+	case h := <-ready:
+		fmt.Printf("ready %s\n", h.HTTPURL())
+	case err := <-done:
+		return err
+	}
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		rss, _ := processRSS(os.Getpid())
+		b, _ := json.Marshal(map[string]uint64{"live": ms.HeapAlloc, "rss": rss})
+		fmt.Printf("%s\n", b)
+	}
+	cancel() // stdin closed: the parent is done
+	return <-done
+}
+
+// cairnChild is a host in a child process.
+type cairnChild struct {
+	cmd    *exec.Cmd
+	dir    string
+	in     io.WriteCloser
+	out    *bufio.Reader
+	url    string
+	exited chan struct{}
+}
+
+// startCairnChild starts this binary as a host on a new temporary
+// directory and waits until it serves.
+func startCairnChild(ctx context.Context) (*cairnChild, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "cairn-bench-child-")
+	if err != nil {
+		return nil, err
+	}
+	c := &cairnChild{dir: dir, exited: make(chan struct{})}
+	c.cmd = exec.CommandContext(ctx, self, "host-child", "-data", filepath.Join(dir, "data"))
+	c.cmd.Stderr = os.Stderr
+	if c.in, err = c.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := c.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	c.out = bufio.NewReader(stdout)
+	if err := c.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start the host child: %w", err)
+	}
+	go func() { _ = c.cmd.Wait(); close(c.exited) }()
+	line, err := c.out.ReadString('\n')
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
+	if err != nil || !ok {
+		c.stop()
+		return nil, fmt.Errorf("the host child did not start: %q %v", line, err)
+	}
+	c.url = url
+	return c, nil
+}
+
+// memory asks the child for its live heap after a collection.
+func (c *cairnChild) memory() (memSample, error) {
+	if _, err := io.WriteString(c.in, "\n"); err != nil {
+		return memSample{}, err
+	}
+	line, err := c.out.ReadString('\n')
+	if err != nil {
+		return memSample{}, fmt.Errorf("the host child's memory: %w", err)
+	}
+	var m struct{ Live, RSS uint64 }
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		return memSample{}, err
+	}
+	return memSample{live: m.Live, rss: m.RSS}, nil
+}
+
+// stop closes the child's stdin (it then stops cleanly), kills it if it
+// has not exited after 10 s, and removes its directory.
+func (c *cairnChild) stop() {
+	_ = c.in.Close()
+	select {
+	case <-c.exited:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+	}
+	os.RemoveAll(c.dir)
+}
+
+// processCPU returns the CPU time (user and system) a process has used:
+// the sum of its threads' run time from /proc/<pid>/task/*/schedstat
+// (nanoseconds), or, where that is missing, /proc/<pid>/stat in clock
+// ticks (10 ms).
+func processCPU(pid int) (time.Duration, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err == nil && len(tasks) > 0 {
+		var sum time.Duration
+		for _, p := range tasks {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				continue // a thread that just exited
+			}
+			f := strings.Fields(string(b))
+			if len(f) == 0 {
+				continue
+			}
+			ns, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %q: %v", p, b, err)
+			}
+			sum += time.Duration(ns)
+		}
+		return sum, nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", errUnmeasured, err)
+	}
+	// The command name (field 2) may hold spaces: count from its ")".
+	rest := string(b)
+	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0, errors.New("/proc stat: too few fields")
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc stat: %q", b)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
