@@ -101,6 +101,9 @@ func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn fu
 	}
 }
 
+// readerHeartbeat is the idle heartbeat of the readers' consumers.
+const readerHeartbeat = time.Second
+
 // consumeFrom runs one ordered consumer on stream from sequence from
 // until ctx ends, fn fails or a new leader is announced (restart: the
 // caller makes a new one after last, the last sequence delivered, 0 for
@@ -128,7 +131,12 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 		}
 		return 0, false, consumeErr(stream, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
+	// A consumer lost with its server without a leader announcement (a
+	// follower's, or the one this connection was on) is noticed by its
+	// missing heartbeats, after two of them: the client's default for an
+	// ordered consumer, 5 s, stalled a view's replies 10 s. Idle, a
+	// heartbeat costs each table's reader one small message a second.
+	it, err := cons.Messages(jetstream.PullMaxMessages(1024), jetstream.PullHeartbeat(readerHeartbeat))
 	if err != nil {
 		return 0, false, fmt.Errorf("journal: consume %s: %w", stream, err)
 	}
