@@ -64,3 +64,19 @@ func (sel Selection) Project(e *engine.Entity) *engine.Entity {
 	}
 	return &p
 }
+
+// SelectNames is ParseSelect for a list of names (the NATS protocol's
+// "select"): each must be one property name; none is everything.
+func SelectNames(names []string) (Selection, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	sel := Selection{}
+	for _, name := range names {
+		if !selectable(name) {
+			return nil, fmt.Errorf("select: %q is not a property name (a letter or _, then letters, digits or _; at most %d)", name, engine.MaxPropertyNameLen)
+		}
+		sel[name] = true
+	}
+	return sel, nil
+}

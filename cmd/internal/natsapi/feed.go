@@ -82,6 +82,9 @@ func respondChanges(m *nats.Msg, enc wire.Encoding, r *wire.ChangesReply) {
 	if m.Reply == "" {
 		return
 	}
+	if r.Error != nil {
+		enc = wire.ErrorEncoding(m.Data, m.Header.Get("Content-Type"))
+	}
 	_ = m.Respond(wire.EncodeChangesReply(r, enc))
 }
 
