@@ -83,7 +83,8 @@ func respondChanges(m *nats.Msg, enc wire.Encoding, r *wire.ChangesReply) {
 		return
 	}
 	if r.Error != nil {
-		enc = wire.ErrorEncoding(m.Data, m.Header.Get("Content-Type"))
+		enc = errorEncoding(m)
+		r = &wire.ChangesReply{Error: notARequest(m, enc, r.Error)}
 	}
 	_ = m.Respond(wire.EncodeChangesReply(r, enc))
 }

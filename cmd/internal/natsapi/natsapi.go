@@ -257,9 +257,28 @@ func respond(m *nats.Msg, enc wire.Encoding, r *engine.Reply) {
 		return
 	}
 	if r.Error != nil {
-		enc = wire.ErrorEncoding(m.Data, m.Header.Get("Content-Type"))
+		enc = errorEncoding(m)
+		c := *r
+		c.Error = notARequest(m, enc, r.Error)
+		r = &c
 	}
 	_ = m.Respond(wire.EncodeReply(r, enc))
+}
+
+// errorEncoding is the encoding of an error reply to m (wire.ErrorEncoding).
+func errorEncoding(m *nats.Msg) wire.Encoding {
+	return wire.ErrorEncoding(m.Data, m.Header.Get("Content-Type"))
+}
+
+// notARequest adds to an error that answers a body read as msgpack but
+// answered in JSON (text typed at a terminal) what a request looks like.
+func notARequest(m *nats.Msg, enc wire.Encoding, e *engine.Error) *engine.Error {
+	if enc != wire.JSON || wire.Detect(m.Data, m.Header.Get("Content-Type")) == wire.JSON || e.Code != engine.CodeInvalidInput {
+		return e
+	}
+	c := *e
+	c.Message += ` (a request is a JSON object, {"op": …}, or a msgpack map; docs/PROTOCOL.md)`
+	return &c
 }
 
 // errReply turns err into a reply. Errors without an Azure code are bugs or

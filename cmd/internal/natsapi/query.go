@@ -179,7 +179,8 @@ func (p *pageReply) reply(n int) *wire.QueryReply {
 // message; a single entity too large for a message is refused.
 func (p *pageReply) fit(enc wire.Encoding, m *nats.Msg) []byte {
 	if p.err != nil {
-		return wire.EncodeQueryReply(&wire.QueryReply{Error: p.err}, wire.ErrorEncoding(m.Data, m.Header.Get("Content-Type")))
+		enc = errorEncoding(m)
+		return wire.EncodeQueryReply(&wire.QueryReply{Error: notARequest(m, enc, p.err)}, enc)
 	}
 	limit := int(p.s.nc.MaxPayload())
 	n := len(p.entities)

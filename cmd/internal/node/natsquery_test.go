@@ -325,6 +325,9 @@ func TestQueryOverNATSJSON(t *testing.T) {
 			}
 		}
 	}
+	if b := ask(t, nc, "cairn.cmd.Things", []byte("hello"), nil); !strings.Contains(string(b), "a request is a JSON object") {
+		t.Errorf("the error to text at a terminal does not say what a request is: %s", b)
+	}
 	// A msgpack request's error is msgpack, and so is any body sent with a
 	// msgpack Content-Type.
 	bad, err := msgpack.Marshal(map[string]any{"op": "Query", "top": 5000})
