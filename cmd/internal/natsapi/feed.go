@@ -19,8 +19,8 @@ type Journal interface {
 
 // maxFeedsInFlight bounds the requests that may wait a node serves at
 // once, each on a goroutine of its own: change feed requests (long-polls
-// included) and Retrieves with "asOf" or "position"; beyond it a request
-// is answered ServerBusy.
+// included), Queries and Retrieves with "asOf" or "position"; beyond it a
+// request is answered ServerBusy.
 const maxFeedsInFlight = 1024
 
 // ChangesSubject returns the subject of a table's change feed; table is
@@ -61,7 +61,7 @@ func (s *Service) startWaiting() error {
 	select {
 	case s.feeds <- struct{}{}:
 	default:
-		return engine.Errorf(engine.CodeServerBusy, "this node serves %d requests that wait (change feeds, reads of a position) already; retry", maxFeedsInFlight)
+		return engine.Errorf(engine.CodeServerBusy, "this node serves %d requests that wait (change feeds, queries, reads of a position) already; retry", maxFeedsInFlight)
 	}
 	s.feedMu.Lock()
 	off := s.feedsOff
