@@ -176,7 +176,10 @@ func (p *pageReply) reply(n int) *wire.QueryReply {
 }
 
 // fit encodes the page, halving the entities until it fits into one
-// message; a single entity too large for a message is refused.
+// message (the server's max payload: 8 MiB embedded, 1 MiB by default on
+// an external server); a single entity too large for a message is
+// refused. A page that fits costs one encoding; one that does not, one
+// more per halving.
 func (p *pageReply) fit(enc wire.Encoding, m *nats.Msg) []byte {
 	if p.err != nil {
 		enc = errorEncoding(m)

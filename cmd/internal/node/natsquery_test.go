@@ -425,3 +425,60 @@ func TestQueryOverNATSServiceUser(t *testing.T) {
 		t.Fatal("a query of a table it was not given was answered")
 	}
 }
+
+// TestQueryOverNATSLargePage: a page that would not fit into one NATS
+// message is cut, its continuation naming the first entity left out, and
+// paging still returns every entity once, in order (msgpack and JSON).
+func TestQueryOverNATSLargePage(t *testing.T) {
+	th := startHost(t, "")
+	ctx := ctxT(t)
+	mustTable(t, th.c, "Wide")
+	big := strings.Repeat("x", engine.MaxStringUnits)
+	m := queryModel{}
+	for b := range 6 { // batches of 50: 64 KiB each by Azure's size formula
+		var ops []engine.Operation
+		for r := range 50 {
+			rk := fmt.Sprintf("r%03d", b*50+r)
+			ops = append(ops, engine.Operation{Op: engine.OpInsert, Entity: engine.NewEntity("p", rk,
+				engine.Property{Name: "N", Value: engine.Int64(int64(b*50 + r))}, engine.Property{Name: "Big", Value: engine.String(big)})})
+			m[[2]string{"p", rk}] = int64(b*50 + r)
+		}
+		if _, err := th.c.Batch(ctx, "Wide", ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	limit := int(th.nc.MaxPayload())
+	if 300*len(big) <= limit {
+		t.Fatalf("the server takes messages of %d bytes: 300 entities of %d fit", limit, len(big))
+	}
+	page, err := th.c.Query(ctx, "Wide")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(page.Entities); n == 0 || n >= 300 || page.Continuation == "" {
+		t.Fatalf("the first page holds %d entities (continuation %q), want fewer than 300 and a continuation", n, page.Continuation)
+	}
+	m.check(t, "paged in msgpack", collect(t, th.c, "Wide"), m.want(func(string, string, int64) bool { return true }, false))
+
+	var got []wire.QueryEntity
+	next := ""
+	for {
+		body := `{"op":"Query"}`
+		if next != "" {
+			body = `{"op":"Query","continuation":` + string(wire.AppendJSONString(nil, next)) + `}`
+		}
+		b := ask(t, th.nc, "cairn.cmd.Wide", []byte(body), nil)
+		if len(b) > limit {
+			t.Fatalf("a reply of %d bytes", len(b))
+		}
+		page, err := wire.DecodeQueryReply(b, wire.JSON)
+		if err != nil || page.Error != nil {
+			t.Fatalf("%v %v", err, page.Error)
+		}
+		got = append(got, page.Entities...)
+		if next = page.Continuation; next == "" {
+			break
+		}
+	}
+	m.check(t, "paged in JSON", got, m.want(func(string, string, int64) bool { return true }, false))
+}
