@@ -391,7 +391,8 @@ func TestQueryOverNATSProjection(t *testing.T) {
 // given, over the same subjects as its other commands, and no other.
 func TestQueryOverNATSServiceUser(t *testing.T) {
 	th := startNode(t, node.Config{NATSUsers: usersFile(t, `{"users":[
-		{"user":"billing","password":"billing-pw","account":"devstoreaccount1","tables":["Invoices"]}
+		{"user":"billing","password":"billing-pw","account":"devstoreaccount1","tables":["Invoices"]},
+		{"user":"ops","password":"ops-pw","account":"acme","tables":["*"],"manageTables":true}
 	]}`)})
 	ctx := ctxT(t)
 	mustTable(t, th.c, "Invoices", "Customers")
@@ -419,11 +420,31 @@ func TestQueryOverNATSServiceUser(t *testing.T) {
 	for _, subj := range []string{"cairn.cmd.Customers", "cairn.cmd.devstoreaccount1.Customers", "cairn.cmd.acme.Invoices"} {
 		refused(t, svc, subj, func() error { return svc.PublishRequest(subj, inbox, body) })
 	}
-	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	qctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	if _, err := c.Query(qctx, "Customers"); err == nil {
 		t.Fatal("a query of a table it was not given was answered")
 	}
+
+	// Another account's user queries its account's tables, by the
+	// account's subjects, and sees none of the development account's.
+	ops, err := nats.Connect(th.h.ClientURL(), nats.UserInfo("ops", "ops-pw"), nats.CustomInboxPrefix("_INBOX_ops"), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ops.Close()
+	oc := client.New(ops, client.WithAccount("acme"))
+	if _, err := oc.CreateTable(ctx, "Invoices"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oc.Insert(ctx, "Invoices", engine.NewEntity("acme", "1")); err != nil {
+		t.Fatal(err)
+	}
+	page, err = oc.Query(ctx, "Invoices")
+	if err != nil || len(page.Entities) != 1 || page.Entities[0].Entity.PartitionKey != "acme" {
+		t.Fatalf("acme's query of its Invoices: %+v %v", page, err)
+	}
+	refused(t, ops, "cairn.cmd.Invoices", func() error { return ops.PublishRequest("cairn.cmd.Invoices", ops.NewInbox(), body) })
 }
 
 // TestQueryOverNATSLargePage: a page that would not fit into one NATS
