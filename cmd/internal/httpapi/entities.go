@@ -162,7 +162,7 @@ func (c *call) get(table string, k keys) {
 		c.fail(err)
 		return
 	} else if sel != nil {
-		e = sel.project(e)
+		e = sel.Project(e)
 	}
 	etag := engine.ETag(t.Epoch(), e.Version)
 	c.w.Header().Set("ETag", etag)

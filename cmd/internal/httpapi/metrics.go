@@ -103,7 +103,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter) {
 	fmt.Fprintf(b, "cairn_query_examined_total %d\n", m.examined.Load())
 	fmt.Fprintln(b, "# HELP cairn_query_snapshots_held Snapshots held for queries with more pages.")
 	fmt.Fprintln(b, "# TYPE cairn_query_snapshots_held gauge")
-	fmt.Fprintf(b, "cairn_query_snapshots_held %d\n", s.held.count())
+	fmt.Fprintf(b, "cairn_query_snapshots_held %d\n", s.held.Count())
 
 	var loads []projections.Load
 	for _, info := range s.views.Tables() {

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
@@ -19,53 +17,14 @@ import (
 // ("desc"); the default is ascending, as in Azure.
 const OrderHeader = "X-Cairn-Order"
 
-// selection is a $select: the properties to return besides the keys,
-// Timestamp and ETag, which always come back.
-type selection map[string]bool
-
-func parseSelection(s string) (selection, error) {
-	if strings.TrimSpace(s) == "" || strings.TrimSpace(s) == "*" {
-		return nil, nil
-	}
-	sel := selection{}
-	for _, name := range strings.Split(s, ",") {
-		name = strings.TrimSpace(name)
-		if name == "" {
-			return nil, engine.Errorf(codeInvalidQueryParameter, "$select has an empty property name: %q", s)
-		}
-		if !selectable(name) {
-			return nil, engine.Errorf(codeInvalidQueryParameter, "$select: %q is not a property name (a letter or _, then letters, digits or _; at most %d)", name, engine.MaxPropertyNameLen)
-		}
-		sel[name] = true
+// parseSelection reads a $select (query.ParseSelect) with the Table
+// service's code for a bad one.
+func parseSelection(s string) (query.Selection, error) {
+	sel, err := query.ParseSelect(s)
+	if err != nil {
+		return nil, engine.Errorf(codeInvalidQueryParameter, "%v", err)
 	}
 	return sel, nil
-}
-
-// selectable reports whether name can name a property: valid UTF-8, an
-// identifier as engine.ValidateProperties requires, within the length
-// limit. (The keys and Timestamp are identifiers too.)
-func selectable(name string) bool {
-	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > engine.MaxPropertyNameLen {
-		return false
-	}
-	for i, r := range name {
-		if r != '_' && !unicode.IsLetter(r) && (i == 0 || !unicode.IsDigit(r)) {
-			return false
-		}
-	}
-	return true
-}
-
-// project returns a copy of e with only the selected properties.
-func (sel selection) project(e *engine.Entity) *engine.Entity {
-	p := *e
-	p.Properties = nil
-	for _, prop := range e.Properties {
-		if sel[prop.Name] {
-			p.Properties = append(p.Properties, prop)
-		}
-	}
-	return &p
 }
 
 // descending reads the order option from the query or the header.
@@ -169,7 +128,7 @@ func (c *call) query(table string) {
 	var snap *projections.Snapshot
 	var hold uint64
 	if tok != nil {
-		if s, ok := c.s.held.get(tok.hold, t.Name(), t.Epoch()); ok && (!given || s.Seq == asOf) {
+		if s, ok := c.s.held.Get(tok.hold, t.Name(), t.Epoch()); ok && (!given || s.Seq == asOf) {
 			snap, hold = s, tok.hold
 		}
 	}
@@ -187,7 +146,7 @@ func (c *call) query(table string) {
 	pg := plan.Run(snap, o)
 	h := c.w.Header()
 	if pg.More {
-		hold = c.s.held.put(hold, snap)
+		hold = c.s.held.Put(hold, snap)
 		if !given {
 			asOf = 0
 		}
@@ -195,7 +154,7 @@ func (c *call) query(table string) {
 		h.Set("x-ms-continuation-NextPartitionKey", npk)
 		h.Set("x-ms-continuation-NextRowKey", nrk)
 	} else if hold != 0 {
-		c.s.held.release(hold)
+		c.s.held.Release(hold)
 	}
 	h.Set(PositionHeader, strconv.FormatUint(snap.Seq, 10))
 	buf := pageBuffers.Get().(*[]byte)
@@ -228,9 +187,7 @@ func (c *call) query(table string) {
 		}
 		n++
 		etag := engine.ETag(t.Epoch(), e.Version)
-		if sel != nil {
-			e = sel.project(e)
-		}
+		e = sel.Project(e)
 		b = c.appendEntity(b, shownName(t), e, etag, false)
 	}
 	t.NoteRead(lastPK, run)

@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/projections"
+	"github.com/cairn-dev/cairn/projections/query"
 )
 
 // Account is a storage account: the first segment of every path and the key
@@ -175,7 +176,7 @@ type Server struct {
 	comm     Committer
 	log      *slog.Logger
 	accounts map[string]Account
-	held     *holds
+	held     *query.Holds
 	metrics  *metrics
 }
 
@@ -183,7 +184,7 @@ type Server struct {
 func New(views *projections.Views, c Committer, log *slog.Logger, cfg Config) *Server {
 	cfg.defaults()
 	s := &Server{cfg: cfg, views: views, comm: c, log: log, accounts: map[string]Account{},
-		held: newHolds(cfg.HoldSnapshot, cfg.HeldSnapshots), metrics: newMetrics()}
+		held: query.NewHolds(cfg.HoldSnapshot, cfg.HeldSnapshots), metrics: newMetrics()}
 	for _, a := range cfg.Accounts {
 		s.accounts[a.Name] = a
 	}

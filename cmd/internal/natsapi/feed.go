@@ -19,8 +19,8 @@ type Journal interface {
 
 // maxFeedsInFlight bounds the requests that may wait a node serves at
 // once, each on a goroutine of its own: change feed requests (long-polls
-// included) and Retrieves with "asOf" or "position"; beyond it a request
-// is answered ServerBusy.
+// included), Queries and Retrieves with "asOf" or "position"; beyond it a
+// request is answered ServerBusy.
 const maxFeedsInFlight = 1024
 
 // ChangesSubject returns the subject of a table's change feed; table is
@@ -61,7 +61,7 @@ func (s *Service) startWaiting() error {
 	select {
 	case s.feeds <- struct{}{}:
 	default:
-		return engine.Errorf(engine.CodeServerBusy, "this node serves %d requests that wait (change feeds, reads of a position) already; retry", maxFeedsInFlight)
+		return engine.Errorf(engine.CodeServerBusy, "this node serves %d requests that wait (change feeds, queries, reads of a position) already; retry", maxFeedsInFlight)
 	}
 	s.feedMu.Lock()
 	off := s.feedsOff
@@ -81,6 +81,10 @@ func (s *Service) doneWaiting() { <-s.feeds; s.feedWG.Done() }
 func respondChanges(m *nats.Msg, enc wire.Encoding, r *wire.ChangesReply) {
 	if m.Reply == "" {
 		return
+	}
+	if r.Error != nil {
+		enc = errorEncoding(m)
+		r = &wire.ChangesReply{Error: notARequest(m, enc, r.Error)}
 	}
 	_ = m.Respond(wire.EncodeChangesReply(r, enc))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/projections"
+	"github.com/cairn-dev/cairn/projections/query"
 )
 
 // Config configures the service.
@@ -31,6 +32,13 @@ type Config struct {
 	// PositionWait is the longest a Retrieve waits for the view to reach
 	// the journal position its request names ("position"; 10 s).
 	PositionWait time.Duration
+	// PageBudget ends a Query page early when walking takes longer (5 s,
+	// as the HTTP API's); the page then carries a continuation.
+	PageBudget time.Duration
+	// HoldSnapshot is how long a Query's snapshot stays held for its next
+	// page (30 s); HeldSnapshots caps how many are held at once (4096).
+	HoldSnapshot  time.Duration
+	HeldSnapshots int
 	// DrainTimeout bounds the wait for the requests in hand at shutdown.
 	DrainTimeout time.Duration
 	// Outbox is the allowlist of the NATS subjects outbox messages may
@@ -57,6 +65,15 @@ func (c *Config) defaults() {
 	if c.PositionWait <= 0 {
 		c.PositionWait = 10 * time.Second
 	}
+	if c.PageBudget <= 0 {
+		c.PageBudget = 5 * time.Second
+	}
+	if c.HoldSnapshot <= 0 {
+		c.HoldSnapshot = 30 * time.Second
+	}
+	if c.HeldSnapshots <= 0 {
+		c.HeldSnapshots = 4096
+	}
 }
 
 // Committer is what the service needs of the committer (engine/commit).
@@ -76,6 +93,7 @@ type Service struct {
 	log     *slog.Logger
 	cfg     Config
 	ready   chan struct{} // closed once subscribed
+	held    *query.Holds  // the snapshots of Queries with more pages
 	// ctx bounds the handlers: it outlives Run's context, so that requests
 	// taken before a shutdown are still answered while it drains.
 	ctx context.Context
@@ -92,7 +110,7 @@ type Service struct {
 func New(nc *nats.Conn, c Committer, views *projections.Views, j Journal, log *slog.Logger, cfg Config) *Service {
 	cfg.defaults()
 	return &Service{nc: nc, c: c, views: views, journal: j, log: log, cfg: cfg, ready: make(chan struct{}),
-		feeds: make(chan struct{}, maxFeedsInFlight)}
+		held: query.NewHolds(cfg.HoldSnapshot, cfg.HeldSnapshots), feeds: make(chan struct{}, maxFeedsInFlight)}
 }
 
 // CommandSubject returns the subject of a table's entity commands; table
@@ -231,11 +249,36 @@ func (s *Service) drain(subs []*nats.Subscription) {
 	}
 }
 
+// respond sends a reply in the request's encoding; an error goes in JSON
+// when the request was not msgpack a client sent (wire.ErrorEncoding), so
+// that a person at a terminal can read it.
 func respond(m *nats.Msg, enc wire.Encoding, r *engine.Reply) {
 	if m.Reply == "" {
 		return
 	}
+	if r.Error != nil {
+		enc = errorEncoding(m)
+		c := *r
+		c.Error = notARequest(m, enc, r.Error)
+		r = &c
+	}
 	_ = m.Respond(wire.EncodeReply(r, enc))
+}
+
+// errorEncoding is the encoding of an error reply to m (wire.ErrorEncoding).
+func errorEncoding(m *nats.Msg) wire.Encoding {
+	return wire.ErrorEncoding(m.Data, m.Header.Get("Content-Type"))
+}
+
+// notARequest adds to an error that answers a body read as msgpack but
+// answered in JSON (text typed at a terminal) what a request looks like.
+func notARequest(m *nats.Msg, enc wire.Encoding, e *engine.Error) *engine.Error {
+	if enc != wire.JSON || wire.Detect(m.Data, m.Header.Get("Content-Type")) == wire.JSON || e.Code != engine.CodeInvalidInput {
+		return e
+	}
+	c := *e
+	c.Message += ` (a request is a JSON object, {"op": …}, or a msgpack map; docs/PROTOCOL.md)`
+	return &c
 }
 
 // errReply turns err into a reply. Errors without an Azure code are bugs or
@@ -247,6 +290,10 @@ func (s *Service) handleEntity(m *nats.Msg) {
 	account, table, err := subjectTable(m.Subject, s.cfg.Prefix+".cmd.")
 	if err != nil {
 		respond(m, enc, errReply(err))
+		return
+	}
+	if wire.IsQuery(m.Data, enc) {
+		s.handleQuery(m, enc, table)
 		return
 	}
 	req, err := wire.DecodeRequest(m.Data, enc)
@@ -297,24 +344,12 @@ func (s *Service) retrieve(ctx context.Context, table string, req *engine.Reques
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.TableTimeout)
 	defer cancel()
-	t, ok, err := s.views.Readable(ctx, table)
+	t, err := s.readable(ctx, table)
 	if err != nil {
 		return errReply(err)
 	}
-	if !ok {
-		shown := engine.ShownTable(table)
-		return errReply(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", shown))
-	}
 	shown := engine.ShownTable(t.Name())
-	if err := t.Err(); err != nil {
-		// A stopped view is stale for good: say so rather than answer
-		// (TableFaulted when its journal holds what it cannot apply).
-		if engine.ErrorCode(err) == engine.CodeInternalError {
-			err = engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", shown, err)
-		}
-		return errReply(err)
-	}
-	snap, err := s.snapshot(ctx, t, req)
+	snap, err := s.snapshot(ctx, t, req.AsOf, req.Position)
 	if err != nil {
 		return errReply(err)
 	}
@@ -326,28 +361,28 @@ func (s *Service) retrieve(ctx context.Context, table string, req *engine.Reques
 	return &engine.Reply{Entity: e, ETag: engine.ETag(t.Epoch(), e.Version), Timestamp: e.Timestamp, Seq: snap.Seq}
 }
 
-// snapshot returns the snapshot a Retrieve reads: as of the request's
-// "asOf", or the view's once it has reached the request's "position"
-// (mirroring the HTTP API's X-Cairn-As-Of and X-Cairn-Position).
-func (s *Service) snapshot(ctx context.Context, t *projections.Table, req *engine.Request) (*projections.Snapshot, error) {
-	if req.AsOf != 0 {
-		if req.Position != 0 {
+// snapshot returns the snapshot a Retrieve or Query reads: as of the
+// request's "asOf", or the view's once it has reached the request's
+// "position" (mirroring the HTTP API's X-Cairn-As-Of and X-Cairn-Position).
+func (s *Service) snapshot(ctx context.Context, t *projections.Table, asOf, position uint64) (*projections.Snapshot, error) {
+	if asOf != 0 {
+		if position != 0 {
 			return nil, engine.Errorf(engine.CodeInvalidInput, "\"asOf\" and \"position\" contradict each other: send one (asOf reads the past, position waits for the present to reach a write)")
 		}
-		return s.views.AsOf(ctx, t, req.AsOf)
+		return s.views.AsOf(ctx, t, asOf)
 	}
-	if snap := t.Snapshot(); snap.Seq >= req.Position {
+	if snap := t.Snapshot(); snap.Seq >= position {
 		return snap, nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.PositionWait)
 	defer cancel()
-	snap, err := t.WaitSeq(wctx, req.Position)
+	snap, err := t.WaitSeq(wctx, position)
 	if err != nil {
 		if engine.ErrorCode(err) == engine.CodeTableFaulted {
 			return nil, err
 		}
 		return nil, engine.Errorf(engine.CodePositionNotReached, "the view of %s has not reached position %d within %v (it is at %d): retry, or check that the position belongs to this table",
-			engine.ShownTable(t.Name()), req.Position, s.cfg.PositionWait, t.Snapshot().Seq)
+			engine.ShownTable(t.Name()), position, s.cfg.PositionWait, t.Snapshot().Seq)
 	}
 	return snap, nil
 }

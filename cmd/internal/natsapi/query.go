@@ -1,0 +1,278 @@
+package natsapi
+
+import (
+	"context"
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/wire"
+	"github.com/cairn-dev/cairn/projections"
+	"github.com/cairn-dev/cairn/projections/query"
+)
+
+// CodeInvalidContinuation refuses a Query's continuation that this
+// protocol did not issue, or that belongs to another query (the HTTP API
+// answers the same code).
+const CodeInvalidContinuation engine.Code = "InvalidContinuationToken"
+
+// handleQuery answers a Query on a goroutine of its own, as a Retrieve of
+// a position: a page may walk for up to PageBudget, wait for a position
+// or replay the journal, and must not hold up the subscription.
+func (s *Service) handleQuery(m *nats.Msg, enc wire.Encoding, table string) {
+	req, err := wire.DecodeQueryRequest(m.Data, enc)
+	if err != nil {
+		respondPage(m, enc, pageErr(err))
+		return
+	}
+	if err := s.startWaiting(); err != nil {
+		respondPage(m, enc, pageErr(err))
+		return
+	}
+	go func() {
+		defer s.doneWaiting()
+		// Ends when the subscriptions are drained, as the change feed's
+		// long-polls do.
+		respondPage(m, enc, s.query(s.feedCtx, table, req))
+	}()
+}
+
+// respondPage sends a page, or the error that refused it: in JSON when the
+// request was not msgpack a client sent (wire.ErrorEncoding), so that a
+// person at a terminal can read it.
+func respondPage(m *nats.Msg, enc wire.Encoding, p *pageReply) {
+	if m.Reply == "" {
+		return
+	}
+	_ = m.Respond(p.fit(enc, m))
+}
+
+// query reads one page of a table within ctx: the request's checks, the
+// table (a declared projection too), the snapshot (held by the
+// continuation's query, as of a position, or once the view reached one),
+// then the plan.
+func (s *Service) query(ctx context.Context, table string, req *wire.QueryRequest) *pageReply {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.TableTimeout)
+	defer cancel()
+	var filter query.Expr
+	if req.Filter != "" {
+		var err error
+		if filter, err = query.Parse(req.Filter); err != nil {
+			return pageErr(engine.Errorf(engine.CodeInvalidInput, "%v", err))
+		}
+	}
+	sel, err := query.SelectNames(req.Select)
+	if err != nil {
+		return pageErr(engine.Errorf(engine.CodeInvalidInput, "%v", err))
+	}
+	var tok *token
+	if req.Continuation != "" {
+		t, err := parseToken(req.Continuation)
+		if err != nil {
+			return pageErr(err)
+		}
+		switch {
+		case t.desc != req.Descending:
+			return pageErr(badToken("belongs to a query in the other order"))
+		case req.AsOf != 0 && t.asOf == 0:
+			return pageErr(badToken("belongs to a query of the present, not as of position %d", req.AsOf))
+		case req.AsOf != 0 && t.asOf != req.AsOf:
+			return pageErr(badToken("belongs to a query as of position %d, not %d", t.asOf, req.AsOf))
+		case t.asOf != 0 && req.Position != 0:
+			return pageErr(engine.Errorf(engine.CodeInvalidInput, "the continuation belongs to a query as of position %d, which \"position\" contradicts", t.asOf))
+		}
+		tok = &t
+	}
+	asOf := req.AsOf
+	if tok != nil && tok.asOf != 0 {
+		asOf = tok.asOf
+	}
+	t, err := s.readable(ctx, table)
+	if err != nil {
+		return pageErr(err)
+	}
+	var snap *projections.Snapshot
+	var hold uint64
+	if tok != nil {
+		if h, ok := s.held.Get(tok.hold, t.Name(), t.Epoch()); ok && (asOf == 0 || h.Seq == asOf) && h.Seq >= req.Position {
+			snap, hold = h, tok.hold
+		}
+	}
+	if snap == nil {
+		if snap, err = s.snapshot(ctx, t, asOf, req.Position); err != nil {
+			return pageErr(err)
+		}
+	}
+	o := query.Options{Limit: req.Top, Deadline: time.Now().Add(s.cfg.PageBudget), Descending: req.Descending}
+	if tok != nil {
+		o.From = &tok.from
+	}
+	pg := query.NewPlan(filter).Run(snap, o)
+	noteReads(t, pg.Entities)
+	r := &pageReply{s: s, t: t, snap: snap, hold: hold, asOf: asOf, desc: req.Descending, sel: sel, entities: pg.Entities}
+	if pg.More {
+		r.next = &query.Continuation{PartitionKey: pg.NextPartitionKey, RowKey: pg.NextRowKey}
+	}
+	return r
+}
+
+// noteReads counts the entities read per partition (the hot partitions of
+// /metrics), one call per run of a partition.
+func noteReads(t *projections.Table, es []*engine.Entity) {
+	lastPK, run := "", 0
+	for _, e := range es {
+		if e.PartitionKey != lastPK && run > 0 {
+			t.NoteRead(lastPK, run)
+			run = 0
+		}
+		lastPK = e.PartitionKey
+		run++
+	}
+	if run > 0 {
+		t.NoteRead(lastPK, run)
+	}
+}
+
+// pageReply is a page read, or the error that refused it. Its
+// continuation is made when it is sent (fit), once it is known how many
+// of the entities fit into one message.
+type pageReply struct {
+	err      *engine.Error
+	s        *Service
+	t        *projections.Table
+	snap     *projections.Snapshot
+	hold     uint64
+	asOf     uint64
+	desc     bool
+	sel      query.Selection
+	entities []*engine.Entity
+	next     *query.Continuation // the first entity not read; nil when none is left
+}
+
+func pageErr(err error) *pageReply { return &pageReply{err: engine.AsError(err)} }
+
+// reply encodes the first n entities, with the continuation of entity n
+// (or of the page's end), holding the snapshot while a page follows.
+func (p *pageReply) reply(n int) *wire.QueryReply {
+	r := &wire.QueryReply{Seq: p.snap.Seq, Entities: make([]wire.QueryEntity, n)}
+	for i, e := range p.entities[:n] {
+		r.Entities[i] = wire.QueryEntity{Entity: p.sel.Project(e), ETag: engine.ETag(p.t.Epoch(), e.Version)}
+	}
+	next := p.next
+	if n < len(p.entities) {
+		next = &query.Continuation{PartitionKey: p.entities[n].PartitionKey, RowKey: p.entities[n].RowKey}
+	}
+	if next != nil {
+		p.hold = p.s.held.Put(p.hold, p.snap)
+		r.Continuation = token{hold: p.hold, desc: p.desc, asOf: p.asOf, from: *next}.format()
+	} else if p.hold != 0 {
+		p.s.held.Release(p.hold)
+	}
+	return r
+}
+
+// fit encodes the page, halving the entities until it fits into one
+// message (the server's max payload: 8 MiB embedded, 1 MiB by default on
+// an external server); a single entity too large for a message is
+// refused. A page that fits costs one encoding; one that does not, one
+// more per halving.
+func (p *pageReply) fit(enc wire.Encoding, m *nats.Msg) []byte {
+	if p.err != nil {
+		enc = errorEncoding(m)
+		return wire.EncodeQueryReply(&wire.QueryReply{Error: notARequest(m, enc, p.err)}, enc)
+	}
+	limit := int(p.s.nc.MaxPayload())
+	n := len(p.entities)
+	for {
+		b := wire.EncodeQueryReply(p.reply(n), enc)
+		if limit <= 0 || len(b) <= limit {
+			return b
+		}
+		if n <= 1 {
+			return wire.EncodeQueryReply(&wire.QueryReply{Error: engine.Errorf(engine.CodeInternalError,
+				"the page's first entity takes %d bytes, more than a NATS message may hold (%d); ask in msgpack, or select fewer properties", len(b), limit)}, enc)
+		}
+		n /= 2
+	}
+}
+
+// readable returns a table or declared projection a read may use, or the
+// coded error that refuses it: TableNotFound, or the stopped view's fault.
+func (s *Service) readable(ctx context.Context, table string) (*projections.Table, error) {
+	t, ok, err := s.views.Readable(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", engine.ShownTable(table))
+	}
+	if err := t.Err(); err != nil {
+		// A stopped view is stale for good: say so rather than answer
+		// (TableFaulted when its journal holds what it cannot apply).
+		if engine.ErrorCode(err) == engine.CodeInternalError {
+			err = engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", engine.ShownTable(t.Name()), err)
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+// token is a Query's continuation, opaque to clients:
+//
+//	"q1!" + a|d + "!" + hold id + "!" + as-of position + "!" + base64url(PartitionKey) + "!" + base64url(RowKey)
+//
+// (hold id and position in base 36, position 0 for a query of the
+// present). The keys are those of the first entity not yet returned; the
+// hold names the snapshot the earlier pages were read from on the node
+// that answered them. Another node (the queue group may pick any) does
+// not hold it and resumes at the keys on its own snapshot, as the HTTP
+// API does once a hold is released: no duplicates or gaps in key order,
+// but writes made after the first page may show.
+type token struct {
+	hold uint64
+	desc bool
+	asOf uint64
+	from query.Continuation
+}
+
+const tokenPrefix = "q1!"
+
+var b64 = base64.RawURLEncoding
+
+func (t token) format() string {
+	dir := "a"
+	if t.desc {
+		dir = "d"
+	}
+	return tokenPrefix + dir + "!" + strconv.FormatUint(t.hold, 36) + "!" + strconv.FormatUint(t.asOf, 36) + "!" +
+		b64.EncodeToString([]byte(t.from.PartitionKey)) + "!" + b64.EncodeToString([]byte(t.from.RowKey))
+}
+
+func badToken(format string, args ...any) error {
+	return engine.Errorf(CodeInvalidContinuation, "the continuation "+format+": send back the \"continuation\" of the previous page unchanged", args...)
+}
+
+// parseToken reads a continuation a client sent back.
+func parseToken(s string) (token, error) {
+	var t token
+	rest, ok := strings.CutPrefix(s, tokenPrefix)
+	parts := strings.Split(rest, "!")
+	if !ok || len(parts) != 5 || (parts[0] != "a" && parts[0] != "d") {
+		return t, badToken("is not one this protocol issued")
+	}
+	t.desc = parts[0] == "d"
+	var err1, err2, err3, err4 error
+	t.hold, err1 = strconv.ParseUint(parts[1], 36, 64)
+	t.asOf, err2 = strconv.ParseUint(parts[2], 36, 64)
+	pk, err3 := b64.DecodeString(parts[3])
+	rk, err4 := b64.DecodeString(parts[4])
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+		return t, badToken("is damaged")
+	}
+	t.from = query.Continuation{PartitionKey: string(pk), RowKey: string(rk)}
+	return t, nil
+}
