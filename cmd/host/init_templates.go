@@ -213,11 +213,15 @@ tests cover the code around them.
 
 ## Deploy and invoke
 
-With a node running (` + "`host serve`" + `), from this directory:
+With a node running (` + "`host serve`" + `), from this directory (the ` + "`host`" + `
+commands connect as the node's user: they read its credentials in the
+node's data directory, ` + "`-data`" + ` or ` + "`CAIRN_DATA`" + `, or take ` + "`-nats-url`" + ` and
+` + "`-nats-creds`" + `; ` + "`nats`" + ` is the NATS CLI):
 
 ` + "```sh" + `
+export CAIRN_DATA=/path/to/the/node/data
 nats req cairn.tables '{"op":"CreateTable","table":"Totals"}'
-host deploy .          # builds, checks and uploads it; -data or -nats-url/-nats-creds find the node
+host deploy .          # builds, checks, uploads; waits for a node to load it
 host enqueue {{.Name}} '{"customer": "alice", "amount": 12.5}'
 nats req cairn.fn.{{.Name}} '{"customer": "alice", "amount": 5}'    # direct: "alice: 2 orders, 17.50 in all"
 nats req cairn.cmd.Totals '{"op":"Retrieve","partitionKey":"alice","rowKey":"total"}'
