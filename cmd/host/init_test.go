@@ -64,7 +64,8 @@ func TestInitFunctionDeploysAndRuns(t *testing.T) {
 	if err != nil || !strings.Contains(out, "wrote function orders (module example.com/shop/orders)") {
 		t.Fatalf("init: %v\n%s", err, out)
 	}
-	goIn(t, dir, nil, "vet", "./...")
+	// Without -mod=vendor too: the go command picks vendor/ by itself.
+	goIn(t, dir, []string{"GOFLAGS="}, "vet", "./...")
 	if out := goIn(t, dir, nil, "test", "-count=1", "./..."); !strings.Contains(out, "ok") {
 		t.Fatalf("go test: %s", out)
 	}
