@@ -6,9 +6,10 @@
 // It lives at the module's root because go:embed cannot reach a parent
 // directory, and the SDK (functions/sdk) needs engine and engine/wire as
 // well as functions/abi. Nothing in Cairn but cmd/host imports it. The
-// cost is the embedded files in the host binary (370 KB, of which 100 KB
-// are the packages' test files: a pattern cannot leave them out, and the
-// writer skips them).
+// cost is the embedded files in the host binary: 370 KB, of which 100 KB
+// are the packages' test files (a pattern cannot leave them out; the
+// writer skips them). With the init command, the linux/amd64 host grew
+// from 32.44 to 32.89 MB.
 package cairn
 
 import "embed"

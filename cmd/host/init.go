@@ -71,7 +71,7 @@ checkout of Cairn. Deploy it with "host deploy <dir>".
 // dot or a dash (the go command checks the rest).
 var moduleRE = regexp.MustCompile(`^[A-Za-z0-9_~+][A-Za-z0-9._~+-]*(/[A-Za-z0-9_~+][A-Za-z0-9._~+-]*)*$`)
 
-// functionModule is what the templates of a new function are filled with.
+// functionModule is what the files of a new function are made of.
 type functionModule struct {
 	Module    string // module path
 	Name      string // function and queue name
@@ -208,14 +208,7 @@ type moduleFile struct {
 // files returns every file of the module: the templates filled in, then
 // vendor/.
 func (f *functionModule) files() ([]moduleFile, error) {
-	var out []moduleFile
-	for _, t := range functionTemplates.Templates() {
-		var b bytes.Buffer
-		if err := t.Execute(&b, f); err != nil {
-			return nil, fmt.Errorf("init function: %s: %w", t.Name(), err)
-		}
-		out = append(out, moduleFile{name: t.Name(), data: b.Bytes()})
-	}
+	out := f.render()
 	vendor, err := vendorFiles()
 	if err != nil {
 		return nil, err

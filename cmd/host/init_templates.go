@@ -1,39 +1,46 @@
 package main
 
-import "text/template"
-
-// functionTemplates are the files of a new function module other than
-// vendor/, each named by its path in the module and filled with a
-// *functionModule.
-var functionTemplates = template.Must(template.Must(template.Must(template.Must(template.Must(
-	template.New("go.mod").Parse(goModTemplate)).
-	New("cairn.json").Parse(manifestTemplate)).
-	New("main.go").Parse(mainTemplate)).
-	New("main_test.go").Parse(mainTestTemplate)).
-	New("README.md").Parse(readmeTemplate))
-
-const goModTemplate = `module {{.Module}}
-
-go {{.GoVersion}}
-
-require (
-{{- range .Require}}
-	{{.Path}} {{.Version}}{{if .Indirect}} // indirect{{end}}
-{{- end}}
+import (
+	"fmt"
+	"strings"
 )
-`
+
+// render returns the files of a new function module other than vendor/,
+// by their paths in the module. The templates' only placeholders are
+// {{name}} and {{goVersion}}: plain replacement rather than text/template,
+// whose reflection keeps every exported method in the binary (5 MB).
+func (f *functionModule) render() []moduleFile {
+	fill := strings.NewReplacer("{{name}}", f.Name, "{{goVersion}}", f.GoVersion).Replace
+	var mod strings.Builder
+	fmt.Fprintf(&mod, "module %s\n\ngo %s\n\nrequire (\n", f.Module, f.GoVersion)
+	for _, r := range f.Require {
+		fmt.Fprintf(&mod, "\t%s %s", r.Path, r.Version)
+		if r.Indirect {
+			mod.WriteString(" // indirect")
+		}
+		mod.WriteString("\n")
+	}
+	mod.WriteString(")\n")
+	return []moduleFile{
+		{name: "go.mod", data: []byte(mod.String())},
+		{name: "cairn.json", data: []byte(fill(manifestTemplate))},
+		{name: "main.go", data: []byte(fill(mainTemplate))},
+		{name: "main_test.go", data: []byte(fill(mainTestTemplate))},
+		{name: "README.md", data: []byte(fill(readmeTemplate))},
+	}
+}
 
 const manifestTemplate = `{
-  "name": "{{.Name}}",
-  "trigger": { "queue": "{{.Name}}" },
+  "name": "{{name}}",
+  "trigger": { "queue": "{{name}}" },
   "maxDequeueCount": 5,
   "timeout": "10s"
 }
 `
 
-const mainTemplate = `// Command {{.Name}} is a Cairn function. It keeps a running total per
+const mainTemplate = `// Command {{name}} is a Cairn function. It keeps a running total per
 // customer: each message {"customer": "alice", "amount": 12.5} on the
-// queue {{.Name}} (or a direct request with that body) adds the amount to
+// queue {{name}} (or a direct request with that body) adds the amount to
 // the entity (PartitionKey "alice", RowKey "total") of the table Totals
 // and replies with the new total. See README.md.
 package main
@@ -59,7 +66,7 @@ func main() {}
 // run is one invocation. Its writes take effect only if it returns nil;
 // an error fails the invocation, and a queue message is then delivered
 // again (after a back-off) and, after its last attempt, moved to the
-// queue {{.Name}}-poison.
+// queue {{name}}-poison.
 func run(ctx *sdk.Context) error {
 	t := ctx.Trigger()
 	o, err := parseOrder(t.Body)
@@ -182,17 +189,17 @@ func TestTotalsRoundTrip(t *testing.T) {
 }
 `
 
-const readmeTemplate = `# {{.Name}}: a Cairn function
+const readmeTemplate = `# {{name}}: a Cairn function
 
 ` + "`main.go`" + ` keeps a running total per customer in the table ` + "`Totals`" + `:
 each message ` + "`" + `{"customer": "alice", "amount": 12.5}` + "`" + ` on the queue
-` + "`{{.Name}}`" + ` (or a direct request with that body) adds the amount to the
+` + "`{{name}}`" + ` (or a direct request with that body) adds the amount to the
 entity (PartitionKey ` + "`alice`" + `, RowKey ` + "`total`" + `: properties ` + "`Orders`" + ` Int64
 and ` + "`Sum`" + ` Double) and replies with the new total. ` + "`cairn.json`" + ` is its
 manifest: its name, its queue and its delivery settings.
 
 ` + "`vendor/`" + ` holds the Cairn guest SDK (` + "`functions/sdk`" + ` and what it imports), so
-the module builds with the go command alone (Go {{.GoVersion}} or newer): no
+the module builds with the go command alone (Go {{goVersion}} or newer): no
 network, no checkout of Cairn. The go command uses ` + "`vendor/`" + ` by itself
 because ` + "`vendor/modules.txt`" + ` matches ` + "`go.mod`" + `; do not run ` + "`go mod tidy`" + ` (it
 would look for Cairn on the network). To take the SDK of a newer host, run
@@ -205,7 +212,7 @@ docs/FUNCTIONS.md in Cairn's repository has the whole SDK.
 
 ` + "```sh" + `
 go vet ./... && go test ./...
-GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o /tmp/{{.Name}}.wasm .
+GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o /tmp/{{name}}.wasm .
 ` + "```" + `
 
 The SDK's calls (` + "`ctx.Get`" + `, ` + "`ctx.Insert`" + `, …) run only inside a node, so the
@@ -222,20 +229,20 @@ node's data directory, ` + "`-data`" + ` or ` + "`CAIRN_DATA`" + `, or take ` + 
 export CAIRN_DATA=/path/to/the/node/data
 nats req cairn.tables '{"op":"CreateTable","table":"Totals"}'
 host deploy .          # builds, checks, uploads; waits for a node to load it
-host enqueue {{.Name}} '{"customer": "alice", "amount": 12.5}'
-nats req cairn.fn.{{.Name}} '{"customer": "alice", "amount": 5}'    # direct: "alice: 2 orders, 17.50 in all"
+host enqueue {{name}} '{"customer": "alice", "amount": 12.5}'
+nats req cairn.fn.{{name}} '{"customer": "alice", "amount": 5}'    # direct: "alice: 2 orders, 17.50 in all"
 nats req cairn.cmd.Totals '{"op":"Retrieve","partitionKey":"alice","rowKey":"total"}'
 ` + "```" + `
 
 The function's ` + "`ctx.Logf`" + ` lines are in the node's log. A message it fails on
-(try ` + "`host enqueue {{.Name}} 'not json'`" + `) is tried 5 times with a back-off,
-then moved to the queue ` + "`{{.Name}}-poison`" + `:
+(try ` + "`host enqueue {{name}} 'not json'`" + `) is tried 5 times with a back-off,
+then moved to the queue ` + "`{{name}}-poison`" + `:
 
 ` + "```sh" + `
-host poison list {{.Name}}
-host poison show {{.Name}} <seq>
-host poison requeue {{.Name}} <seq>     # or delete
+host poison list {{name}}
+host poison show {{name}} <seq>
+host poison requeue {{name}} <seq>     # or delete
 host functions list
-host functions rollback {{.Name}}
+host functions rollback {{name}}
 ` + "```" + `
 `
