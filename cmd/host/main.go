@@ -53,6 +53,7 @@ func main() {
 
 func usage() {
 	fmt.Fprintf(os.Stderr, `usage: host [serve] [flags]   run a host (default)
+       host init function [flags] <dir>    write a new function module, with the guest SDK vendored
        host deploy [flags] <dir|file.wasm>  build and deploy a function to the running hosts
        host functions list|history|undeploy|rollback …
        host poison list|show|requeue|delete <queue> …
@@ -73,6 +74,8 @@ func run(args []string) error {
 	switch sub {
 	case "serve":
 		return serve(args)
+	case "init":
+		return initCmd(args)
 	case "deploy":
 		return deploy(args)
 	case "functions":
