@@ -214,7 +214,8 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	if err := g.Start(ctx, "committer", n.comm); err != nil {
 		return err
 	}
-	if err := g.Start(ctx, "nats api", natsapi.New(n.nc, n.comm, n.views, n.j, log, natsapi.Config{Prefix: cfg.Prefix, Outbox: cfg.outbox, PositionWait: cfg.API.PositionWait})); err != nil {
+	if err := g.Start(ctx, "nats api", natsapi.New(n.nc, n.comm, n.views, n.j, log, natsapi.Config{Prefix: cfg.Prefix, Outbox: cfg.outbox, PositionWait: cfg.API.PositionWait,
+		PageBudget: cfg.API.PageBudget, HoldSnapshot: cfg.API.HoldSnapshot, HeldSnapshots: cfg.API.HeldSnapshots})); err != nil {
 		return err
 	}
 	sb, err := newSandbox(ctx, cfg.DataDir, uint64(cfg.Functions.MemoryMB)<<20, log)
