@@ -8,32 +8,12 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 )
-
-// Parse parses args into fs after applying the CAIRN_<NAME> environment
-// variables: the flag's name upper-cased, dashes turned into underscores
-// (CAIRN_NATS_URL for -nats-url). A flag on the command line wins.
-func Parse(fs *flag.FlagSet, args []string) error {
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		name := "CAIRN_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(name); ok && err == nil {
-			if e := f.Value.Set(v); e != nil {
-				err = fmt.Errorf("environment %s=%q: %v", name, v, e)
-			}
-		}
-	})
-	if err != nil {
-		return err
-	}
-	return fs.Parse(args)
-}
 
 // Module returns the WebAssembly module at src: the file itself when it
 // ends in .wasm, otherwise the Go package in the directory src built with
