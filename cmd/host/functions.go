@@ -38,16 +38,26 @@ type connFlags struct {
 }
 
 func (c *connFlags) declare(fs *flag.FlagSet) {
-	fs.StringVar(&c.url, "nats-url", nats.DefaultURL, "NATS server of the host (tls://… when it requires TLS)")
+	fs.StringVar(&c.url, "nats-url", "", "NATS server of the host (tls://… when it requires TLS) (default: the one the host recorded in <-data>/nats/url)")
 	fs.StringVar(&c.ca, "nats-ca", "", "PEM file of the certificate authority (or the self-signed certificate) to trust for a NATS server with TLS")
 	fs.StringVar(&c.creds, "nats-creds", "", "file with the node credentials (user:password; default: <-data>/nats/node.user, else the credentials in -nats-url)")
-	fs.StringVar(&c.data, "data", "./data", "data directory of the host whose NATS credentials to use")
+	fs.StringVar(&c.data, "data", "./data", "data directory of the host to operate: its NATS URL and credentials are read from it")
 	fs.StringVar(&c.prefix, "prefix", "cairn", "first token of every subject and stream name")
 }
 
 // dial connects to the host's NATS server as the node user and returns
 // the connection and its JetStream context.
 func (c *connFlags) dial() (*nats.Conn, jetstream.JetStream, error) {
+	if c.url == "" {
+		u, err := natsauth.ReadURL(c.data)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil, fmt.Errorf("no NATS URL: %s does not exist (has a host run with -data %s? give the host's data directory with -data, or its server with -nats-url)", natsauth.URLPath(c.data), c.data)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		c.url = u
+	}
 	opts := []nats.Option{nats.Name("cairn-cli")}
 	if c.ca != "" {
 		opts = append(opts, nats.RootCAs(c.ca))
@@ -128,10 +138,7 @@ func deploy(args []string) error {
 	timeout := fs.Duration("timeout", 0, "limit of one invocation (30s)")
 	fs.IntVar(&m.Concurrency, "concurrency", 0, "invocations at once per host (4)")
 	wait := fs.Duration("wait", 2*time.Minute, "how long to wait for a node to report that it loaded (or refused) the new version (a node compiles a module it has not seen before, which takes a while on a busy machine); 0: do not wait")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: host deploy [flags] <package directory | module.wasm>\n\nBuilds a Go function package to WebAssembly (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared),\nchecks it against the function ABI, deploys it to the running hosts and waits for the first\nnode to report loading it; exits 1 with the reason if that node refused it.\n\n")
-		fs.PrintDefaults()
-	}
+	cli.Usage(fs, deployUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -261,10 +268,7 @@ func functionsCmd(args []string) error {
 	fs := flag.NewFlagSet("functions", flag.ContinueOnError)
 	var conn connFlags
 	conn.declare(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: host functions list | history <name> | undeploy <name> | rollback <name> [version]\n\n")
-		fs.PrintDefaults()
-	}
+	cli.Usage(fs, functionsUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -346,10 +350,7 @@ func poisonCmd(args []string) error {
 	fs := flag.NewFlagSet("poison", flag.ContinueOnError)
 	var conn connFlags
 	conn.declare(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: host poison list <queue> | show <queue> <seq> | requeue <queue> <seq|all> | delete <queue> <seq|all>\n\n<queue> is the queue or its poison queue (orders or orders-poison).\n\n")
-		fs.PrintDefaults()
-	}
+	cli.Usage(fs, poisonUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -443,10 +444,7 @@ func enqueue(args []string) error {
 	fs := flag.NewFlagSet("enqueue", flag.ContinueOnError)
 	var conn connFlags
 	conn.declare(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: host enqueue <queue> <message>…   (no message: one per line of standard input)\n\n")
-		fs.PrintDefaults()
-	}
+	cli.Usage(fs, enqueueUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
