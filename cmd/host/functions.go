@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -137,7 +138,7 @@ func deploy(args []string) error {
 	fs.IntVar(&m.MaxDequeueCount, "max-dequeue-count", 0, "deliveries before a failing message moves to the poison queue (5)")
 	timeout := fs.Duration("timeout", 0, "limit of one invocation (30s)")
 	fs.IntVar(&m.Concurrency, "concurrency", 0, "invocations at once per host (4)")
-	wait := fs.Duration("wait", 2*time.Minute, "how long to wait for a node to report that it loaded (or refused) the new version (a node compiles a module it has not seen before, which takes a while on a busy machine); 0: do not wait")
+	wait := fs.Duration("wait", 30*time.Second, "how long to wait for every host to load the new version (a host compiles a module it has not seen before, which takes a while on a busy machine); 0: do not wait")
 	cli.Usage(fs, deployUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -216,14 +217,23 @@ func deploy(args []string) error {
 		return err
 	}
 	defer nc.Close()
-	// Subscribed before the manifest is written: no node can report the
-	// new version before the subscription exists.
+	// Subscribed, and the hosts asked, before the manifest is written: no
+	// host can report the new version before the subscriptions exist.
 	var reports *functions.LoadReports
+	var hosts *functions.HostStatuses
+	asked := time.Now()
 	if *wait > 0 {
 		if reports, err = functions.SubscribeLoadReports(nc, conn.prefix, base.Name); err != nil {
 			return err
 		}
 		defer reports.Close()
+		if hosts, err = functions.SubscribeHostStatuses(nc, conn.prefix); err != nil {
+			return err
+		}
+		defer hosts.Close()
+		if err := hosts.Ask(); err != nil {
+			return err
+		}
 	}
 	d, err := reg.Deploy(ctx, base, module)
 	if err != nil {
@@ -231,20 +241,17 @@ func deploy(args []string) error {
 	}
 	about := fmt.Sprintf("(%d bytes, sha256 %s…), trigger %s", d.Size, d.Digest[:12], describeTrigger(d))
 	if *wait == 0 {
-		fmt.Printf("deployed %s version %d %s; not waiting for the nodes to load it\n", d.Name, d.Version, about)
+		fmt.Printf("deployed %s version %d %s; not waiting for the hosts to load it\n", d.Name, d.Version, about)
 		return nil
 	}
-	fmt.Fprintf(os.Stderr, "deployed %s version %d; waiting up to %v for a node to load it…\n", d.Name, d.Version, *wait)
+	fmt.Fprintf(os.Stderr, "deployed %s version %d; waiting up to %v for every host to load it…\n", d.Name, d.Version, *wait)
 	wctx, cancel := context.WithTimeout(ctx, *wait)
 	defer cancel()
-	r, err := reports.Wait(wctx, d.Version)
+	loaded, err := awaitHosts(wctx, hosts, reports, d.Name, d.Version, asked, os.Stderr)
 	if err != nil {
-		return fmt.Errorf("%s version %d is deployed, but no node reported loading it within %v (are the nodes running? see GET /$cairn/functions and the nodes' logs)", d.Name, d.Version, *wait)
+		return err
 	}
-	if !r.Loaded {
-		return fmt.Errorf("%s version %d is deployed, but node %s refused to load it: %s (the nodes keep running the version before, if any; fix it and deploy again, or roll back)", d.Name, d.Version, r.Node, r.Error)
-	}
-	fmt.Printf("deployed %s version %d: loaded on node %s %s\n", d.Name, d.Version, r.Node, about)
+	fmt.Printf("deployed %s version %d: loaded on %d host(s): %s %s\n", d.Name, d.Version, len(loaded), strings.Join(loaded, ", "), about)
 	return nil
 }
 
@@ -296,7 +303,12 @@ func functionsCmd(args []string) error {
 		if err != nil {
 			return err
 		}
+		sts, err := functions.GatherHostStatus(ctx, nc, conn.prefix, listWindow)
+		if err != nil {
+			return err
+		}
 		printManifests(os.Stdout, ms)
+		printBuiltins(os.Stdout, sts)
 	case "history":
 		if err := need(2); err != nil {
 			return err
@@ -334,6 +346,56 @@ func functionsCmd(args []string) error {
 		return fmt.Errorf("functions: unknown command %q", a[0])
 	}
 	return nil
+}
+
+// listWindow is how long "functions list" waits for the hosts to say
+// which built-in functions they run.
+const listWindow = 500 * time.Millisecond
+
+// printBuiltins lists the functions the hosts run that are not deployed
+// (the built-ins, and native ones of an embedding program), each with
+// the hosts that run it; a deployed function of the same name replaces
+// a built-in, and is listed with the deployed ones.
+func printBuiltins(w io.Writer, sts []functions.HostStatus) {
+	type row struct {
+		m     functions.Manifest
+		hosts []string
+	}
+	rows := map[string]*row{}
+	var names []string
+	for _, s := range sts {
+		for _, m := range s.Functions {
+			if m.Builtin == "" {
+				continue
+			}
+			r := rows[m.Name]
+			if r == nil {
+				r = &row{m: m}
+				rows[m.Name] = r
+				names = append(names, m.Name)
+			}
+			r.hosts = append(r.hosts, s.Node)
+		}
+	}
+	if len(names) == 0 {
+		if len(sts) == 0 {
+			fmt.Fprintln(w, "(no host answered: the built-in functions are not shown)")
+		}
+		return
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BUILT-IN\tKIND\tTRIGGER\tHOSTS")
+	for _, n := range names {
+		r := rows[n]
+		kind := "built-in"
+		if r.m.Builtin == "native" {
+			kind = "native"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d of %d: %s\n", n, kind, describeTrigger(r.m), len(r.hosts), len(sts), strings.Join(r.hosts, ", "))
+	}
+	tw.Flush()
 }
 
 func printManifests(w io.Writer, ms []functions.Manifest) {
