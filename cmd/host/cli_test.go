@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
+	"github.com/cairn-dev/cairn/cmd/internal/version"
 )
 
 // TestHelpEverywhere: every command and sub-command answers -h, --help
@@ -179,5 +183,45 @@ func TestDataDirDefaults(t *testing.T) {
 	empty := t.TempDir()
 	if _, err := runCLI(t, "functions", "list", "-data", empty); err == nil || !strings.Contains(err.Error(), "no NATS URL: "+filepath.Join(empty, "nats", "url")+" does not exist") {
 		t.Fatalf("a data directory without a host: %v", err)
+	}
+}
+
+// TestBuildInfoMetric: a host's /metrics, behind the operator token, has
+// cairn_build_info with the build's labels, the same Go version host
+// version prints.
+func TestBuildInfoMetric(t *testing.T) {
+	h, _ := nodetest.Start(t, node.Config{})
+	get := func(token string) (int, string) {
+		req, err := http.NewRequest("GET", h.HTTPURL()+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if status, body := get(""); status != http.StatusUnauthorized || strings.Contains(body, "cairn_build_info") {
+		t.Fatalf("/metrics without the token: %d\n%s", status, body)
+	}
+	status, body := get(h.OperatorToken())
+	in := version.Get()
+	rev := in.Revision
+	if in.Modified && rev != "" {
+		rev += "-modified"
+	}
+	want := fmt.Sprintf(`cairn_build_info{version=%q,revision=%q,goversion=%q} 1`, in.Version, rev, in.GoVersion)
+	if status != http.StatusOK || !strings.Contains(body, "\n"+want+"\n") {
+		t.Fatalf("/metrics: %d, want a line %s in\n%s", status, want, body)
+	}
+	out, err := runCLI(t, "version")
+	if err != nil || !strings.Contains(out, "go:        "+in.GoVersion+"\n") {
+		t.Fatalf("host version: %v\n%s", err, out)
 	}
 }
