@@ -97,7 +97,7 @@ type HostStatuses struct {
 // returns once the server has the subscription. Its goroutine decodes
 // the answers until Close.
 func SubscribeHostStatuses(nc *nats.Conn, prefix string) (*HostStatuses, error) {
-	hs := &HostStatuses{nc: nc, prefix: prefix, inbox: nc.NewRespInbox(), raw: make(chan *nats.Msg, 256), C: make(chan HostStatus, 256), done: make(chan struct{})}
+	hs := &HostStatuses{nc: nc, prefix: prefix, inbox: nc.NewInbox(), raw: make(chan *nats.Msg, 256), C: make(chan HostStatus, 256), done: make(chan struct{})}
 	sub, err := nc.ChanSubscribe(hs.inbox, hs.raw)
 	if err != nil {
 		return nil, fmt.Errorf("functions: subscribe to the hosts' status: %w", err)
