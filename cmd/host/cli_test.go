@@ -29,6 +29,7 @@ func TestHelpEverywhere(t *testing.T) {
 		{[]string{"-h"}, "usage: host <command>"},
 		{[]string{"--help"}, "usage: host <command>"},
 		{[]string{"help"}, "usage: host <command>"},
+		{[]string{"help", "poison"}, "usage: host poison"},
 		{[]string{"serve", "-h"}, "usage: host [serve]"},
 		{[]string{"serve", "help"}, "usage: host [serve]"},
 		{[]string{"deploy", "-h"}, "usage: host deploy"},

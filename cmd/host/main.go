@@ -81,6 +81,9 @@ func run(args []string) error {
 	case "version":
 		return versionCmd(args, os.Stdout)
 	case "help":
+		if len(args) > 0 && args[0] != "help" {
+			return run([]string{args[0], "-h"}) // host help deploy
+		}
 		usage(os.Stdout)
 		return nil
 	}

@@ -19,7 +19,7 @@ Commands:
   projections    list, deploy, rebuild or drop declared indexes and aggregates
   nats-password  print the bcrypt hash of a NATS service user's password (-nats-users)
   version        print the version, revision and Go version of this binary (also -version)
-  help           print this help
+  help           print this help; "host help <command>" is "host <command> -h"
 
 "host <command> -h" prints a command's usage and flags; flags may come before
 or after the arguments, and "--" ends them.
