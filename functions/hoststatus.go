@@ -139,9 +139,12 @@ func (hs *HostStatuses) Close() {
 	close(hs.done)
 }
 
-// GatherHostStatus asks every node once and returns the answers that come
-// within window, one per node, sorted by node.
-func GatherHostStatus(ctx context.Context, nc *nats.Conn, prefix string, window time.Duration) ([]HostStatus, error) {
+// GatherHostStatus asks every node once and returns their answers, one
+// per node, sorted by node: it waits up to first for the first answer,
+// then until quiet has passed without another (nodes answer at about the
+// same time, so a busy machine delays them all). It costs at least quiet,
+// or first when no node answers.
+func GatherHostStatus(ctx context.Context, nc *nats.Conn, prefix string, first, quiet time.Duration) ([]HostStatus, error) {
 	hs, err := SubscribeHostStatuses(nc, prefix)
 	if err != nil {
 		return nil, err
@@ -151,12 +154,13 @@ func GatherHostStatus(ctx context.Context, nc *nats.Conn, prefix string, window 
 		return nil, err
 	}
 	byNode := map[string]HostStatus{}
-	t := time.NewTimer(window)
+	t := time.NewTimer(first)
 	defer t.Stop()
 	for {
 		select {
 		case s := <-hs.C:
 			byNode[s.Node] = s
+			t.Reset(quiet) // no stale tick after Reset (Go 1.23 timers)
 		case <-t.C:
 			out := make([]HostStatus, 0, len(byNode))
 			for _, s := range byNode {

@@ -40,7 +40,7 @@ func TestHostStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	sts, err := GatherHostStatus(ctx, nc, "cairn", 500*time.Millisecond)
+	sts, err := GatherHostStatus(ctx, nc, "cairn", 10*time.Second, time.Second)
 	if err != nil || len(sts) != 2 || sts[0].Node != "a" || sts[1].Node != "b" {
 		t.Fatalf("statuses %+v, %v; want a and b", sts, err)
 	}
@@ -55,7 +55,7 @@ func TestHostStatus(t *testing.T) {
 	if err := <-doneA; err != nil {
 		t.Fatal(err)
 	}
-	sts, err = GatherHostStatus(ctx, nc, "cairn", 500*time.Millisecond)
+	sts, err = GatherHostStatus(ctx, nc, "cairn", 10*time.Second, time.Second)
 	if err != nil || len(sts) != 1 || sts[0].Node != "b" {
 		t.Fatalf("after a stopped: %+v, %v", sts, err)
 	}

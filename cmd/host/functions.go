@@ -303,7 +303,7 @@ func functionsCmd(args []string) error {
 		if err != nil {
 			return err
 		}
-		sts, err := functions.GatherHostStatus(ctx, nc, conn.prefix, listWindow)
+		sts, err := functions.GatherHostStatus(ctx, nc, conn.prefix, listFirst, listQuiet)
 		if err != nil {
 			return err
 		}
@@ -348,9 +348,13 @@ func functionsCmd(args []string) error {
 	return nil
 }
 
-// listWindow is how long "functions list" waits for the hosts to say
-// which built-in functions they run.
-const listWindow = 500 * time.Millisecond
+// listFirst and listQuiet bound how long "functions list" waits for the
+// hosts to say which built-in functions they run: up to listFirst for the
+// first answer, then until listQuiet passes without another.
+const (
+	listFirst = 3 * time.Second
+	listQuiet = 300 * time.Millisecond
+)
 
 // printBuiltins lists the functions the hosts run that are not deployed
 // (the built-ins, and native ones of an embedding program), each with
