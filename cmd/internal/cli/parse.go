@@ -50,7 +50,7 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	// refused rather than given "--"; then the positional arguments
 	// after "--", which only sets fs.Args.
 	if err := fs.Parse(flags); err != nil {
-		return fmt.Errorf("%s: %w (%s -h for the flags)", fs.Name(), err, fs.Name())
+		return fmt.Errorf("%s: %w (-h for the flags)", fs.Name(), err)
 	}
 	return fs.Parse(append([]string{"--"}, positional...))
 }

@@ -50,7 +50,7 @@ func TestParseInterleaved(t *testing.T) {
 		fs, url, verbose, wait := testFlags()
 		err := Parse(fs, c.args)
 		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "poison -h") {
+			if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "poison: ") || !strings.Contains(err.Error(), "(-h for the flags)") {
 				t.Errorf("%q: %v, want an error with %q and the hint", c.args, err, c.err)
 			}
 			continue
