@@ -1,5 +1,7 @@
 // Package cli holds what the binaries under cmd share: flags that can also
-// be set from the environment, and building a Go function package into a
+// be set from the environment and may stand anywhere among the arguments,
+// help on -h that shows each flag's environment variable and hides
+// test-only flags (parse.go), and building a Go function package into a
 // WebAssembly module. Errors are returned as they are, ready to be printed
 // to the user: a bad environment value names the variable, a failed build
 // shows the compiler's output on stderr. Building a module costs one run
