@@ -69,7 +69,9 @@
 //     (loadError in GET /$cairn/functions) and reported on
 //     <prefix>.events.functions.<name> (loadreport.go), where the deploy
 //     command waits for it; the version before it keeps running. A
-//     version loaded is reported there too.
+//     version loaded is reported there too, and every runner answers
+//     <prefix>.events.functions-status with what it runs (hoststatus.go),
+//     so that deploy waits for every host.
 //   - A function past its enqueueRate or writeRate: its invocations wait
 //     for the bucket (ServerBusy if the token comes after the timeout),
 //     counted in cairn_function_throttled_total and logged at most every

@@ -96,5 +96,18 @@ func (lr *LoadReports) Wait(ctx context.Context, version int) (LoadReport, error
 	}
 }
 
+// Msgs returns the report messages as they come, for a caller that waits
+// on other things too; ParseLoadReport decodes them.
+func (lr *LoadReports) Msgs() <-chan *nats.Msg { return lr.ch }
+
+// ParseLoadReport decodes a report message; ok is false for a message
+// that is not a report.
+func ParseLoadReport(data []byte) (r LoadReport, ok bool) {
+	if json.Unmarshal(data, &r) != nil || r.Node == "" || r.Version == 0 {
+		return LoadReport{}, false
+	}
+	return r, true
+}
+
 // Close unsubscribes.
 func (lr *LoadReports) Close() { _ = lr.sub.Unsubscribe() }

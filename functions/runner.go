@@ -35,6 +35,8 @@ type Runner struct {
 	fns      map[string]*function
 	stopping bool // Run is stopping: no new direct invocation starts
 	direct   *nats.Subscription
+	// statusSub answers HostStatusSubject (hoststatus.go).
+	statusSub *nats.Subscription
 	// unloaded holds the deployed versions this node could not load.
 	unloaded map[string]LoadFailure
 
@@ -126,6 +128,9 @@ func (rn *Runner) start(ctx context.Context) error {
 	if err := rn.serveDirect(); err != nil {
 		return err
 	}
+	if err := rn.serveStatus(); err != nil {
+		return err
+	}
 	// The first watch's outcome reaches start once: nil when it has
 	// delivered the deployed functions, or the error that ended it before.
 	first := make(chan error, 1)
@@ -147,7 +152,7 @@ func (rn *Runner) start(ctx context.Context) error {
 func (rn *Runner) stop() {
 	rn.mu.Lock()
 	rn.stopping = true
-	sub := rn.direct
+	sub, statusSub := rn.direct, rn.statusSub
 	fns := make([]*function, 0, len(rn.fns))
 	for _, f := range rn.fns {
 		fns = append(fns, f)
@@ -155,6 +160,9 @@ func (rn *Runner) stop() {
 	rn.mu.Unlock()
 	if sub != nil {
 		_ = sub.Unsubscribe()
+	}
+	if statusSub != nil {
+		_ = statusSub.Unsubscribe()
 	}
 	for _, f := range fns {
 		f.stop()

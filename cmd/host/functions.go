@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -38,16 +39,26 @@ type connFlags struct {
 }
 
 func (c *connFlags) declare(fs *flag.FlagSet) {
-	fs.StringVar(&c.url, "nats-url", nats.DefaultURL, "NATS server of the host (tls://… when it requires TLS)")
+	fs.StringVar(&c.url, "nats-url", "", "NATS server of the host (tls://… when it requires TLS) (default: the one the host recorded in <-data>/nats/url)")
 	fs.StringVar(&c.ca, "nats-ca", "", "PEM file of the certificate authority (or the self-signed certificate) to trust for a NATS server with TLS")
 	fs.StringVar(&c.creds, "nats-creds", "", "file with the node credentials (user:password; default: <-data>/nats/node.user, else the credentials in -nats-url)")
-	fs.StringVar(&c.data, "data", "./data", "data directory of the host whose NATS credentials to use")
+	fs.StringVar(&c.data, "data", "./data", "data directory of the host to operate: its NATS URL and credentials are read from it")
 	fs.StringVar(&c.prefix, "prefix", "cairn", "first token of every subject and stream name")
 }
 
 // dial connects to the host's NATS server as the node user and returns
 // the connection and its JetStream context.
 func (c *connFlags) dial() (*nats.Conn, jetstream.JetStream, error) {
+	if c.url == "" {
+		u, err := natsauth.ReadURL(c.data)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil, fmt.Errorf("no NATS URL: %s does not exist (has a host run with -data %s? give the host's data directory with -data, or its server with -nats-url)", natsauth.URLPath(c.data), c.data)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		c.url = u
+	}
 	opts := []nats.Option{nats.Name("cairn-cli")}
 	if c.ca != "" {
 		opts = append(opts, nats.RootCAs(c.ca))
@@ -127,11 +138,8 @@ func deploy(args []string) error {
 	fs.IntVar(&m.MaxDequeueCount, "max-dequeue-count", 0, "deliveries before a failing message moves to the poison queue (5)")
 	timeout := fs.Duration("timeout", 0, "limit of one invocation (30s)")
 	fs.IntVar(&m.Concurrency, "concurrency", 0, "invocations at once per host (4)")
-	wait := fs.Duration("wait", 2*time.Minute, "how long to wait for a node to report that it loaded (or refused) the new version (a node compiles a module it has not seen before, which takes a while on a busy machine); 0: do not wait")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: host deploy [flags] <package directory | module.wasm>\n\nBuilds a Go function package to WebAssembly (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared),\nchecks it against the function ABI, deploys it to the running hosts and waits for the first\nnode to report loading it; exits 1 with the reason if that node refused it.\n\n")
-		fs.PrintDefaults()
-	}
+	wait := fs.Duration("wait", 30*time.Second, "how long to wait for every host to load the new version (a host compiles a module it has not seen before, which takes a while on a busy machine); 0: do not wait")
+	cli.Usage(fs, deployUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -209,14 +217,23 @@ func deploy(args []string) error {
 		return err
 	}
 	defer nc.Close()
-	// Subscribed before the manifest is written: no node can report the
-	// new version before the subscription exists.
+	// Subscribed, and the hosts asked, before the manifest is written: no
+	// host can report the new version before the subscriptions exist.
 	var reports *functions.LoadReports
+	var hosts *functions.HostStatuses
+	asked := time.Now()
 	if *wait > 0 {
 		if reports, err = functions.SubscribeLoadReports(nc, conn.prefix, base.Name); err != nil {
 			return err
 		}
 		defer reports.Close()
+		if hosts, err = functions.SubscribeHostStatuses(nc, conn.prefix); err != nil {
+			return err
+		}
+		defer hosts.Close()
+		if err := hosts.Ask(); err != nil {
+			return err
+		}
 	}
 	d, err := reg.Deploy(ctx, base, module)
 	if err != nil {
@@ -224,20 +241,17 @@ func deploy(args []string) error {
 	}
 	about := fmt.Sprintf("(%d bytes, sha256 %s…), trigger %s", d.Size, d.Digest[:12], describeTrigger(d))
 	if *wait == 0 {
-		fmt.Printf("deployed %s version %d %s; not waiting for the nodes to load it\n", d.Name, d.Version, about)
+		fmt.Printf("deployed %s version %d %s; not waiting for the hosts to load it\n", d.Name, d.Version, about)
 		return nil
 	}
-	fmt.Fprintf(os.Stderr, "deployed %s version %d; waiting up to %v for a node to load it…\n", d.Name, d.Version, *wait)
+	fmt.Fprintf(os.Stderr, "deployed %s version %d; waiting up to %v for every host to load it…\n", d.Name, d.Version, *wait)
 	wctx, cancel := context.WithTimeout(ctx, *wait)
 	defer cancel()
-	r, err := reports.Wait(wctx, d.Version)
+	loaded, err := awaitHosts(wctx, hosts, reports, d.Name, d.Version, asked, os.Stderr)
 	if err != nil {
-		return fmt.Errorf("%s version %d is deployed, but no node reported loading it within %v (are the nodes running? see GET /$cairn/functions and the nodes' logs)", d.Name, d.Version, *wait)
+		return err
 	}
-	if !r.Loaded {
-		return fmt.Errorf("%s version %d is deployed, but node %s refused to load it: %s (the nodes keep running the version before, if any; fix it and deploy again, or roll back)", d.Name, d.Version, r.Node, r.Error)
-	}
-	fmt.Printf("deployed %s version %d: loaded on node %s %s\n", d.Name, d.Version, r.Node, about)
+	fmt.Printf("deployed %s version %d: loaded on %d host(s): %s %s\n", d.Name, d.Version, len(loaded), strings.Join(loaded, ", "), about)
 	return nil
 }
 
@@ -261,10 +275,7 @@ func functionsCmd(args []string) error {
 	fs := flag.NewFlagSet("functions", flag.ContinueOnError)
 	var conn connFlags
 	conn.declare(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: host functions list | history <name> | undeploy <name> | rollback <name> [version]\n\n")
-		fs.PrintDefaults()
-	}
+	cli.Usage(fs, functionsUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -292,7 +303,12 @@ func functionsCmd(args []string) error {
 		if err != nil {
 			return err
 		}
+		sts, err := functions.GatherHostStatus(ctx, nc, conn.prefix, listFirst, listQuiet)
+		if err != nil {
+			return err
+		}
 		printManifests(os.Stdout, ms)
+		printBuiltins(os.Stdout, sts)
 	case "history":
 		if err := need(2); err != nil {
 			return err
@@ -332,6 +348,60 @@ func functionsCmd(args []string) error {
 	return nil
 }
 
+// listFirst and listQuiet bound how long "functions list" waits for the
+// hosts to say which built-in functions they run: up to listFirst for the
+// first answer, then until listQuiet passes without another.
+const (
+	listFirst = 3 * time.Second
+	listQuiet = 300 * time.Millisecond
+)
+
+// printBuiltins lists the functions the hosts run that are not deployed
+// (the built-ins, and native ones of an embedding program), each with
+// the hosts that run it; a deployed function of the same name replaces
+// a built-in, and is listed with the deployed ones.
+func printBuiltins(w io.Writer, sts []functions.HostStatus) {
+	type row struct {
+		m     functions.Manifest
+		hosts []string
+	}
+	rows := map[string]*row{}
+	var names []string
+	for _, s := range sts {
+		for _, m := range s.Functions {
+			if m.Builtin == "" {
+				continue
+			}
+			r := rows[m.Name]
+			if r == nil {
+				r = &row{m: m}
+				rows[m.Name] = r
+				names = append(names, m.Name)
+			}
+			r.hosts = append(r.hosts, s.Node)
+		}
+	}
+	if len(names) == 0 {
+		if len(sts) == 0 {
+			fmt.Fprintln(w, "(no host answered: the built-in functions are not shown)")
+		}
+		return
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BUILT-IN\tKIND\tTRIGGER\tHOSTS")
+	for _, n := range names {
+		r := rows[n]
+		kind := "built-in"
+		if r.m.Builtin == "native" {
+			kind = "native"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d of %d: %s\n", n, kind, describeTrigger(r.m), len(r.hosts), len(sts), strings.Join(r.hosts, ", "))
+	}
+	tw.Flush()
+}
+
 func printManifests(w io.Writer, ms []functions.Manifest) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tVERSION\tTRIGGER\tMAX DEQUEUE\tTIMEOUT\tCONCURRENCY\tDEPLOYED\tSHA256")
@@ -346,10 +416,7 @@ func poisonCmd(args []string) error {
 	fs := flag.NewFlagSet("poison", flag.ContinueOnError)
 	var conn connFlags
 	conn.declare(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: host poison list <queue> | show <queue> <seq> | requeue <queue> <seq|all> | delete <queue> <seq|all>\n\n<queue> is the queue or its poison queue (orders or orders-poison).\n\n")
-		fs.PrintDefaults()
-	}
+	cli.Usage(fs, poisonUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -443,10 +510,7 @@ func enqueue(args []string) error {
 	fs := flag.NewFlagSet("enqueue", flag.ContinueOnError)
 	var conn connFlags
 	conn.declare(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: host enqueue <queue> <message>…   (no message: one per line of standard input)\n\n")
-		fs.PrintDefaults()
-	}
+	cli.Usage(fs, enqueueUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}

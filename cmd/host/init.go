@@ -14,8 +14,19 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/cmd/internal/cli"
 	"github.com/cairn-dev/cairn/functions"
 )
+
+const initUsage = `usage: host init function [flags] <dir>
+
+Writes a new Go module for a Cairn function into <dir> (created if missing):
+go.mod, main.go (an example: a queue message adds to an entity), main_test.go,
+cairn.json (its manifest), README.md, and vendor/ with the guest SDK of this
+host, so that the module builds with the go command alone: no network, no
+checkout of Cairn. Deploy it with "host deploy <dir>".
+
+`
 
 // guestSDKVersion is the version a new function's go.mod requires of
 // github.com/cairn-dev/cairn: the zero pseudo-version, since the module is
@@ -24,37 +35,23 @@ const guestSDKVersion = "v0.0.0-00010101000000-000000000000"
 
 // initCmd is `host init function [flags] <dir>`.
 func initCmd(args []string) error {
-	if len(args) == 0 || args[0] != "function" {
-		fmt.Fprintf(os.Stderr, "usage: host init function [flags] <dir>\n")
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-			return flag.ErrHelp
-		}
-		return errors.New("init: the one thing init makes is a function: host init function <dir>")
-	}
-	fs := flag.NewFlagSet("init function", flag.ContinueOnError)
+	fs := flag.NewFlagSet("init", flag.ContinueOnError)
 	module := fs.String("module", "", "module path of the new module (default: the directory's base name)")
 	name := fs.String("name", "", "function name, also its queue (default: the last element of the module path)")
 	force := fs.Bool("force", false, "write into a directory that is not empty, replacing its vendor/ and any file of the same name")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: host init function [flags] <dir>
-
-Writes a new Go module for a Cairn function into <dir> (created if missing):
-go.mod, main.go (an example: a queue message adds to an entity), main_test.go,
-cairn.json (its manifest), README.md, and vendor/ with the guest SDK of this
-host, so that the module builds with the go command alone: no network, no
-checkout of Cairn. Deploy it with "host deploy <dir>".
-
-`)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args[1:]); err != nil {
+	cli.Usage(fs, initUsage)
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if fs.NArg() == 0 || fs.Arg(0) != "function" {
+		fs.Usage()
+		return errors.New("init: the one thing init makes is a function: host init function <dir>")
+	}
+	if fs.NArg() != 2 {
 		fs.Usage()
 		return errors.New("init function: give one directory")
 	}
-	dir := fs.Arg(0)
+	dir := fs.Arg(1)
 	f, err := newFunctionModule(dir, *module, *name)
 	if err != nil {
 		return err

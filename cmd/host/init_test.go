@@ -86,7 +86,7 @@ func TestInitFunctionDeploysAndRuns(t *testing.T) {
 	// deploy builds the directory with the go command, under this
 	// process's environment (offlineGo).
 	out, err = runCLI(t, "deploy", "-nats-url", url, "-nats-creds", creds, dir)
-	if err != nil || !strings.Contains(out, "deployed orders version 1: loaded on node ") || !strings.Contains(out, "trigger queue orders") {
+	if err != nil || !strings.Contains(out, "deployed orders version 1: loaded on 1 host(s)") || !strings.Contains(out, "trigger queue orders") {
 		t.Fatalf("deploy: %v\n%s", err, out)
 	}
 	if out, err := runCLI(t, "enqueue", "-nats-url", url, "-nats-creds", creds, "orders", `{"customer": "alice", "amount": 12.5}`); err != nil || !strings.Contains(out, "enqueued 1") {

@@ -3,7 +3,7 @@
 // (package cmd/internal/node). Its other subcommands are the operators'
 // CLI: deploy a function, list and roll back functions, inspect and
 // requeue poison messages, enqueue a message, hash a NATS service user's
-// password.
+// password, print the version ("host help" lists them all).
 //
 //	go run ./cmd/host                 # serve (the default subcommand)
 //	go run ./cmd/host serve -data /var/lib/cairn
@@ -13,7 +13,8 @@
 //
 // Every flag can also be set by an environment variable CAIRN_<NAME>, with
 // the flag's name upper-cased and dashes turned into underscores
-// (CAIRN_NATS_URL for -nats-url). A flag on the command line wins.
+// (CAIRN_NATS_URL for -nats-url). A flag on the command line wins. Flags
+// may follow the arguments; every command answers -h with its usage.
 //
 // It exits 1 with the reason on stderr when the node cannot start (a bad
 // flag, a busy port, a data directory locked by another node) or stops on
@@ -51,25 +52,14 @@ func main() {
 	}
 }
 
-func usage() {
-	fmt.Fprintf(os.Stderr, `usage: host [serve] [flags]   run a host (default)
-       host init function [flags] <dir>    write a new function module, with the guest SDK vendored
-       host deploy [flags] <dir|file.wasm>  build and deploy a function to the running hosts
-       host functions list|history|undeploy|rollback …
-       host poison list|show|requeue|delete <queue> …
-       host enqueue <queue> <message>…
-       host outbox status|retry|skip …      where the outbox relay stands; pass a blocked message
-       host projections list|deploy|rebuild|drop …  declared indexes and aggregates
-       host nats-password < password       print the bcrypt hash of a service user's password (-nats-users)
-
-Run "host serve -h" for the flags; the benchmarks are in cmd/cairn-bench.
-`)
-}
-
 func run(args []string) error {
 	sub := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		sub, args = args[0], args[1:]
+	} else if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		sub, args = "help", args[1:]
+	} else if len(args) > 0 && (args[0] == "-version" || args[0] == "--version") {
+		sub, args = "version", args[1:]
 	}
 	switch sub {
 	case "serve":
@@ -90,11 +80,16 @@ func run(args []string) error {
 		return projectionsCmd(args)
 	case "nats-password":
 		return natsPassword(args, os.Stdin, os.Stdout)
+	case "version":
+		return versionCmd(args, os.Stdout)
 	case "help":
-		usage()
+		if len(args) > 0 && args[0] != "help" {
+			return run([]string{args[0], "-h"}) // host help deploy
+		}
+		usage(os.Stdout)
 		return nil
 	}
-	usage()
+	usage(os.Stderr)
 	return fmt.Errorf("unknown subcommand %q", sub)
 }
 
@@ -127,6 +122,7 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.IntVar(&cfg.Functions.MemoryMB, "functions-memory", 0, "memory budget of the function sandbox in MiB: the loaded functions' memoryMB × concurrency must fit, or a deploy is refused (default 2048)")
 	fs.Int64Var(&cfg.Functions.QueueMaxMessages, "queue-max-messages", 0, "messages one queue (poison queues included) may hold: past it the queue stream refuses new ones, whoever sends them; give every node of a server the same (default 1000000)")
 	fs.StringVar(&cfg.Functions.Failpoint, "failpoint", "", "for crash tests: kill the process at this step (functions.invoke, functions.between-commits)")
+	cli.Hide(fs, "failpoint") // tests only
 	return cfg
 }
 
@@ -223,6 +219,7 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg := hostFlags(fs)
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	cli.Usage(fs, serveUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}

@@ -20,16 +20,7 @@ func outboxCmd(args []string) error {
 	fs := flag.NewFlagSet("outbox", flag.ContinueOnError)
 	var conn connFlags
 	conn.declare(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: host outbox [flags] status
-       host outbox [flags] retry <table>                 try the table's blocked messages again now
-       host outbox [flags] skip <table> <seq> <index>    never send the message at that journal position
-
-<table> is the table's name ("Orders"; "contoso.Orders" for account contoso's).
-
-`)
-		fs.PrintDefaults()
-	}
+	cli.Usage(fs, outboxUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -40,7 +31,7 @@ func outboxCmd(args []string) error {
 	}
 	if want := map[string]int{"status": 1, "retry": 2, "skip": 4}[a[0]]; want != 0 && len(a) != want {
 		fs.Usage()
-		return fmt.Errorf("outbox %s: %d arguments, want %d (flags go before the command: host outbox -data DIR %s …)", a[0], len(a)-1, want-1, a[0])
+		return fmt.Errorf("outbox %s: %d arguments, want %d", a[0], len(a)-1, want-1)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

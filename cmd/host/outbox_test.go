@@ -61,9 +61,9 @@ func TestOutboxCLI(t *testing.T) {
 	}
 }
 
-// TestOutboxCLIArguments: arguments a command does not take are refused
-// before anything connects, so a flag written after the command (which the
-// flag package leaves among the arguments) is not silently ignored.
+// TestOutboxCLIArguments: a flag written after the command is taken (here
+// -data, whose missing URL file the error names), and arguments a command
+// does not take are refused before anything connects.
 func TestOutboxCLIArguments(t *testing.T) {
 	for _, args := range [][]string{
 		{"outbox", "status", "-data", "/nowhere"},
@@ -71,8 +71,11 @@ func TestOutboxCLIArguments(t *testing.T) {
 		{"outbox", "skip", "Orders", "1", "0", "-data", "/nowhere"},
 	} {
 		out, err := runCLI(t, args...)
-		if err == nil || !strings.Contains(err.Error(), "flags go before") {
-			t.Errorf("%q: %v, want a refusal saying where flags go\n%s", args, err, out)
+		if err == nil || !strings.Contains(err.Error(), "/nowhere/nats/url does not exist") {
+			t.Errorf("%q: %v, want the error of -data /nowhere\n%s", args, err, out)
 		}
+	}
+	if out, err := runCLI(t, "outbox", "status", "extra", "-data", "/nowhere"); err == nil || !strings.Contains(err.Error(), "1 arguments, want 0") {
+		t.Errorf("an extra argument: %v\n%s", err, out)
 	}
 }

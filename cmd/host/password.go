@@ -21,10 +21,7 @@ import (
 func natsPassword(args []string, in io.Reader, out io.Writer) error {
 	fs := flag.NewFlagSet("nats-password", flag.ContinueOnError)
 	cost := fs.Int("cost", bcrypt.DefaultCost, fmt.Sprintf("bcrypt cost, %d to %d: each step doubles the time a connection takes to check", bcrypt.MinCost, bcrypt.MaxCost))
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: host nats-password [-cost N] < password\n\nReads a password from the first line of stdin and prints its bcrypt hash, for \"password\" in the -nats-users file.\n\n")
-		fs.PrintDefaults()
-	}
+	cli.Usage(fs, "usage: host nats-password [-cost N] < password\n\nReads a password from the first line of stdin and prints its bcrypt hash, for \"password\" in the -nats-users file.\n\n")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}

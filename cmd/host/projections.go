@@ -25,18 +25,7 @@ func projectionsCmd(args []string) error {
 	var conn connFlags
 	conn.declare(fs)
 	wait := fs.Duration("wait", 10*time.Minute, "how long deploy and rebuild wait for every host to serve the new version (0: do not wait)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: host projections [flags] list                 declared projections and each host's state
-       host projections [flags] deploy <file.json>   declare one (or several: a JSON array), or a higher version
-       host projections [flags] rebuild <name>       build it again on every host and swap
-       host projections [flags] drop <name>          drop it
-
-<name> is the projection's name ("EmployeesByEmail"; "contoso.EmployeesByEmail"
-for account contoso's). See docs/PROJECTIONS.md for the file.
-
-`)
-		fs.PrintDefaults()
-	}
+	cli.Usage(fs, projectionsUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -50,7 +39,7 @@ for account contoso's). See docs/PROJECTIONS.md for the file.
 		return fmt.Errorf("projections: unknown command %q", a[0])
 	} else if len(a) != want {
 		fs.Usage()
-		return fmt.Errorf("projections %s: %d arguments, want %d (flags go before the command: host projections -wait 1m %s …)", a[0], len(a)-1, want-1, a[0])
+		return fmt.Errorf("projections %s: %d arguments, want %d", a[0], len(a)-1, want-1)
 	}
 	var defs []*projections.Definition
 	if a[0] == "deploy" {

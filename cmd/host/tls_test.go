@@ -11,11 +11,13 @@ import (
 )
 
 // TestCLIOverTLS: with -tls-cert the embedded NATS server requires TLS;
-// the operators' commands reach it with a tls:// URL and -nats-ca, and
-// not without trusting the certificate.
+// the operators' commands reach it with a tls:// URL and -nats-ca (the
+// URL the host recorded in its data directory too), and not without
+// trusting the certificate.
 func TestCLIOverTLS(t *testing.T) {
 	certFile, keyFile, _ := nodetest.SelfSigned(t, t.TempDir())
-	h, _ := nodetest.Start(t, node.Config{TLSCert: certFile, TLSKey: keyFile})
+	data := t.TempDir()
+	h, _ := nodetest.Start(t, node.Config{DataDir: data, TLSCert: certFile, TLSKey: keyFile})
 	url, creds := h.ClientURL(), h.NATSCredsFile()
 	if !strings.HasPrefix(url, "tls://") {
 		t.Fatalf("client URL %s with TLS", url)
@@ -25,6 +27,9 @@ func TestCLIOverTLS(t *testing.T) {
 	}
 	if _, err := runCLI(t, "enqueue", "-nats-url", url, "-nats-creds", creds, "tls-probe", "hello"); err == nil {
 		t.Fatal("the CLI connected without trusting the certificate")
+	}
+	if out, err := runCLI(t, "enqueue", "tls-probe", "hello", "-data", data, "-nats-ca", certFile); err != nil || !strings.Contains(out, "enqueued 1") {
+		t.Fatalf("enqueue over TLS with the data directory's URL: %v %s", err, out)
 	}
 }
 

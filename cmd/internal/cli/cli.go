@@ -1,5 +1,7 @@
 // Package cli holds what the binaries under cmd share: flags that can also
-// be set from the environment, and building a Go function package into a
+// be set from the environment and may stand anywhere among the arguments,
+// help on -h that shows each flag's environment variable and hides
+// test-only flags (parse.go), and building a Go function package into a
 // WebAssembly module. Errors are returned as they are, ready to be printed
 // to the user: a bad environment value names the variable, a failed build
 // shows the compiler's output on stderr. Building a module costs one run
@@ -8,32 +10,12 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 )
-
-// Parse parses args into fs after applying the CAIRN_<NAME> environment
-// variables: the flag's name upper-cased, dashes turned into underscores
-// (CAIRN_NATS_URL for -nats-url). A flag on the command line wins.
-func Parse(fs *flag.FlagSet, args []string) error {
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		name := "CAIRN_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(name); ok && err == nil {
-			if e := f.Value.Set(v); e != nil {
-				err = fmt.Errorf("environment %s=%q: %v", name, v, e)
-			}
-		}
-	})
-	if err != nil {
-		return err
-	}
-	return fs.Parse(args)
-}
 
 // Module returns the WebAssembly module at src: the file itself when it
 // ends in .wasm, otherwise the Go package in the directory src built with

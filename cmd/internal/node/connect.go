@@ -58,6 +58,7 @@ func (n *Node) connect(ctx context.Context) error {
 			return fmt.Errorf("node: %s refuses this node what it needs (connect as the node user: -nats-creds <data>/nats/node.user of the node whose server it is, or user:password in -nats-url): %w", cfg.NATSURL, err)
 		}
 		n.nc = nc
+		n.recordURL(cfg.NATSURL)
 		return nil
 	}
 	hostName, portStr, _ := net.SplitHostPort(cfg.NATSListen)
@@ -126,7 +127,17 @@ func (n *Node) connect(ctx context.Context) error {
 		return fmt.Errorf("node: connect to the embedded server: %w", err)
 	}
 	n.nc = nc
+	n.recordURL(ns.ClientURL())
 	return nil
+}
+
+// recordURL writes the server's client URL to <data>/nats/url for the
+// operators' CLI (natsauth.WriteURL); a failure only costs the CLI its
+// default, so it is logged.
+func (n *Node) recordURL(url string) {
+	if err := natsauth.WriteURL(n.cfg.DataDir, url); err != nil {
+		n.cfg.Log.Warn("the NATS client URL is not recorded in the data directory: the CLI needs -nats-url", "err", err)
+	}
 }
 
 // close closes the connection, stops the embedded server and releases

@@ -126,6 +126,7 @@ func TestNATSDevelopmentUser(t *testing.T) {
 		"$O.cairn-modules.C.probe",
 		"$SYS.REQ.SERVER.PING",
 		functions.LoadReportSubject("cairn", "probe"), // a forged load report
+		functions.HostStatusSubject("cairn"),          // asking the hosts what they run
 	} {
 		pub(subj)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/natsapi"
 	"github.com/cairn-dev/cairn/cmd/internal/operator"
+	"github.com/cairn-dev/cairn/cmd/internal/version"
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/journal"
@@ -271,10 +272,12 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	mux.Handle(projections.AdminPath, guard.Wrap(n.decls.AdminHandler()))
 	mux.Handle(projections.AdminPath+"/", guard.Wrap(n.decls.AdminHandler()))
 	api := cfg.API
+	build := version.Get()
 	api.Metrics = func(w io.Writer) {
 		n.fns.WriteMetrics(w)
 		n.relay.WriteMetrics(w)
 		n.views.WriteProjectionMetrics(w)
+		build.WriteMetric(w)
 	}
 	api.Outbox = cfg.outbox
 	tables := httpapi.New(n.views, n.comm, log, api)

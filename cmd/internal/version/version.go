@@ -1,0 +1,91 @@
+// Package version tells which build of Cairn is running, from the build
+// information the Go toolchain embeds in every binary
+// (runtime/debug.ReadBuildInfo): the module version, the VCS revision,
+// its time and whether the tree had local changes, and the Go version.
+// Reading it costs a parse of that information once per call; the
+// values do not change while the process runs.
+package version
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"strings"
+)
+
+// Info is the build of the running binary. Fields the build did not
+// record are empty ("(devel)" is the version of a binary built from a
+// checkout rather than installed at a tagged version).
+type Info struct {
+	Version   string // the main module's version
+	Revision  string // vcs.revision
+	Time      string // vcs.time
+	Modified  bool   // vcs.modified: built from a tree with local changes
+	GoVersion string
+}
+
+// Get returns the running binary's build.
+func Get() Info {
+	in := Info{GoVersion: runtime.Version()}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return in
+	}
+	in.Version = bi.Main.Version
+	if bi.GoVersion != "" {
+		in.GoVersion = bi.GoVersion
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			in.Revision = s.Value
+		case "vcs.time":
+			in.Time = s.Value
+		case "vcs.modified":
+			in.Modified = s.Value == "true"
+		}
+	}
+	return in
+}
+
+// String is the build on lines of "key: value", as "host version"
+// prints it.
+func (in Info) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "version:   %s\n", orUnknown(in.Version))
+	rev := orUnknown(in.Revision)
+	if in.Modified {
+		rev += " (modified)"
+	}
+	fmt.Fprintf(&b, "revision:  %s\n", rev)
+	fmt.Fprintf(&b, "time:      %s\n", orUnknown(in.Time))
+	fmt.Fprintf(&b, "go:        %s\n", in.GoVersion)
+	return b.String()
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// WriteMetric writes the gauge cairn_build_info, always 1, whose labels
+// tell the build (Prometheus text format), for dashboards to see which
+// build each node runs.
+func (in Info) WriteMetric(w io.Writer) {
+	rev := in.Revision
+	if in.Modified && rev != "" {
+		rev += "-modified"
+	}
+	fmt.Fprintf(w, "# HELP cairn_build_info The build of the running node (labels); always 1.\n# TYPE cairn_build_info gauge\n")
+	fmt.Fprintf(w, "cairn_build_info{version=%s,revision=%s,goversion=%s} 1\n", label(in.Version), label(rev), label(in.GoVersion))
+}
+
+// label quotes a label value, escaping \, " and newlines as the text
+// format requires.
+func label(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
+}
