@@ -26,7 +26,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -219,18 +218,18 @@ func (c *corsFlag) Set(v string) error {
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg := hostFlags(fs)
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logger := logFlags(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("-log-level: %v", err)
+	log, err := logger(os.Stderr)
+	if err != nil {
+		return err
 	}
-	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Log = log
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return node.Run(ctx, *cfg, nil)
