@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -90,6 +91,11 @@ func (r *readiness) notReady(now time.Time) []string {
 	return why
 }
 
+// jetStreamAnswered records that JetStream just answered (the node's
+// wait for it at start), so that the node is ready without waiting for
+// the first probe.
+func (r *readiness) jetStreamAnswered() { r.js.Store(&jsAnswer{at: time.Now(), ok: true}) }
+
 // probeJetStream asks JetStream for the account's information now and
 // every jsProbeEvery until ctx ends, and records each outcome. It costs one
 // request every 2 s.
@@ -168,22 +174,33 @@ func (r *readiness) healthHandler(ready bool) http.Handler {
 // serve and closes when the node stops: before and after, a request
 // there is answered 503 at once.
 type frontDoor struct {
-	srv  *http.Server
-	mu   sync.RWMutex
-	api  http.Handler   // nil: closed
-	busy sync.WaitGroup // requests inside the gate
+	srv    *http.Server
+	failed chan struct{} // closed when the server stopped on its own
+	err    error         // why, once failed is closed
+	mu     sync.RWMutex
+	api    http.Handler   // nil: closed
+	busy   sync.WaitGroup // requests inside the gate
 }
 
 // newFrontDoor returns the server of r's health endpoints and the gate;
 // srv is completed with them as its handler.
 func newFrontDoor(srv *http.Server, r *readiness) *frontDoor {
-	f := &frontDoor{srv: srv}
+	f := &frontDoor{srv: srv, failed: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.Handle(HealthPath, r.healthHandler(false))
 	mux.Handle(ReadyPath, r.healthHandler(true))
 	mux.Handle("/", http.HandlerFunc(f.serveAPI))
 	srv.Handler = mux
 	return f
+}
+
+// Failed is closed when the server stopped without being asked to (nil,
+// never closed, when f is nil: HTTP is off).
+func (f *frontDoor) Failed() <-chan struct{} {
+	if f == nil {
+		return nil
+	}
+	return f.failed
 }
 
 // serveAPI hands a request to the open gate's handler, or answers 503.
@@ -235,13 +252,22 @@ type apiGate struct {
 	door    *frontDoor
 	handler http.Handler
 	log     *slog.Logger
+	opened  chan struct{} // closed once the gate is open
 }
+
+func newAPIGate(door *frontDoor, handler http.Handler, log *slog.Logger) *apiGate {
+	return &apiGate{door: door, handler: handler, log: log, opened: make(chan struct{})}
+}
+
+// Ready is closed once the gate is open: the node is ready only then.
+func (g *apiGate) Ready() <-chan struct{} { return g.opened }
 
 // Run opens the gate until ctx ends; then requests in flight finish (their
 // writes are answered) and new ones are answered 503, for 10 s at the
 // most.
 func (g *apiGate) Run(ctx context.Context) error {
 	g.door.open(g.handler)
+	close(g.opened)
 	<-ctx.Done()
 	if !g.door.close(10 * time.Second) {
 		g.log.Warn("http requests still in flight after 10s; stopping without them")
@@ -252,7 +278,7 @@ func (g *apiGate) Run(ctx context.Context) error {
 // serve runs the server on ln until the returned stop is called; stop
 // shuts it down (requests in flight get 10 s, then their connections are
 // closed) and returns once Serve has returned. A server that fails on its
-// own is logged; the node's components go on.
+// own closes Failed, which stops the node.
 func (f *frontDoor) serve(ln net.Listener, log *slog.Logger) (stop func()) {
 	done := make(chan struct{})
 	go func() {
@@ -264,7 +290,9 @@ func (f *frontDoor) serve(ln net.Listener, log *slog.Logger) (stop func()) {
 			err = f.srv.Serve(ln)
 		}
 		if !errors.Is(err, http.ErrServerClosed) {
+			f.err = fmt.Errorf("node: http: %w", err)
 			log.Error("http server stopped", "err", err)
+			close(f.failed)
 		}
 	}()
 	return func() {

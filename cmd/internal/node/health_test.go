@@ -207,3 +207,24 @@ func TestReservedAccountNames(t *testing.T) {
 		t.Fatalf("healthzz: %v", err)
 	}
 }
+
+// TestReadyOnceStarted: a node with its embedded server is ready as soon
+// as it has started, and /readyz and /healthz need no token while /metrics
+// does.
+func TestReadyOnceStarted(t *testing.T) {
+	th := startHost(t, "")
+	base := th.h.HTTPURL()
+	if p := getProbe(base + node.ReadyPath); p.status != http.StatusOK || p.body != "{\"ready\":true}\n" {
+		t.Fatalf("readyz after start: %d %q", p.status, p.body)
+	}
+	if p := getProbe(base + node.HealthPath); p.status != http.StatusOK {
+		t.Fatalf("healthz: %d %q", p.status, p.body)
+	}
+	if p := getProbe(base + "/metrics"); p.status != http.StatusUnauthorized {
+		t.Fatalf("/metrics without the token: %d", p.status)
+	}
+	// A further segment is the Tables API's, which wants a signature.
+	if p := getProbe(base + node.HealthPath + "/Tables"); p.status != http.StatusForbidden {
+		t.Fatalf("/healthz/Tables: %d %q", p.status, p.body)
+	}
+}

@@ -146,6 +146,7 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 	if err := defaultStartRetry.waitJetStream(ctx, log, n.nc); err != nil {
 		return err
 	}
+	n.health.jetStreamAnswered()
 	j, err := journal.New(n.nc, journal.Config{Prefix: cfg.Prefix, Replicas: cfg.Replicas})
 	if err != nil {
 		return err
@@ -166,6 +167,8 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 		select {
 		case <-ctx.Done():
 		case <-g.Failed():
+		case <-n.door.Failed():
+			err = n.door.err
 		}
 		log.Info("shutting down")
 	} else if ctx.Err() != nil {
@@ -286,7 +289,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	tables := httpapi.New(n.views, n.comm, log, api)
 	mux.Handle("/metrics", guard.Wrap(tables.MetricsHandler()))
 	mux.Handle("/", tables)
-	return g.Start(ctx, "http api", &apiGate{door: n.door, handler: mux, log: log})
+	return g.Start(ctx, "http api", newAPIGate(n.door, mux, log))
 }
 
 // readyAttrs are the log attributes that tell a user where to reach the
