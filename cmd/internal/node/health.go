@@ -139,9 +139,9 @@ func (r *readiness) startProbe(ctx context.Context, nc *nats.Conn) (stop func())
 	}
 }
 
-// healthHandler serves HealthPath and ReadyPath (GET and HEAD). Neither
-// reads a secret or does I/O.
-func (r *readiness) healthHandler(ready bool) http.Handler {
+// healthHandler serves HealthPath, or ReadyPath when readyz (GET and
+// HEAD). Neither reads a secret or does I/O.
+func (r *readiness) healthHandler(readyz bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		if req.Method != http.MethodGet && req.Method != http.MethodHead {
@@ -149,7 +149,7 @@ func (r *readiness) healthHandler(ready bool) http.Handler {
 			http.Error(w, "use GET", http.StatusMethodNotAllowed)
 			return
 		}
-		if !ready {
+		if !readyz {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			_, _ = w.Write([]byte("ok\n"))
 			return
@@ -228,7 +228,8 @@ func (f *frontDoor) open(h http.Handler) {
 }
 
 // close refuses new requests and waits for those inside the gate to
-// finish, for wait at the most; it reports whether they did.
+// finish, for wait at the most; it reports whether they did (if not, the
+// goroutine waiting for them ends with the last).
 func (f *frontDoor) close(wait time.Duration) bool {
 	f.mu.Lock()
 	f.api = nil
