@@ -97,7 +97,8 @@ func (c *depthCache) get(q *Queues) ([]QueueDepth, error) {
 	if !c.at.IsZero() && time.Since(c.at) < depthEvery {
 		return c.depths, c.err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Short: a scrape waits for it (NATS unreachable: 2 s every 5 s).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	ds, err := q.Depths(ctx)
 	c.at, c.err = time.Now(), err
