@@ -116,3 +116,14 @@ func TestProcessMetrics(t *testing.T) {
 		t.Fatalf("cpu %v → %v", before["process_cpu_seconds_total"], after["process_cpu_seconds_total"])
 	}
 }
+
+// BenchmarkRuntimeAndProcessMetrics is what the runtime's and the
+// process's figures add to a scrape of /metrics.
+func BenchmarkRuntimeAndProcessMetrics(b *testing.B) {
+	var buf bytes.Buffer
+	for b.Loop() {
+		buf.Reset()
+		writeRuntimeMetrics(&buf)
+		writeProcessMetrics(&buf)
+	}
+}
