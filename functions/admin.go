@@ -15,6 +15,7 @@ import (
 // of functions and queues (docs/FUNCTIONS.md):
 //
 //	GET    /$cairn/functions                          deployed functions
+//	GET    /$cairn/queues                             queues holding messages: depth, oldest
 //	POST   /$cairn/queues/<queue>                     enqueue the body (Cairn-Position: as HeaderPosition)
 //	GET    /$cairn/queues/<queue>-poison[?from=&limit=] poison messages
 //	GET    /$cairn/queues/<queue>-poison/<seq>        one of them
@@ -74,6 +75,13 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		reply(out)
+	case len(parts) == 1 && parts[0] == "queues" && r.Method == http.MethodGet:
+		ds, err := rn.queues.Depths(ctx)
+		if err != nil {
+			fail(http.StatusInternalServerError, err)
+			return
+		}
+		reply(ds)
 	case len(parts) == 2 && parts[0] == "queues" && r.Method == http.MethodPost && !strings.HasSuffix(parts[1], PoisonSuffix):
 		body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessage+1))
 		if err != nil {

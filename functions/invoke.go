@@ -33,6 +33,7 @@ func (rn *Runner) run(ctx context.Context, v *version, trig abi.Trigger, floors 
 		rn.stats.Invocations.Add(1)
 		inv := &Invocation{runner: rn, limits: v.limits, trigger: trig, floors: floors}
 		rn.failpoint("functions.invoke")
+		begin := time.Now()
 		ictx, cancel := context.WithTimeout(ctx, v.m.Timeout.D())
 		err := v.handler.Invoke(ictx, inv)
 		cancel()
@@ -41,6 +42,7 @@ func (rn *Runner) run(ctx context.Context, v *version, trig abi.Trigger, floors 
 			err = inv.commit(cctx)
 			cancel()
 		}
+		rn.perFn.record(v.m.Name, trig.Kind, time.Since(begin), err != nil)
 		if err == nil {
 			return inv, nil
 		}

@@ -27,7 +27,8 @@ type Stats struct {
 }
 
 // WriteMetrics writes the runner's counters in the Prometheus text
-// format (appended to /metrics).
+// format (appended to /metrics): the node's totals, and per function its
+// runs by trigger, failures and durations (perFunction).
 func (rn *Runner) WriteMetrics(w io.Writer) {
 	rn.mu.Lock()
 	loaded := len(rn.fns)
@@ -37,8 +38,6 @@ func (rn *Runner) WriteMetrics(w io.Writer) {
 		v                uint64
 	}{
 		{"cairn_functions_loaded", "Functions this node runs (built-ins included).", "gauge", uint64(loaded)},
-		{"cairn_function_invocations_total", "Invocations run by this node, retries included.", "counter", rn.stats.Invocations.Load()},
-		{"cairn_function_failures_total", "Invocations that failed (error, crash, timeout, commit).", "counter", rn.stats.Failures.Load()},
 		{"cairn_function_poisoned_total", "Messages this node moved to a poison queue.", "counter", rn.stats.Poisoned.Load()},
 		{"cairn_function_throttled_total", "Invocations that waited for their function's enqueueRate or writeRate.", "counter", rn.stats.Throttled.Load()},
 		{"cairn_function_backlog_refused_total", "Enqueues refused because the queue held its function's queueBacklog.", "counter", rn.stats.BacklogRefused.Load()},
@@ -47,6 +46,8 @@ func (rn *Runner) WriteMetrics(w io.Writer) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.kind, m.name, m.v)
 	}
+	rn.perFn.write(w)
+	rn.writeQueueMetrics(w)
 }
 
 // Stats returns the runner's counters.

@@ -40,7 +40,9 @@ type Runner struct {
 	// unloaded holds the deployed versions this node could not load.
 	unloaded map[string]LoadFailure
 
-	stats Stats
+	stats  Stats
+	perFn  perFunction // each function's series on /metrics
+	depths depthCache  // the queues' depths for /metrics
 }
 
 // NewRunner returns a runner that reads views and commits through comm.

@@ -27,7 +27,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -218,7 +217,7 @@ func (c *corsFlag) Set(v string) error {
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg := hostFlags(fs)
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logger := logFlags(fs)
 	cli.Usage(fs, serveUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -226,11 +225,11 @@ func serve(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("-log-level: %v", err)
+	log, err := logger(os.Stderr)
+	if err != nil {
+		return err
 	}
-	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Log = log
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return node.Run(ctx, *cfg, nil)

@@ -107,6 +107,8 @@ func TestAccountFlags(t *testing.T) {
 		"-accounts=abc:eA==,abc:eA==": "twice",
 		"-accounts=a:eA==":            "3 to 24 characters",
 		"-accounts=Contoso:eA==":      "lowercase letters and digits",
+		"-accounts=healthz:eA==":      "reserved",
+		"-accounts=readyz:eA==":       "reserved",
 	} {
 		t.Setenv("CAIRN_ACCOUNTS", "")
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)

@@ -57,9 +57,10 @@ var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 func label(s string) string { return `"` + labelEscaper.Replace(s) + `"` }
 
 // MetricsHandler serves /metrics (GET) in the Prometheus text format:
-// request and error counters, and per table its entities, writes, reads and
+// request and error counters, per table its entities, writes, reads and
 // its hottest partitions (their keys are data: the node serves it behind
-// the operator token, cmd/internal/operator).
+// the operator token, cmd/internal/operator), then Config.Metrics' series
+// and the Go runtime's and the process's figures.
 func (s *Server) MetricsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -151,6 +152,8 @@ func (s *Server) serveMetrics(w http.ResponseWriter) {
 	if s.cfg.Metrics != nil {
 		s.cfg.Metrics(b)
 	}
+	writeRuntimeMetrics(b)
+	writeProcessMetrics(b)
 }
 
 // load serves GET /<account>/$load[?table=t][&top=n]: per table the totals

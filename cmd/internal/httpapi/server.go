@@ -107,7 +107,8 @@ type Config struct {
 	Outbox *outboxsubjects.Allowlist
 }
 
-// Validate checks the accounts: at least one, names unique and valid.
+// Validate checks the accounts: at least one, names unique, valid and
+// not reserved (ReservedAccountNames).
 func (c *Config) Validate() error {
 	seen := map[string]bool{}
 	if !c.NoDevAccount {
@@ -116,6 +117,9 @@ func (c *Config) Validate() error {
 	for _, a := range c.Accounts {
 		if err := engine.ValidateAccountName(a.Name); err != nil {
 			return fmt.Errorf("http: %s (as Azure's storage account names)", engine.AsError(err).Message)
+		}
+		if reservedAccount(a.Name) {
+			return fmt.Errorf("http: the account name %s is reserved: the node serves /%s itself (reserved: %s)", a.Name, a.Name, strings.Join(ReservedAccountNames, ", "))
 		}
 		if len(a.Key) == 0 {
 			return fmt.Errorf("http: account %s needs a key", a.Name)

@@ -12,7 +12,10 @@
 // group starts the components in the order of the data flow, each once the
 // one before serves, and stops them in the reverse order, so that the
 // front doors stop taking requests first, the committer answers the
-// commands it has taken, and the views and the journal go last.
+// commands it has taken, and the views and the journal go last. The HTTP
+// server runs from the moment the node listens until it stops, answering
+// /healthz and /readyz throughout (health.go); the APIs behind it answer
+// 503 until the components have started and once they stop.
 //
 // What fails: a configuration error or a busy port is returned before
 // anything starts, and so is a users file (NATSUsers) that is bad or that
@@ -24,7 +27,8 @@
 //
 // What it costs: the start time is the views' replay of the journal (the
 // figures are in docs/PERFORMANCE.md); a clean stop waits for the HTTP
-// server (10 s at most), the NATS subscriptions (5 s at most), the function
+// requests in flight (10 s at most), the NATS subscriptions (5 s at most), the function
 // invocations in hand (each bounded by its function's timeout) and the
-// committer (10 s at most), one after the other.
+// committer (10 s at most), one after the other. /readyz reads state the
+// node keeps (one JetStream request every 2 s), no NATS round trip.
 package node

@@ -141,7 +141,8 @@ func TestPoisonAndRequeue(t *testing.T) {
 	resp := operatorDo(t, tok, "GET", th.h.HTTPURL()+"/metrics", nil)
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(metrics), "\ncairn_function_poisoned_total 2\n") || !strings.Contains(string(metrics), "\ncairn_function_failures_total 10\n") {
+	if !strings.Contains(string(metrics), "\ncairn_function_poisoned_total 2\n") || !strings.Contains(string(metrics), "\ncairn_function_failures_total{function=\"always-fails\"} 10\n") ||
+		!strings.Contains(string(metrics), "\ncairn_function_invocations_total{function=\"always-fails\",trigger=\"queue\"} 10\n") {
 		t.Errorf("/metrics:\n%s", metrics)
 	}
 	mu.Lock()

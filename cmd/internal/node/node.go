@@ -48,6 +48,8 @@ type Node struct {
 
 	unlock  func() // releases the data directory
 	httpLn  net.Listener
+	door    *frontDoor // serves httpLn (nil when HTTP is off)
+	health  readiness
 	tls     *tls.Config // nil: plain TCP
 	opToken string      // the operator token ("" when HTTP is off)
 	// credsFile is the node credentials file: the embedded server's, or
@@ -125,17 +127,27 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 		}
 		n.httpLn = ln
 		defer ln.Close()
+		// The health endpoints answer from now on; the APIs once started.
+		n.door = newFrontDoor(&http.Server{
+			TLSConfig:         n.tls,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}, &n.health)
+		defer n.door.serve(netutil.LimitListener(ln, cfg.HTTPMaxConns), log)()
 	}
 	if err := n.connect(ctx); err != nil {
 		return err
 	}
 	defer n.close()
+	defer n.health.startProbe(ctx, n.nc)()
 	n.warnExposed()
 	// A cluster may still be electing its meta leader, or be short of
 	// servers for the streams' replicas: wait for both to pass.
 	if err := defaultStartRetry.waitJetStream(ctx, log, n.nc); err != nil {
 		return err
 	}
+	n.health.jetStreamAnswered()
 	j, err := journal.New(n.nc, journal.Config{Prefix: cfg.Prefix, Replicas: cfg.Replicas})
 	if err != nil {
 		return err
@@ -148,6 +160,7 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 	g := newGroup(log)
 	err = n.start(ctx, g)
 	if err == nil {
+		n.health.started.Store(true)
 		log.Info("cairn host ready", n.readyAttrs()...)
 		if ready != nil {
 			ready(n)
@@ -155,11 +168,14 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 		select {
 		case <-ctx.Done():
 		case <-g.Failed():
+		case <-n.door.Failed():
+			err = n.door.err
 		}
 		log.Info("shutting down")
 	} else if ctx.Err() != nil {
 		err = nil // asked to stop while starting
 	}
+	n.health.stopped.Store(true)
 	err = errors.Join(err, g.Stop())
 	log.Info("stopped")
 	return err
@@ -197,6 +213,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		return err
 	}
 	n.views = projections.NewViews(n.j, log, vcfg)
+	n.health.views.Store(n.views)
 	name := nodeName(cfg.DataDir)
 	// The declared projections before the views replay, so that every
 	// table follows its projections from its first record.
@@ -283,13 +300,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	tables := httpapi.New(n.views, n.comm, log, api)
 	mux.Handle("/metrics", guard.Wrap(tables.MetricsHandler()))
 	mux.Handle("/", tables)
-	return g.Start(ctx, "http api", &webServer{ln: netutil.LimitListener(n.httpLn, cfg.HTTPMaxConns), log: log, srv: &http.Server{
-		Handler:           mux,
-		TLSConfig:         n.tls,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}})
+	return g.Start(ctx, "http api", newAPIGate(n.door, mux, log))
 }
 
 // readyAttrs are the log attributes that tell a user where to reach the
@@ -308,40 +319,6 @@ func (n *Node) readyAttrs() []any {
 		attrs = append(attrs, "data", cfg.DataDir)
 	}
 	return attrs
-}
-
-// webServer runs the HTTP front doors (the Azure Tables API and the
-// operators' API) as a component.
-type webServer struct {
-	srv *http.Server
-	ln  net.Listener
-	log *slog.Logger
-}
-
-// Run serves until ctx ends; then requests in flight finish (their writes
-// are answered) and new connections are refused, for 10 s at the most.
-func (w *webServer) Run(ctx context.Context) error {
-	done := make(chan error, 1)
-	go func() {
-		if w.srv.TLSConfig != nil {
-			done <- w.srv.ServeTLS(w.ln, "", "") // the certificate is in TLSConfig
-			return
-		}
-		done <- w.srv.Serve(w.ln)
-	}()
-	select {
-	case err := <-done:
-		return fmt.Errorf("node: http: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := w.srv.Shutdown(sctx); err != nil {
-		w.log.Warn("http requests still in flight after 10s; closing them", "err", err)
-		w.srv.Close()
-	}
-	<-done
-	return nil
 }
 
 // outboxNodeID is the node's name as the relay's leases spell it (letters

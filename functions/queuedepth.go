@@ -1,0 +1,159 @@
+package functions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// QueueDepth is a queue's backlog: the messages it holds (delivered but
+// not yet acknowledged ones included) and when the oldest was stored.
+type QueueDepth struct {
+	Queue    string `json:"queue"`
+	Messages uint64 `json:"messages"`
+	// Oldest is when the queue's oldest message was stored (zero when the
+	// queue is empty, or its age was not read: see maxAgedQueues).
+	Oldest time.Time `json:"oldest,omitzero"`
+	// OldestAgeSeconds is the age of that message when the figures were
+	// read (0 with Oldest zero).
+	OldestAgeSeconds float64 `json:"oldestAgeSeconds"`
+}
+
+// maxAgedQueues bounds the queues whose oldest message Depths reads (the
+// deepest ones): one direct get each.
+const maxAgedQueues = 1000
+
+// Depths returns every queue that holds messages, poison queues included,
+// deepest first, with the age of its oldest message. It costs one stream
+// information request listing the queues' subjects and one direct get per
+// queue (of the maxAgedQueues deepest).
+func (q *Queues) Depths(ctx context.Context) ([]QueueDepth, error) {
+	prefix := QueueSubject(q.prefix, "")
+	info, err := q.stream.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QueueDepth, 0, len(info.State.Subjects))
+	for subj, n := range info.State.Subjects {
+		if name, ok := strings.CutPrefix(subj, prefix); ok && n > 0 {
+			out = append(out, QueueDepth{Queue: name, Messages: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b QueueDepth) int {
+		if a.Messages != b.Messages {
+			if a.Messages > b.Messages {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Queue, b.Queue)
+	})
+	now := time.Now()
+	for i := range out[:min(len(out), maxAgedQueues)] {
+		m, err := q.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(prefix+out[i].Queue))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // consumed since the stream's information
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue %s: its oldest message: %w", out[i].Queue, err)
+		}
+		out[i].Oldest = m.Time
+		out[i].OldestAgeSeconds = max(now.Sub(m.Time).Seconds(), 0)
+	}
+	return out, nil
+}
+
+// depthEvery is the most often the runner reads the queues' depths for
+// /metrics; a scrape in between sees the last figures.
+const depthEvery = 5 * time.Second
+
+// maxKnownQueues bounds the queues /metrics keeps showing once drained.
+const maxKnownQueues = 10000
+
+// depthCache keeps the queues' depths for /metrics: read at most every
+// depthEvery, and the queues seen with messages since the node started
+// shown with 0 once drained (up to maxKnownQueues), so that their series
+// do not vanish.
+type depthCache struct {
+	mu     sync.Mutex
+	at     time.Time
+	depths []QueueDepth
+	err    error
+	known  map[string]bool
+}
+
+// get returns the depths, read again from q when older than depthEvery.
+// Concurrent callers wait for one read.
+func (c *depthCache) get(q *Queues) ([]QueueDepth, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < depthEvery {
+		return c.depths, c.err
+	}
+	// Short: a scrape waits for it (NATS unreachable: 2 s every 5 s).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	ds, err := q.Depths(ctx)
+	c.at, c.err = time.Now(), err
+	if err != nil {
+		return nil, err
+	}
+	if c.known == nil {
+		c.known = map[string]bool{}
+	}
+	seen := map[string]bool{}
+	for _, d := range ds {
+		seen[d.Queue] = true
+		if len(c.known) < maxKnownQueues {
+			c.known[d.Queue] = true
+		}
+	}
+	for name := range c.known {
+		if !seen[name] {
+			ds = append(ds, QueueDepth{Queue: name})
+		}
+	}
+	slices.SortFunc(ds, func(a, b QueueDepth) int { return strings.Compare(a.Queue, b.Queue) })
+	c.depths = ds
+	return ds, nil
+}
+
+// writeQueueMetrics writes each queue's depth (as of the last read, at
+// most depthEvery ago) and its oldest message's age (that message's, now),
+// and whether that read failed.
+func (rn *Runner) writeQueueMetrics(w io.Writer) {
+	if rn.queues == nil {
+		return // not started
+	}
+	ds, err := rn.depths.get(rn.queues)
+	failed := 0
+	if err != nil {
+		failed = 1
+		rn.log.Warn("functions: the queues' depths", "err", err)
+	}
+	fmt.Fprintln(w, "# HELP cairn_queue_messages Messages a queue holds (poison queues included; delivered but unacknowledged ones too).")
+	fmt.Fprintln(w, "# TYPE cairn_queue_messages gauge")
+	for _, d := range ds {
+		fmt.Fprintf(w, "cairn_queue_messages{queue=%s} %d\n", label(d.Queue), d.Messages)
+	}
+	fmt.Fprintln(w, "# HELP cairn_queue_oldest_age_seconds Age of a queue's oldest message (0 when empty).")
+	fmt.Fprintln(w, "# TYPE cairn_queue_oldest_age_seconds gauge")
+	now := time.Now()
+	for _, d := range ds {
+		age := 0.0
+		if !d.Oldest.IsZero() {
+			age = max(now.Sub(d.Oldest).Seconds(), 0) // now, not as of the read
+		}
+		fmt.Fprintf(w, "cairn_queue_oldest_age_seconds{queue=%s} %.3f\n", label(d.Queue), age)
+	}
+	fmt.Fprintln(w, "# HELP cairn_queue_depth_read_failed 1 when the last read of the queues' depths failed (the series above are then missing).")
+	fmt.Fprintln(w, "# TYPE cairn_queue_depth_read_failed gauge")
+	fmt.Fprintf(w, "cairn_queue_depth_read_failed %d\n", failed)
+}
