@@ -266,7 +266,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.fail(err)
 		return
 	}
-	meta, err := metadataLevel(r)
+	c.serve(resource)
+}
+
+// serve serves an authenticated request for resource (the path after the
+// account).
+func (c *call) serve(resource string) {
+	meta, err := metadataLevel(c.r)
 	if err != nil {
 		c.fail(err)
 		return
