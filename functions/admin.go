@@ -3,6 +3,7 @@ package functions
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -15,6 +16,11 @@ import (
 // of functions and queues (docs/FUNCTIONS.md):
 //
 //	GET    /$cairn/functions                          deployed functions
+//	GET    /$cairn/functions/<name>/history           its versions, oldest first
+//	POST   /$cairn/functions/<name>/rollback[?version=] back to a version (default: the one before)
+//	GET    /$cairn/runner                             this node's invocation counters
+//	GET    /$cairn/queues                             queues with their depths
+//	GET    /$cairn/queues/<queue>/peek[?from=&limit=] messages waiting, not taken
 //	POST   /$cairn/queues/<queue>                     enqueue the body
 //	GET    /$cairn/queues/<queue>-poison[?from=&limit=] poison messages
 //	GET    /$cairn/queues/<queue>-poison/<seq>        one of them
@@ -104,6 +110,51 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 			ps = []PoisonMessage{}
 		}
 		reply(ps)
+	case len(parts) == 1 && parts[0] == "runner" && r.Method == http.MethodGet:
+		reply(rn.runnerStats())
+	case len(parts) == 1 && parts[0] == "queues" && r.Method == http.MethodGet:
+		qs, err := rn.listQueues(ctx)
+		if err != nil {
+			fail(http.StatusInternalServerError, err)
+			return
+		}
+		reply(qs)
+	case len(parts) == 3 && parts[0] == "queues" && parts[2] == "peek" && r.Method == http.MethodGet:
+		from, _ := strconv.ParseUint(r.URL.Query().Get("from"), 10, 64)
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		if limit <= 0 || limit > 1000 {
+			limit = 100
+		}
+		ms, err := rn.queues.Peek(ctx, parts[1], from, limit)
+		if err != nil {
+			fail(status(err), err)
+			return
+		}
+		reply(ms)
+	case len(parts) == 3 && parts[0] == "functions" && parts[2] == "history" && r.Method == http.MethodGet:
+		hist, err := rn.registry.History(ctx, parts[1])
+		if err == nil && len(hist) == 0 {
+			err = fmt.Errorf("function %q: %w", parts[1], ErrNotDeployed)
+		}
+		if err != nil {
+			fail(status(err), err)
+			return
+		}
+		reply(hist)
+	case len(parts) == 3 && parts[0] == "functions" && parts[2] == "rollback" && r.Method == http.MethodPost:
+		version := 0
+		if v := r.URL.Query().Get("version"); v != "" {
+			if version, _ = strconv.Atoi(v); version <= 0 {
+				fail(http.StatusBadRequest, errors.New("version must be a version number"))
+				return
+			}
+		}
+		m, err := rn.registry.Rollback(ctx, parts[1], version)
+		if err != nil {
+			fail(status(err), err)
+			return
+		}
+		reply(m)
 	case (len(parts) == 3 || len(parts) == 4) && parts[0] == "queues":
 		seq, err := strconv.ParseUint(parts[2], 10, 64)
 		if err != nil {
