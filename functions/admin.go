@@ -15,7 +15,7 @@ import (
 // AdminPrefix is the path under which the node serves the operators' API
 // of functions and queues (docs/FUNCTIONS.md):
 //
-//	GET    /$cairn/functions                          deployed functions
+//	GET    /$cairn/functions                          deployed functions, then the node's built-ins
 //	GET    /$cairn/functions/<name>/history           its versions, oldest first
 //	POST   /$cairn/functions/<name>/rollback[?version=] back to a version (default: the one before)
 //	GET    /$cairn/runner                             this node's invocation counters
@@ -72,6 +72,7 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 			fail(http.StatusInternalServerError, err)
 			return
 		}
+		ms = append(ms, rn.unregistered(ms)...) // built-ins: no history, no rollback
 		out := make([]functionStatus, len(ms))
 		for i, m := range ms {
 			out[i].Manifest = m

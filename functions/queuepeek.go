@@ -67,7 +67,7 @@ func (q *Queues) Peek(ctx context.Context, queue string, from uint64, limit int)
 }
 
 // listQueues is GET /$cairn/queues: the queues holding messages and the
-// queues of the deployed functions (empty ones too), with their depths.
+// queues of the functions (empty ones too), with their depths.
 func (rn *Runner) listQueues(ctx context.Context) ([]QueueInfo, error) {
 	qs, err := rn.queues.List(ctx)
 	if err != nil {
@@ -77,7 +77,7 @@ func (rn *Runner) listQueues(ctx context.Context) ([]QueueInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range ms {
+	for _, m := range append(ms, rn.unregistered(ms)...) {
 		if m.Trigger.Queue == "" {
 			continue
 		}
@@ -110,4 +110,23 @@ func (rn *Runner) runnerStats() RunnerStats {
 	s := &rn.stats
 	return RunnerStats{Loaded: loaded, Invocations: s.Invocations.Load(), Failures: s.Failures.Load(), Poisoned: s.Poisoned.Load(),
 		Throttled: s.Throttled.Load(), BacklogRefused: s.BacklogRefused.Load(), QueueFull: s.QueueFull.Load(), PoisonRefused: s.PoisonRefused.Load()}
+}
+
+// unregistered returns the functions this node runs that the registry does
+// not hold (the built-ins and those registered in-process), by name.
+func (rn *Runner) unregistered(registered []Manifest) []Manifest {
+	known := make(map[string]bool, len(registered))
+	for _, m := range registered {
+		known[m.Name] = true
+	}
+	rn.mu.Lock()
+	var out []Manifest
+	for name, f := range rn.fns {
+		if !known[name] {
+			out = append(out, f.cur.Load().m)
+		}
+	}
+	rn.mu.Unlock()
+	slices.SortFunc(out, func(a, b Manifest) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
