@@ -1,0 +1,560 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/chromedp"
+
+	"github.com/cairn-dev/cairn/cmd/internal/console"
+	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
+	"github.com/cairn-dev/cairn/cmd/internal/node"
+	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
+	"github.com/cairn-dev/cairn/functions"
+)
+
+// chromium is the browser the test drives (Debian's package, which
+// .ci/run installs).
+const chromium = "/usr/bin/chromium"
+
+// browserCtx starts a headless Chromium with a fresh profile; it stops
+// when the test ends. Without the background-networking flags Chromium
+// keeps trying to reach Google's services from the closed network.
+func browserCtx(t *testing.T) context.Context {
+	t.Helper()
+	if os.Getenv("CAIRN_NO_BROWSER") != "" {
+		t.Skip("CAIRN_NO_BROWSER is set: the console's browser test is skipped")
+	}
+	if _, err := os.Stat(chromium); err != nil {
+		// Not a skip: CI installs it (.ci/run), and a test that silently
+		// skips there would test nothing.
+		t.Fatalf("%s is missing (apt-get install chromium, or set CAIRN_NO_BROWSER=1 to skip this test): %v", chromium, err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 900),
+	)
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	// Chromium newer than the protocol package sends events it does not
+	// know (dom.topLayerElementsUpdated); they are logged, not errors.
+	ctx, cancelB := chromedp.NewContext(actx, chromedp.WithErrorf(func(format string, args ...any) {
+		if msg := fmt.Sprintf(format, args...); !strings.Contains(msg, "unhandled node event") {
+			t.Logf("chromedp: %s", msg)
+		}
+	}))
+	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("start %s: %v", chromium, err)
+	}
+	return ctx
+}
+
+// ui runs the browser's steps of one part of the flow; a failure names
+// the part.
+type ui struct {
+	t     *testing.T
+	ctx   context.Context
+	shots string
+	n     int
+}
+
+func (u *ui) do(what string, actions ...chromedp.Action) {
+	u.t.Helper()
+	ctx, cancel := context.WithTimeout(u.ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Run(ctx, actions...); err != nil {
+		var page string
+		_ = chromedp.Run(u.ctx, chromedp.Text("body", &page, chromedp.ByQuery))
+		u.shot("failed-" + strings.ReplaceAll(what, " ", "-"))
+		var hash string
+		_ = chromedp.Run(u.ctx, chromedp.Evaluate(`location.hash`, &hash))
+		u.t.Fatalf("%s: %v\nlocation hash %q, page text: %s", what, err, hash, page)
+	}
+}
+
+// until waits for a JavaScript condition to hold, evaluating it every
+// 20 ms for 15 s at most. (chromedp.Poll can miss a condition when the
+// page's fragment changes while it sets up.)
+func until(expr string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			var ok bool
+			err := chromedp.Evaluate("!!("+expr+")", &ok).Do(ctx)
+			if err == nil && ok {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("after 15s, still not %s (%v)", expr, err)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	})
+}
+
+// shot saves a screenshot of the viewport as <n>-<name>.png.
+func (u *ui) shot(name string) {
+	u.t.Helper()
+	var png []byte
+	if err := chromedp.Run(u.ctx, chromedp.CaptureScreenshot(&png)); err != nil {
+		u.t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	u.n++
+	path := filepath.Join(u.shots, fmt.Sprintf("%02d-%s.png", u.n, name))
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		u.t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	u.t.Logf("screenshot: %s", path)
+}
+
+// text returns the text of the first element matching a CSS selector.
+func (u *ui) text(sel string) string {
+	u.t.Helper()
+	var s string
+	u.do("read "+sel, chromedp.Text(sel, &s, chromedp.ByQuery))
+	return s
+}
+
+// js evaluates an expression for its result.
+func (u *ui) js(expr string, out any) {
+	u.t.Helper()
+	u.do("evaluate "+expr, chromedp.Evaluate(expr, out))
+}
+
+// operator calls the node's operators' API with the token.
+func operator(t *testing.T, h *node.Node, method, path string, body []byte, header map[string]string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, h.HTTPURL()+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+h.OperatorToken())
+	req.Header.Set("Accept", "application/json;odata=fullmetadata")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20s: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitFile waits for a finished download in dir whose name ends with
+// suffix and returns its content.
+func waitFile(t *testing.T, dir, suffix string) []byte {
+	t.Helper()
+	var got []byte
+	eventually(t, "a download *"+suffix+" in "+dir, func() bool {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), suffix) {
+				got, _ = os.ReadFile(filepath.Join(dir, e.Name()))
+				return len(got) > 0
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// setValue sets the value of the element a CSS selector names, as a
+// user's typing would leave it.
+func setValue(sel, value string) chromedp.Action {
+	js, _ := json.Marshal(map[string]string{"sel": sel, "value": value})
+	return chromedp.Evaluate(fmt.Sprintf(`((a) => { const e = document.querySelector(a.sel); if (!e) throw new Error('no ' + a.sel); e.value = a.value; e.dispatchEvent(new Event('input', {bubbles: true})); e.dispatchEvent(new Event('change', {bubbles: true})); return true; })(%s)`, js), nil)
+}
+
+// prop sets the editor's property row i (1-based) to name, type and value.
+func prop(i int, name, typ, value string) chromedp.Tasks {
+	row := fmt.Sprintf("#editor .prop-row:nth-child(%d) ", i)
+	return chromedp.Tasks{
+		setValue(row+".prop-name", name),
+		setValue(row+".prop-type", typ),
+		setValue(row+".prop-value", value),
+	}
+}
+
+// insert adds an entity through the editor: props are name, type, value.
+func (u *ui) insert(pk, rk string, props ...[3]string) {
+	u.t.Helper()
+	acts := chromedp.Tasks{
+		chromedp.Click("#add-entity", chromedp.ByQuery),
+		chromedp.WaitVisible("#editor", chromedp.ByQuery),
+		chromedp.SendKeys("#ed-pk", pk, chromedp.ByQuery),
+		chromedp.SendKeys("#ed-rk", rk, chromedp.ByQuery),
+	}
+	for i, p := range props {
+		if i > 0 {
+			acts = append(acts, chromedp.Click("#ed-add-prop", chromedp.ByQuery))
+		}
+		acts = append(acts, prop(i+1, p[0], p[1], p[2]))
+	}
+	acts = append(acts, chromedp.Click("#ed-save", chromedp.ByQuery), chromedp.WaitNotPresent("#editor", chromedp.ByQuery))
+	u.do("insert "+pk+"/"+rk, acts)
+}
+
+// TestConsoleInBrowser drives the console in a real headless Chromium
+// against a real node: sign-in, tables (create, typed inserts, query with
+// a filter and paging, an ETag conflict, export, import, deletes),
+// functions, queues with poison messages, projections and the outbox.
+func TestConsoleInBrowser(t *testing.T) {
+	ctx := browserCtx(t)
+	h, _ := nodetest.Start(t, node.Config{})
+	<-h.Functions().Ready()
+	// A function that fails while fail is set: its messages go to
+	// orders-poison after two attempts.
+	var fail atomic.Bool
+	var handled atomic.Int32
+	fail.Store(true)
+	m := functions.Manifest{Name: "orders", Trigger: functions.Trigger{Queue: "orders"}, MaxDequeueCount: 2,
+		BackoffMin: functions.Duration(20 * time.Millisecond), BackoffMax: functions.Duration(100 * time.Millisecond)}
+	if err := h.Functions().Register(m, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+		if fail.Load() {
+			return errors.New("payment service refused: " + string(inv.Trigger().Body))
+		}
+		handled.Add(1)
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+
+	shots := os.Getenv("CAIRN_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	downloads := t.TempDir()
+	u := &ui{t: t, ctx: ctx, shots: shots}
+	base := h.HTTPURL() + console.Path
+
+	// Sign in: a wrong token is refused with a message, the right one
+	// opens the tables.
+	u.do("open the console",
+		browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(downloads),
+		chromedp.Navigate(base),
+		chromedp.WaitVisible("#login-dialog[open]", chromedp.ByQuery))
+	u.shot("login")
+	u.do("wrong token",
+		chromedp.SendKeys("#login-token", "not-the-token-0000", chromedp.ByQuery),
+		chromedp.Click("#login-submit", chromedp.ByQuery),
+		chromedp.WaitVisible("#login-error", chromedp.ByQuery))
+	if msg := u.text("#login-error"); !strings.Contains(msg, "refused") {
+		t.Fatalf("wrong token: the message is %q", msg)
+	}
+	u.shot("login-refused")
+	u.do("sign in",
+		chromedp.SendKeys("#login-token", h.OperatorToken(), chromedp.ByQuery),
+		chromedp.Click("#login-submit", chromedp.ByQuery),
+		chromedp.WaitVisible("#table-list", chromedp.ByQuery))
+
+	// Create a table.
+	u.do("create a table",
+		chromedp.Click("#new-table", chromedp.ByQuery),
+		chromedp.SendKeys("#new-table-name", "People", chromedp.ByQuery),
+		chromedp.Click("#create-table", chromedp.ByQuery),
+		until(`location.hash === '#/tables/People' && !!document.querySelector('#results')`))
+	// A name the server refuses shows its coded error.
+	u.do("create a bad table",
+		chromedp.Click("#new-table", chromedp.ByQuery),
+		chromedp.SendKeys("#new-table-name", "People", chromedp.ByQuery),
+		chromedp.Click("#create-table", chromedp.ByQuery),
+		chromedp.WaitVisible("#create-table-error", chromedp.ByQuery))
+	if msg := u.text("#create-table-error"); !strings.Contains(msg, "TableAlreadyExists") {
+		t.Fatalf("creating an existing table: %q", msg)
+	}
+
+	// Typed entities through the editor; a value not of its type is
+	// refused in the editor, and nothing is sent.
+	u.do("bad value",
+		chromedp.Click("#add-entity", chromedp.ByQuery),
+		chromedp.SendKeys("#ed-pk", "eng", chromedp.ByQuery),
+		chromedp.SendKeys("#ed-rk", "000", chromedp.ByQuery),
+		prop(1, "Age", "Int32", "thirty"),
+		chromedp.Click("#ed-save", chromedp.ByQuery),
+		chromedp.WaitVisible("#ed-error", chromedp.ByQuery))
+	if msg := u.text("#ed-error"); !strings.Contains(msg, "Age") || !strings.Contains(msg, "Int32") {
+		t.Fatalf("bad Int32: %q", msg)
+	}
+	u.do("cancel", chromedp.Click("#ed-cancel", chromedp.ByQuery), chromedp.WaitNotPresent("#editor", chromedp.ByQuery))
+	u.insert("eng", "001",
+		[3]string{"Name", "String", "Ada"}, [3]string{"Age", "Int32", "36"}, [3]string{"Big", "Int64", "9007199254740993"},
+		[3]string{"Score", "Double", "1.5"}, [3]string{"Active", "Boolean", "true"}, [3]string{"Born", "DateTime", "1815-12-10T00:00:00Z"},
+		[3]string{"Id", "Guid", "3f2504e0-4f89-11d3-9a0c-0305e82c3301"}, [3]string{"Data", "Binary", "aGk="})
+	u.insert("eng", "002", [3]string{"Name", "String", "Grace"}, [3]string{"Age", "Int32", "45"})
+	u.insert("ops", "003", [3]string{"Name", "String", "Linus"}, [3]string{"Age", "Int32", "28"})
+	u.do("three rows", until(`document.querySelectorAll('#results tbody tr[data-index]').length === 3`))
+	u.shot("table-typed-grid")
+	st, _, b := operator(t, h, "GET", httpapi.OperatorPrefix+"devstoreaccount1/People(PartitionKey='eng',RowKey='001')", nil, nil)
+	var ada map[string]any
+	if st != 200 || json.Unmarshal(b, &ada) != nil {
+		t.Fatalf("read the inserted entity: %d %s", st, b)
+	}
+	for name, typ := range map[string]string{"Big": "Edm.Int64", "Score": "Edm.Double", "Born": "Edm.DateTime", "Id": "Edm.Guid", "Data": "Edm.Binary"} {
+		if ada[name+"@odata.type"] != typ {
+			t.Errorf("%s stored as %v, want %s (%s)", name, ada[name+"@odata.type"], typ, b)
+		}
+	}
+	if ada["Big"] != "9007199254740993" || ada["Age"] != 36.0 || ada["Active"] != true || ada["Name"] != "Ada" {
+		t.Errorf("stored values: %s", b)
+	}
+	var heads string
+	u.js(`[...document.querySelectorAll('#results thead th')].map(th => th.textContent).join('|')`, &heads)
+	if !strings.Contains(heads, "Big Int64") || !strings.Contains(heads, "Born DateTime") || !strings.Contains(heads, "Age Int32") {
+		t.Errorf("grid headers %q lack the types", heads)
+	}
+
+	// A filter, two per page: the continuation leads to the third.
+	u.do("query page 1",
+		setValue("#q-filter", "Age gt 20"),
+		setValue("#q-top", "2"),
+		chromedp.Click("#q-run", chromedp.ByQuery),
+		until(`document.querySelector('#page-info').textContent.startsWith('Page 1 · 2 entities') && !document.querySelector('#next-page').disabled`))
+	u.shot("query-page-1")
+	u.do("query page 2",
+		chromedp.Click("#next-page", chromedp.ByQuery),
+		until(`document.querySelector('#page-info').textContent.startsWith('Page 2 · 1 entity') && document.querySelector('#next-page').disabled`))
+	if rk := u.text("#results tbody tr td:nth-child(2)"); rk != "003" {
+		t.Fatalf("page 2 shows RowKey %q, want 003", rk)
+	}
+	u.do("PartitionKey query",
+		setValue("#q-filter", ""),
+		setValue("#q-top", "100"),
+		setValue("#q-pk", "eng"),
+		chromedp.Click("#q-run", chromedp.ByQuery),
+		until(`document.querySelector('#page-info').textContent.startsWith('Page 1 · 2 entities')`))
+
+	// An edit against a stale ETag: the entity changes behind the
+	// editor's back, saving shows the conflict, reload shows the change.
+	u.do("open the editor",
+		chromedp.DoubleClick(`#results tbody tr[data-index="1"]`, chromedp.ByQuery),
+		chromedp.WaitVisible("#editor", chromedp.ByQuery))
+	st, _, b = operator(t, h, "PUT", httpapi.OperatorPrefix+"devstoreaccount1/People(PartitionKey='eng',RowKey='002')",
+		[]byte(`{"PartitionKey":"eng","RowKey":"002","Name":"Grace Hopper","Age":46}`), map[string]string{"Content-Type": "application/json"})
+	if st != http.StatusNoContent {
+		t.Fatalf("change behind the editor: %d %s", st, b)
+	}
+	u.do("save with the stale ETag",
+		chromedp.Evaluate(`[...document.querySelectorAll('#editor .prop-row')].find(r => r.querySelector('.prop-name').value === 'Name').querySelector('.prop-value').value = 'Grace B. Hopper'`, nil),
+		chromedp.Click("#ed-save", chromedp.ByQuery),
+		chromedp.WaitVisible("#ed-conflict", chromedp.ByQuery))
+	if msg := u.text("#ed-conflict"); !strings.Contains(msg, "Changed by someone else") {
+		t.Fatalf("conflict message: %q", msg)
+	}
+	u.shot("etag-conflict")
+	u.do("reload",
+		chromedp.Click("#ed-reload", chromedp.ByQuery),
+		chromedp.WaitNotVisible("#ed-conflict", chromedp.ByQuery),
+		until(`[...document.querySelectorAll('#editor .prop-value')].some(i => i.value === 'Grace Hopper')`))
+	u.do("save after reload",
+		chromedp.Click("#ed-save", chromedp.ByQuery),
+		chromedp.WaitNotPresent("#editor", chromedp.ByQuery))
+	_, _, b = operator(t, h, "GET", httpapi.OperatorPrefix+"devstoreaccount1/People(PartitionKey='eng',RowKey='002')", nil, nil)
+	if !bytes.Contains(b, []byte(`"Age":46`)) {
+		t.Fatalf("after the conflict the stored entity is %s", b)
+	}
+
+	// Export the whole table as JSON and CSV.
+	u.do("export",
+		setValue("#q-pk", ""),
+		chromedp.Click("#q-run", chromedp.ByQuery),
+		until(`document.querySelector('#page-info').textContent.startsWith('Page 1 · 3 entities')`),
+		chromedp.Click("#export-json", chromedp.ByQuery),
+		chromedp.Click("#export-csv", chromedp.ByQuery))
+	var exported []map[string]any
+	if err := json.Unmarshal(waitFile(t, downloads, ".json"), &exported); err != nil || len(exported) != 3 {
+		t.Fatalf("JSON export: %d entities, %v", len(exported), err)
+	}
+	if exported[0]["Big@odata.type"] != "Edm.Int64" || exported[0]["Big"] != "9007199254740993" || exported[0]["Score@odata.type"] != "Edm.Double" {
+		t.Fatalf("JSON export of the typed entity: %v", exported[0])
+	}
+	csv := string(waitFile(t, downloads, ".csv"))
+	if !strings.HasPrefix(csv, "PartitionKey,RowKey,Timestamp,Active,Active@type,Age,Age@type,") || !strings.Contains(csv, "\r\nops,003,") || !strings.Contains(csv, "9007199254740993,Edm.Int64") {
+		t.Fatalf("CSV export:\n%s", csv)
+	}
+
+	// Import JSON (the export, into another partition, and more) with
+	// its progress shown; then a CSV.
+	var imp []map[string]any
+	for i := range 20 {
+		imp = append(imp, map[string]any{"PartitionKey": "imported", "RowKey": fmt.Sprintf("%03d", i), "Name": fmt.Sprint("n", i),
+			"Age": 20 + i, "When@odata.type": "Edm.DateTime", "When": "2024-05-01T12:00:00Z"})
+	}
+	impFile := filepath.Join(t.TempDir(), "people.json")
+	raw, _ := json.Marshal(imp)
+	if err := os.WriteFile(impFile, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u.do("import JSON",
+		chromedp.SetUploadFiles("#import-file", []string{impFile}, chromedp.ByQuery),
+		chromedp.WaitVisible("#import-progress", chromedp.ByQuery),
+		until(`document.querySelector('#import-progress').classList.contains('done')`))
+	if msg := u.text("#import-progress span"); !strings.Contains(msg, "Imported 20 of 20") {
+		t.Fatalf("import progress: %q", msg)
+	}
+	var bar float64
+	u.js(`document.querySelector('#import-progress progress').value`, &bar)
+	if bar != 20 {
+		t.Fatalf("the progress bar stands at %v, want 20", bar)
+	}
+	u.do("grid after import", until(`document.querySelector('#page-info').textContent.startsWith('Page 1 · 23 entities')`))
+	u.shot("imported")
+	csvFile := filepath.Join(t.TempDir(), "more.csv")
+	if err := os.WriteFile(csvFile, []byte("PartitionKey,RowKey,Age,Age@type,Note\r\ncsv,1,7,Edm.Int64,\"a, quoted \"\"note\"\"\"\r\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u.do("import CSV",
+		chromedp.SetUploadFiles("#import-file", []string{csvFile}, chromedp.ByQuery),
+		until(`document.querySelector('#import-progress span').textContent.startsWith('Imported 1 of 1 entities from more.csv')`))
+	_, _, b = operator(t, h, "GET", httpapi.OperatorPrefix+"devstoreaccount1/People(PartitionKey='csv',RowKey='1')", nil, nil)
+	if !bytes.Contains(b, []byte(`"Age@odata.type":"Edm.Int64","Age":"7"`)) || !bytes.Contains(b, []byte(`"Note":"a, quoted \"note\""`)) {
+		t.Fatalf("CSV import stored %s", b)
+	}
+
+	// Delete an entity (confirmed), then the table (confirmed).
+	u.do("delete an entity",
+		setValue("#q-pk", "ops"),
+		chromedp.Click("#q-run", chromedp.ByQuery),
+		until(`document.querySelector('#page-info').textContent.startsWith('Page 1 · 1 entity')`),
+		chromedp.Click(`#results tbody tr[data-index="0"]`, chromedp.ByQuery),
+		chromedp.Click("#delete-entity", chromedp.ByQuery),
+		chromedp.WaitVisible("#confirm-dialog[open]", chromedp.ByQuery),
+		chromedp.Click("#confirm-ok", chromedp.ByQuery),
+		until(`document.querySelector('#page-info').textContent.startsWith('Page 1 · 0 entities')`))
+	if st, _, _ := operator(t, h, "GET", httpapi.OperatorPrefix+"devstoreaccount1/People(PartitionKey='ops',RowKey='003')", nil, nil); st != http.StatusNotFound {
+		t.Fatalf("the deleted entity reads %d", st)
+	}
+	u.do("delete the table",
+		chromedp.Click("#delete-table", chromedp.ByQuery),
+		chromedp.WaitVisible("#confirm-dialog[open]", chromedp.ByQuery))
+	u.shot("delete-table-confirm")
+	u.do("confirm",
+		chromedp.Click("#confirm-ok", chromedp.ByQuery),
+		until(`location.hash === '#/tables' && document.querySelector('#table-list').textContent.includes('No tables yet')`))
+	if st, _, _ := operator(t, h, "GET", httpapi.OperatorPrefix+"devstoreaccount1/Tables('People')", nil, nil); st != http.StatusNotFound {
+		t.Fatalf("the deleted table reads %d", st)
+	}
+
+	// Functions: the built-in archive function and the runner's counters.
+	u.do("functions",
+		chromedp.Navigate(base+"#/functions"),
+		until(`!!document.querySelector('table.functions') && document.querySelector('table.functions').textContent.includes('archive')`))
+	u.shot("functions")
+
+	// Queues: enqueue two orders through the page; the function fails on
+	// them and they land in orders-poison; one is requeued (and then
+	// handled), the other deleted.
+	for _, order := range []string{"order 41", "order 42"} {
+		u.do("enqueue "+order,
+			chromedp.Navigate(base+"#/queues/orders"),
+			chromedp.WaitVisible("#enqueue-body", chromedp.ByQuery),
+			setValue("#enqueue-body", order),
+			chromedp.Click("#enqueue", chromedp.ByQuery),
+			until(`document.querySelector('#toast').textContent.startsWith('Message enqueued')`))
+	}
+	q := h.Functions().Queues()
+	eventually(t, "two messages in orders-poison", func() bool {
+		ps, err := q.Poison(context.Background(), "orders", 0, 10)
+		return err == nil && len(ps) == 2
+	})
+	u.do("queues",
+		chromedp.Navigate(base+"#/queues"),
+		until(`!!document.querySelector('table.queues') && document.querySelector('table.queues').textContent.includes('orders-poison')`))
+	u.shot("queues")
+	u.do("poison queue",
+		chromedp.Navigate(base+"#/queues/orders-poison"),
+		until(`document.querySelectorAll('.poison-msg').length === 2`))
+	if card := u.text(".poison-msg"); !strings.Contains(card, "payment service refused: order 41") || !strings.Contains(strings.Join(strings.Fields(card), " "), "Attempts 2") {
+		t.Fatalf("poison message card: %q", card)
+	}
+	u.shot("poison-messages")
+	fail.Store(false)
+	u.do("requeue",
+		chromedp.Click(".poison-msg:nth-child(1) .requeue", chromedp.ByQuery),
+		until(`document.querySelectorAll('.poison-msg').length === 1`))
+	eventually(t, "the requeued order handled", func() bool { return handled.Load() == 1 })
+	u.do("delete poison",
+		chromedp.Click(".poison-msg .delete", chromedp.ByQuery),
+		chromedp.WaitVisible("#confirm-dialog[open]", chromedp.ByQuery),
+		chromedp.Click("#confirm-ok", chromedp.ByQuery),
+		until(`document.querySelectorAll('.poison-msg').length === 0`))
+	if ps, err := q.Poison(context.Background(), "orders", 0, 10); err != nil || len(ps) != 0 {
+		t.Fatalf("orders-poison after requeue and delete: %v %v", ps, err)
+	}
+
+	// Projections and the outbox render what their endpoints report: a
+	// write with an outbox message gives the outbox a table to show.
+	st, _, b = operator(t, h, "POST", httpapi.OperatorPrefix+"devstoreaccount1/Tables", []byte(`{"TableName":"Orders"}`), map[string]string{"Content-Type": "application/json"})
+	if st != http.StatusCreated {
+		t.Fatalf("create Orders: %d %s", st, b)
+	}
+	st, _, b = operator(t, h, "POST", httpapi.OperatorPrefix+"devstoreaccount1/Orders", []byte(`{"PartitionKey":"o","RowKey":"1"}`),
+		map[string]string{"Content-Type": "application/json", httpapi.MessagesHeader: `[{"queue":"audit","body":"order 1 placed"}]`})
+	if st != http.StatusCreated {
+		t.Fatalf("write with a message: %d %s", st, b)
+	}
+	u.do("projections",
+		chromedp.Navigate(base+"#/projections"),
+		until(`!!document.querySelector('table.projections') && document.querySelector('main h1').textContent === 'Projections'`))
+	u.shot("projections")
+	u.do("outbox",
+		chromedp.Navigate(base+"#/outbox"),
+		until(`!!document.querySelector('table.outbox') && document.querySelector('table.outbox').textContent.toLowerCase().includes('orders')`))
+	u.shot("outbox")
+	u.do("audit queue peek",
+		chromedp.Navigate(base+"#/queues/audit"),
+		until(`!!document.querySelector('table.peek') && document.querySelector('table.peek').textContent.includes('order 1 placed')`))
+	u.shot("queue-peek")
+
+	// Signing out forgets the token.
+	u.do("sign out",
+		chromedp.Click("#signout", chromedp.ByQuery),
+		chromedp.WaitVisible("#login-dialog[open]", chromedp.ByQuery))
+	var kept string
+	u.js(`sessionStorage.getItem('cairn.operatorToken') || ''`, &kept)
+	if kept != "" {
+		t.Fatal("the token is still in sessionStorage after signing out")
+	}
+}
