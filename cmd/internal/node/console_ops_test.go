@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn/functions"
 )
