@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/cairn-dev/cairn/cmd/internal/console"
@@ -68,6 +69,22 @@ func browserCtx(t *testing.T) context.Context {
 	if err := chromedp.Run(ctx); err != nil {
 		t.Fatalf("start %s: %v", chromium, err)
 	}
+	// An uncaught exception or rejected promise in the page, or an error
+	// it logs, fails the test.
+	chromedp.ListenTarget(ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			t.Errorf("the page threw: %s", ev.ExceptionDetails.Error())
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.APITypeError {
+				var args []string
+				for _, a := range ev.Args {
+					args = append(args, string(a.Value)+a.Description)
+				}
+				t.Errorf("the page logged an error: %s", strings.Join(args, " "))
+			}
+		}
+	})
 	return ctx
 }
 
@@ -477,11 +494,40 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("the deleted table reads %d", st)
 	}
 
-	// Functions: the built-in archive function and the runner's counters.
+	// Functions: the built-in archive function, the runner's counters, and
+	// a deployed function whose two versions do not load (not WebAssembly):
+	// its load error, its history, a rollback to version 1.
+	reg := h.Functions().Registry()
+	bm := functions.Manifest{Name: "broken", Trigger: functions.Trigger{Queue: "broken"}}
+	v1, err := reg.Deploy(context.Background(), bm, []byte("not a module, version 1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Deploy(context.Background(), bm, []byte("not a module, version 2")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the node reports that broken version 2 does not load", func() bool {
+		f, ok := h.Functions().LoadFailure("broken")
+		return ok && f.Version == 2
+	})
 	u.do("functions",
 		chromedp.Navigate(base+"#/functions"),
 		until(`!!document.querySelector('table.functions') && document.querySelector('table.functions').textContent.includes('archive')`))
+	if txt := u.text("table.functions"); !strings.Contains(txt, "load failed") || !strings.Contains(txt, "broken") {
+		t.Fatalf("functions table: %q", txt)
+	}
+	u.do("history",
+		chromedp.Evaluate(`[...document.querySelectorAll('table.functions tbody tr')].find(r => r.textContent.includes('broken')).querySelector('button').click()`, nil),
+		until(`document.querySelectorAll('table.history tbody tr').length === 2`))
 	u.shot("functions")
+	u.do("roll back",
+		chromedp.Click("table.history .rollback", chromedp.ByQuery),
+		chromedp.WaitVisible("#confirm-dialog[open]", chromedp.ByQuery),
+		chromedp.Click("#confirm-ok", chromedp.ByQuery),
+		until(`document.querySelectorAll('table.history tbody tr').length === 3`))
+	if cur, err := reg.Get(context.Background(), "broken"); err != nil || cur.Version != 3 || cur.Digest != v1.Digest {
+		t.Fatalf("after the rollback: %+v %v, want version 3 with version 1's module", cur, err)
+	}
 
 	// Queues: enqueue two orders through the page; the function fails on
 	// them and they land in orders-poison; one is requeued (and then
@@ -535,9 +581,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	if st != http.StatusCreated {
 		t.Fatalf("write with a message: %d %s", st, b)
 	}
+	st, _, b = operator(t, h, "PUT", "/$cairn/projections", []byte(`{"name":"OrdersByCustomer","source":"Orders","version":1,"kind":"index","key":["Customer"]}`),
+		map[string]string{"Content-Type": "application/json"})
+	if st != http.StatusOK {
+		t.Fatalf("declare a projection: %d %s", st, b)
+	}
 	u.do("projections",
 		chromedp.Navigate(base+"#/projections"),
-		until(`!!document.querySelector('table.projections') && document.querySelector('main h1').textContent === 'Projections'`))
+		until(`!!document.querySelector('table.projections') && document.querySelector('main h1').textContent === 'Projections'`),
+		chromedp.Click("main .refresh", chromedp.ByQuery), // until this node's status reports it active
+		until(`document.querySelector('table.projections').textContent.includes('OrdersByCustomer')`))
 	u.shot("projections")
 	u.do("outbox",
 		chromedp.Navigate(base+"#/outbox"),

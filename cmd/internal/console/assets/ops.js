@@ -21,11 +21,13 @@ function stat(label, value, kind) {
 // functionsPage lists the deployed functions with their load errors, the
 // node's counters, and each function's history with rollback.
 export async function functionsPage(root) {
+  let open = ''; // the function whose history is shown
   const load = async () => {
     const [fns, st] = await Promise.all([api('/$cairn/functions'), api('/$cairn/runner')]);
     const s = st.data;
     const history = el('div', { id: 'fn-history' });
     const showHistory = async name => {
+      open = name;
       const h = (await api('/$cairn/functions/' + encodeURIComponent(name) + '/history')).data;
       const cur = h[h.length - 1];
       fill(history, el('h2', null, 'History of ' + name),
@@ -33,14 +35,13 @@ export async function functionsPage(root) {
           ['Version', m => String(m.version)],
           ['Deployed', m => fmtTime(m.deployed)],
           ['Module', m => m.builtin ? 'built-in ' + m.builtin : (m.digest || '').slice(0, 12)],
-          ['Size', m => m.size ? (m.size / 1024).toFixed(1) + ' KiB' : ''],
+          ['Size', m => !m.size ? '' : m.size < 1024 ? m.size + ' B' : (m.size / 1024).toFixed(1) + ' KiB'],
           ['', m => m === cur ? badge('current', 'ok') : el('button', { class: 'small rollback', onclick: async () => {
             if (!await confirmDialog('Roll back ' + name + ' to version ' + m.version + '?', 'Its module and settings become the current version again (as a new version); every node loads it.', 'Roll back')) return;
             try {
               const r = await api('/$cairn/functions/' + encodeURIComponent(name) + '/rollback?version=' + m.version, { method: 'POST' });
               toast(name + ' is now version ' + r.data.version + ' (the module of version ' + m.version + ')');
               await load();
-              await showHistory(name);
             } catch (err) { toast(describe(err), 'error'); }
           } }, 'Roll back to this')],
         ], h.slice().reverse(), { class: 'history' }));
@@ -61,6 +62,7 @@ export async function functionsPage(root) {
         ['', f => f.builtin ? el('span', { class: 'muted small' }, 'runs in the node') : el('button', { class: 'small', onclick: () => showHistory(f.name).catch(err => toast(describe(err), 'error')) }, 'History')],
       ], fns.data || [], { class: 'functions', empty: 'No functions are deployed.' }),
       history);
+    if (open) await showHistory(open);
   };
   await load();
 }
@@ -169,7 +171,7 @@ export async function projectionsPage(root) {
       dataTable([
         ['Node', n => n.node],
         ['Reported', n => fmtTime(n.time) + ' (' + ago(n.time) + ')'],
-        ['Projections', n => (n.projections || []).map(p => badge(p.name + ': ' + p.state, stateKind[p.state] || ''))],
+        ['Projections', n => (n.projections || []).map(p => badge(p.name + ': ' + (p.state || 'not yet attached') + (p.lag ? ', lag ' + p.lag : ''), stateKind[p.state] || ''))],
       ], d.nodes || [], { class: 'nodes', empty: 'No node has reported.' }));
   };
   await load();
