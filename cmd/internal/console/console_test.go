@@ -376,6 +376,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	if rk := u.text("#results tbody tr td:nth-child(2)"); rk != "003" {
 		t.Fatalf("page 2 shows RowKey %q, want 003", rk)
 	}
+	// A filter the server cannot parse shows its coded error.
+	u.do("bad filter",
+		setValue("#q-filter", "Age gt"),
+		chromedp.Click("#q-run", chromedp.ByQuery),
+		chromedp.WaitVisible("#query-error", chromedp.ByQuery))
+	if msg := u.text("#query-error"); !strings.Contains(msg, "Invalid") {
+		t.Fatalf("bad filter: %q", msg)
+	}
 	u.do("PartitionKey query",
 		setValue("#q-filter", ""),
 		setValue("#q-top", "100"),
@@ -411,6 +419,24 @@ func TestConsoleInBrowser(t *testing.T) {
 	_, _, b = operator(t, h, "GET", httpapi.OperatorPrefix+"devstoreaccount1/People(PartitionKey='eng',RowKey='002')", nil, nil)
 	if !bytes.Contains(b, []byte(`"Age":46`)) {
 		t.Fatalf("after the conflict the stored entity is %s", b)
+	}
+
+	// Editing from a grid read with $select edits the whole entity: the
+	// properties not selected are kept.
+	u.do("edit from a $select",
+		setValue("#q-select", "Name"),
+		chromedp.Click("#q-run", chromedp.ByQuery),
+		until(`document.querySelector('#results thead').textContent.includes('Name') && !document.querySelector('#results thead').textContent.includes('Big')`),
+		chromedp.DoubleClick(`#results tbody tr[data-index="0"]`, chromedp.ByQuery),
+		chromedp.WaitVisible("#editor", chromedp.ByQuery),
+		until(`document.querySelectorAll('#editor .prop-row').length === 8`),
+		chromedp.Evaluate(`[...document.querySelectorAll('#editor .prop-row')].find(r => r.querySelector('.prop-name').value === 'Name').querySelector('.prop-value').value = 'Ada L.'`, nil),
+		chromedp.Click("#ed-save", chromedp.ByQuery),
+		chromedp.WaitNotPresent("#editor", chromedp.ByQuery),
+		setValue("#q-select", ""))
+	_, _, b = operator(t, h, "GET", httpapi.OperatorPrefix+"devstoreaccount1/People(PartitionKey='eng',RowKey='001')", nil, nil)
+	if !bytes.Contains(b, []byte(`"Name":"Ada L."`)) || !bytes.Contains(b, []byte(`"Big":"9007199254740993"`)) {
+		t.Fatalf("after an edit from a $select grid: %s", b)
 	}
 
 	// Export the whole table as JSON and CSV.

@@ -45,8 +45,8 @@ export async function tablesPage(root, args) {
   } }, nameInput, el('button', { id: 'create-table', type: 'submit', class: 'primary' }, 'Create'), createErr);
   const accountInput = el('input', { id: 'account', value: account(), onchange: () => {
     sessionStorage.setItem(ACCOUNT_KEY, accountInput.value.trim() || 'devstoreaccount1');
-    location.hash = '#/tables';
-    tablesPage(root, []).catch(err => toast(describe(err), 'error'));
+    if (location.hash !== '#/tables') { location.hash = '#/tables'; return; } // the route renders it
+    tablesPage(root, []).catch(err => fill(root, el('p', { class: 'error' }, describe(err))));
   } });
   const side = el('aside', { class: 'sidebar' },
     el('label', { class: 'account' }, 'Account', accountInput),
@@ -205,7 +205,18 @@ class TableView {
     }
   }
 
-  edit(e) { new Editor(this, e).open(); }
+  // edit opens the editor: on a new entity (e null), or on the current
+  // version of e read again by its keys, so that a grid read with $select
+  // (some properties only) cannot replace the entity with part of it.
+  async edit(e) {
+    if (!e) { new Editor(this, null).open(); return; }
+    try {
+      const r = await api(this.path(keyPath(e.pk, e.rk)), { headers: { Accept: FULL } });
+      new Editor(this, parseEntity(r.data)).open();
+    } catch (err) {
+      toast(err.status === 404 ? 'The entity was deleted by someone else: run the query again.' : describe(err), 'error');
+    }
+  }
 
   // readAll follows the query's pages (1,000 entities each) to the end.
   async readAll(onPage) {
