@@ -43,6 +43,13 @@ func browserCtx(t *testing.T) context.Context {
 		// skips there would test nothing.
 		t.Fatalf("%s is missing (apt-get install chromium, or set CAIRN_NO_BROWSER=1 to skip this test): %v", chromium, err)
 	}
+	// The profile is removed by hand once the browser is gone: Chromium's
+	// helper processes may still write to it for a moment after it quit,
+	// which t.TempDir's removal would report as a failure.
+	profile, err := os.MkdirTemp("", "cairn-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium),
 		chromedp.Flag("headless", true),
@@ -53,7 +60,7 @@ func browserCtx(t *testing.T) context.Context {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1400, 900),
 	)
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -65,7 +72,23 @@ func browserCtx(t *testing.T) context.Context {
 		}
 	}))
 	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
-	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
+	t.Cleanup(func() {
+		_ = chromedp.Cancel(ctx) // closes the browser and waits for it
+		cancelT()
+		cancelB()
+		cancelA()
+		for i := 0; ; i++ {
+			err := os.RemoveAll(profile)
+			if err == nil {
+				return
+			}
+			if i == 50 {
+				t.Logf("the browser profile %s: %v", profile, err)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 	if err := chromedp.Run(ctx); err != nil {
 		t.Fatalf("start %s: %v", chromium, err)
 	}
@@ -563,6 +586,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.Navigate(base+"#/queues/orders"),
 			chromedp.WaitVisible("#enqueue-body", chromedp.ByQuery),
 			setValue("#enqueue-body", order),
+			chromedp.Evaluate(`document.querySelector('#toast').textContent = ''`, nil),
 			chromedp.Click("#enqueue", chromedp.ByQuery),
 			until(`document.querySelector('#toast').textContent.startsWith('Message enqueued')`))
 	}
@@ -612,11 +636,21 @@ func TestConsoleInBrowser(t *testing.T) {
 	if st != http.StatusOK {
 		t.Fatalf("declare a projection: %d %s", st, b)
 	}
+	// The pages read once when they open: wait until the node reports
+	// what they should show (the projection attached, the outbox's
+	// position stored, the message relayed to its queue).
+	reports := func(path, want string) func() bool {
+		return func() bool {
+			st, _, b := operator(t, h, "GET", path, nil, nil)
+			return st == http.StatusOK && strings.Contains(strings.ToLower(string(b)), strings.ToLower(want))
+		}
+	}
+	eventually(t, "this node's status of OrdersByCustomer", reports("/$cairn/projections", `"status":[{"name":"OrdersByCustomer"`))
+	eventually(t, "the outbox's report of Orders", reports("/$cairn/outbox", `"stream":"CAIRN_T_orders`))
+	eventually(t, "the message relayed to audit", reports("/$cairn/queues/audit/peek", `"seq"`))
 	u.do("projections",
 		chromedp.Navigate(base+"#/projections"),
-		until(`!!document.querySelector('table.projections') && document.querySelector('main h1').textContent === 'Projections'`),
-		chromedp.Click("main .refresh", chromedp.ByQuery), // until this node's status reports it active
-		until(`document.querySelector('table.projections').textContent.includes('OrdersByCustomer')`))
+		until(`!!document.querySelector('table.projections') && document.querySelector('table.projections').textContent.includes('OrdersByCustomer')`))
 	u.shot("projections")
 	u.do("outbox",
 		chromedp.Navigate(base+"#/outbox"),
