@@ -652,6 +652,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Navigate(base+"#/projections"),
 		until(`!!document.querySelector('table.projections') && document.querySelector('table.projections').textContent.includes('OrdersByCustomer')`))
 	u.shot("projections")
+	u.do("rebuild",
+		chromedp.Click("table.projections .rebuild", chromedp.ByQuery),
+		chromedp.WaitVisible("#confirm-dialog[open]", chromedp.ByQuery),
+		chromedp.Click("#confirm-ok", chromedp.ByQuery),
+		until(`document.querySelector('#toast').textContent.startsWith('Rebuilding OrdersByCustomer (generation 1)')`))
+	eventually(t, "OrdersByCustomer rebuilt (generation 1)", reports("/$cairn/projections", `"generation":1`))
 	u.do("outbox",
 		chromedp.Navigate(base+"#/outbox"),
 		until(`!!document.querySelector('table.outbox') && document.querySelector('table.outbox').textContent.toLowerCase().includes('orders')`))

@@ -166,6 +166,14 @@ export async function projectionsPage(root) {
         ['Lag', p => el('span', { class: p.lag ? 'warn-text' : '' }, String(p.lag))],
         ['Entities', p => String(p.entities)],
         ['Error', p => p.error ? el('span', { class: 'error' }, p.error) : ''],
+        ['', p => el('button', { class: 'small rebuild', onclick: async () => {
+          if (!await confirmDialog('Rebuild ' + p.name + '?', 'Every node builds it again from its source beside the current one and swaps when done; readers keep the current version meanwhile. This is how a faulted projection recovers.', 'Rebuild')) return;
+          try {
+            const r = await api('/$cairn/projections/' + encodeURIComponent(p.full || p.name) + '/rebuild', { method: 'POST' });
+            toast('Rebuilding ' + p.name + ' (generation ' + r.data.generation + ')');
+            await load();
+          } catch (err) { toast(describe(err), 'error'); }
+        } }, 'Rebuild')],
       ], status, { class: 'projections', empty: 'No projections are declared.' }),
       el('h2', null, 'Nodes'),
       dataTable([
