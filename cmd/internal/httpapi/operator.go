@@ -4,10 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/nats-io/nuid"
-
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/engine/wire"
 )
 
 // OperatorPrefix is where the node serves the Tables API to operators
@@ -27,11 +24,7 @@ const OperatorPrefix = "/$cairn/tables/"
 // own CORS check is not applied. Cost: as the Tables API.
 func (s *Server) OperatorHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := &call{s: s, w: w, r: r, id: nuid.Next(), meta: wire.MinimalMetadata}
-		h := w.Header()
-		h["X-Ms-Request-Id"] = []string{c.id}
-		h["X-Ms-Version"] = apiVersion
-		h["X-Content-Type-Options"] = noSniff
+		c := s.newCall(w, r)
 		defer func() { s.metrics.request(c.op, s.metricTable(c.table)) }()
 		rest, ok := strings.CutPrefix(r.URL.Path, OperatorPrefix)
 		account, resource, _ := strings.Cut(rest, "/")

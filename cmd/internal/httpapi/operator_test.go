@@ -66,10 +66,11 @@ func TestOperatorDoor(t *testing.T) {
 		t.Fatalf("foreign origin: %d, want 403", st)
 	}
 
-	if st, _, b := door(t, s, "POST", acct+"Tables", bearer, []byte(`{"TableName":"Door"}`), nil); st != http.StatusCreated {
-		t.Fatalf("create: %d %s", st, b)
+	st, h, b := door(t, s, "POST", acct+"Tables", bearer, []byte(`{"TableName":"Door"}`), map[string]string{"x-ms-client-request-id": "console-1"})
+	if st != http.StatusCreated || h.Get("X-Ms-Request-Id") == "" || h.Get("X-Ms-Client-Request-Id") != "console-1" {
+		t.Fatalf("create: %d %v %s", st, h, b)
 	}
-	st, h, b := door(t, s, "POST", acct+"Door", bearer, []byte(`{"PartitionKey":"p","RowKey":"r","N":1,"Big@odata.type":"Edm.Int64","Big":"9007199254740993"}`), map[string]string{"Prefer": "return-no-content"})
+	st, h, b = door(t, s, "POST", acct+"Door", bearer, []byte(`{"PartitionKey":"p","RowKey":"r","N":1,"Big@odata.type":"Edm.Int64","Big":"9007199254740993"}`), map[string]string{"Prefer": "return-no-content"})
 	if st != http.StatusNoContent || h.Get("ETag") == "" {
 		t.Fatalf("insert: %d %s", st, b)
 	}
