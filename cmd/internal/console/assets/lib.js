@@ -101,7 +101,11 @@ export function toast(msg, kind = 'ok') {
 
 // describe turns an error into one line for the user.
 export function describe(err) {
-  if (err instanceof ApiError) return (err.code ? err.code + ': ' : '') + err.message;
+  if (err instanceof ApiError) {
+    // Azure's messages end with the request's id and time: noise here.
+    const msg = err.message.replace(/\s*RequestId:\S+\s*Time:\S+\s*$/, '');
+    return (err.code ? err.code + ': ' : '') + msg;
+  }
   return String(err && err.message || err);
 }
 
