@@ -38,6 +38,11 @@ func (rn *Runner) AdminHandler() http.Handler { return http.HandlerFunc(rn.admin
 type functionStatus struct {
 	Manifest
 	LoadError string `json:"loadError,omitempty"`
+	// Invocations (retries included), Failures and messages Poisoned by
+	// the node answering, since it started.
+	Invocations uint64 `json:"invocations"`
+	Failures    uint64 `json:"failures"`
+	Poisoned    uint64 `json:"poisoned"`
 }
 
 func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
@@ -79,6 +84,8 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 			if f, ok := rn.LoadFailure(m.Name); ok && f.Version == m.Version {
 				out[i].LoadError = f.Error
 			}
+			c := rn.counters(m.Name)
+			out[i].Invocations, out[i].Failures, out[i].Poisoned = c.invocations.Load(), c.failures.Load(), c.poisoned.Load()
 		}
 		reply(out)
 	case len(parts) == 2 && parts[0] == "queues" && r.Method == http.MethodPost && !strings.HasSuffix(parts[1], PoisonSuffix):

@@ -39,6 +39,7 @@ type Runner struct {
 	unloaded map[string]LoadFailure
 
 	stats Stats
+	perFn sync.Map // function name → *fnCounters
 }
 
 // NewRunner returns a runner that reads views and commits through comm.

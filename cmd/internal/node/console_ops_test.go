@@ -1,7 +1,9 @@
 package node_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"testing"
@@ -114,6 +116,31 @@ func TestOperatorConsoleEndpoints(t *testing.T) {
 		for _, f := range fns {
 			if f.Name == "broken" && f.Version == 3 && f.LoadError != "" {
 				return true
+			}
+		}
+		return false
+	})
+
+	// Per function counters: a function that always fails, two attempts,
+	// one message poisoned.
+	fm := functions.Manifest{Name: "fails", Trigger: functions.Trigger{Queue: "fails"}, MaxDequeueCount: 2}
+	if err := fr.Register(fast(fm), functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+		return errors.New("no")
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.Queues().Enqueue(ctx, "fails", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "fails: 2 runs, 2 failures, 1 poisoned", func() bool {
+		var fns []struct {
+			Name                            string
+			Invocations, Failures, Poisoned uint64
+		}
+		getJSON(t, tok, api+"functions", &fns)
+		for _, f := range fns {
+			if f.Name == "fails" {
+				return f.Invocations == 2 && f.Failures == 2 && f.Poisoned == 1
 			}
 		}
 		return false
