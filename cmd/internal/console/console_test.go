@@ -667,6 +667,18 @@ func TestConsoleInBrowser(t *testing.T) {
 		until(`!!document.querySelector('table.peek') && document.querySelector('table.peek').textContent.includes('order 1 placed')`))
 	u.shot("queue-peek")
 
+	// The functions page counts the orders function's runs: two orders
+	// failed twice each and were poisoned, one ran again and succeeded.
+	u.do("function counters",
+		chromedp.Navigate(base+"#/functions"),
+		until(`!!document.querySelector('table.functions')`))
+	var counts []string
+	u.js(`[...[...document.querySelectorAll('table.functions tbody tr')].find(r => r.cells[0].textContent === 'orders').cells].map(c => c.textContent)`, &counts)
+	if len(counts) < 8 || counts[5] != "5" || counts[6] != "4" || counts[7] != "2" {
+		t.Fatalf("the orders function's row: %q, want 5 runs, 4 failures, 2 poisoned", counts)
+	}
+	u.shot("functions-counters")
+
 	// Signing out forgets the token.
 	u.do("sign out",
 		chromedp.Click("#signout", chromedp.ByQuery),
