@@ -150,6 +150,10 @@ class TableView {
       this.renderGrid();
     } catch (err) {
       this.info.textContent = '';
+      this.entities = [];
+      this.next = null;
+      this.select(-1);
+      this.nextBtn.disabled = true;
       fill(this.grid, el('p', { id: 'query-error', class: 'error' }, describe(err)));
     }
   }
