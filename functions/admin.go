@@ -3,6 +3,7 @@ package functions
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -14,8 +15,12 @@ import (
 // AdminPrefix is the path under which the node serves the operators' API
 // of functions and queues (docs/FUNCTIONS.md):
 //
-//	GET    /$cairn/functions                          deployed functions
-//	GET    /$cairn/queues                             queues holding messages: depth, oldest
+//	GET    /$cairn/functions                          deployed functions, then the node's built-ins
+//	GET    /$cairn/functions/<name>/history           its versions, oldest first
+//	POST   /$cairn/functions/<name>/rollback[?version=] back to a version (default: the one before)
+//	GET    /$cairn/runner                             this node's invocation counters
+//	GET    /$cairn/queues                             queues: depth, oldest message, function
+//	GET    /$cairn/queues/<queue>/peek[?from=&limit=] messages waiting, not taken
 //	POST   /$cairn/queues/<queue>                     enqueue the body (Cairn-Position: as HeaderPosition)
 //	GET    /$cairn/queues/<queue>-poison[?from=&limit=] poison messages
 //	GET    /$cairn/queues/<queue>-poison/<seq>        one of them
@@ -33,6 +38,11 @@ func (rn *Runner) AdminHandler() http.Handler { return http.HandlerFunc(rn.admin
 type functionStatus struct {
 	Manifest
 	LoadError string `json:"loadError,omitempty"`
+	// Invocations (retries included), Failures and messages Poisoned by
+	// the node answering, since it started.
+	Invocations uint64 `json:"invocations"`
+	Failures    uint64 `json:"failures"`
+	Poisoned    uint64 `json:"poisoned"`
 }
 
 func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
@@ -67,21 +77,17 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 			fail(http.StatusInternalServerError, err)
 			return
 		}
+		ms = append(ms, rn.unregistered(ms)...) // built-ins: no history, no rollback
 		out := make([]functionStatus, len(ms))
 		for i, m := range ms {
 			out[i].Manifest = m
 			if f, ok := rn.LoadFailure(m.Name); ok && f.Version == m.Version {
 				out[i].LoadError = f.Error
 			}
+			c := rn.counters(m.Name)
+			out[i].Invocations, out[i].Failures, out[i].Poisoned = c.invocations.Load(), c.failures.Load(), c.poisoned.Load()
 		}
 		reply(out)
-	case len(parts) == 1 && parts[0] == "queues" && r.Method == http.MethodGet:
-		ds, err := rn.queues.Depths(ctx)
-		if err != nil {
-			fail(http.StatusInternalServerError, err)
-			return
-		}
-		reply(ds)
 	case len(parts) == 2 && parts[0] == "queues" && r.Method == http.MethodPost && !strings.HasSuffix(parts[1], PoisonSuffix):
 		body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessage+1))
 		if err != nil {
@@ -112,6 +118,51 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 			ps = []PoisonMessage{}
 		}
 		reply(ps)
+	case len(parts) == 1 && parts[0] == "runner" && r.Method == http.MethodGet:
+		reply(rn.runnerStats())
+	case len(parts) == 1 && parts[0] == "queues" && r.Method == http.MethodGet:
+		qs, err := rn.listQueues(ctx)
+		if err != nil {
+			fail(http.StatusInternalServerError, err)
+			return
+		}
+		reply(qs)
+	case len(parts) == 3 && parts[0] == "queues" && parts[2] == "peek" && r.Method == http.MethodGet:
+		from, _ := strconv.ParseUint(r.URL.Query().Get("from"), 10, 64)
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		if limit <= 0 || limit > 1000 {
+			limit = 100
+		}
+		ms, err := rn.queues.Peek(ctx, parts[1], from, limit)
+		if err != nil {
+			fail(status(err), err)
+			return
+		}
+		reply(ms)
+	case len(parts) == 3 && parts[0] == "functions" && parts[2] == "history" && r.Method == http.MethodGet:
+		hist, err := rn.registry.History(ctx, parts[1])
+		if err == nil && len(hist) == 0 {
+			err = fmt.Errorf("function %q: %w", parts[1], ErrNotDeployed)
+		}
+		if err != nil {
+			fail(status(err), err)
+			return
+		}
+		reply(hist)
+	case len(parts) == 3 && parts[0] == "functions" && parts[2] == "rollback" && r.Method == http.MethodPost:
+		version := 0
+		if v := r.URL.Query().Get("version"); v != "" {
+			if version, _ = strconv.Atoi(v); version <= 0 {
+				fail(http.StatusBadRequest, errors.New("version must be a version number"))
+				return
+			}
+		}
+		m, err := rn.registry.Rollback(ctx, parts[1], version)
+		if err != nil {
+			fail(status(err), err)
+			return
+		}
+		reply(m)
 	case (len(parts) == 3 || len(parts) == 4) && parts[0] == "queues":
 		seq, err := strconv.ParseUint(parts[2], 10, 64)
 		if err != nil {

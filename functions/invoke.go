@@ -29,8 +29,10 @@ const maxConflictRuns = 3
 // commit that conflicts with a concurrent writer runs the function again
 // (at most maxConflictRuns times) after a short pause.
 func (rn *Runner) run(ctx context.Context, v *version, trig abi.Trigger, floors []floor) (*Invocation, error) {
+	counts := rn.counters(v.m.Name)
 	for n := 1; ; n++ {
 		rn.stats.Invocations.Add(1)
+		counts.invocations.Add(1)
 		inv := &Invocation{runner: rn, limits: v.limits, trigger: trig, floors: floors}
 		rn.failpoint("functions.invoke")
 		begin := time.Now()
@@ -47,6 +49,7 @@ func (rn *Runner) run(ctx context.Context, v *version, trig abi.Trigger, floors 
 			return inv, nil
 		}
 		rn.stats.Failures.Add(1)
+		counts.failures.Add(1)
 		var ce *ConflictError
 		if !errors.As(err, &ce) || n >= maxConflictRuns {
 			return inv, err

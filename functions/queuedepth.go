@@ -151,7 +151,7 @@ func (rn *Runner) writeQueueMetrics(w io.Writer) {
 		if !d.Oldest.IsZero() {
 			age = max(now.Sub(d.Oldest).Seconds(), 0) // now, not as of the read
 		}
-		fmt.Fprintf(w, "cairn_queue_oldest_age_seconds{queue=%s} %.3f\n", label(d.Queue), age)
+		fmt.Fprintf(w, "cairn_queue_oldest_age_seconds{queue=%s} %.6f\n", label(d.Queue), age) // µs: a message just stored is not 0
 	}
 	fmt.Fprintln(w, "# HELP cairn_queue_depth_read_failed 1 when the last read of the queues' depths failed (the series above are then missing).")
 	fmt.Fprintln(w, "# TYPE cairn_queue_depth_read_failed gauge")

@@ -43,6 +43,7 @@ type Runner struct {
 	stats  Stats
 	perFn  perFunction // each function's series on /metrics
 	depths depthCache  // the queues' depths for /metrics
+	counts sync.Map    // function name → *fnCounters, for the operators' API
 }
 
 // NewRunner returns a runner that reads views and commits through comm.

@@ -224,9 +224,8 @@ func (c *call) fullName(table string) (string, error) {
 	return engine.FullTableName(c.account, table), nil
 }
 
-// ServeHTTP implements http.Handler. It serves the Tables API; /metrics
-// is MetricsHandler's, which the node serves behind the operator token.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// newCall starts serving a request: the headers every response carries.
+func (s *Server) newCall(w http.ResponseWriter, r *http.Request) *call {
 	c := &call{s: s, w: w, r: r, id: nuid.Next(), meta: wire.MinimalMetadata}
 	// Canonical keys set directly: this runs on every request. net/http
 	// adds Date.
@@ -237,6 +236,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id := r.Header["X-Ms-Client-Request-Id"]; len(id) > 0 {
 		h["X-Ms-Client-Request-Id"] = id[:1]
 	}
+	return c
+}
+
+// ServeHTTP implements http.Handler. It serves the Tables API; /metrics
+// is MetricsHandler's, which the node serves behind the operator token.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := s.newCall(w, r)
+	h := w.Header()
 	defer func() { s.metrics.request(c.op, s.metricTable(c.table)) }()
 	// A browser sends Origin with every cross-origin request; the SDKs
 	// outside a browser send none. A request from an origin not
@@ -271,7 +278,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.fail(err)
 		return
 	}
-	meta, err := metadataLevel(r)
+	c.serve(resource)
+}
+
+// serve serves an authenticated request for resource (the path after the
+// account).
+func (c *call) serve(resource string) {
+	meta, err := metadataLevel(c.r)
 	if err != nil {
 		c.fail(err)
 		return

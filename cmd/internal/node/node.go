@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/net/netutil"
 
+	"github.com/cairn-dev/cairn/cmd/internal/console"
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/natsapi"
 	"github.com/cairn-dev/cairn/cmd/internal/operator"
@@ -299,6 +300,10 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	api.Outbox = cfg.outbox
 	tables := httpapi.New(n.views, n.comm, log, api)
 	mux.Handle("/metrics", guard.Wrap(tables.MetricsHandler()))
+	// The web console: its page and scripts hold no data and are served
+	// to anyone; every call they make sends the operator token.
+	mux.Handle(httpapi.OperatorPrefix, guard.Wrap(tables.OperatorHandler()))
+	mux.Handle(console.Path, console.Handler())
 	mux.Handle("/", tables)
 	return g.Start(ctx, "http api", newAPIGate(n.door, mux, log))
 }

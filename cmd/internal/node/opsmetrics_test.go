@@ -110,11 +110,13 @@ func TestQueueDepthMetrics(t *testing.T) {
 	resp := operatorDo(t, th.h.OperatorToken(), "GET", th.h.HTTPURL()+"/$cairn/queues", nil)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var list []functions.QueueDepth
+	var list []functions.QueueInfo
 	if err := json.Unmarshal(body, &list); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("queues: %d %s (%v)", resp.StatusCode, body, err)
 	}
-	if len(list) != 2 || list[0].Queue != "deeper" || list[0].Messages != 4 || list[1].Queue != "idle" || list[1].Messages != 3 ||
+	// The queues holding messages, deepest first, then the functions'
+	// empty ones (here the built-in archive's).
+	if len(list) != 3 || list[2].Name != "archive" || list[2].Function != "archive" || list[2].Depth != 0 || list[0].Name != "deeper" || list[0].Depth != 4 || list[1].Name != "idle" || list[1].Depth != 3 ||
 		list[1].Oldest.Before(begin.Add(-time.Second)) || list[1].OldestAgeSeconds <= 0 {
 		t.Fatalf("queues: %s", body)
 	}

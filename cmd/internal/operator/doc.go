@@ -9,7 +9,8 @@
 // Anything else is refused before the endpoint runs: 401
 // OperatorAuthenticationFailed without or with a wrong token, 403
 // OriginNotAllowed when the request has an Origin header that is not
-// configured by name (cmd/internal/cors), so that no web page a user opens
+// configured by name (cmd/internal/cors) nor the node's own origin (its
+// pages, the console at /$cairn/console/, still need the token), so that no web page a user opens
 // can enqueue, requeue or delete messages or read the metrics. A browser
 // cannot send the Authorization header cross-origin without a preflight,
 // and the preflight is answered only for configured origins.

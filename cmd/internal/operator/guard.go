@@ -34,11 +34,11 @@ func NewGuard(token string, origins cors.Origins) *Guard {
 func (g *Guard) Wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
-		if origin != "" && !g.origins.Named(origin) {
+		if origin != "" && !g.origins.Named(origin) && !SameOrigin(r, origin) {
 			fail(w, http.StatusForbidden, CodeOriginNotAllowed, "requests from the web origin "+origin+" are refused: configure it with -cors-origins to allow it")
 			return
 		}
-		if origin != "" {
+		if origin != "" && g.origins.Named(origin) { // the node's own pages need no CORS header
 			wh := w.Header()
 			wh.Set("Access-Control-Allow-Origin", origin)
 			wh.Add("Vary", "Origin")
@@ -62,6 +62,26 @@ func (g *Guard) Wrap(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// SameOrigin reports whether origin is the origin the request was sent
+// to (scheme://Host, the scheme https when the connection is TLS): the
+// node's own pages, such as the console, whose POST and DELETE requests
+// browsers send with an Origin header even though they are not
+// cross-origin.
+//
+// Admitting it is safe: another site's page cannot send this Origin (the
+// browser sets it, and a page can neither forge nor remove it), the
+// request must still carry the token, and a page served by the node holds
+// no token of its own (the console asks the operator for it). A forged
+// Host (DNS rebinding) can only make a page of the attacker's own origin
+// look same-origin, and that page has no token to send either.
+func SameOrigin(r *http.Request, origin string) bool {
+	scheme := "http://"
+	if r.TLS != nil {
+		scheme = "https://"
+	}
+	return r.Host != "" && strings.EqualFold(origin, scheme+r.Host)
 }
 
 // Admits reports whether r carries the operator token.

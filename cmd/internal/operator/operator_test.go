@@ -63,6 +63,13 @@ func TestGuard(t *testing.T) {
 		{"token", "POST", "Bearer " + token, "", 200, ""},
 		{"lower-case scheme", "DELETE", "bearer " + token, "", 200, ""},
 		{"configured origin", "POST", "Bearer " + token, "https://dash.example", 200, ""},
+		// The node's own origin (httptest's Host is example.com): its
+		// pages' POSTs carry Origin, and still need the token.
+		{"own origin", "POST", "Bearer " + token, "http://example.com", 200, ""},
+		{"own origin without the token", "DELETE", "", "http://example.com", 401, CodeAuthenticationFailed},
+		{"own host, other scheme", "POST", "Bearer " + token, "https://example.com", 403, CodeOriginNotAllowed},
+		{"own host as a prefix", "POST", "Bearer " + token, "http://example.com.evil.example", 403, CodeOriginNotAllowed},
+		{"own host, other port", "POST", "Bearer " + token, "http://example.com:8080", 403, CodeOriginNotAllowed},
 	} {
 		ran = 0
 		r := httptest.NewRequest(tc.method, "/$cairn/queues/q", nil)
