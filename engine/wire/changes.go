@@ -83,16 +83,8 @@ func DecodeChangesRequest(data []byte, enc Encoding) (*ChangesRequest, error) {
 	var err error
 	if len(bytes.TrimSpace(data)) == 0 {
 		err = nil // an empty request reads from the beginning
-	} else if enc == JSON {
-		d := json.NewDecoder(bytes.NewReader(data))
-		d.DisallowUnknownFields()
-		if err = d.Decode(&f); err == nil && d.More() {
-			err = invalid("data after the request")
-		}
 	} else {
-		d := msgpack.NewDecoder(bytes.NewReader(data))
-		d.DisallowUnknownFields(true)
-		err = d.Decode(&f)
+		err = decodeStrict(enc, data, &f)
 	}
 	if err != nil {
 		return nil, at("changes request", err)
@@ -305,4 +297,21 @@ func decodeReply(data []byte, enc Encoding) (*engine.Reply, error) {
 		return DecodeReplyJSON(data)
 	}
 	return DecodeReplyMsgpack(data)
+}
+
+// decodeStrict decodes one request of enc into v, refusing fields v does
+// not have and, in JSON, anything after the request.
+func decodeStrict(enc Encoding, data []byte, v any) error {
+	if enc == JSON {
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.DisallowUnknownFields()
+		err := d.Decode(v)
+		if err == nil && d.More() {
+			err = invalid("data after the request")
+		}
+		return err
+	}
+	d := msgpack.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields(true)
+	return d.Decode(v)
 }

@@ -114,22 +114,12 @@ func DecodeQueryRequest(data []byte, enc Encoding) (*QueryRequest, error) {
 		return nil, engine.Errorf(engine.CodeRequestBodyTooLarge, "request of %d bytes; the limit is %d", len(data), maxBody)
 	}
 	var f queryForm
-	var err error
 	if enc == JSON {
 		if s := (jsonScanner{data: data}); !s.valid() {
 			return nil, invalid("query: not a valid JSON request: %s at offset %d", s.err, s.errAt)
 		}
-		d := json.NewDecoder(bytes.NewReader(data))
-		d.DisallowUnknownFields()
-		if err = d.Decode(&f); err == nil && d.More() {
-			err = invalid("data after the request")
-		}
-	} else {
-		d := msgpack.NewDecoder(bytes.NewReader(data))
-		d.DisallowUnknownFields(true)
-		err = d.Decode(&f)
 	}
-	if err != nil {
+	if err := decodeStrict(enc, data, &f); err != nil {
 		return nil, at("query", err)
 	}
 	if f.Op != "Query" {
