@@ -52,10 +52,12 @@ func TestBudgetRefusesAFunctionThatDoesNotFit(t *testing.T) {
 		Name      string
 		Version   int
 		LoadError string
+		Builtin   string
 	}
 	err = json.NewDecoder(resp.Body).Decode(&listed)
 	resp.Body.Close()
-	if err != nil || len(listed) != 1 || listed[0].Name != "roomy" || listed[0].LoadError != failure.Error {
+	// The deployed function, then the node's built-in (archive).
+	if err != nil || len(listed) != 2 || listed[0].Name != "roomy" || listed[0].LoadError != failure.Error || listed[1].Builtin != "archive" {
 		t.Errorf("GET /$cairn/functions: %+v (%v), want roomy with its load error", listed, err)
 	}
 	m.Concurrency = 2
