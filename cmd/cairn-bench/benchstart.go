@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,7 @@ func benchStart(args []string) error {
 	entities := fs.Int("entities", 200_000, "entities in the table")
 	updates := fs.Int("updates", 5, "times each entity is written in the longest history")
 	rounds := fs.Int("rounds", 3, "starts of each kind per history; the median is reported")
+	valueBytes := fs.Int("value-bytes", 0, "pad each entity's Notes property so that its values take about this many bytes (0: about 150, unpadded)")
 	dir := fs.String("dir", "", "data directory (default: a new temporary directory, removed afterwards)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -64,11 +66,11 @@ func benchStart(args []string) error {
 	}
 	defer os.RemoveAll(snapDir)
 
-	fmt.Printf("# cairn bench start: GOMAXPROCS=%d, %s/%s, %s, entities=%d, rounds=%d (median)\n\n",
-		runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *entities, *rounds)
+	fmt.Printf("# cairn bench start: GOMAXPROCS=%d, %s/%s, %s, entities=%d of about %d bytes of values, rounds=%d (median)\n\n",
+		runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *entities, max(*valueBytes, 150), *rounds)
 	fmt.Println("| history | records | full replay to ready | from the snapshot to ready | ratio | snapshot write | file |")
 	fmt.Println("|---|---|---|---|---|---|---|")
-	w := &historyWriter{j: j, table: table, epoch: epoch, entities: *entities, last: make([]uint64, historyPartitions)}
+	w := &historyWriter{j: j, table: table, epoch: epoch, entities: *entities, last: make([]uint64, historyPartitions), pad: strings.Repeat("x", max(*valueBytes-150, 0))}
 	for u := 1; u <= *updates; u++ {
 		if err := w.round(ctx, u); err != nil {
 			return err
@@ -139,13 +141,14 @@ func startViews(ctx context.Context, j *journal.Journal, cfg projections.Config,
 const historyPartitions = 256
 
 // historyWriter appends the table's history: one record per entity write,
-// each entity of four properties (about 150 bytes of values).
+// each entity of four properties (about 150 bytes of values, and pad).
 type historyWriter struct {
 	j        *journal.Journal
 	table    string
 	epoch    uint64
 	entities int
 	last     []uint64 // each partition's last sequence
+	pad      string   // appended to each entity's Notes
 }
 
 // round writes every entity once more (its u-th version).
@@ -164,7 +167,7 @@ func (w *historyWriter) round(ctx context.Context, u int) error {
 					Events: []engine.Event{{Kind: engine.EventPut, RowKey: fmt.Sprintf("r%08d", i), Properties: []engine.Property{
 						{Name: "Name", Value: engine.String("Jones, Margaret Anne (Sales)")},
 						{Name: "Email", Value: engine.String("margaret.jones@contoso.example")},
-						{Name: "Notes", Value: engine.String(fmt.Sprintf("version %d of entity %d, with some text to make it longer: %s", u, i, "lorem ipsum dolor sit amet"))},
+						{Name: "Notes", Value: engine.String(fmt.Sprintf("version %d of entity %d, with some text to make it longer: %s%s", u, i, "lorem ipsum dolor sit amet", w.pad))},
 						{Name: "Version", Value: engine.Int64(int64(u))},
 					}}}}
 				seq, err := w.j.Append(ctx, w.table, w.epoch, rec, w.last[p])
