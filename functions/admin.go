@@ -203,10 +203,14 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 			fail(http.StatusBadRequest, err)
 			return
 		}
+		// A function this node runs, or ran, or that is deployed (and
+		// did not load here) has lines, maybe none.
 		if _, ok := rn.Version(parts[1]); !ok {
 			if _, seen := rn.logs.Load(parts[1]); !seen {
-				fail(http.StatusNotFound, fmt.Errorf("function %q: %w on this node", parts[1], ErrNotDeployed))
-				return
+				if _, err := rn.registry.Get(ctx, parts[1]); err != nil {
+					fail(codedStatus(err), err)
+					return
+				}
 			}
 		}
 		reply(rn.FunctionLogs(parts[1]))

@@ -185,6 +185,15 @@ func TestOperatorQueueAndFunctionActions(t *testing.T) {
 		t.Fatalf("logs: %+v", logs)
 	}
 	call("GET", "functions/nothing/logs", nil, http.StatusNotFound, nil)
+	// A deployed function this node did not load has no lines yet.
+	if _, err := fr.Registry().Deploy(ctx, functions.Manifest{Name: "unloadable", Trigger: functions.Trigger{Queue: "unloadable"}}, []byte("not wasm")); err != nil {
+		t.Fatal(err)
+	}
+	var none []functions.LogLine
+	call("GET", "functions/unloadable/logs", nil, http.StatusOK, &none)
+	if none == nil || len(none) != 0 {
+		t.Fatalf("logs of a function that did not load: %+v", none)
+	}
 	call("GET", "functions/Bad.Name/logs", nil, http.StatusBadRequest, nil)
 	// Only the latest lines are kept.
 	for i := range functions.LogLinesKept + 5 {
