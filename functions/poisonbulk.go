@@ -89,6 +89,11 @@ type BulkResult struct {
 // and the error; what was done stays done (each message is requeued at
 // most once, as Requeue does).
 func (q *Queues) BulkPoison(ctx context.Context, queue string, f PoisonFilter, requeue bool) (BulkResult, error) {
+	return q.bulkPoison(ctx, queue, f, requeue, MaxBulkPoison)
+}
+
+// bulkPoison is BulkPoison acting on at most limit messages.
+func (q *Queues) bulkPoison(ctx context.Context, queue string, f PoisonFilter, requeue bool, limit int) (BulkResult, error) {
 	var res BulkResult
 	queue, err := poisonQueue(queue)
 	if err != nil {
@@ -108,7 +113,7 @@ func (q *Queues) BulkPoison(ctx context.Context, queue string, f PoisonFilter, r
 		if !f.Match(p) {
 			continue
 		}
-		if res.Affected+res.Skipped == MaxBulkPoison {
+		if res.Affected+res.Skipped == limit {
 			res.More = true
 			return res, nil
 		}
