@@ -90,6 +90,39 @@ func TestOperatorQueueAndFunctionActions(t *testing.T) {
 		t.Fatalf("purging an empty queue: %+v", purged)
 	}
 
+	// A function's queue purged while it holds a message: the consumer
+	// goes on with the messages sent after.
+	release := make(chan struct{})
+	var started atomic.Int32
+	var slowDone sync.Map
+	if err := fr.Register(functions.Manifest{Name: "slow", Trigger: functions.Trigger{Queue: "slow"}}, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+		started.Add(1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		slowDone.Store(string(inv.Trigger().Body), true)
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"s1", "s2", "s3"} {
+		if err := q.Enqueue(ctx, "slow", []byte(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, "slow holds a message", func() bool { return started.Load() > 0 })
+	call("POST", "queues/slow/purge", nil, http.StatusOK, &purged)
+	if purged.Purged != 3 || depth("slow") != 0 {
+		t.Fatalf("purge of a queue being consumed: %+v, %d left", purged, depth("slow"))
+	}
+	close(release)
+	if err := q.Enqueue(ctx, "slow", []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the message sent after the purge handled", func() bool { _, ok := slowDone.Load("after"); return ok })
+
 	// Poison messages: a function that fails on its first attempt with
 	// the body in its error, until it is healed.
 	var healed atomic.Bool
