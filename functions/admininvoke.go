@@ -32,7 +32,7 @@ func (rn *Runner) testInvoke(ctx context.Context, name string, r *http.Request) 
 	}
 	v := rn.current(name)
 	if v == nil {
-		return InvokeResult{}, fmt.Errorf("function %q: %w on this node", name, ErrNotDeployed)
+		return InvokeResult{}, fmt.Errorf("function %q does not run on this node (%w, or its module did not load here: see its loadError)", name, ErrNotDeployed)
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessage+1))
 	if err != nil {

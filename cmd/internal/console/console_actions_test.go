@@ -184,6 +184,22 @@ func TestConsoleOperatorActions(t *testing.T) {
 	}
 	u.shot("function-invoke-failed")
 
+	// A function this node did not load: the invoke is refused with a
+	// coded error, shown as such, and the function's logs are empty.
+	if _, err := fr.Registry().Deploy(bg, functions.Manifest{Name: "broken", Trigger: functions.Trigger{Queue: "broken"}}, []byte("not a module")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "broken reported as not loaded", func() bool { _, ok := fr.LoadFailure("broken"); return ok })
+	u.do("invoke a function that did not load",
+		chromedp.Click(".page-head .refresh", chromedp.ByQuery),
+		until(`[...document.querySelectorAll('table.functions tbody tr')].some(r => r.cells[0].textContent === 'broken')`),
+		chromedp.Evaluate(`[...document.querySelectorAll('table.functions tbody tr')].find(r => r.cells[0].textContent === 'broken').querySelector('button.details').click()`, nil),
+		until(`document.querySelector('#fn-detail h2') && document.querySelector('#fn-detail').textContent.includes('Test invoke broken')`),
+		chromedp.Click("#invoke", chromedp.ByQuery),
+		until(`document.querySelector('#invoke-result').textContent.startsWith('ResourceNotFound: ')`),
+		until(`document.querySelector('table.fn-logs').textContent.includes('No log lines from broken')`))
+	u.shot("function-invoke-refused")
+
 	// Auto refresh off: no reading in the next interval, and the page
 	// keeps what was typed.
 	var before string
