@@ -250,13 +250,16 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 
 // codedStatus is the status of an error of the operators' API:
 // InvalidInput is the caller's (400), a missing function or message is
-// not found (404), anything else the node's (500).
+// not found (404), a test invocation without a reply in time 504,
+// anything else the node's (500).
 func codedStatus(err error) int {
 	switch {
 	case engine.ErrorCode(err) == engine.CodeInvalidInput:
 		return http.StatusBadRequest
 	case errors.Is(err, ErrNoMessage), errors.Is(err, ErrNotDeployed):
 		return http.StatusNotFound
+	case errors.Is(err, errInvokeTimeout):
+		return http.StatusGatewayTimeout
 	}
 	return http.StatusInternalServerError
 }
@@ -271,6 +274,8 @@ func adminCode(status int) string {
 		return "UnsupportedHttpVerb"
 	case http.StatusInternalServerError:
 		return "InternalError"
+	case http.StatusGatewayTimeout:
+		return "OperationTimedOut"
 	}
 	return "InvalidInput"
 }

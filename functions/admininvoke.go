@@ -2,6 +2,7 @@ package functions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,9 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 )
+
+// errInvokeTimeout is a test invocation that got no reply in time (504).
+var errInvokeTimeout = errors.New("no reply in time")
 
 // InvokeResult is the answer of POST /$cairn/functions/<name>/invoke: the
 // function's reply, or the error its invocation ended with (Cairn-Error).
@@ -47,7 +51,12 @@ func (rn *Runner) testInvoke(ctx context.Context, name string, r *http.Request) 
 	msg.Data = body
 	start := time.Now()
 	reply, err := rn.nc.RequestMsgWithContext(ctx, msg)
-	if err != nil {
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return InvokeResult{}, fmt.Errorf("function %q: no node serves its direct subject now (%w)", name, ErrNotDeployed)
+	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
+		return InvokeResult{}, fmt.Errorf("function %q gave no reply within its timeout (%v) + 5 s: %w", name, v.m.Timeout.D(), errInvokeTimeout)
+	case err != nil:
 		return InvokeResult{}, fmt.Errorf("invoke %q: %w", name, err)
 	}
 	res := InvokeResult{Output: reply.Data, DurationMs: float64(time.Since(start).Microseconds()) / 1000}

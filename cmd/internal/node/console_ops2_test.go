@@ -212,6 +212,23 @@ func TestOperatorQueueAndFunctionActions(t *testing.T) {
 		t.Fatal("a refused invoke ran the function")
 	}
 
+	// A function that gives no reply within its timeout + 5 s: a coded
+	// 504, not a hung request.
+	hang := make(chan struct{})
+	defer close(hang)
+	hm := functions.Manifest{Name: "hangs", Trigger: functions.Trigger{Queue: "hangs"}, Timeout: functions.Duration(10 * time.Millisecond)}
+	if err := fr.Register(hm, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+		<-hang // ignores its context: the runner waits for it
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	call("POST", "functions/hangs/invoke", []byte("x"), http.StatusGatewayTimeout, nil)
+	if d := time.Since(start); d < 5*time.Second || d > 20*time.Second {
+		t.Fatalf("the invoke of a hung function answered after %v, want its timeout + 5 s", d)
+	}
+
 	var logs []functions.LogLine
 	call("GET", "functions/echo/logs", nil, http.StatusOK, &logs)
 	if len(logs) != 2 || logs[0].Line != "got hello" || logs[1].Line != "got fail" || logs[0].Time.IsZero() || logs[0].Trigger == "" {
