@@ -18,14 +18,19 @@ import (
 //	GET    /$cairn/functions                          deployed functions, then the node's built-ins
 //	GET    /$cairn/functions/<name>/history           its versions, oldest first
 //	POST   /$cairn/functions/<name>/rollback[?version=] back to a version (default: the one before)
+//	POST   /$cairn/functions/<name>/invoke            the body to its direct subject: its reply or error
+//	GET    /$cairn/functions/<name>/logs              its latest log lines on this node
 //	GET    /$cairn/runner                             this node's invocation counters
 //	GET    /$cairn/queues                             queues: depth, oldest message, function
 //	GET    /$cairn/queues/<queue>/peek[?from=&limit=] messages waiting, not taken
 //	POST   /$cairn/queues/<queue>                     enqueue the body (Cairn-Position: as HeaderPosition)
+//	POST   /$cairn/queues/<queue>/purge               remove all its messages: {"purged": n}
 //	GET    /$cairn/queues/<queue>-poison[?from=&limit=] poison messages
 //	GET    /$cairn/queues/<queue>-poison/<seq>        one of them
 //	POST   /$cairn/queues/<queue>-poison/<seq>/requeue
 //	DELETE /$cairn/queues/<queue>-poison/<seq>
+//	POST   /$cairn/queues/<queue>-poison/requeue?<filter> requeue those matching (ParsePoisonFilter)
+//	POST   /$cairn/queues/<queue>-poison/delete?<filter>  delete those matching
 const AdminPrefix = "/$cairn/"
 
 // AdminHandler serves the operators' API. It authenticates nobody: the
@@ -163,6 +168,52 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		reply(m)
+	case len(parts) == 3 && parts[0] == "queues" && parts[2] == "purge" && r.Method == http.MethodPost:
+		n, err := rn.queues.Purge(ctx, parts[1])
+		if err != nil {
+			fail(codedStatus(err), err)
+			return
+		}
+		reply(map[string]uint64{"purged": n})
+	case len(parts) == 3 && parts[0] == "queues" && (parts[2] == "requeue" || parts[2] == "delete") && r.Method == http.MethodPost:
+		if !strings.HasSuffix(parts[1], PoisonSuffix) {
+			fail(http.StatusBadRequest, fmt.Errorf("bulk requeue and delete act on a poison queue: %s%s", parts[1], PoisonSuffix))
+			return
+		}
+		f, err := ParsePoisonFilter(r.URL.Query())
+		if err != nil {
+			fail(http.StatusBadRequest, err)
+			return
+		}
+		res, err := rn.queues.BulkPoison(ctx, parts[1], f, parts[2] == "requeue")
+		if err != nil {
+			fail(codedStatus(err), err)
+			return
+		}
+		reply(res)
+	case len(parts) == 3 && parts[0] == "functions" && parts[2] == "invoke" && r.Method == http.MethodPost:
+		res, err := rn.testInvoke(ctx, parts[1], r)
+		if err != nil {
+			fail(codedStatus(err), err)
+			return
+		}
+		reply(res)
+	case len(parts) == 3 && parts[0] == "functions" && parts[2] == "logs" && r.Method == http.MethodGet:
+		if err := ValidateName("function", parts[1]); err != nil {
+			fail(http.StatusBadRequest, err)
+			return
+		}
+		// A function this node runs, or ran, or that is deployed (and
+		// did not load here) has lines, maybe none.
+		if _, ok := rn.Version(parts[1]); !ok {
+			if _, seen := rn.logs.Load(parts[1]); !seen {
+				if _, err := rn.registry.Get(ctx, parts[1]); err != nil {
+					fail(codedStatus(err), err)
+					return
+				}
+			}
+		}
+		reply(rn.FunctionLogs(parts[1]))
 	case (len(parts) == 3 || len(parts) == 4) && parts[0] == "queues":
 		seq, err := strconv.ParseUint(parts[2], 10, 64)
 		if err != nil {
@@ -197,6 +248,22 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// codedStatus is the status of an error of the operators' API:
+// InvalidInput is the caller's (400), a missing function or message is
+// not found (404), a test invocation without a reply in time 504,
+// anything else the node's (500).
+func codedStatus(err error) int {
+	switch {
+	case engine.ErrorCode(err) == engine.CodeInvalidInput:
+		return http.StatusBadRequest
+	case errors.Is(err, ErrNoMessage), errors.Is(err, ErrNotDeployed):
+		return http.StatusNotFound
+	case errors.Is(err, errInvokeTimeout):
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
+
 // adminCode is the code of an operators' API error with this status, in
 // the Azure style of the rest of the node's errors.
 func adminCode(status int) string {
@@ -207,6 +274,8 @@ func adminCode(status int) string {
 		return "UnsupportedHttpVerb"
 	case http.StatusInternalServerError:
 		return "InternalError"
+	case http.StatusGatewayTimeout:
+		return "OperationTimedOut"
 	}
 	return "InvalidInput"
 }

@@ -43,7 +43,9 @@
 // announces), loadreport.go (what each node reports of each load),
 // registry.go and manifest.go (what is deployed), queues.go
 // and poisonqueue.go (the queue stream and the operators' view of poison
-// queues), admin.go (the HTTP API under /$cairn/), metrics.go, archive.go
+// queues; poisonbulk.go and queuepurge.go, their bulk actions),
+// admin.go (the HTTP API under /$cairn/; admininvoke.go, its test
+// invocation; fnlogs.go, each function's latest log lines), metrics.go, archive.go
 // (the built-in archive function), limits.go (a version's rates and
 // queue backlog).
 //

@@ -325,7 +325,8 @@ func (inv *Invocation) SetOutput(b []byte) error {
 func (inv *Invocation) Output() []byte { return inv.output }
 
 // Log writes a line of the function's to the node's log (at most 100 per
-// invocation, each cut to 4 KiB).
+// invocation, each cut to 4 KiB) and keeps it among the function's latest
+// lines (FunctionLogs).
 func (inv *Invocation) Log(line string) {
 	inv.logs++
 	if inv.logs > 100 {
@@ -335,6 +336,7 @@ func (inv *Invocation) Log(line string) {
 		line = line[:4096] + "…"
 	}
 	inv.runner.log.Info("function log", "function", inv.trigger.Function, "trigger", inv.trigger.ID, "line", line)
+	inv.runner.logRingOf(inv.trigger.Function).add(LogLine{Time: inv.runner.now(), Version: inv.trigger.Version, Trigger: inv.trigger.ID, Line: line})
 }
 
 // CommandID is the command id of the invocation's writes to one partition:

@@ -44,6 +44,7 @@ type Runner struct {
 	perFn  perFunction // each function's series on /metrics
 	depths depthCache  // the queues' depths for /metrics
 	counts sync.Map    // function name → *fnCounters, for the operators' API
+	logs   sync.Map    // function name → *logRing, its latest log lines
 }
 
 // NewRunner returns a runner that reads views and commits through comm.

@@ -19,18 +19,69 @@ function stat(label, value, kind) {
 }
 
 // functionsPage lists the deployed functions with their load errors, the
-// node's counters, and each function's history with rollback.
+// node's counters and their rates, and a function's details: its history
+// with rollback, a test invocation and its latest log lines. While the page
+// is open it reads the counters again every 5 s (the toggle stops it).
 export async function functionsPage(root) {
-  let open = ''; // the function whose history is shown
+  let open = ''; // the function whose details are shown
+  let prev = null; // the previous reading of the counters, for the rates
+  let readings = 0;
+  const stats = el('div', { id: 'fn-stats' });
+  const list = el('div', { id: 'fn-list' });
+  const detail = el('div', { id: 'fn-detail' });
+  const auto = el('input', { type: 'checkbox', id: 'auto-refresh', checked: true });
+  const logs = el('div', { id: 'fn-logs' });
   const load = async () => {
     const [fns, st] = await Promise.all([api('/$cairn/functions'), api('/$cairn/runner')]);
-    const s = st.data;
-    const history = el('div', { id: 'fn-history' });
-    const showHistory = async name => {
-      open = name;
+    const s = st.data, now = performance.now();
+    const per = {};
+    for (const f of fns.data || []) per[f.name] = f;
+    // A rate is the change of a counter between two readings over the
+    // time between them: '…' until there are two.
+    const rate = (cur, old) => prev && cur >= old ? ((cur - old) / ((now - prev.at) / 1000)).toFixed(2) + '/s' : '…';
+    const old = prev || { s, per };
+    readings++;
+    fill(stats,
+      el('div', { class: 'stats', dataset: { readings } },
+        stat('loaded on this node', s.loaded), stat('invocations', s.invocations), stat('failures', s.failures, s.failures ? 'warn' : ''),
+        el('div', { class: 'stat rate', id: 'rate-invocations' }, el('div', { class: 'stat-value' }, rate(s.invocations, old.s.invocations)), el('div', { class: 'stat-label' }, 'invocations/s')),
+        el('div', { class: 'stat rate', id: 'rate-failures' }, el('div', { class: 'stat-value' }, rate(s.failures, old.s.failures)), el('div', { class: 'stat-label' }, 'failures/s')),
+        stat('poisoned', s.poisoned, s.poisoned ? 'warn' : ''), stat('throttled', s.throttled), stat('refused (full queue)', s.queueFull + s.backlogRefused)),
+      el('p', { class: 'muted small' }, 'Counters are this node\'s since it started (runs include retries). Rates are from the last two readings.'));
+    const fnRate = (f, k) => rate(f[k] || 0, (old.per[f.name] || {})[k] || 0);
+    fill(list, dataTable([
+      ['Name', f => el('strong', null, f.name)],
+      ['Version', f => String(f.version || '')],
+      ['Trigger', f => trigger(f.trigger)],
+      ['Deployed', f => f.deployed ? fmtTime(f.deployed) : ''],
+      ['Module', f => f.builtin ? badge('built-in ' + f.builtin, 'info') : el('code', null, (f.digest || '').slice(0, 12))],
+      ['Runs', f => String(f.invocations || 0)],
+      ['Failures', f => el('span', { class: f.failures ? 'warn-text' : '' }, String(f.failures || 0))],
+      ['Poisoned', f => el('span', { class: f.poisoned ? 'bad-text' : '' }, String(f.poisoned || 0))],
+      ['Runs/s · failures/s', f => el('span', { class: 'fn-rate' }, fnRate(f, 'invocations') + ' · ' + fnRate(f, 'failures'))],
+      ['Status', f => f.loadError ? el('span', { class: 'error' }, badge('load failed', 'bad'), ' ', f.loadError) : badge('loaded', 'ok')],
+      ['', f => el('button', { class: 'small details', onclick: () => showDetail(f).catch(err => toast(describe(err), 'error')) }, f.builtin ? 'Invoke · logs' : 'History · invoke · logs')],
+    ], fns.data || [], { class: 'functions', empty: 'No functions are deployed.' }));
+    prev = { at: now, s, per };
+    if (open && per[open]) await showLogs(open).catch(err => fill(logs, el('p', { class: 'error' }, describe(err))));
+  };
+  const showLogs = async name => {
+    const ls = (await api('/$cairn/functions/' + encodeURIComponent(name) + '/logs')).data || [];
+    fill(logs, dataTable([
+      ['Time', l => fmtTime(l.time)],
+      ['Version', l => String(l.version || '')],
+      ['Trigger', l => el('code', { class: 'small' }, l.trigger)],
+      ['Line', l => el('pre', { class: 'body' }, l.line)],
+    ], ls.slice().reverse(), { class: 'fn-logs', empty: 'No log lines from ' + name + ' on this node since it started.' }));
+  };
+  const showDetail = async f => {
+    const name = f.name;
+    open = name;
+    const parts = [];
+    if (!f.builtin) {
       const h = (await api('/$cairn/functions/' + encodeURIComponent(name) + '/history')).data;
       const cur = h[h.length - 1];
-      fill(history, el('h2', null, 'History of ' + name),
+      parts.push(el('h2', null, 'History of ' + name),
         dataTable([
           ['Version', m => String(m.version)],
           ['Deployed', m => fmtTime(m.deployed)],
@@ -42,32 +93,42 @@ export async function functionsPage(root) {
               const r = await api('/$cairn/functions/' + encodeURIComponent(name) + '/rollback?version=' + m.version, { method: 'POST' });
               toast(name + ' is now version ' + r.data.version + ' (the module of version ' + m.version + ')');
               await load();
+              await showDetail(Object.assign({}, f, { version: r.data.version }));
             } catch (err) { toast(describe(err), 'error'); }
           } }, 'Roll back to this')],
         ], h.slice().reverse(), { class: 'history' }));
-    };
-    fill(root,
-      pageHeader('Functions', refreshButton(load)),
-      el('div', { class: 'stats' },
-        stat('loaded on this node', s.loaded), stat('invocations', s.invocations), stat('failures', s.failures, s.failures ? 'warn' : ''),
-        stat('poisoned', s.poisoned, s.poisoned ? 'warn' : ''), stat('throttled', s.throttled), stat('refused (full queue)', s.queueFull + s.backlogRefused)),
-      el('p', { class: 'muted small' }, 'Counters are this node\'s since it started (runs include retries).'),
-      dataTable([
-        ['Name', f => el('strong', null, f.name)],
-        ['Version', f => String(f.version || '')],
-        ['Trigger', f => trigger(f.trigger)],
-        ['Deployed', f => f.deployed ? fmtTime(f.deployed) : ''],
-        ['Module', f => f.builtin ? badge('built-in ' + f.builtin, 'info') : el('code', null, (f.digest || '').slice(0, 12))],
-        ['Runs', f => String(f.invocations || 0)],
-        ['Failures', f => el('span', { class: f.failures ? 'warn-text' : '' }, String(f.failures || 0))],
-        ['Poisoned', f => el('span', { class: f.poisoned ? 'bad-text' : '' }, String(f.poisoned || 0))],
-        ['Status', f => f.loadError ? el('span', { class: 'error' }, badge('load failed', 'bad'), ' ', f.loadError) : badge('loaded', 'ok')],
-        ['', f => f.builtin ? el('span', { class: 'muted small' }, 'runs in the node') : el('button', { class: 'small', onclick: () => showHistory(f.name).catch(err => toast(describe(err), 'error')) }, 'History')],
-      ], fns.data || [], { class: 'functions', empty: 'No functions are deployed.' }),
-      history);
-    if (open) await showHistory(open);
+    }
+    const body = el('textarea', { id: 'invoke-body', rows: 3, placeholder: 'trigger body (text or JSON)' });
+    const result = el('div', { id: 'invoke-result' });
+    parts.push(el('h2', null, 'Test invoke ' + name),
+      el('p', { class: 'muted small' }, 'Sends the body to the function\'s direct subject (<prefix>.fn.' + name + ', as any client does): one invocation, not retried, whose writes are real.'),
+      el('form', { id: 'invoke-form', class: 'enqueue', onsubmit: async ev => {
+        ev.preventDefault();
+        fill(result, el('p', { class: 'loading' }, 'Invoking…'));
+        try {
+          const r = (await api('/$cairn/functions/' + encodeURIComponent(name) + '/invoke', { method: 'POST', body: body.value, headers: { 'Content-Type': 'application/octet-stream' } })).data;
+          fill(result, r.error
+            ? el('div', { class: 'invoke-error' }, badge('failed', 'bad'), ' after ' + r.durationMs.toFixed(1) + ' ms: ', el('span', { class: 'error' }, r.error))
+            : el('div', { class: 'invoke-reply' }, badge('ok', 'ok'), ' reply after ' + r.durationMs.toFixed(1) + ' ms', el('pre', { class: 'body' }, b64text(r.output) || '(empty)')));
+          await showLogs(name);
+        } catch (err) { fill(result, el('p', { class: 'error' }, describe(err))); }
+      } }, el('label', null, 'Trigger body', body), el('button', { id: 'invoke', type: 'submit', class: 'primary' }, 'Invoke')),
+      result,
+      el('h2', null, 'Latest log lines of ' + name, ' ', el('button', { class: 'small', id: 'refresh-logs', onclick: () => showLogs(name).catch(err => toast(describe(err), 'error')) }, '↻')),
+      el('p', { class: 'muted small' }, 'The last 100 lines the function logged on this node, newest first.'),
+      logs);
+    fill(detail, parts);
+    await showLogs(name).catch(err => fill(logs, el('p', { class: 'error' }, describe(err))));
   };
+  fill(root,
+    pageHeader('Functions', el('label', { class: 'toggle', title: 'Read the counters every 5 s while this page is open' }, auto, ' Auto refresh (5 s)'), refreshButton(load)),
+    stats, list, detail);
   await load();
+  // The timer ends when the page is left or the toggle is off.
+  const timer = setInterval(() => {
+    if (!root.contains(list) || root.dataset.page !== 'functions' || location.hash.replace(/^#\/?/, '').split('/')[0] !== 'functions') { clearInterval(timer); return; }
+    if (auto.checked) load().catch(err => toast(describe(err), 'error'));
+  }, 5000);
 }
 
 // queuesPage lists the queues with their depths; a queue's page peeks at
@@ -111,6 +172,7 @@ async function queuePage(root, queue) {
         el('p', { class: 'crumbs' }, el('a', { href: '#/queues' }, 'Queues'), ' › ', queue),
         pageHeader('Poison queue ' + queue, refreshButton(load)),
         el('p', { class: 'muted' }, 'Messages a function gave up on, each with its last error. Requeue puts one back on its queue (its attempts start again); delete drops it.'),
+        bulkForm(ps),
         el('div', { id: 'poison-list', class: 'cards' }, ps.length === 0 ? el('p', { class: 'empty' }, 'No poison messages.') : ps.map(p =>
           el('div', { class: 'card poison-msg', dataset: { seq: p.seq } },
             el('div', { class: 'card-head' }, el('strong', null, '#' + p.seq), ' from ', el('code', null, p.queue), ' · function ', el('code', null, p.function),
@@ -128,7 +190,8 @@ async function queuePage(root, queue) {
       const body = el('textarea', { id: 'enqueue-body', rows: 4, placeholder: 'message body (text or JSON)' });
       fill(root,
         el('p', { class: 'crumbs' }, el('a', { href: '#/queues' }, 'Queues'), ' › ', queue),
-        pageHeader('Queue ' + queue, el('a', { class: 'button', href: '#/queues/' + encodeURIComponent(queue + '-poison') }, 'Poison messages'), refreshButton(load)),
+        pageHeader('Queue ' + queue, el('a', { class: 'button', href: '#/queues/' + encodeURIComponent(queue + '-poison') }, 'Poison messages'),
+          el('button', { id: 'purge', class: 'danger', onclick: purge }, 'Purge…'), refreshButton(load)),
         el('form', { id: 'enqueue-form', class: 'enqueue', onsubmit: async ev => {
           ev.preventDefault();
           try {
@@ -145,6 +208,69 @@ async function queuePage(root, queue) {
           ['Body', m => el('pre', { class: 'body' }, b64text(m.body))],
         ], ms, { class: 'peek', empty: 'The queue is empty.' }));
     }
+  };
+  // purge removes every message of the queue, once the operator confirmed
+  // with its name and depth before them.
+  const purge = async () => {
+    try {
+      const q = ((await api('/$cairn/queues')).data || []).find(q => q.name === queue);
+      const depth = q ? q.depth : 0;
+      if (!await confirmDialog('Purge queue ' + queue + '?', 'All ' + depth + ' message' + (depth === 1 ? '' : 's') + ' waiting on ' + queue + ' (those being processed included) are removed for good.', 'Purge ' + queue)) return;
+      const r = await api(path + '/purge', { method: 'POST' });
+      toast('Purged ' + r.data.purged + ' message' + (r.data.purged === 1 ? '' : 's') + ' from ' + queue);
+      await load();
+    } catch (err) { toast(describe(err), 'error'); }
+  };
+  // bulkForm requeues or deletes the poison messages a filter selects (the
+  // error contains a text, and/or enqueued or poisoned before a time); it
+  // counts those of the listed messages that match as the filter changes.
+  const bulkForm = ps => {
+    const text = el('input', { id: 'bulk-error', placeholder: 'error contains…' });
+    const by = el('select', { id: 'bulk-by' }, el('option', { value: 'poisonedBefore' }, 'poisoned before'), el('option', { value: 'enqueuedBefore' }, 'enqueued before'));
+    const before = el('input', { id: 'bulk-before', type: 'datetime-local', step: 1 });
+    const count = el('span', { id: 'bulk-match', class: 'muted small' });
+    const filter = () => {
+      const f = {};
+      if (text.value) f.error = text.value;
+      if (before.value) f[by.value] = new Date(before.value).toISOString();
+      return f;
+    };
+    const matches = p => {
+      const f = filter();
+      if (f.error && !(p.error || '').includes(f.error)) return false;
+      if (f.poisonedBefore && !(new Date(p.poisoned) < new Date(f.poisonedBefore))) return false;
+      if (f.enqueuedBefore && !(new Date(p.enqueued) < new Date(f.enqueuedBefore))) return false;
+      return true;
+    };
+    const recount = () => {
+      const n = ps.filter(matches).length;
+      count.textContent = n + ' of the ' + ps.length + ' listed message' + (ps.length === 1 ? '' : 's') + ' match' + (ps.length >= 200 ? ' (the queue may hold more)' : '');
+    };
+    const run = async what => {
+      const f = filter();
+      const all = Object.keys(f).length === 0;
+      const which = all ? 'every poison message of ' + queue : 'the poison messages of ' + queue + ' whose ' +
+        [f.error && 'error contains "' + f.error + '"', f.poisonedBefore && 'poisoning was before ' + fmtTime(f.poisonedBefore), f.enqueuedBefore && 'first enqueue was before ' + fmtTime(f.enqueuedBefore)].filter(Boolean).join(' and ');
+      const verb = what === 'requeue' ? 'Requeue' : 'Delete';
+      if (!await confirmDialog(verb + ' matching poison messages of ' + queue + '?', verb + ' ' + which + ': ' + count.textContent + ' (at most 10,000 per request). ' + (what === 'requeue' ? 'Each goes back on its queue with its attempts starting again.' : 'Their bodies and errors are lost.'), verb)) return;
+      try {
+        const qs = new URLSearchParams(all ? { all: 'true' } : f);
+        const r = (await api(path + '/' + what + '?' + qs, { method: 'POST' })).data;
+        const msg = (what === 'requeue' ? 'Requeued ' : 'Deleted ') + r.affected + ' message' + (r.affected === 1 ? '' : 's') +
+          (r.skipped ? ', skipped ' + r.skipped + ' that do not name their queue' : '') + (r.more ? '; more match: run it again' : '');
+        await load();
+        toast(msg);
+        const out = document.getElementById('bulk-result');
+        if (out) out.textContent = msg;
+      } catch (err) { toast(describe(err), 'error'); }
+    };
+    for (const i of [text, by, before]) i.addEventListener('input', recount);
+    recount();
+    return el('form', { id: 'bulk-form', class: 'inline-form bulk', onsubmit: ev => ev.preventDefault() },
+      el('strong', null, 'Bulk:'), text, by, before,
+      el('button', { id: 'bulk-requeue', type: 'button', onclick: () => run('requeue') }, 'Requeue matching'),
+      el('button', { id: 'bulk-delete', type: 'button', class: 'danger', onclick: () => run('delete') }, 'Delete matching'),
+      count, el('span', { id: 'bulk-result', class: 'small' }));
   };
   const act = async (what, p) => {
     if (what === 'delete' && !await confirmDialog('Delete poison message #' + p.seq + '?', 'Its body and error are lost.', 'Delete')) return;

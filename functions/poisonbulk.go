@@ -1,0 +1,135 @@
+package functions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/engine"
+)
+
+// MaxBulkPoison is the most poison messages one bulk requeue or delete
+// acts on; BulkResult.More says when more matched.
+const MaxBulkPoison = 10_000
+
+// PoisonFilter selects poison messages for a bulk action. The zero filter
+// selects none: All must say "every message".
+type PoisonFilter struct {
+	// ErrorContains: the last error contains this text.
+	ErrorContains string
+	// EnqueuedBefore and PoisonedBefore: first enqueued, or moved to the
+	// poison queue, before this time (zero: any time).
+	EnqueuedBefore, PoisonedBefore time.Time
+	// All selects every message when no other field is set.
+	All bool
+}
+
+// ParsePoisonFilter reads a filter from a query string: error=<text>,
+// enqueuedBefore=<RFC 3339>, poisonedBefore=<RFC 3339>, all=true. A
+// malformed time, or no filter at all, is InvalidInput.
+func ParsePoisonFilter(v url.Values) (PoisonFilter, error) {
+	f := PoisonFilter{ErrorContains: v.Get("error"), All: v.Get("all") == "true"}
+	for _, p := range []struct {
+		name string
+		to   *time.Time
+	}{{"enqueuedBefore", &f.EnqueuedBefore}, {"poisonedBefore", &f.PoisonedBefore}} {
+		s := v.Get(p.name)
+		if s == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return f, engine.Errorf(engine.CodeInvalidInput, "%s %q: use an RFC 3339 time such as 2026-01-02T15:04:05Z", p.name, s)
+		}
+		*p.to = t
+	}
+	if !f.All && f.ErrorContains == "" && f.EnqueuedBefore.IsZero() && f.PoisonedBefore.IsZero() {
+		return f, engine.Errorf(engine.CodeInvalidInput, "say which poison messages: error=<text>, enqueuedBefore=<time>, poisonedBefore=<time>, or all=true")
+	}
+	return f, nil
+}
+
+// Match reports whether a poison message is selected.
+func (f PoisonFilter) Match(p PoisonMessage) bool {
+	if f.ErrorContains != "" && !strings.Contains(p.Error, f.ErrorContains) {
+		return false
+	}
+	if !f.EnqueuedBefore.IsZero() && (p.Enqueued.IsZero() || !p.Enqueued.Before(f.EnqueuedBefore)) {
+		return false
+	}
+	if !f.PoisonedBefore.IsZero() && !p.Poisoned.Before(f.PoisonedBefore) {
+		return false
+	}
+	return true
+}
+
+// BulkResult is the answer of a bulk requeue or delete.
+type BulkResult struct {
+	// Affected messages were requeued or deleted.
+	Affected int `json:"affected"`
+	// Skipped matched but could not be requeued: they do not say which
+	// queue they came from (they stay in the poison queue).
+	Skipped int `json:"skipped,omitempty"`
+	// More is true when more messages match than one request acts on:
+	// repeat the request.
+	More bool `json:"more"`
+}
+
+// BulkPoison requeues (requeue true) or deletes the messages of a poison
+// queue that the filter selects, oldest first, at most MaxBulkPoison.
+// Cost: one direct get per poison message examined, and a publish and a
+// delete per message affected. A failure midway returns what was done
+// and the error; what was done stays done (each message is requeued at
+// most once, as Requeue does).
+func (q *Queues) BulkPoison(ctx context.Context, queue string, f PoisonFilter, requeue bool) (BulkResult, error) {
+	return q.bulkPoison(ctx, queue, f, requeue, MaxBulkPoison)
+}
+
+// bulkPoison is BulkPoison acting on at most limit messages.
+func (q *Queues) bulkPoison(ctx context.Context, queue string, f PoisonFilter, requeue bool, limit int) (BulkResult, error) {
+	var res BulkResult
+	queue, err := poisonQueue(queue)
+	if err != nil {
+		return res, engine.Errorf(engine.CodeInvalidInput, "%v", err)
+	}
+	subject := QueueSubject(q.prefix, queue)
+	for seq := uint64(1); ; {
+		m, err := q.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return res, nil
+		}
+		if err != nil {
+			return res, err
+		}
+		seq = m.Sequence + 1
+		p := poisonOf(m)
+		if !f.Match(p) {
+			continue
+		}
+		if res.Affected+res.Skipped == limit {
+			res.More = true
+			return res, nil
+		}
+		if requeue && p.Queue == "" {
+			res.Skipped++
+			continue
+		}
+		if requeue {
+			hdr := nats.Header{HeaderRequeued: []string{strconv.FormatUint(p.Seq, 10)}}
+			if err := q.publish(ctx, p.Queue, p.Body, "requeue:"+StreamName(q.prefix)+":"+strconv.FormatUint(p.Seq, 10), hdr); err != nil {
+				return res, fmt.Errorf("requeue poison message %d: %w", p.Seq, err)
+			}
+		}
+		if err := q.deleteMsg(ctx, p.Seq); err != nil {
+			return res, fmt.Errorf("remove poison message %d: %w", p.Seq, err)
+		}
+		res.Affected++
+	}
+}
