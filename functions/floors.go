@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/outbox"
 	"github.com/cairn-dev/cairn/projections"
 )
 
@@ -23,13 +24,9 @@ import (
 // its change's table at least at the change.
 const HeaderPosition = "Cairn-Position"
 
-// outboxPositionHeader is outbox.PositionHeader ("<table>/<epoch>/<seq>/
-// <index>"); the outbox package sits beside this one, not below it.
-const outboxPositionHeader = "Cairn-Outbox-Position"
-
 // floor is a journal position an invocation's reads of a table wait for.
 type floor struct {
-	table string
+	table string // its full name, in any case: table names are unique regardless of case
 	epoch uint64 // the table's incarnation; 0: whichever is live
 	seq   uint64
 }
@@ -53,17 +50,12 @@ func parseFloors(h nats.Header) ([]floor, error) {
 			fs = append(fs, floor{table: table, seq: seq})
 		}
 	}
-	if v := h.Get(outboxPositionHeader); v != "" {
-		parts := strings.Split(v, "/")
-		if len(parts) != 4 {
-			return nil, fmt.Errorf("header %s: %q is not <table>/<epoch>/<seq>/<index>", outboxPositionHeader, v)
+	if v := h.Get(outbox.PositionHeader); v != "" {
+		table, epoch, seq, _, ok := outbox.ParsePosition(v)
+		if !ok {
+			return nil, fmt.Errorf("header %s: %q is not <table>/<epoch>/<seq>/<index>", outbox.PositionHeader, v)
 		}
-		epoch, err1 := strconv.ParseUint(parts[1], 10, 64)
-		seq, err2 := strconv.ParseUint(parts[2], 10, 64)
-		if parts[0] == "" || err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("header %s: %q is not <table>/<epoch>/<seq>/<index>", outboxPositionHeader, v)
-		}
-		fs = append(fs, floor{table: parts[0], epoch: epoch, seq: seq})
+		fs = append(fs, floor{table: table, epoch: epoch, seq: seq})
 	}
 	if len(fs) > maxFloors {
 		return nil, fmt.Errorf("header %s: %d positions; at most %d", HeaderPosition, len(fs), maxFloors)
@@ -80,7 +72,7 @@ func (inv *Invocation) reach(ctx context.Context, t *projections.Table) error {
 		name, epoch = src.Name(), src.Epoch()
 	}
 	for _, f := range inv.floors {
-		if f.table != name || (f.epoch != 0 && f.epoch != epoch) || t.Snapshot().Seq >= f.seq {
+		if !strings.EqualFold(f.table, name) || (f.epoch != 0 && f.epoch != epoch) || t.Snapshot().Seq >= f.seq {
 			continue
 		}
 		if _, err := t.WaitSeq(ctx, f.seq); err != nil {

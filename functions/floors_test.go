@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/outbox"
 	"github.com/cairn-dev/cairn/projections"
 )
 
@@ -23,14 +24,14 @@ func TestParseFloors(t *testing.T) {
 		{"one", nats.Header{HeaderPosition: {"Employees/42"}}, []floor{{table: "Employees", seq: 42}}, false},
 		{"several, spaces, repeated header", nats.Header{HeaderPosition: {"Employees/42, contoso.Orders/7", "Archive/1"}},
 			[]floor{{table: "Employees", seq: 42}, {table: "contoso.Orders", seq: 7}, {table: "Archive", seq: 1}}, false},
-		{"outbox", nats.Header{outboxPositionHeader: {"Orders/3/99/0"}}, []floor{{table: "Orders", epoch: 3, seq: 99}}, false},
+		{"outbox", nats.Header{outbox.PositionHeader: {"orders/3/99/0"}}, []floor{{table: "orders", epoch: 3, seq: 99}}, false},
 		{"no table", nats.Header{HeaderPosition: {"/42"}}, nil, true},
 		{"no position", nats.Header{HeaderPosition: {"Employees"}}, nil, true},
 		{"position 0", nats.Header{HeaderPosition: {"Employees/0"}}, nil, true},
 		{"not a number", nats.Header{HeaderPosition: {"Employees/x"}}, nil, true},
 		{"too many parts", nats.Header{HeaderPosition: {"Employees/1/2"}}, nil, true},
 		{"empty entry", nats.Header{HeaderPosition: {"Employees/1,"}}, nil, true},
-		{"bad outbox", nats.Header{outboxPositionHeader: {"Orders/3/99"}}, nil, true},
+		{"bad outbox", nats.Header{outbox.PositionHeader: {"Orders/3/99"}}, nil, true},
 		{"too many", nats.Header{HeaderPosition: {"A/1,A/2,A/3,A/4,A/5,A/6,A/7,A/8,A/9,A/10,A/11,A/12,A/13,A/14,A/15,A/16,A/17"}}, nil, true},
 	} {
 		got, err := parseFloors(c.hdr)
@@ -96,6 +97,12 @@ func TestInvocationReadsWaitForTheirFloors(t *testing.T) {
 	tbl.Publish()
 	if err := <-got; err != nil {
 		t.Fatalf("the read once the view reached position 3: %v", err)
+	}
+
+	// The outbox names tables lower-cased: the same table.
+	lower := &Invocation{runner: rn, floors: []floor{{table: "employees", epoch: 5, seq: 4}}}
+	if _, _, err := lower.Get(short, "Employees", "p", "a"); engine.ErrorCode(err) != engine.CodeServerBusy {
+		t.Fatalf("a lower-cased floor beyond the view: %v; want ServerBusy", err)
 	}
 
 	other := &Invocation{runner: rn, floors: []floor{{table: "Employees", epoch: 4, seq: 100}}}

@@ -68,6 +68,24 @@ func position(table string, epoch, seq uint64, index int) string {
 	return strings.ToLower(table) + "/" + strconv.FormatUint(epoch, 10) + "/" + strconv.FormatUint(seq, 10) + "/" + strconv.Itoa(index)
 }
 
+// ParsePosition reads a PositionHeader value: the table's full name
+// (lower-cased), its epoch, the record's sequence and the message's index
+// in it. ok is false when v is not of that form.
+func ParsePosition(v string) (table string, epoch, seq uint64, index int, ok bool) {
+	parts := strings.Split(v, "/")
+	if len(parts) != 4 || parts[0] == "" {
+		return "", 0, 0, 0, false
+	}
+	var err1, err2, err3 error
+	epoch, err1 = strconv.ParseUint(parts[1], 10, 64)
+	seq, err2 = strconv.ParseUint(parts[2], 10, 64)
+	index, err3 = strconv.Atoi(parts[3])
+	if err1 != nil || err2 != nil || err3 != nil || index < 0 {
+		return "", 0, 0, 0, false
+	}
+	return parts[0], epoch, seq, index, true
+}
+
 // publish sends a partition's head and calls done with the outcome, from
 // another goroutine: nil once the destination's stream stored it (or, for a
 // subject no stream captures, once published).
