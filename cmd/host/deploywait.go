@@ -19,12 +19,6 @@ const settleWindow = time.Second
 // host that started meanwhile, or whose load report was lost, is seen.
 const askEvery = time.Second
 
-// hostLoad is where one host stands with the deployed version.
-type hostLoad struct {
-	loaded  bool
-	refused string // why it refused the version
-}
-
 // awaitHosts waits until every host that answers the status requests
 // (asked before the deploy, then every askEvery) runs version of name,
 // taking both their load reports and their status answers. It returns the
@@ -33,14 +27,15 @@ type hostLoad struct {
 // when ctx ends first, an error naming the hosts that have not loaded it
 // (or saying that none answered). A host never goes back from loaded.
 func awaitHosts(ctx context.Context, hs *functions.HostStatuses, reports *functions.LoadReports, name string, version int, asked time.Time, progress io.Writer) ([]string, error) {
-	hosts := map[string]*hostLoad{}
-	host := func(node string) *hostLoad {
-		h := hosts[node]
-		if h == nil {
-			h = &hostLoad{}
-			hosts[node] = h
+	loaded := map[string]bool{} // every host heard from: whether it runs the version
+	// note records what a host said: it runs the version, or (why != "")
+	// refused it, which ends the wait unless it had loaded it already.
+	note := func(node string, ok bool, why string) error {
+		loaded[node] = loaded[node] || ok
+		if !loaded[node] && why != "" {
+			return fmt.Errorf("%s version %d is deployed, but host %s refused to load it: %s (the hosts keep running the version before, if any; fix it and deploy again, or roll back)", name, version, node, why)
 		}
-		return h
+		return nil
 	}
 	tick := time.NewTicker(askEvery)
 	defer tick.Stop()
@@ -48,65 +43,53 @@ func awaitHosts(ctx context.Context, hs *functions.HostStatuses, reports *functi
 	defer settled.Stop()
 	isSettled := false
 	for {
-		for node, h := range hosts {
-			if h.refused != "" {
-				return nil, fmt.Errorf("%s version %d is deployed, but host %s refused to load it: %s (the hosts keep running the version before, if any; fix it and deploy again, or roll back)", name, version, node, h.refused)
-			}
+		if isSettled && len(loaded) > 0 && len(pendingHosts(loaded)) == 0 {
+			return sortedHosts(loaded, func(bool) bool { return true }), nil
 		}
-		if isSettled && len(hosts) > 0 && allLoaded(hosts) {
-			return sortedNodes(hosts, func(*hostLoad) bool { return true }), nil
-		}
+		var err error
 		select {
 		case <-ctx.Done():
-			if len(hosts) == 0 {
+			if len(loaded) == 0 {
 				return nil, fmt.Errorf("%s version %d is deployed, but no host answered (are the hosts running, with this -prefix? each loads it when it starts)", name, version)
 			}
-			pending := sortedNodes(hosts, func(h *hostLoad) bool { return !h.loaded })
-			return nil, fmt.Errorf("%s version %d is deployed, but %d of %d hosts had not loaded it when the wait ended: %s (see their logs and GET /$cairn/functions on each)", name, version, len(pending), len(hosts), strings.Join(pending, ", "))
+			pending := pendingHosts(loaded)
+			return nil, fmt.Errorf("%s version %d is deployed, but %d of %d hosts had not loaded it when the wait ended: %s (see their logs and GET /$cairn/functions on each)", name, version, len(pending), len(loaded), strings.Join(pending, ", "))
 		case <-settled.C:
 			isSettled = true
 		case <-tick.C:
-			if err := hs.Ask(); err != nil {
-				return nil, err
-			}
+			err = hs.Ask()
 		case m := <-reports.Msgs():
 			r, ok := functions.ParseLoadReport(m.Data)
 			if !ok || r.Version != version {
 				continue
 			}
-			h := host(r.Node)
-			if r.Loaded {
-				h.loaded = true
-			} else if !h.loaded {
-				h.refused = r.Error
-			}
 			if r.Loaded {
 				fmt.Fprintf(progress, "loaded on host %s\n", r.Node)
 			}
+			err = note(r.Node, r.Loaded, r.Error)
 		case s := <-hs.C:
-			h := host(s.Node)
-			if v, ok := s.Running(name); ok && v >= version {
-				h.loaded = true
-			} else if f, ok := s.Unloaded[name]; ok && f.Version == version && !h.loaded {
-				h.refused = f.Error
+			v, running := s.Running(name)
+			why := ""
+			if f, ok := s.Unloaded[name]; ok && f.Version == version {
+				why = f.Error
 			}
+			err = note(s.Node, running && v >= version, why)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 }
 
-func allLoaded(hosts map[string]*hostLoad) bool {
-	for _, h := range hosts {
-		if !h.loaded {
-			return false
-		}
-	}
-	return true
+// pendingHosts returns the hosts, sorted, that have not loaded the version.
+func pendingHosts(loaded map[string]bool) []string {
+	return sortedHosts(loaded, func(l bool) bool { return !l })
 }
 
-func sortedNodes(hosts map[string]*hostLoad, keep func(*hostLoad) bool) []string {
+func sortedHosts(loaded map[string]bool, keep func(loaded bool) bool) []string {
 	var out []string
-	for node, h := range hosts {
-		if keep(h) {
+	for node, l := range loaded {
+		if keep(l) {
 			out = append(out, node)
 		}
 	}

@@ -123,10 +123,16 @@ func (c *Client) entity(ctx context.Context, table string, req *engine.Request, 
 	for _, o := range opts {
 		o(req)
 	}
+	return c.Do(ctx, c.commandSubject(table), req)
+}
+
+// commandSubject is the subject of a table's commands and queries:
+// <prefix>.cmd.<Table>, or <prefix>.cmd.<account>.<Table> with WithAccount.
+func (c *Client) commandSubject(table string) string {
 	if c.account != "" {
-		return c.Do(ctx, c.prefix+".cmd."+c.account+"."+table, req)
+		return c.prefix + ".cmd." + c.account + "." + table
 	}
-	return c.Do(ctx, c.prefix+".cmd."+table, req)
+	return c.prefix + ".cmd." + table
 }
 
 func (c *Client) tables(ctx context.Context, req *engine.Request) (*engine.Reply, error) {

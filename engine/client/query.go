@@ -55,17 +55,13 @@ func (c *Client) Query(ctx context.Context, table string, opts ...QueryOption) (
 	for _, o := range opts {
 		o(req)
 	}
-	subject := c.prefix + ".cmd." + table
-	if c.account != "" {
-		subject = c.prefix + ".cmd." + c.account + "." + table
-	}
 	body, err := wire.EncodeQueryRequest(req, wire.Msgpack)
 	if err != nil {
 		return nil, fmt.Errorf("client: encode query: %w", err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	msg, err := c.nc.RequestWithContext(rctx, subject, body)
+	msg, err := c.nc.RequestWithContext(rctx, c.commandSubject(table), body)
 	if err != nil {
 		return nil, fmt.Errorf("client: query of %s: %w", table, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -16,8 +17,8 @@ const clockTicks = 100
 
 // writeProcessMetrics writes the process's CPU time, resident memory,
 // open files and start time, read from getrusage, getrlimit and /proc/self
-// (a few small reads, and one directory listing of the open files). A
-// figure that cannot be read is left out.
+// (a few small reads, and one directory listing of the open files; the
+// start time is read once). A figure that cannot be read is left out.
 func writeProcessMetrics(w io.Writer) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
@@ -43,10 +44,14 @@ func writeProcessMetrics(w io.Writer) {
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
 		series(w, "process_max_fds", "Most file descriptors the process may open.", "gauge", strconv.FormatUint(lim.Cur, 10))
 	}
-	if start, ok := processStart(); ok {
+	if start, ok := processStartOnce(); ok {
 		series(w, "process_start_time_seconds", "Start of the process, in seconds since the Unix epoch.", "gauge", formatFloat(start))
 	}
 }
+
+// processStartOnce is processStart, read at the first scrape: the start
+// of a process does not change.
+var processStartOnce = sync.OnceValues(processStart)
 
 // processStart reads the process's start from /proc: its start in clock
 // ticks after boot (/proc/self/stat) plus the boot time (/proc/stat).

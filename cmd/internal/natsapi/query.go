@@ -112,7 +112,6 @@ func (s *Service) query(ctx context.Context, table string, req *wire.QueryReques
 		o.From = &tok.from
 	}
 	pg := query.NewPlan(filter).Run(snap, o)
-	noteReads(t, pg.Entities)
 	r := &pageReply{s: s, t: t, snap: snap, hold: hold, asOf: asOf, desc: req.Descending, sel: sel, entities: pg.Entities}
 	if pg.More {
 		r.next = &query.Continuation{PartitionKey: pg.NextPartitionKey, RowKey: pg.NextRowKey}
@@ -120,8 +119,8 @@ func (s *Service) query(ctx context.Context, table string, req *wire.QueryReques
 	return r
 }
 
-// noteReads counts the entities read per partition (the hot partitions of
-// /metrics), one call per run of a partition.
+// noteReads counts the entities a page returns per partition (the hot
+// partitions of /metrics), one call per run of a partition.
 func noteReads(t *projections.Table, es []*engine.Entity) {
 	lastPK, run := "", 0
 	for _, e := range es {
@@ -190,6 +189,9 @@ func (p *pageReply) fit(enc wire.Encoding, m *nats.Msg) []byte {
 	for {
 		b := wire.EncodeQueryReply(p.reply(n), enc)
 		if limit <= 0 || len(b) <= limit {
+			// Counted once the page is known: the entities past n are
+			// read again (and counted then) by the next page.
+			noteReads(p.t, p.entities[:n])
 			return b
 		}
 		if n <= 1 {

@@ -83,9 +83,9 @@ func (in Info) WriteMetric(w io.Writer) {
 	fmt.Fprintf(w, "cairn_build_info{version=%s,revision=%s,goversion=%s} 1\n", label(in.Version), label(rev), label(in.GoVersion))
 }
 
-// label quotes a label value, escaping \, " and newlines as the text
-// format requires.
-func label(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	return `"` + r.Replace(s) + `"`
-}
+// labelEscaper escapes \, " and newlines in a label value, as the text
+// format requires (built once: a Replacer is safe for concurrent use).
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+// label quotes a label value.
+func label(s string) string { return `"` + labelEscaper.Replace(s) + `"` }
