@@ -77,7 +77,7 @@ func snapshotFiles(dir string) []string {
 // rename, fsync of the directory) and removes all but the newest files.
 func (v *Views) writeSnapshot(t *Table, s *Snapshot) (string, error) {
 	dir := v.snapDir(t)
-	path, err := writeFileAtomic(dir, fmt.Sprintf("%020d%s", s.Seq, snapSuffix), func(w io.Writer) error {
+	path, err := writeFileAtomic(dir, snapFileName(s.Seq), func(w io.Writer) error {
 		return encodeSnapshot(w, s, time.Now().UnixNano())
 	})
 	if err != nil {
@@ -168,6 +168,12 @@ func (v *Views) loadSnapshot(ctx context.Context, t *Table, first, last uint64) 
 		t.restore(h.Seq, c)
 		return h.Seq
 	}
+}
+
+// snapFileName is the name of the snapshot file at seq: the position in
+// 20 digits, so that names sort by position. fileSeq reads it back.
+func snapFileName(seq uint64) string {
+	return fmt.Sprintf("%020d%s", seq, snapSuffix)
 }
 
 // fileSeq returns the position a snapshot file's name gives (0 if none).
