@@ -192,7 +192,10 @@ func (v *Views) readSnapshotFile(path string, t *Table, first, last, seq uint64)
 		return nil, snapshotHeader{}, err
 	}
 	defer f.Close()
-	h, _, err := readSnapshotHeader(bufio.NewReader(f))
+	// The header is read and checked first, then the checksum (through
+	// ReadAt, which leaves the header's decoder where it was), then the
+	// body with that decoder.
+	h, dec, err := readSnapshotHeader(bufio.NewReaderSize(f, 1<<16))
 	switch {
 	case err != nil:
 		return nil, h, err
@@ -207,17 +210,11 @@ func (v *Views) readSnapshotFile(path string, t *Table, first, last, seq uint64)
 	case seq != 0 && h.Seq != seq:
 		return nil, h, fmt.Errorf("at position %d, its metadata says %d", h.Seq, seq)
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, h, err
-	}
-	if err := checkSnapshotSum(f); err != nil {
-		return nil, h, err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, h, err
-	}
-	h, dec, err := readSnapshotHeader(bufio.NewReaderSize(f, 1<<16))
+	fi, err := f.Stat()
 	if err != nil {
+		return nil, h, err
+	}
+	if err := checkSnapshotSum(f, fi.Size()); err != nil {
 		return nil, h, err
 	}
 	lastLog := time.Now()
