@@ -81,7 +81,7 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64) error {
 		return err
 	}
 	enc := msgpack.NewEncoder(bw)
-	err := first(
+	err := firstErr(
 		enc.EncodeUint(SnapshotFormat),
 		enc.EncodeMapLen(7),
 		enc.EncodeString("name"), enc.EncodeString(s.Table),
@@ -96,7 +96,7 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64) error {
 		return err
 	}
 	s.rows.Scan(func(e *engine.Entity) bool {
-		err = first(enc.EncodeArrayLen(6), enc.EncodeString(e.PartitionKey), enc.EncodeString(e.RowKey),
+		err = firstErr(enc.EncodeArrayLen(6), enc.EncodeString(e.PartitionKey), enc.EncodeString(e.RowKey),
 			enc.EncodeInt(e.Timestamp), enc.EncodeUint(e.Version.Seq), enc.EncodeUint(uint64(e.Version.Index)))
 		if err == nil {
 			err = engine.EncodeProperties(enc, e.Properties)
@@ -107,7 +107,7 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64) error {
 		return err
 	}
 	s.parts.Scan(func(p *Partition) bool {
-		err = first(enc.EncodeArrayLen(5), enc.EncodeString(p.Key), enc.EncodeUint(p.LastSeq),
+		err = firstErr(enc.EncodeArrayLen(5), enc.EncodeString(p.Key), enc.EncodeUint(p.LastSeq),
 			enc.EncodeUint(p.Records), enc.EncodeUint(p.Writes), enc.EncodeInt(p.Entities))
 		return err == nil
 	})
@@ -115,7 +115,7 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64) error {
 		return err
 	}
 	for _, c := range s.expiry {
-		err = first(enc.EncodeArrayLen(6), enc.EncodeString(c.PartitionKey), enc.EncodeString(c.ID),
+		err = firstErr(enc.EncodeArrayLen(6), enc.EncodeString(c.PartitionKey), enc.EncodeString(c.ID),
 			enc.EncodeUint(c.Seq), enc.EncodeUint(uint64(c.First)), enc.EncodeUint(uint64(c.Count)), enc.EncodeInt(c.Time))
 		if err != nil {
 			return err
@@ -130,7 +130,10 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64) error {
 	return err
 }
 
-func first(errs ...error) error {
+// firstErr returns the first of errs that is not nil. The encoder's calls
+// passed to it all run (in order); after a failed write the bufio.Writer
+// under them fails the rest with the same error.
+func firstErr(errs ...error) error {
 	for _, err := range errs {
 		if err != nil {
 			return err
