@@ -27,9 +27,11 @@ type Config struct {
 	// waits for one before it looks again (on the new leader, once there
 	// is one). Shorter costs re-sends under load, never correctness.
 	AppendTimeout time.Duration
-	// CatalogTimeout bounds a catalog append's wait for its
-	// acknowledgement (10s): its caller (a table's creation or deletion)
-	// sees an unknown outcome as an error, so it waits longer.
+	// CatalogTimeout bounds a catalog append's tries (10s): each waits
+	// AppendTimeout at most for its acknowledgement and, unanswered, is
+	// sent again until this has passed (catalog.go, appendCatalog). Its
+	// caller (a table's creation or deletion) sees an unknown outcome as
+	// an error, so it keeps trying longer than a table's append.
 	CatalogTimeout time.Duration
 }
 

@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/projections"
 )
 
@@ -121,21 +118,10 @@ func TestAsOf(t *testing.T) {
 
 	// History removed behind Cairn's back (the views check every 30 s, so
 	// they have not faulted the tables yet).
-	js, err := jetstream.New(r.nc)
-	if err != nil {
+	if err := r.stream("Purged", r.catalog["Purged"]).Purge(r.ctx); err != nil {
 		t.Fatal(err)
 	}
-	stream := func(name string) jetstream.Stream {
-		s, err := js.Stream(r.ctx, journal.StreamName("cairn", name, r.catalog[name]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	if err := stream("Purged").Purge(r.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := stream("Holed").DeleteMsg(r.ctx, 2); err != nil {
+	if err := r.stream("Holed", r.catalog["Holed"]).DeleteMsg(r.ctx, 2); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"Purged", "Holed"} {

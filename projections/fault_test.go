@@ -56,11 +56,7 @@ func TestViewsFaultedTables(t *testing.T) {
 	raw("Junk", "3", []byte("nineteen junk bytes")) // record 3
 	appendN("Junk", 4, 4)
 	appendN("Purged", 1, 3)
-	s, err := js.Stream(r.ctx, journal.StreamName("cairn", "Purged", r.catalog["Purged"]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Purge(r.ctx); err != nil {
+	if err := r.stream("Purged", r.catalog["Purged"]).Purge(r.ctx); err != nil {
 		t.Fatal(err)
 	}
 	appendN("Forged", 1, 1)
@@ -216,10 +212,6 @@ func TestViewsStreamDeleted(t *testing.T) {
 func TestViewsFaultRemovedHistory(t *testing.T) {
 	r := newRig(t)
 	r.cfg.HistoryCheck = 20 * time.Millisecond
-	js, err := jetstream.New(r.nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	names := []string{"Purged", "Holed", "Kept", engine.FullTableName("contoso", "Kept")}
 	for _, name := range names {
 		r.create(name)
@@ -235,18 +227,10 @@ func TestViewsFaultRemovedHistory(t *testing.T) {
 	if err := v.WaitReady(r.ctx); err != nil {
 		t.Fatal(err)
 	}
-	stream := func(name string) jetstream.Stream {
-		t.Helper()
-		s, err := js.Stream(r.ctx, journal.StreamName("cairn", name, r.catalog[name]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	if err := stream("Purged").Purge(r.ctx); err != nil {
+	if err := r.stream("Purged", r.catalog["Purged"]).Purge(r.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := stream("Holed").DeleteMsg(r.ctx, 2); err != nil {
+	if err := r.stream("Holed", r.catalog["Holed"]).DeleteMsg(r.ctx, 2); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"Purged", "Holed"} {

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"io"
 
@@ -82,7 +81,7 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64) error {
 		return err
 	}
 	enc := msgpack.NewEncoder(bw)
-	err := first(
+	err := firstErr(
 		enc.EncodeUint(SnapshotFormat),
 		enc.EncodeMapLen(7),
 		enc.EncodeString("name"), enc.EncodeString(s.Table),
@@ -97,7 +96,7 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64) error {
 		return err
 	}
 	s.rows.Scan(func(e *engine.Entity) bool {
-		err = first(enc.EncodeArrayLen(6), enc.EncodeString(e.PartitionKey), enc.EncodeString(e.RowKey),
+		err = firstErr(enc.EncodeArrayLen(6), enc.EncodeString(e.PartitionKey), enc.EncodeString(e.RowKey),
 			enc.EncodeInt(e.Timestamp), enc.EncodeUint(e.Version.Seq), enc.EncodeUint(uint64(e.Version.Index)))
 		if err == nil {
 			err = engine.EncodeProperties(enc, e.Properties)
@@ -108,7 +107,7 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64) error {
 		return err
 	}
 	s.parts.Scan(func(p *Partition) bool {
-		err = first(enc.EncodeArrayLen(5), enc.EncodeString(p.Key), enc.EncodeUint(p.LastSeq),
+		err = firstErr(enc.EncodeArrayLen(5), enc.EncodeString(p.Key), enc.EncodeUint(p.LastSeq),
 			enc.EncodeUint(p.Records), enc.EncodeUint(p.Writes), enc.EncodeInt(p.Entities))
 		return err == nil
 	})
@@ -116,7 +115,7 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64) error {
 		return err
 	}
 	for _, c := range s.expiry {
-		err = first(enc.EncodeArrayLen(6), enc.EncodeString(c.PartitionKey), enc.EncodeString(c.ID),
+		err = firstErr(enc.EncodeArrayLen(6), enc.EncodeString(c.PartitionKey), enc.EncodeString(c.ID),
 			enc.EncodeUint(c.Seq), enc.EncodeUint(uint64(c.First)), enc.EncodeUint(uint64(c.Count)), enc.EncodeInt(c.Time))
 		if err != nil {
 			return err
@@ -131,7 +130,10 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64) error {
 	return err
 }
 
-func first(errs ...error) error {
+// firstErr returns the first of errs that is not nil. The encoder's calls
+// passed to it all run (in order); after a failed write the bufio.Writer
+// under them fails the rest with the same error.
+func firstErr(errs ...error) error {
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -210,51 +212,25 @@ func (h *snapshotHeader) read(dec *msgpack.Decoder, r io.Reader) error {
 	return nil
 }
 
-// checkSnapshotSum reads r to its end and checks that its last 4 bytes
-// are the CRC-32C of the bytes before them.
-func checkSnapshotSum(r io.Reader) error {
-	crc := crc32.New(castagnoli)
-	br := bufio.NewReaderSize(r, 1<<16)
-	var tail [4]byte
-	have := 0
-	buf := make([]byte, 1<<16)
-	for {
-		n, err := br.Read(buf)
-		if n > 0 {
-			sumTail(crc, &tail, &have, buf[:n])
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if have < 4 {
+// checkSnapshotSum checks that the last 4 bytes of r, size bytes long,
+// are the CRC-32C of the bytes before them. It reads r once, at offsets of
+// its own: a file's read position is left where it was.
+func checkSnapshotSum(r io.ReaderAt, size int64) error {
+	if size < 4 {
 		return errors.New("truncated: no checksum")
+	}
+	crc := crc32.New(castagnoli)
+	if _, err := io.CopyBuffer(crc, io.NewSectionReader(r, 0, size-4), make([]byte, 1<<16)); err != nil {
+		return err
+	}
+	var tail [4]byte
+	if _, err := r.ReadAt(tail[:], size-4); err != nil {
+		return err
 	}
 	if got := binary.BigEndian.Uint32(tail[:]); got != crc.Sum32() {
 		return fmt.Errorf("checksum mismatch (damaged or truncated): file says %08x, content gives %08x", got, crc.Sum32())
 	}
 	return nil
-}
-
-// sumTail feeds p to crc except for the last 4 bytes seen so far, which it
-// keeps in tail (the checksum, if the file ends there).
-func sumTail(crc hash.Hash32, tail *[4]byte, have *int, p []byte) {
-	if len(p) >= 4 {
-		crc.Write(tail[:*have])
-		crc.Write(p[:len(p)-4])
-		copy(tail[:], p[len(p)-4:])
-		*have = 4
-		return
-	}
-	all := append(append([]byte(nil), tail[:*have]...), p...)
-	if len(all) > 4 {
-		crc.Write(all[:len(all)-4])
-		all = all[len(all)-4:]
-	}
-	*have = copy(tail[:], all)
 }
 
 // decodeSnapshotBody reads what follows the header; progress is called

@@ -51,7 +51,7 @@ func goldenTable() *Table {
 
 func readSnapshotBytes(t *testing.T, data []byte) (snapshotHeader, *snapshotContent) {
 	t.Helper()
-	if err := checkSnapshotSum(bytes.NewReader(data)); err != nil {
+	if err := checkSnapshotSum(bytes.NewReader(data), int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
 	h, dec, err := readSnapshotHeader(bufio.NewReader(bytes.NewReader(data)))
@@ -135,7 +135,7 @@ func TestSnapshotFileChecks(t *testing.T) {
 	}
 	good := buf.Bytes()
 	refused := func(data []byte) error {
-		if err := checkSnapshotSum(bytes.NewReader(data)); err != nil {
+		if err := checkSnapshotSum(bytes.NewReader(data), int64(len(data))); err != nil {
 			return err
 		}
 		_, _, err := readSnapshotHeader(bufio.NewReader(bytes.NewReader(data)))

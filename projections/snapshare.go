@@ -210,7 +210,7 @@ func (v *Views) downloadShared(ctx context.Context, t *Table, s *sharedSnapshot)
 	}
 	defer r.Close()
 	var size int64
-	path, err := writeFileAtomic(v.snapDir(t), fmt.Sprintf("%020d%s", s.seq, snapSuffix), func(w io.Writer) error {
+	path, err := writeFileAtomic(v.snapDir(t), snapFileName(s.seq), func(w io.Writer) error {
 		// The object store checks the object's digest at its end.
 		var err error
 		size, err = io.Copy(w, r)

@@ -77,7 +77,7 @@ func snapshotFiles(dir string) []string {
 // rename, fsync of the directory) and removes all but the newest files.
 func (v *Views) writeSnapshot(t *Table, s *Snapshot) (string, error) {
 	dir := v.snapDir(t)
-	path, err := writeFileAtomic(dir, fmt.Sprintf("%020d%s", s.Seq, snapSuffix), func(w io.Writer) error {
+	path, err := writeFileAtomic(dir, snapFileName(s.Seq), func(w io.Writer) error {
 		return encodeSnapshot(w, s, time.Now().UnixNano())
 	})
 	if err != nil {
@@ -170,6 +170,12 @@ func (v *Views) loadSnapshot(ctx context.Context, t *Table, first, last uint64) 
 	}
 }
 
+// snapFileName is the name of the snapshot file at seq: the position in
+// 20 digits, so that names sort by position. fileSeq reads it back.
+func snapFileName(seq uint64) string {
+	return fmt.Sprintf("%020d%s", seq, snapSuffix)
+}
+
 // fileSeq returns the position a snapshot file's name gives (0 if none).
 func fileSeq(name string) uint64 {
 	seq, _ := strconv.ParseUint(strings.TrimSuffix(name, snapSuffix), 10, 64)
@@ -186,7 +192,10 @@ func (v *Views) readSnapshotFile(path string, t *Table, first, last, seq uint64)
 		return nil, snapshotHeader{}, err
 	}
 	defer f.Close()
-	h, _, err := readSnapshotHeader(bufio.NewReader(f))
+	// The header is read and checked first, then the checksum (through
+	// ReadAt, which leaves the header's decoder where it was), then the
+	// body with that decoder.
+	h, dec, err := readSnapshotHeader(bufio.NewReaderSize(f, 1<<16))
 	switch {
 	case err != nil:
 		return nil, h, err
@@ -201,17 +210,11 @@ func (v *Views) readSnapshotFile(path string, t *Table, first, last, seq uint64)
 	case seq != 0 && h.Seq != seq:
 		return nil, h, fmt.Errorf("at position %d, its metadata says %d", h.Seq, seq)
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, h, err
-	}
-	if err := checkSnapshotSum(f); err != nil {
-		return nil, h, err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, h, err
-	}
-	h, dec, err := readSnapshotHeader(bufio.NewReaderSize(f, 1<<16))
+	fi, err := f.Stat()
 	if err != nil {
+		return nil, h, err
+	}
+	if err := checkSnapshotSum(f, fi.Size()); err != nil {
 		return nil, h, err
 	}
 	lastLog := time.Now()

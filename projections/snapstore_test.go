@@ -19,7 +19,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/projections"
 )
 
@@ -461,22 +460,10 @@ func TestSnapshotPurgedJournal(t *testing.T) {
 	newHistory(r, "Purged", purged, 5).write(40)
 	newHistory(r, "Deleted", deleted, 6).write(40)
 	r.startViews(r.cfg, nil).stop() // snapshots at 40
-	js, err := jetstream.New(r.nc)
-	if err != nil {
+	if err := r.stream("Purged", purged).Purge(r.ctx, jetstream.WithPurgeKeep(5)); err != nil {
 		t.Fatal(err)
 	}
-	s, err := js.Stream(r.ctx, journal.StreamName("cairn", "Purged", purged))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Purge(r.ctx, jetstream.WithPurgeKeep(5)); err != nil {
-		t.Fatal(err)
-	}
-	s, err = js.Stream(r.ctx, journal.StreamName("cairn", "Deleted", deleted))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.DeleteMsg(r.ctx, 20); err != nil {
+	if err := r.stream("Deleted", deleted).DeleteMsg(r.ctx, 20); err != nil {
 		t.Fatal(err)
 	}
 	log := &logSink{}

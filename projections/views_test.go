@@ -60,6 +60,21 @@ func (r *rig) create(name string) uint64 {
 	return epoch
 }
 
+// stream returns the JetStream stream of a table incarnation, for tests
+// that remove history behind Cairn's back.
+func (r *rig) stream(name string, epoch uint64) jetstream.Stream {
+	r.t.Helper()
+	js, err := jetstream.New(r.nc)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	s, err := js.Stream(r.ctx, journal.StreamName("cairn", name, epoch))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return s
+}
+
 // drop deletes a table from the catalog and returns the catalog sequence.
 func (r *rig) drop(name string) uint64 {
 	r.t.Helper()
