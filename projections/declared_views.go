@@ -114,6 +114,28 @@ func (v *Views) Declared(name string) (*Definition, bool) {
 	return d, ok
 }
 
+// Read is Readable for the front doors: the table a read of name reads,
+// or a coded error: TableNotFound for a name that is neither a table nor
+// a projection, and a stopped view's error (TableFaulted when its journal
+// holds what it cannot apply; an InternalError saying the view stopped
+// otherwise), since a stopped view is stale for good.
+func (v *Views) Read(ctx context.Context, name string) (*Table, error) {
+	t, ok, err := v.Readable(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", engine.ShownTable(name))
+	}
+	if err := t.Err(); err != nil {
+		if engine.ErrorCode(err) == engine.CodeInternalError {
+			err = engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", engine.ShownTable(t.Name()), err)
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
 // Readable returns what a read of the name reads: the view of a live
 // table (Lookup), or a declared projection's read table. A projection
 // whose source table does not exist is TableNotFound; one whose first

@@ -53,23 +53,9 @@ func (c *call) appendEntity(b []byte, table string, e *engine.Entity, etag strin
 func shownName(t *projections.Table) string { return engine.ShownTable(t.Name()) }
 
 // view returns the view of a table (its full name, see fullName),
-// refusing a missing table or a stopped view.
+// refusing a missing table or a stopped view (projections.Views.Read).
 func (c *call) view(full string) (*projections.Table, error) {
-	t, ok, err := c.s.views.Readable(c.r.Context(), full)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", engine.ShownTable(full))
-	}
-	if err := t.Err(); err != nil {
-		// TableFaulted when its journal holds what the view cannot apply.
-		if engine.ErrorCode(err) == engine.CodeInternalError {
-			err = engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", shownName(t), err)
-		}
-		return nil, err
-	}
-	return t, nil
+	return c.s.views.Read(c.r.Context(), full)
 }
 
 // AsOfHeader names an earlier journal position of the table: a read that

@@ -344,7 +344,7 @@ func (s *Service) retrieve(ctx context.Context, table string, req *engine.Reques
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.TableTimeout)
 	defer cancel()
-	t, err := s.readable(ctx, table)
+	t, err := s.views.Read(ctx, table)
 	if err != nil {
 		return errReply(err)
 	}

@@ -91,7 +91,7 @@ func (s *Service) query(ctx context.Context, table string, req *wire.QueryReques
 	if tok != nil && tok.asOf != 0 {
 		asOf = tok.asOf
 	}
-	t, err := s.readable(ctx, table)
+	t, err := s.views.Read(ctx, table)
 	if err != nil {
 		return pageErr(err)
 	}
@@ -200,27 +200,6 @@ func (p *pageReply) fit(enc wire.Encoding, m *nats.Msg) []byte {
 		}
 		n /= 2
 	}
-}
-
-// readable returns a table or declared projection a read may use, or the
-// coded error that refuses it: TableNotFound, or the stopped view's fault.
-func (s *Service) readable(ctx context.Context, table string) (*projections.Table, error) {
-	t, ok, err := s.views.Readable(ctx, table)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", engine.ShownTable(table))
-	}
-	if err := t.Err(); err != nil {
-		// A stopped view is stale for good: say so rather than answer
-		// (TableFaulted when its journal holds what it cannot apply).
-		if engine.ErrorCode(err) == engine.CodeInternalError {
-			err = engine.Errorf(engine.CodeInternalError, "the view of table %s has stopped: %v", engine.ShownTable(t.Name()), err)
-		}
-		return nil, err
-	}
-	return t, nil
 }
 
 // token is a Query's continuation, opaque to clients:
