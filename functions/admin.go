@@ -89,8 +89,7 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 			if f, ok := rn.LoadFailure(m.Name); ok && f.Version == m.Version {
 				out[i].LoadError = f.Error
 			}
-			c := rn.counters(m.Name)
-			out[i].Invocations, out[i].Failures, out[i].Poisoned = c.invocations.Load(), c.failures.Load(), c.poisoned.Load()
+			out[i].Invocations, out[i].Failures, out[i].Poisoned = rn.perFn.totals(m.Name)
 		}
 		reply(out)
 	case len(parts) == 2 && parts[0] == "queues" && r.Method == http.MethodPost && !strings.HasSuffix(parts[1], PoisonSuffix):

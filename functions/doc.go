@@ -43,9 +43,11 @@
 // announces), loadreport.go (what each node reports of each load),
 // registry.go and manifest.go (what is deployed), queues.go
 // and poisonqueue.go (the queue stream and the operators' view of poison
-// queues; poisonbulk.go and queuepurge.go, their bulk actions),
+// queues; queuepeek.go and queuewalk.go, reading a queue's messages;
+// poisonbulk.go and queuepurge.go, their bulk actions),
 // admin.go (the HTTP API under /$cairn/; admininvoke.go, its test
-// invocation; fnlogs.go, each function's latest log lines), metrics.go, archive.go
+// invocation; fnlogs.go, each function's latest log lines), metrics.go
+// (metrics_fn.go, each function's counters for /metrics and the API), archive.go
 // (the built-in archive function), limits.go (a version's rates and
 // queue backlog).
 //

@@ -16,25 +16,8 @@ func TestHostStatus(t *testing.T) {
 	_, nc := jstest.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	start := func(cfg Config) (*Runner, context.CancelFunc, chan error) {
-		t.Helper()
-		cfg.Log = quiet()
-		rn, err := NewRunner(nc, nil, nil, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rctx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- rn.Run(rctx) }()
-		select {
-		case <-rn.Ready():
-		case err := <-done:
-			t.Fatalf("Run = %v before Ready", err)
-		}
-		return rn, stop, done
-	}
-	_, stopA, doneA := start(Config{Node: "a"})
-	b, stopB, doneB := start(Config{Node: "b", NoBuiltins: true})
+	_, _, stopA, doneA := startRunner(t, ctx, nc, Config{Node: "a"})
+	b, _, stopB, doneB := startRunner(t, ctx, nc, Config{Node: "b", NoBuiltins: true})
 	defer func() { stopB(); <-doneB }()
 	if err := b.Register(Manifest{Name: "native", Trigger: Trigger{Queue: "native"}}, NativeFunc(func(context.Context, *Invocation) error { return nil })); err != nil {
 		t.Fatal(err)

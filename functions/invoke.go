@@ -29,10 +29,9 @@ const maxConflictRuns = 3
 // commit that conflicts with a concurrent writer runs the function again
 // (at most maxConflictRuns times) after a short pause.
 func (rn *Runner) run(ctx context.Context, v *version, trig abi.Trigger, floors []floor) (*Invocation, error) {
-	counts := rn.counters(v.m.Name)
 	for n := 1; ; n++ {
 		rn.stats.Invocations.Add(1)
-		counts.invocations.Add(1)
+		rn.perFn.start(v.m.Name)
 		inv := &Invocation{runner: rn, limits: v.limits, trigger: trig, floors: floors}
 		rn.failpoint("functions.invoke")
 		begin := time.Now()
@@ -49,7 +48,6 @@ func (rn *Runner) run(ctx context.Context, v *version, trig abi.Trigger, floors 
 			return inv, nil
 		}
 		rn.stats.Failures.Add(1)
-		counts.failures.Add(1)
 		var ce *ConflictError
 		if !errors.As(err, &ce) || n >= maxConflictRuns {
 			return inv, err

@@ -17,18 +17,61 @@ var durationBounds = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30}
 
 // fnCounts is one function's counters on this node.
 type fnCounts struct {
-	runs     map[string]uint64 // by trigger kind (queue, change, timer, invoke)
+	started  uint64            // runs begun, in-flight ones included (operators' API)
+	runs     map[string]uint64 // runs ended, by trigger kind (queue, change, timer, invoke)
 	failures uint64
+	poisoned uint64   // its messages and changes moved to a poison queue
 	buckets  []uint64 // runs per duration bucket (last: above every bound)
 	seconds  float64  // total duration of the runs
 }
 
-// perFunction counts each function's runs, failures and durations on
-// this node, by name: a function's series last until the node stops,
-// also after it was removed (a few counters per function ever run).
+// perFunction counts each function's runs, failures, durations and
+// poisoned deliveries on this node, by name. It serves both /metrics
+// (write) and the operators' API (totals). A function's counters last
+// until the node stops, also after it was removed (a few counters per
+// function ever run).
 type perFunction struct {
 	mu  sync.Mutex
 	fns map[string]*fnCounts
+}
+
+// get returns fn's counters, made on first use; p.mu must be held.
+func (p *perFunction) get(fn string) *fnCounts {
+	if p.fns == nil {
+		p.fns = map[string]*fnCounts{}
+	}
+	c := p.fns[fn]
+	if c == nil {
+		c = &fnCounts{runs: map[string]uint64{}, buckets: make([]uint64, len(durationBounds)+1)}
+		p.fns[fn] = c
+	}
+	return c
+}
+
+// start counts one run of fn begun. It costs a map lookup under a lock.
+func (p *perFunction) start(fn string) {
+	p.mu.Lock()
+	p.get(fn).started++
+	p.mu.Unlock()
+}
+
+// poison counts one delivery of fn moved to its poison queue.
+func (p *perFunction) poison(fn string) {
+	p.mu.Lock()
+	p.get(fn).poisoned++
+	p.mu.Unlock()
+}
+
+// totals returns fn's runs begun, failed runs and poisoned deliveries on
+// this node (all zero for a function it never ran), without making an
+// entry for it.
+func (p *perFunction) totals(fn string) (invocations, failures, poisoned uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.fns[fn]; c != nil {
+		return c.started, c.failures, c.poisoned
+	}
+	return 0, 0, 0
 }
 
 // record counts one run of function fn for a trigger of kind, which took
@@ -38,14 +81,7 @@ func (p *perFunction) record(fn, kind string, d time.Duration, failed bool) {
 	b, _ := slices.BinarySearch(durationBounds, secs)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.fns == nil {
-		p.fns = map[string]*fnCounts{}
-	}
-	c := p.fns[fn]
-	if c == nil {
-		c = &fnCounts{runs: map[string]uint64{}, buckets: make([]uint64, len(durationBounds)+1)}
-		p.fns[fn] = c
-	}
+	c := p.get(fn)
 	c.runs[kind]++
 	if failed {
 		c.failures++
@@ -60,11 +96,18 @@ var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 func label(s string) string { return `"` + labelEscaper.Replace(s) + `"` }
 
 // write writes the per-function series in the Prometheus text format,
-// functions and triggers in name order.
+// functions and triggers in name order: only functions with a run ended
+// have series.
 func (p *perFunction) write(w io.Writer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	names := slices.Sorted(maps.Keys(p.fns))
+	var names []string
+	for n, c := range p.fns {
+		if len(c.runs) > 0 {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
 	fmt.Fprintln(w, "# HELP cairn_function_invocations_total Runs of a function on this node by trigger (queue, change, timer, invoke), retries included.")
 	fmt.Fprintln(w, "# TYPE cairn_function_invocations_total counter")
 	for _, n := range names {

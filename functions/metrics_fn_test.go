@@ -43,3 +43,26 @@ func TestPerFunctionSeries(t *testing.T) {
 		t.Errorf("families:\n%s", got)
 	}
 }
+
+// TestPerFunctionTotals: the operators' totals count a run when it
+// begins and poisoned deliveries, while /metrics shows a function only
+// once a run of it ended; a function never run has zero totals.
+func TestPerFunctionTotals(t *testing.T) {
+	var p perFunction
+	p.start("a")
+	p.start("a")
+	p.record("a", "queue", time.Millisecond, true)
+	p.poison("a")
+	if i, f, z := p.totals("a"); i != 2 || f != 1 || z != 1 {
+		t.Fatalf("totals(a) = %d, %d, %d; want 2, 1, 1", i, f, z)
+	}
+	p.start("b") // in flight: no series yet
+	if i, f, z := p.totals("never"); i != 0 || f != 0 || z != 0 {
+		t.Fatalf("totals(never) = %d, %d, %d", i, f, z)
+	}
+	var b bytes.Buffer
+	p.write(&b)
+	if got := b.String(); strings.Contains(got, `function="b"`) || strings.Contains(got, `function="never"`) || !strings.Contains(got, `cairn_function_failures_total{function="a"} 1`+"\n") {
+		t.Fatalf("series:\n%s", got)
+	}
+}

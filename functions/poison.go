@@ -71,7 +71,7 @@ func (f *function) poison(ctx context.Context, queue string, msg jetstream.Msg, 
 		rn.log.Warn("function: term failed", "function", f.name, "err", err)
 	}
 	rn.stats.Poisoned.Add(1)
-	rn.counters(f.name).poisoned.Add(1)
+	rn.perFn.poison(f.name)
 	rn.log.Warn("message moved to the poison queue", "function", f.name, "queue", queue+PoisonSuffix, "attempts", attempts, "err", reason)
 }
 
@@ -95,7 +95,7 @@ func (f *function) poisonChange(ctx context.Context, table string, seq uint64, a
 		return false
 	}
 	f.rn.stats.Poisoned.Add(1)
-	f.rn.counters(f.name).poisoned.Add(1)
+	f.rn.perFn.poison(f.name)
 	f.rn.log.Warn("change skipped and recorded in the poison queue", "function", f.name, "table", table, "seq", seq, "attempts", attempts, "err", reason)
 	return true
 }

@@ -2,7 +2,6 @@ package functions
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -99,37 +98,30 @@ func (q *Queues) bulkPoison(ctx context.Context, queue string, f PoisonFilter, r
 	if err != nil {
 		return res, engine.Errorf(engine.CodeInvalidInput, "%v", err)
 	}
-	subject := QueueSubject(q.prefix, queue)
-	for seq := uint64(1); ; {
-		m, err := q.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return res, nil
-		}
-		if err != nil {
-			return res, err
-		}
-		seq = m.Sequence + 1
+	err = q.walk(ctx, queue, 1, func(m *jetstream.RawStreamMsg) (bool, error) {
 		p := poisonOf(m)
 		if !f.Match(p) {
-			continue
+			return true, nil
 		}
 		if res.Affected+res.Skipped == limit {
 			res.More = true
-			return res, nil
+			return false, nil
 		}
 		if requeue && p.Queue == "" {
 			res.Skipped++
-			continue
+			return true, nil
 		}
 		if requeue {
 			hdr := nats.Header{HeaderRequeued: []string{strconv.FormatUint(p.Seq, 10)}}
 			if err := q.publish(ctx, p.Queue, p.Body, "requeue:"+StreamName(q.prefix)+":"+strconv.FormatUint(p.Seq, 10), hdr); err != nil {
-				return res, fmt.Errorf("requeue poison message %d: %w", p.Seq, err)
+				return false, fmt.Errorf("requeue poison message %d: %w", p.Seq, err)
 			}
 		}
 		if err := q.deleteMsg(ctx, p.Seq); err != nil {
-			return res, fmt.Errorf("remove poison message %d: %w", p.Seq, err)
+			return false, fmt.Errorf("remove poison message %d: %w", p.Seq, err)
 		}
 		res.Affected++
-	}
+		return true, nil
+	})
+	return res, err
 }

@@ -78,19 +78,14 @@ func (q *Queues) Poison(ctx context.Context, queue string, from uint64, limit in
 		return nil, err
 	}
 	var out []PoisonMessage
-	seq := max(from, 1)
-	for len(out) < limit {
-		m, err := q.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(QueueSubject(q.prefix, queue)))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
-		}
-		if err != nil {
-			return out, err
-		}
-		out = append(out, poisonOf(m))
-		seq = m.Sequence + 1
+	if limit <= 0 {
+		return out, nil
 	}
-	return out, nil
+	err = q.walk(ctx, queue, from, func(m *jetstream.RawStreamMsg) (bool, error) {
+		out = append(out, poisonOf(m))
+		return len(out) < limit, nil
+	})
+	return out, err
 }
 
 // PoisonMessage returns one message of a poison queue.

@@ -2,7 +2,6 @@ package functions
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -38,19 +37,14 @@ func (q *Queues) Peek(ctx context.Context, queue string, from uint64, limit int)
 		return nil, err
 	}
 	out := []QueueMessage{}
-	seq := max(from, 1)
-	for len(out) < limit {
-		m, err := q.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(QueueSubject(q.prefix, queue)))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
-		}
-		if err != nil {
-			return out, err
-		}
-		out = append(out, QueueMessage{Seq: m.Sequence, Time: m.Time, Body: m.Data})
-		seq = m.Sequence + 1
+	if limit <= 0 {
+		return out, nil
 	}
-	return out, nil
+	err := q.walk(ctx, queue, from, func(m *jetstream.RawStreamMsg) (bool, error) {
+		out = append(out, QueueMessage{Seq: m.Sequence, Time: m.Time, Body: m.Data})
+		return len(out) < limit, nil
+	})
+	return out, err
 }
 
 // listQueues is GET /$cairn/queues: the queues holding messages, deepest

@@ -41,9 +41,8 @@ type Runner struct {
 	unloaded map[string]LoadFailure
 
 	stats  Stats
-	perFn  perFunction // each function's series on /metrics
+	perFn  perFunction // each function's counters, for /metrics and the operators' API
 	depths depthCache  // the queues' depths for /metrics
-	counts sync.Map    // function name → *fnCounters, for the operators' API
 	logs   sync.Map    // function name → *logRing, its latest log lines
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/journal/jstest"
@@ -64,23 +65,12 @@ func TestRunStopsAfterItsDeliveries(t *testing.T) {
 	_, nc := jstest.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rn, err := NewRunner(nc, nil, nil, Config{NoBuiltins: true, Log: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- rn.Run(rctx) }()
-	select {
-	case <-rn.Ready():
-	case err := <-done:
-		t.Fatalf("Run = %v before Ready", err)
-	}
+	rn, rctx, stop, done := startRunner(t, ctx, nc, Config{NoBuiltins: true})
 
 	started := make(chan struct{})
 	var finished atomic.Bool
 	m := Manifest{Name: "slow", Trigger: Trigger{Queue: "slow"}}
-	err = rn.Register(m, NativeFunc(func(_ context.Context, inv *Invocation) error {
+	err := rn.Register(m, NativeFunc(func(_ context.Context, inv *Invocation) error {
 		close(started)
 		<-rctx.Done() // the runner is stopping: this delivery was taken already
 		finished.Store(true)
@@ -103,4 +93,26 @@ func TestRunStopsAfterItsDeliveries(t *testing.T) {
 	if n, err := rn.Queues().Depth(ctx, "slow"); err != nil || n != 0 {
 		t.Fatalf("queue depth after the stop: %d, %v; want the message acknowledged", n, err)
 	}
+}
+
+// startRunner runs a runner on nc with cfg (quiet) until ctx ends or stop
+// is called, and returns once it is Ready: the runner, the context it runs
+// in, stop, and where Run's result arrives.
+func startRunner(t *testing.T, ctx context.Context, nc *nats.Conn, cfg Config) (*Runner, context.Context, context.CancelFunc, chan error) {
+	t.Helper()
+	cfg.Log = quiet()
+	rn, err := NewRunner(nc, nil, nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- rn.Run(rctx) }()
+	select {
+	case <-rn.Ready():
+	case err := <-done:
+		stop()
+		t.Fatalf("Run = %v before Ready", err)
+	}
+	return rn, rctx, stop, done
 }
