@@ -1,7 +1,6 @@
 package functions
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,25 +78,8 @@ func SubscribeLoadReports(nc *nats.Conn, prefix, function string) (*LoadReports,
 	return lr, nil
 }
 
-// Wait returns the first report of the given version, ignoring reports of
-// other versions and messages that are not reports, or ctx's error when
-// it ends first.
-func (lr *LoadReports) Wait(ctx context.Context, version int) (LoadReport, error) {
-	for {
-		select {
-		case <-ctx.Done():
-			return LoadReport{}, ctx.Err()
-		case m := <-lr.ch:
-			var r LoadReport
-			if json.Unmarshal(m.Data, &r) == nil && r.Version == version {
-				return r, nil
-			}
-		}
-	}
-}
-
-// Msgs returns the report messages as they come, for a caller that waits
-// on other things too; ParseLoadReport decodes them.
+// Msgs returns the report messages as they come; ParseLoadReport decodes
+// them.
 func (lr *LoadReports) Msgs() <-chan *nats.Msg { return lr.ch }
 
 // ParseLoadReport decodes a report message; ok is false for a message

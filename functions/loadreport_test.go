@@ -1,19 +1,17 @@
 package functions
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/cairn-dev/cairn/journal/jstest"
 )
 
-// TestLoadReportsWaitForTheirVersion: Wait returns the first report of
-// the version asked for, past reports of other versions and messages
-// that are not reports, and ctx's error when none comes.
-func TestLoadReportsWaitForTheirVersion(t *testing.T) {
+// TestLoadReportsArriveAndParse: the reports published on a function's
+// subject arrive in order on Msgs; ParseLoadReport decodes each and
+// refuses a message that is not a report.
+func TestLoadReportsArriveAndParse(t *testing.T) {
 	_, nc := jstest.Server(t)
 	lr, err := SubscribeLoadReports(nc, "cairn", "fn")
 	if err != nil {
@@ -33,21 +31,24 @@ func TestLoadReportsWaitForTheirVersion(t *testing.T) {
 		}
 		return b
 	}
-	send(report(LoadReport{Function: "fn", Version: 1, Node: "a", Loaded: true}))
-	send([]byte("not a report"))
-	send(report(LoadReport{Function: "fn", Version: 3, Node: "b", Loaded: true}))
-	send(report(LoadReport{Function: "fn", Version: 2, Node: "c", Error: "does not fit"}))
-	send(report(LoadReport{Function: "fn", Version: 2, Node: "d", Loaded: true}))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r, err := lr.Wait(ctx, 2)
-	if err != nil || r.Node != "c" || r.Loaded || r.Error != "does not fit" {
-		t.Fatalf("Wait(2) = %+v, %v; want node c's refusal", r, err)
+	sent := []LoadReport{
+		{Function: "fn", Version: 1, Node: "a", Loaded: true},
+		{},
+		{Function: "fn", Version: 2, Node: "c", Error: "does not fit"},
 	}
-
-	done, stop := context.WithCancel(context.Background())
-	stop()
-	if _, err := lr.Wait(done, 4); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Wait with no report of version 4: %v", err)
+	send(report(sent[0]))
+	send([]byte("not a report"))
+	send(report(sent[2]))
+	timeout := time.After(30 * time.Second)
+	for i, want := range sent {
+		select {
+		case m := <-lr.Msgs():
+			got, ok := ParseLoadReport(m.Data)
+			if ok != (want.Node != "") || got != want {
+				t.Fatalf("message %d: %+v, %v; want %+v", i, got, ok, want)
+			}
+		case <-timeout:
+			t.Fatalf("message %d never arrived", i)
+		}
 	}
 }
