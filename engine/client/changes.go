@@ -21,9 +21,7 @@ func (c *Client) Changes(ctx context.Context, table string, req wire.ChangesRequ
 	if err != nil {
 		return nil, fmt.Errorf("client: encode changes request: %w", err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, c.timeout+req.Wait)
-	defer cancel()
-	msg, err := c.nc.RequestWithContext(rctx, subject, body)
+	msg, err := c.read(ctx, subject, body, c.timeout+req.Wait)
 	if err != nil {
 		return nil, fmt.Errorf("client: changes of %s: %w", table, err)
 	}

@@ -7,19 +7,28 @@
 // the host answers with the first result instead of applying it twice.
 // Commands without an id are sent once.
 //
+// A request in flight when the client's connection is lost (its NATS
+// server died or was restarted) may have been lost with it, and its reply
+// surely was: the client does not wait out the timeout for it. A command
+// with an id and a read are sent again at once, to be delivered when the
+// connection is back (nats.go buffers them while it reconnects); a command
+// without an id returns ErrConnectionLost, its outcome unknown.
+//
 // What fails: a refused command returns its *engine.Error (TableNotFound,
 // UpdateConditionNotSatisfied, …); a command without an id whose reply
 // does not come within the timeout (10 s) returns an error wrapping
 // context.DeadlineExceeded, and its outcome is then unknown to the caller;
 // with no node listening, nats.ErrNoResponders. What it costs: one NATS request
 // per call (a round trip to a node), and up to five for a command with an
-// id whose replies are lost.
+// id whose replies are lost; one goroutine per Client, which follows the
+// connection's status until it is closed.
 package client
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -35,7 +44,17 @@ type Client struct {
 	account  string // "" for the development account
 	timeout  time.Duration
 	attempts int
+
+	watchOnce sync.Once
+	mu        sync.Mutex
+	conn      context.Context // ends when the connection is next lost
+	lose      context.CancelFunc
 }
+
+// ErrConnectionLost is returned, wrapped, for a command without an id
+// that was in flight when the client's NATS connection was lost: it may or
+// may not have been applied.
+var ErrConnectionLost = errors.New("client: connection lost while waiting for the reply; the outcome is unknown")
 
 // Option configures a Client.
 type Option func(*Client)
@@ -89,34 +108,116 @@ func (c *Client) Do(ctx context.Context, subject string, req *engine.Request) (*
 	if err != nil {
 		return nil, fmt.Errorf("client: encode %s: %w", req.Op, err)
 	}
+	msg, err := c.roundTrip(ctx, subject, body, c.timeout, req.ID != "" || readOnly(req.Op), req.ID != "")
+	if err != nil {
+		return nil, fmt.Errorf("client: %s on %s: %w", req.Op, subject, err)
+	}
+	rep, err := wire.DecodeReplyMsgpack(msg.Data)
+	if err != nil {
+		return nil, fmt.Errorf("client: decode reply to %s: %w", req.Op, err)
+	}
+	if rep.Error != nil {
+		return rep, rep.Error
+	}
+	return rep, nil
+}
+
+// roundTrip sends body to subject and returns the reply. safe says that
+// sending it again changes nothing more (a command with an id, a read):
+// it is then sent again, up to the client's attempts, when the connection
+// was lost while it waited, and afterwards while no node answers (a
+// restarted server's nodes reconnecting). retryTimeouts (a command with an
+// id) sends it again after a timeout or no responders from the first
+// attempt on. A request that is not safe returns ErrConnectionLost when
+// the connection is lost.
+func (c *Client) roundTrip(ctx context.Context, subject string, body []byte, timeout time.Duration, safe, retryTimeouts bool) (*nats.Msg, error) {
 	attempts := 1
-	if req.ID != "" {
+	if safe {
 		attempts = c.attempts
 	}
 	var lastErr error
 	for a := 0; a < attempts; a++ {
-		actx, cancel := context.WithTimeout(ctx, c.timeout)
-		msg, err := c.nc.RequestWithContext(actx, subject, body)
-		cancel()
+		msg, lost, err := c.request(ctx, subject, body, timeout)
 		if err == nil {
-			rep, err := wire.DecodeReplyMsgpack(msg.Data)
-			if err != nil {
-				return nil, fmt.Errorf("client: decode reply to %s: %w", req.Op, err)
-			}
-			if rep.Error != nil {
-				return rep, rep.Error
-			}
-			return rep, nil
+			return msg, nil
 		}
 		lastErr = err
-		if ctx.Err() != nil || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)) {
-			break
-		}
-		if errors.Is(err, nats.ErrNoResponders) {
-			time.Sleep(time.Duration(100*(a+1)) * time.Millisecond)
+		switch {
+		case ctx.Err() != nil:
+			return nil, err
+		case lost && !safe:
+			return nil, err
+		case lost:
+			retryTimeouts = true // the request may never have reached a node
+			continue
+		case !retryTimeouts:
+			return nil, err
+		case errors.Is(err, nats.ErrNoResponders):
+			select {
+			case <-ctx.Done():
+				return nil, err
+			case <-time.After(time.Duration(100*(a+1)) * time.Millisecond):
+			}
+		case !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout):
+			return nil, err
 		}
 	}
-	return nil, fmt.Errorf("client: %s on %s: %w", req.Op, subject, lastErr)
+	return nil, lastErr
+}
+
+// readOnly reports whether an operation only reads, so that sending it
+// again changes nothing.
+func readOnly(op string) bool {
+	return op == "Retrieve" || op == "ListTables"
+}
+
+// request makes one request that gives up after timeout, or as soon as the
+// connection is lost (lost, with err wrapping ErrConnectionLost): its
+// reply cannot come after that.
+func (c *Client) request(ctx context.Context, subject string, body []byte, timeout time.Duration) (msg *nats.Msg, lost bool, err error) {
+	conn := c.connection()
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	stop := context.AfterFunc(conn, cancel)
+	msg, err = c.nc.RequestWithContext(rctx, subject, body)
+	stop()
+	if err != nil && conn.Err() != nil && ctx.Err() == nil && errors.Is(err, context.Canceled) {
+		return nil, true, fmt.Errorf("%w: %w", ErrConnectionLost, err)
+	}
+	return msg, false, err
+}
+
+// read makes a request that changes nothing (see roundTrip).
+func (c *Client) read(ctx context.Context, subject string, body []byte, timeout time.Duration) (*nats.Msg, error) {
+	return c.roundTrip(ctx, subject, body, timeout, true, false)
+}
+
+// connection returns a context that ends when the client's connection is
+// next lost. The first call starts the goroutine that follows the
+// connection's status; it ends when the connection is closed.
+func (c *Client) connection() context.Context {
+	c.watchOnce.Do(func() {
+		c.conn, c.lose = context.WithCancel(context.Background())
+		ch := c.nc.StatusChanged(nats.RECONNECTING, nats.DISCONNECTED, nats.CLOSED)
+		go func() {
+			defer c.nc.RemoveStatusListener(ch)
+			for s := range ch {
+				if s == nats.CLOSED {
+					return // requests fail with nats.ErrConnectionClosed
+				}
+				c.mu.Lock()
+				c.lose()
+				c.conn, c.lose = context.WithCancel(context.Background())
+				c.mu.Unlock()
+			}
+		}()
+		if c.nc.IsClosed() { // closed before the listener was registered
+			c.nc.RemoveStatusListener(ch)
+		}
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conn
 }
 
 func (c *Client) entity(ctx context.Context, table string, req *engine.Request, opts []CallOption) (*engine.Reply, error) {

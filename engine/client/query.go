@@ -59,9 +59,7 @@ func (c *Client) Query(ctx context.Context, table string, opts ...QueryOption) (
 	if err != nil {
 		return nil, fmt.Errorf("client: encode query: %w", err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	msg, err := c.nc.RequestWithContext(rctx, c.commandSubject(table), body)
+	msg, err := c.read(ctx, c.commandSubject(table), body, c.timeout)
 	if err != nil {
 		return nil, fmt.Errorf("client: query of %s: %w", table, err)
 	}
