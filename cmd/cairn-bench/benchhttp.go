@@ -64,21 +64,25 @@ func benchHTTP(args []string) error {
 	settle := fs.Duration("settle", 15*time.Second, "wait after loading before the memory reading, so that caches expiring by then (JetStream's block cache: 10s) do not count")
 	client := fs.String("client", "lean", "the client both servers are driven with: lean (a minimal hand-written one, so that the figures are the servers') or sdk (the official Go SDK, whose own CPU dominates on a small machine)")
 	warmup := fs.Int("warmup", 300, "n of an uncounted first round of the selected workloads but memory, which warms node's JIT (0: none)")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (with -cairn-process=false the Cairn host is in it, beside the client)")
-	inChild := fs.Bool("cairn-process", true, "run the Cairn host in a process of its own, as Azurite is, so that each server's CPU per operation is read from its own process; false: in this process (for -cpuprofile)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file: of the Cairn host's process, or with -cairn-process=false of this one (the host beside the client)")
+	inChild := fs.Bool("cairn-process", true, "run the Cairn host in a process of its own, as Azurite is, so that each server's CPU per operation is read from its own process; false: in this process")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench-http: unexpected arguments %q", fs.Args())
 	}
-	stopProfile, err := startCPUProfile(*cpuprofile)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
 	if *n < 1 || *rounds < 1 {
 		return errors.New("bench-http: -n and -rounds must be positive")
+	}
+	hostProfile := *cpuprofile
+	if !*inChild {
+		stopProfile, err := startCPUProfile(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
+		hostProfile = ""
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -97,7 +101,7 @@ func benchHTTP(args []string) error {
 		azure = t
 	}
 	if !*noCairn {
-		t, stop, err := cairnTarget(ctx, *client, doer, *inChild)
+		t, stop, err := cairnTarget(ctx, *client, doer, *inChild, hostProfile)
 		if err != nil {
 			return err
 		}
@@ -172,11 +176,12 @@ func azuriteTarget(ctx context.Context, dir, client string, doer *http.Client) (
 	return t, a.stop, nil
 }
 
-// cairnTarget starts a Cairn host, in a child process (inChild) or in
-// this one; stop shuts it down.
-func cairnTarget(ctx context.Context, client string, doer *http.Client, inChild bool) (t *target, stop func(), err error) {
+// cairnTarget starts a Cairn host, in a child process (inChild, writing
+// its CPU profile to cpuprofile when it stops) or in this one; stop shuts
+// it down.
+func cairnTarget(ctx context.Context, client string, doer *http.Client, inChild bool, cpuprofile string) (t *target, stop func(), err error) {
 	if inChild {
-		c, err := startCairnChild(ctx)
+		c, err := startCairnChild(ctx, cpuprofile)
 		if err != nil {
 			return nil, nil, fmt.Errorf("bench-http: start Cairn: %w", err)
 		}

@@ -30,9 +30,15 @@ import (
 func hostChild(args []string) error {
 	fs := flag.NewFlagSet("host-child", flag.ContinueOnError)
 	dir := fs.String("data", "", "data directory")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the host to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ready := make(chan *node.Node, 1)
@@ -69,8 +75,9 @@ type cairnChild struct {
 }
 
 // startCairnChild starts this binary as a host on a new temporary
-// directory and waits until it serves.
-func startCairnChild(ctx context.Context) (*cairnChild, error) {
+// directory and waits until it serves; a cpuprofile names the file the
+// child writes its CPU profile to when it stops.
+func startCairnChild(ctx context.Context, cpuprofile string) (*cairnChild, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -80,7 +87,7 @@ func startCairnChild(ctx context.Context) (*cairnChild, error) {
 		return nil, err
 	}
 	c := &cairnChild{dir: dir, exited: make(chan struct{})}
-	c.cmd = exec.CommandContext(ctx, self, "host-child", "-data", filepath.Join(dir, "data"))
+	c.cmd = exec.CommandContext(ctx, self, "host-child", "-data", filepath.Join(dir, "data"), "-cpuprofile", cpuprofile)
 	c.cmd.Stderr = os.Stderr
 	if c.in, err = c.cmd.StdinPipe(); err != nil {
 		return nil, err
