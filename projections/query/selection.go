@@ -38,7 +38,7 @@ func ParseSelect(s string) (Selection, error) {
 // identifier as engine.ValidateProperties requires, within the length
 // limit. (The keys and Timestamp are identifiers too.)
 func selectable(name string) bool {
-	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > engine.MaxPropertyNameLen {
+	if name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > engine.MaxPropertyNameLen {
 		return false
 	}
 	for i, r := range name {
