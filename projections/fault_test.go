@@ -182,6 +182,10 @@ func TestViewsStreamDeleted(t *testing.T) {
 	if _, err := during.WaitSeq(r.ctx, 2); engine.ErrorCode(err) != engine.CodeTableFaulted {
 		t.Fatalf("During: WaitSeq after its stream was deleted: %v", err)
 	}
+	// The front doors' wait answers the same.
+	if _, err := during.WaitPosition(r.ctx, 2, time.Minute); engine.ErrorCode(err) != engine.CodeTableFaulted {
+		t.Fatalf("During: WaitPosition after its stream was deleted: %v", err)
+	}
 	if f := during.Fault(); f == nil || f.Seq != 2 || during.Snapshot().Len() != 1 {
 		t.Fatalf("During: fault %+v with %d entities", f, during.Snapshot().Len())
 	}
@@ -196,8 +200,13 @@ func TestViewsStreamDeleted(t *testing.T) {
 	if _, err := dropped.WaitSeq(r.ctx, 2); engine.ErrorCode(err) != engine.CodeTableNotFound || dropped.Fault() != nil {
 		t.Fatalf("Dropped: %v, fault %+v", err, dropped.Fault())
 	}
+	if _, err := dropped.WaitPosition(r.ctx, 2, time.Minute); engine.ErrorCode(err) != engine.CodeTableNotFound {
+		t.Fatalf("Dropped: WaitPosition: %v", err)
+	}
 	if tb, _ := v.Table("Kept"); tb.Fault() != nil || tb.Snapshot().Len() != 1 {
 		t.Fatalf("Kept: fault %+v", tb.Fault())
+	} else if _, err := tb.WaitPosition(r.ctx, 2, 10*time.Millisecond); engine.ErrorCode(err) != engine.CodePositionNotReached {
+		t.Fatalf("Kept: WaitPosition for a record not written: %v", err)
 	}
 	stop()
 	if err := <-done; err != nil {

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -328,6 +329,28 @@ func (t *Table) Err() error {
 
 // Snapshot returns the latest published snapshot.
 func (t *Table) Snapshot() *Snapshot { return t.snap.Load() }
+
+// WaitPosition is the read-your-writes wait both front doors offer: the
+// published snapshot once the view has reached journal position seq,
+// waiting at most wait. A view that stops while waiting answers why
+// (TableFaulted, or TableNotFound for a dropped table); one that does not
+// get there in time answers PositionNotReached.
+func (t *Table) WaitPosition(ctx context.Context, seq uint64, wait time.Duration) (*Snapshot, error) {
+	if s := t.snap.Load(); s.Seq >= seq {
+		return s, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	s, err := t.WaitSeq(wctx, seq)
+	if err == nil {
+		return s, nil
+	}
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return nil, err // the view stopped
+	}
+	return nil, engine.Errorf(engine.CodePositionNotReached, "the view of %s has not reached position %d within %v (it is at %d): retry, or check that the position belongs to this table",
+		engine.ShownTable(t.name), seq, wait, t.snap.Load().Seq)
+}
 
 // WaitSeq waits until the published view has reached journal position seq
 // and returns that snapshot. It fails when ctx ends or the view stopped.

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -98,17 +97,7 @@ func (c *call) snapshot(t *projections.Table, asOf uint64, given bool) (*project
 	if err != nil {
 		return nil, engine.Errorf(codeInvalidHeaderValue, "%s must be a journal position (a whole number), not %q", PositionHeader, pos)
 	}
-	if s := t.Snapshot(); s.Seq >= seq {
-		return s, nil
-	}
-	ctx, cancel := context.WithTimeout(c.r.Context(), c.s.cfg.PositionWait)
-	defer cancel()
-	s, err := t.WaitSeq(ctx, seq)
-	if err != nil {
-		return nil, engine.Errorf(codePositionNotReached, "the view of %s has not reached position %d within %v (it is at %d): retry, or check that the position belongs to this table",
-			shownName(t), seq, c.s.cfg.PositionWait, t.Snapshot().Seq)
-	}
-	return s, nil
+	return t.WaitPosition(c.r.Context(), seq, c.s.cfg.PositionWait)
 }
 
 func (c *call) get(table string, k keys) {

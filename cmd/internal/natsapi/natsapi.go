@@ -371,20 +371,7 @@ func (s *Service) snapshot(ctx context.Context, t *projections.Table, asOf, posi
 		}
 		return s.views.AsOf(ctx, t, asOf)
 	}
-	if snap := t.Snapshot(); snap.Seq >= position {
-		return snap, nil
-	}
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.PositionWait)
-	defer cancel()
-	snap, err := t.WaitSeq(wctx, position)
-	if err != nil {
-		if engine.ErrorCode(err) == engine.CodeTableFaulted {
-			return nil, err
-		}
-		return nil, engine.Errorf(engine.CodePositionNotReached, "the view of %s has not reached position %d within %v (it is at %d): retry, or check that the position belongs to this table",
-			engine.ShownTable(t.Name()), position, s.cfg.PositionWait, t.Snapshot().Seq)
-	}
-	return snap, nil
+	return t.WaitPosition(ctx, position, s.cfg.PositionWait)
 }
 
 func (s *Service) handleTables(m *nats.Msg) {
