@@ -148,8 +148,48 @@ func benchHTTP(args []string) error {
 			return err
 		}
 		fmt.Println(w.row(c, a))
+		if strings.HasPrefix(w.name, "point read") && cairn != nil && cairn.pid != 0 {
+			f, err := measureFloor(ctx, *client, doer, *n, *rounds, *warmup)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("| floor of a point read: net/http answering every GET with one stored entity, %d concurrent, same client | %.0f reads/s | - | - | - | %.2f µs | - | - |\n", writers, f.v, f.cpu)
+		}
 	}
 	return nil
+}
+
+// measureFloor measures what a point read costs a server that does
+// nothing but answer (floorChild), with the same client and concurrency
+// as the point reads: the median rate and server CPU per read of rounds
+// rounds, after an uncounted one of warmup reads.
+func measureFloor(ctx context.Context, kind string, doer *http.Client, n, rounds, warmup int) (figure, error) {
+	c, err := startFloorChild(ctx)
+	if err != nil {
+		return figure{}, fmt.Errorf("bench-http: %w", err)
+	}
+	defer c.stop()
+	t, err := newTarget("net/http floor", c.url+"/"+httpapi.DevAccountName, kind, doer, nil)
+	if err != nil {
+		return figure{}, err
+	}
+	t.pid = c.cmd.Process.Pid
+	read := func(ctx context.Context, i int) error { return t.client.Get(ctx, "Floor", key("p", i), key("r", i)) }
+	if warmup > 0 {
+		if _, err := t.rate(ctx, writers, warmup, 1, read); err != nil {
+			return figure{}, err
+		}
+	}
+	var rates, cpus []float64
+	for r := 1; r <= rounds; r++ {
+		v, err := t.rate(ctx, writers, n, 1, read)
+		if err != nil {
+			return figure{}, err
+		}
+		fmt.Fprintf(os.Stderr, "bench-http: floor of a point read, round %d/%d: %.0f reads/s, server CPU %.2f µs per read\n", r, rounds, v, t.cpu)
+		rates, cpus = append(rates, v), append(cpus, t.cpu)
+	}
+	return figure{v: median(rates), cpu: medianOrZero(cpus)}, nil
 }
 
 // azuriteTarget installs Azurite into dir if needed and starts it. When npm

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,20 +76,59 @@ type cairnChild struct {
 	exited chan struct{}
 }
 
+// floorChild serves HTTP with net/http and nothing else until its stdin
+// closes: every request is answered 200 with one stored entity, with the
+// headers a Tables API read has. It is the floor of a point read's server
+// CPU: what net/http and the system calls cost before any work.
+func floorChild(args []string) error {
+	fs := flag.NewFlagSet("http-floor-child", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	body := benchEntity(key("p", 0), key("r", 0), 0)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["Content-Type"] = []string{"application/json;odata=nometadata;streaming=true;charset=utf-8"}
+		h["Etag"] = []string{`W/"datetime'2026-11-23T00%3A00%3A00.0000000Z'"`}
+		h["X-Ms-Version"] = []string{"2019-02-02"}
+		h["Dataserviceversion"] = []string{"3.0;"}
+		_, _ = w.Write(body)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Printf("ready http://%s\n", ln.Addr())
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent is done
+	return srv.Close()
+}
+
 // startCairnChild starts this binary as a host on a new temporary
 // directory and waits until it serves; a cpuprofile names the file the
 // child writes its CPU profile to when it stops.
 func startCairnChild(ctx context.Context, cpuprofile string) (*cairnChild, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
 	dir, err := os.MkdirTemp("", "cairn-bench-child-")
 	if err != nil {
 		return nil, err
 	}
+	return startChild(ctx, dir, "host-child", "-data", filepath.Join(dir, "data"), "-cpuprofile", cpuprofile)
+}
+
+// startFloorChild starts this binary as the net/http floor (floorChild).
+func startFloorChild(ctx context.Context) (*cairnChild, error) {
+	return startChild(ctx, "", "http-floor-child")
+}
+
+// startChild starts this binary with args, and waits until it prints
+// "ready <URL>"; dir, if any, is removed when it stops.
+func startChild(ctx context.Context, dir string, args ...string) (*cairnChild, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
 	c := &cairnChild{dir: dir, exited: make(chan struct{})}
-	c.cmd = exec.CommandContext(ctx, self, "host-child", "-data", filepath.Join(dir, "data"), "-cpuprofile", cpuprofile)
+	c.cmd = exec.CommandContext(ctx, self, args...)
 	c.cmd.Stderr = os.Stderr
 	if c.in, err = c.cmd.StdinPipe(); err != nil {
 		return nil, err
@@ -99,14 +140,14 @@ func startCairnChild(ctx context.Context, cpuprofile string) (*cairnChild, error
 	c.out = bufio.NewReader(stdout)
 	if err := c.cmd.Start(); err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("start the host child: %w", err)
+		return nil, fmt.Errorf("start the %s child: %w", args[0], err)
 	}
 	go func() { _ = c.cmd.Wait(); close(c.exited) }()
 	line, err := c.out.ReadString('\n')
 	url, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
 	if err != nil || !ok {
 		c.stop()
-		return nil, fmt.Errorf("the host child did not start: %q %v", line, err)
+		return nil, fmt.Errorf("the %s child did not start: %q %v", args[0], line, err)
 	}
 	c.url = url
 	return c, nil

@@ -67,6 +67,8 @@ func run(args []string) error {
 		return benchStart(args)
 	case "host-child": // the HTTP benchmark's Cairn process (cairnchild.go)
 		return hostChild(args)
+	case "http-floor-child": // the HTTP benchmark's net/http floor (cairnchild.go)
+		return floorChild(args)
 	case "help":
 		usage()
 		return nil
