@@ -58,41 +58,68 @@ func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, 
 	})
 }
 
-// consume runs an ordered consumer on stream from sequence from.
+// consume reads stream in order from sequence from, through consumers of
+// its own (consumeFrom), each made again after the last record delivered
+// whenever one is lost.
+//
+// The client library's ordered consumer is not used: it makes its
+// consumer again by itself, inside Next, after a reconnect or missed
+// heartbeats, with a fixed 10 s bound on the creation that neither a
+// leader announcement nor Stop cuts short. Right after a stream leader's
+// SIGKILL that creation goes unanswered until a new leader is elected,
+// so a view, and every write waiting to be seen by this host, stalled
+// 10 s where the election took 4–6. Here every creation is bounded, short
+// right after a loss, and cut short by the stream's next leader
+// announcement.
 //
 // When the stream elects a new leader (JetStream announces it on
 // LeaderElectedSubject) and the consumer does not answer at once, the
-// ordered consumer is made again from the record after the last one
-// delivered. Its consumer may have lived on the lost leader's server,
-// which tells nobody; the client would notice only after two missed
-// heartbeats (10 s), and every write waiting to be seen by this host
-// would wait that long. A connection not allowed to
-// subscribe to the announcement (an external server's restricted user)
-// falls back to the heartbeats.
+// consumer is made again from the record after the last one delivered:
+// it may have lived on the lost leader's server, which tells nobody. A
+// consumer lost otherwise (a follower's, or the server this connection
+// was on) is noticed by two missed heartbeats, or by a gap in its delivery
+// sequence. A connection not allowed to subscribe to the announcement (an
+// external server's restricted user) falls back to the heartbeats.
 func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn func(seq uint64, subj string, data []byte, pending uint64) error) error {
 	defer j.watchLeader(stream)()
 	// The consumers left behind are deleted on the side (on a live server
 	// they would linger until their inactivity threshold, 5 minutes).
 	var deletes sync.WaitGroup
 	defer deletes.Wait()
+	// What fn returns ends the reading at once (a record it cannot take
+	// is never skipped, and reading it again would not change it).
+	var fnErr error
+	deliver := func(seq uint64, subj string, data []byte, pending uint64) error {
+		fnErr = fn(seq, subj, data, pending)
+		return fnErr
+	}
 	var bound time.Duration // of the consumer's creation: none at first
 	for try := 0; ; {
-		last, restart, err := j.consumeFrom(ctx, stream, from, bound, &deletes, fn)
-		if last > 0 {
-			from, try = last+1, 0
+		last, made, restart, err := j.consumeFrom(ctx, stream, from, bound, &deletes, deliver)
+		if fnErr != nil {
+			return fnErr
 		}
-		switch {
-		case restart:
-			// Right after an election a creation may go unanswered (sent
-			// to, or placed on, the lost server while the others still
-			// count it in): short tries, longer each time, a few of them.
-			bound, try = 250*time.Millisecond, 0
-			continue
-		case err == nil || bound == 0 || errors.Is(err, engine.ErrTableGone) || try >= 10:
+		if last > 0 {
+			from = last + 1
+		}
+		if made {
+			try = 0 // a consumer was made: the next creation is a first try
+		}
+		if !restart && (err == nil || bound == 0 || errors.Is(err, engine.ErrTableGone)) || try >= 10 {
 			return err
 		}
 		try++
-		bound = min(2*bound, 2*time.Second)
+		if restart {
+			// Right after a loss a creation may go unanswered (sent
+			// to, or placed on, the lost server while the others still
+			// count it in): short tries, longer each time, a few of them.
+			bound = 250 * time.Millisecond
+		} else {
+			bound = min(2*bound, 2*time.Second)
+		}
+		if made && last > 0 {
+			continue // it delivered: a new one at once
+		}
 		select {
 		case <-time.After(50 * time.Millisecond):
 		case <-ctx.Done():
@@ -104,18 +131,24 @@ func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn fu
 // readerHeartbeat is the idle heartbeat of the readers' consumers.
 const readerHeartbeat = time.Second
 
-// consumeFrom runs one ordered consumer on stream from sequence from
-// until ctx ends, fn fails or a new leader is announced (restart: the
-// caller makes a new one after last, the last sequence delivered, 0 for
-// none).
-// A bound other than 0 limits the wait for the consumer's creation.
-func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, bound time.Duration, deletes *sync.WaitGroup, fn func(seq uint64, subj string, data []byte, pending uint64) error) (last uint64, restart bool, err error) {
-	// One attempt per reset of the ordered consumer: a failed reset (the
-	// stream deleted, the server away) then ends the iterator and the
-	// caller sees why, instead of the consumer retrying on its own for
-	// ever; callers retry with back-off themselves.
+// consumeFrom runs one consumer on stream from sequence from until ctx
+// ends, fn fails, or the consumer is lost (restart, with why: the caller
+// makes a new one after last, the last sequence delivered, 0 for none).
+// made says the consumer was made. A bound other than 0 limits the wait
+// for the consumer's creation, which a leader announcement also ends
+// (restart).
+func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, bound time.Duration, deletes *sync.WaitGroup, fn func(seq uint64, subj string, data []byte, pending uint64) error) (last uint64, made, restart bool, err error) {
 	elected := j.leaderChanged(stream) // before the consumer: none is missed
-	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy, MaxResetAttempts: 1}
+	// What the client's ordered consumer makes: an ephemeral consumer in
+	// memory, one replica, nothing to acknowledge; the server removes it
+	// if this node dies before it deletes it.
+	cfg := jetstream.ConsumerConfig{
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		AckPolicy:         jetstream.AckNonePolicy,
+		MemoryStorage:     true,
+		Replicas:          1,
+		InactiveThreshold: 5 * time.Minute,
+	}
 	if from > 1 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
 	}
@@ -123,22 +156,48 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 	if bound > 0 {
 		cctx, cancel = context.WithTimeout(ctx, bound)
 	}
-	cons, err := j.js.OrderedConsumer(cctx, stream, cfg)
+	var announced atomic.Bool
+	if elected != nil {
+		stopWatch := make(chan struct{})
+		defer close(stopWatch)
+		go func() {
+			select {
+			case <-elected:
+				announced.Store(true)
+				cancel()
+			case <-stopWatch:
+			case <-cctx.Done():
+			}
+		}()
+	}
+	cons, err := j.js.CreateConsumer(cctx, stream, cfg)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
-			return 0, false, nil
+			return 0, false, false, nil
 		}
-		return 0, false, consumeErr(stream, err)
+		if announced.Load() && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return 0, false, true, fmt.Errorf("journal: consume %s: a new leader was announced while the consumer was made", stream) // try again at once
+		}
+		return 0, false, false, consumeErr(stream, err)
 	}
-	// A consumer lost with its server without a leader announcement (a
-	// follower's, or the one this connection was on) is noticed by its
-	// missing heartbeats, after two of them: the client's default for an
-	// ordered consumer, 5 s, stalled a view's replies 10 s. Idle, a
-	// heartbeat costs each table's reader one small message a second.
-	it, err := cons.Messages(jetstream.PullMaxMessages(1024), jetstream.PullHeartbeat(readerHeartbeat))
+	if announced.Load() {
+		elected = j.leaderChanged(stream) // made after it: the next one
+	}
+	name := cons.CachedInfo().Name
+	drop := func() {
+		deletes.Go(func() {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			_ = j.js.DeleteConsumer(dctx, stream, name)
+		})
+	}
+	// Idle, a heartbeat costs each table's reader one small message a
+	// second; two missed ones end the iterator (ErrNoHeartbeat).
+	it, err := cons.Messages(jetstream.PullMaxMessages(1024), jetstream.PullHeartbeat(readerHeartbeat), jetstream.WithMessagesErrOnMissingHeartbeat(true))
 	if err != nil {
-		return 0, false, fmt.Errorf("journal: consume %s: %w", stream, err)
+		drop()
+		return 0, true, false, fmt.Errorf("journal: consume %s: %w", stream, err)
 	}
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
@@ -166,33 +225,39 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 			}
 		}
 	}()
+	var delivered uint64 // the consumer's own sequence: a gap is a lost message
 	for {
 		m, err := it.Next()
 		if err != nil {
-			if ctx.Err() != nil {
-				return last, false, nil
+			switch {
+			case ctx.Err() != nil:
+				return last, true, false, nil // the server removes it when inactive
+			case again.Load():
+				drop()
+				return last, true, true, fmt.Errorf("journal: consume %s: its consumer did not answer after a new leader was announced", stream)
+			case errors.Is(err, jetstream.ErrMsgIteratorClosed):
+				return last, true, false, nil
+			case errors.Is(err, jetstream.ErrConsumerDeleted), errors.Is(err, jetstream.ErrConsumerNotFound):
+				return last, true, true, consumeErr(stream, err)
 			}
-			if again.Load() {
-				if info := cons.CachedInfo(); info != nil {
-					deletes.Go(func() {
-						dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-						defer cancel()
-						_ = j.js.DeleteConsumer(dctx, stream, info.Name)
-					})
-				}
-				return last, true, nil
-			}
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return last, false, nil
-			}
-			return last, false, consumeErr(stream, err)
+			// Missed heartbeats, or anything else the consumer met: a
+			// new one after the last record delivered.
+			drop()
+			return last, true, true, consumeErr(stream, err)
 		}
 		md, err := m.Metadata()
 		if err != nil {
-			return last, false, fmt.Errorf("journal: consume %s: %w", stream, err)
+			drop()
+			return last, true, false, fmt.Errorf("journal: consume %s: %w", stream, err)
 		}
+		if md.Sequence.Consumer != delivered+1 {
+			drop() // a message lost in transit (a reconnect)
+			return last, true, true, fmt.Errorf("journal: consume %s: delivery %d after %d", stream, md.Sequence.Consumer, delivered)
+		}
+		delivered = md.Sequence.Consumer
 		if err := fn(md.Sequence.Stream, m.Subject(), m.Data(), md.NumPending); err != nil {
-			return last, false, err
+			drop()
+			return last, true, false, err
 		}
 		last = md.Sequence.Stream
 	}
