@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -360,6 +361,11 @@ func TestClusterChaos(t *testing.T) {
 			}
 		}
 		m.gap = gap.Round(time.Millisecond).String()
+		for k := 1; k < len(done); k++ {
+			if !done[k].at.Before(killed) && done[k].at.Sub(done[k-1].at) == gap {
+				m.gap += fmt.Sprintf(" [killed %s, from %s to %s]", killed.UTC().Format("15:04:05.000"), done[k-1].at.UTC().Format("15:04:05.000"), done[k].at.UTC().Format("15:04:05.000"))
+			}
+		}
 		return m
 	}
 
@@ -425,6 +431,14 @@ func TestClusterChaos(t *testing.T) {
 
 	close(stop)
 	wg.Wait()
+	// CAIRN_CHAOS_LOGS=<dir> keeps every host's log there, to read a
+	// pause beside what the hosts did (the measures name its times).
+	if d := os.Getenv("CAIRN_CHAOS_LOGS"); d != "" {
+		stamp := time.Now().Format("150405")
+		for i, h := range append(hosts, dead) {
+			_ = os.WriteFile(fmt.Sprintf("%s/%s-host%d.log", d, stamp, i), []byte(h.Log()), 0o644)
+		}
+	}
 	if t.Failed() {
 		return
 	}

@@ -28,7 +28,14 @@ import (
 func (n *Node) connect(ctx context.Context) error {
 	cfg := n.cfg
 	opts := []nats.Option{nats.Name("cairn-host"), nats.MaxReconnects(-1), nats.CustomInboxPrefix(natsauth.InboxPrefix),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { cfg.Log.Warn("nats", "err", err) })}
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { cfg.Log.Warn("nats", "err", err) }),
+		// A lost server shows in the log beside what it delays.
+		nats.DisconnectErrHandler(func(c *nats.Conn, err error) {
+			if !c.IsClosed() { // not the node's own stop
+				cfg.Log.Warn("nats: disconnected; reconnecting", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) { cfg.Log.Info("nats: reconnected", "server", c.ConnectedServerName()) })}
 	if cfg.NATSURL != "" {
 		if cfg.NATSCreds != "" {
 			c, err := natsauth.Read(cfg.NATSCreds)
