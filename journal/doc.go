@@ -123,13 +123,17 @@
 //     skipped, and WatchCatalog hands it to its callback, which decides.
 //     A stream that does not exist is an error wrapping
 //     engine.ErrTableGone; any other failure of the consumer is returned
-//     (the views retry). The ordered consumer resets itself once per
-//     failure, then leaves the retry to the caller. When JetStream
-//     announces a new leader of the stream (LeaderElectedSubject) and the
-//     reader's consumer does not answer within 250 ms, the reader makes it
-//     again after the last record delivered: it was lost with the old
-//     leader's server without a word (the client would notice after two
-//     missed heartbeats, 10 s).
+//     (the views retry). A reader makes its consumers itself (ephemeral,
+//     in memory, one replica, no acks: what the client's ordered consumer
+//     makes, without its own resets, whose creation waits a fixed 10 s
+//     that nothing cuts short). A consumer lost (two missed heartbeats of
+//     1 s, a gap in its delivery sequence) is made again after the last
+//     record delivered, each creation bounded (250 ms at first after a
+//     loss, then longer, at most 2 s, ten tries) and cut short by the
+//     stream's next leader announcement. When JetStream announces a new
+//     leader of the stream (LeaderElectedSubject) and the reader's
+//     consumer does not answer within 250 ms, the reader makes it again
+//     too: it was lost with the old leader's server without a word.
 //
 // # Cost
 //
@@ -139,7 +143,7 @@
 // replica may answer, leader or not); LastSeq two (the stream's info,
 // then one message by subject, a direct get too); LastStreamSeq and
 // LastCatalogSeq one. A reader is
-// one ordered consumer per stream pulling batches of up to 1,024 messages,
+// one consumer per stream pulling batches of up to 1,024 messages,
 // and one core NATS subscription to the stream's leader announcements;
 // every record is decoded, except those ConsumeKnown gets from memory by
 // their nonce (PeekNonce reads only the first fields). Deleting a table is
