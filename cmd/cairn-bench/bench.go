@@ -38,6 +38,7 @@ func bench(args []string) error {
 	rounds := fs.Int("rounds", 3, "rounds of each workload; the median is reported")
 	dir := fs.String("dir", "", "data directory (default: a new temporary directory, removed afterwards)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (client, server and host share the process) to this file")
+	memprofile := fs.String("memprofile", "", "write a profile of the run's allocations (every goroutine of the process) to this file when it ends")
 	only := fs.String("only", "", "run only the workloads whose name contains this text")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -47,6 +48,13 @@ func bench(args []string) error {
 		return err
 	}
 	defer stopProfile()
+	if *memprofile != "" {
+		defer func() {
+			if err := writeAllocsProfile(*memprofile); err != nil {
+				fmt.Fprintln(os.Stderr, "bench: -memprofile:", err)
+			}
+		}()
+	}
 	// Measured before the server starts: its block caches fill and expire
 	// on their own schedule and would blur a heap measurement.
 	memPerEntity, err := viewMemory(50000)
@@ -86,6 +94,20 @@ func startCPUProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// writeAllocsProfile writes the allocations made since the process
+// started (sampled) to path.
+func writeAllocsProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 type bencher struct {
