@@ -20,8 +20,8 @@
 // context.DeadlineExceeded, and its outcome is then unknown to the caller;
 // with no node listening, nats.ErrNoResponders. What it costs: one NATS request
 // per call (a round trip to a node), and up to five for a command with an
-// id whose replies are lost; one goroutine per Client, which follows the
-// connection's status until it is closed.
+// id whose replies are lost; one goroutine per connection (shared by its
+// Clients), which follows its status until it is closed.
 package client
 
 import (
@@ -44,11 +44,6 @@ type Client struct {
 	account  string // "" for the development account
 	timeout  time.Duration
 	attempts int
-
-	watchOnce sync.Once
-	mu        sync.Mutex
-	conn      context.Context // ends when the connection is next lost
-	lose      context.CancelFunc
 }
 
 // ErrConnectionLost is returned, wrapped, for a command without an id
@@ -193,31 +188,57 @@ func (c *Client) read(ctx context.Context, subject string, body []byte, timeout 
 }
 
 // connection returns a context that ends when the client's connection is
-// next lost. The first call starts the goroutine that follows the
-// connection's status; it ends when the connection is closed.
-func (c *Client) connection() context.Context {
-	c.watchOnce.Do(func() {
-		c.conn, c.lose = context.WithCancel(context.Background())
-		ch := c.nc.StatusChanged(nats.RECONNECTING, nats.DISCONNECTED, nats.CLOSED)
-		go func() {
-			defer c.nc.RemoveStatusListener(ch)
-			for s := range ch {
-				if s == nats.CLOSED {
-					return // requests fail with nats.ErrConnectionClosed
-				}
-				c.mu.Lock()
-				c.lose()
-				c.conn, c.lose = context.WithCancel(context.Background())
-				c.mu.Unlock()
+// next lost.
+func (c *Client) connection() context.Context { return watchOf(c.nc).current() }
+
+// watches holds the one connWatch of each connection in use (however
+// many Clients share it), until the connection is closed.
+var watches sync.Map // *nats.Conn → *connWatch
+
+// connWatch follows a connection's status: lost ends when the connection
+// is next lost, and is then replaced.
+type connWatch struct {
+	mu   sync.Mutex
+	lost context.Context
+	lose context.CancelFunc
+}
+
+func (w *connWatch) current() context.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lost
+}
+
+// watchOf returns nc's connWatch, starting it on first use: one goroutine
+// per connection, which ends when the connection is closed.
+func watchOf(nc *nats.Conn) *connWatch {
+	if w, ok := watches.Load(nc); ok {
+		return w.(*connWatch)
+	}
+	w := &connWatch{}
+	w.lost, w.lose = context.WithCancel(context.Background())
+	if prev, loaded := watches.LoadOrStore(nc, w); loaded {
+		w.lose()
+		return prev.(*connWatch)
+	}
+	ch := nc.StatusChanged(nats.RECONNECTING, nats.DISCONNECTED, nats.CLOSED)
+	go func() {
+		defer watches.Delete(nc)
+		defer nc.RemoveStatusListener(ch)
+		for s := range ch {
+			if s == nats.CLOSED {
+				return // requests fail with nats.ErrConnectionClosed
 			}
-		}()
-		if c.nc.IsClosed() { // closed before the listener was registered
-			c.nc.RemoveStatusListener(ch)
+			w.mu.Lock()
+			w.lose()
+			w.lost, w.lose = context.WithCancel(context.Background())
+			w.mu.Unlock()
 		}
-	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.conn
+	}()
+	if nc.IsClosed() { // closed before the listener was registered
+		nc.RemoveStatusListener(ch)
+	}
+	return w
 }
 
 func (c *Client) entity(ctx context.Context, table string, req *engine.Request, opts []CallOption) (*engine.Reply, error) {
