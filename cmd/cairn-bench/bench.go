@@ -283,6 +283,7 @@ func (b *bencher) run(ctx context.Context, h *node.Node) error {
 	}
 	var loadLat []time.Duration
 	var replayTable string
+	var manyRaw float64 // the raw publishing beside the many-partition inserts
 	for _, w := range workloads {
 		if b.only != "" && !strings.Contains(w.name, b.only) {
 			continue
@@ -316,12 +317,16 @@ func (b *bencher) run(ctx context.Context, h *node.Node) error {
 		}
 		c, raw := median(rates), median(raws)
 		fmt.Printf("| %s | %.0f %s | %.0f msgs/s | %.2f | %s |\n", w.name, c, w.unit, raw, c/raw, w.goal)
+		if w.perReq == 1 && manyRaw == 0 {
+			manyRaw = raw
+		}
 	}
 
 	if b.only != "" {
 		return nil
 	}
-	if err := b.echo(size); err != nil {
+	echo, err := b.echo(size)
+	if err != nil {
 		return err
 	}
 	// Latency: command to visible, one command at a time, and under the
@@ -347,41 +352,53 @@ func (b *bencher) run(ctx context.Context, h *node.Node) error {
 	fmt.Printf("| command → visible latency, %d in flight | p50 %v, p99 %v | | | |\n", b.window,
 		percentile(loadLat, .5).Round(time.Microsecond), percentile(loadLat, .99).Round(time.Microsecond))
 
-	return b.replay(ctx, h, replayTable)
+	rawConsume, err := b.replay(ctx, h, replayTable)
+	if err != nil {
+		return err
+	}
+	// Each single-entity command costs at least a request and its reply,
+	// an append and its acknowledgement, and the record's delivery to the
+	// view. At the rates measured for each alone, one after another on the
+	// same cores, and with no Cairn code at all, the many-partition
+	// inserts could reach this:
+	ceiling := 1 / (1/manyRaw + 1/echo + 1/rawConsume)
+	fmt.Printf("| ceiling of many partitions: one echo request, one raw append, one raw delivery per command (the rates above, added as costs; no Cairn code) | %.0f commands/s | %.0f msgs/s | %.2f | |\n",
+		ceiling, manyRaw, ceiling/manyRaw)
+	return nil
 }
 
 // echo measures plain NATS request/reply to a responder that answers at
 // once, with the same window and body size: the ceiling of any protocol
 // that answers each command, before JetStream is involved.
-func (b *bencher) echo(size int) error {
+func (b *bencher) echo(size int) (float64, error) {
 	nc, err := nats.Connect(b.nc.ConnectedUrl(), nodeCreds...)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer nc.Close()
 	subj := "benchecho." + nuid.Next()
 	reply := []byte{0x80}
 	sub, err := nc.Subscribe(subj, func(m *nats.Msg) { _ = m.Respond(reply) })
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer sub.Unsubscribe()
 	_ = sub.SetPendingLimits(-1, -1)
 	if err := nc.Flush(); err != nil {
-		return err
+		return 0, err
 	}
 	body := &engine.Request{Op: "Insert", Entity: sampleEntity("p", "r")}
 	var rates []float64
 	for r := 0; r < b.rounds; r++ {
 		res, err := b.pipelined(b.n, b.window, subj, func(int) *engine.Request { return body })
 		if err != nil {
-			return err
+			return 0, err
 		}
 		rates = append(rates, res.rate)
 	}
 	fmt.Printf("| for scale: NATS request/reply to an echo responder, no JetStream | %.0f requests/s | | | |\n", median(rates))
 	_ = size
-	return nil
+	return median(rates), nil
 }
 
 // rawLatency measures synchronous JetStream publishes one at a time.
@@ -408,20 +425,20 @@ func (b *bencher) rawLatency(ctx context.Context, n, size int) ([]time.Duration,
 
 // replay measures rebuilding a view from the journal, against reading the
 // same stream with a raw ordered consumer, and the memory the view holds.
-func (b *bencher) replay(ctx context.Context, h *node.Node, table string) error {
+func (b *bencher) replay(ctx context.Context, h *node.Node, table string) (rawRate float64, err error) {
 	tv, ok := h.Views().Table(table)
 	if !ok {
-		return fmt.Errorf("no view of %s", table)
+		return 0, fmt.Errorf("no view of %s", table)
 	}
 	records := tv.Snapshot().Seq
 	entities := tv.Snapshot().Len()
 	j, err := journal.New(b.nc, journal.Config{})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	rawRate, err := rawReplay(ctx, b.nc, journal.StreamName("cairn", table, tv.Epoch()), records)
+	rawRate, err = rawReplay(ctx, b.nc, journal.StreamName("cairn", table, tv.Epoch()), records)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	start := time.Now()
 	vt := projections.NewTable(table, tv.Epoch(), 0)
@@ -444,13 +461,13 @@ func (b *bencher) replay(ctx context.Context, h *node.Node, table string) error 
 	<-errc
 	el := time.Since(start)
 	if vt.Snapshot().Seq < records {
-		return fmt.Errorf("replay stopped at %d of %d", vt.Snapshot().Seq, records)
+		return 0, fmt.Errorf("replay stopped at %d of %d", vt.Snapshot().Seq, records)
 	}
 	rate := float64(records) / el.Seconds()
 	fmt.Printf("| replay into a view (%d records, %d entities) | %.0f records/s, %.0f entities/s | raw ordered consumer %.0f msgs/s | %.2f | |\n",
 		records, entities, rate, float64(entities)/el.Seconds(), rawRate, rate/rawRate)
 	fmt.Printf("| memory per entity in a view (10 properties, ~1 KB of values) | %.0f bytes | | | |\n", b.memPerEntity)
-	return nil
+	return rawRate, nil
 }
 
 // viewMemory measures the live heap a view holds per entity: n records of
