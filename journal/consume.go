@@ -3,8 +3,10 @@ package journal
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -160,7 +162,7 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 	if elected != nil {
 		stopWatch := make(chan struct{})
 		defer close(stopWatch)
-		go func() {
+		go func(elected <-chan struct{}) {
 			select {
 			case <-elected:
 				announced.Store(true)
@@ -168,7 +170,7 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 			case <-stopWatch:
 			case <-cctx.Done():
 			}
-		}()
+		}(elected)
 	}
 	cons, err := j.js.CreateConsumer(cctx, stream, cfg)
 	cancel()
@@ -202,13 +204,35 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	defer it.Stop()
-	var again atomic.Bool
+	var again, probe atomic.Bool
+	// Next also returns when the connection has moved to another server:
+	// a record delivered meanwhile, the last one written perhaps, was
+	// lost, and nothing would come to show it.
+	var nmu sync.Mutex
+	var ncancel context.CancelFunc
+	wakeable := func() jetstream.NextOpt {
+		nctx, cancel := context.WithCancel(ctx)
+		nmu.Lock()
+		ncancel = cancel
+		nmu.Unlock()
+		return jetstream.NextContext(nctx)
+	}
+	nextOpt := wakeable()
+	defer func() { nmu.Lock(); ncancel(); nmu.Unlock() }()
+	reconnected := j.reconnected()
 	done := make(chan struct{})
 	defer close(done)
 	go func() { // ends with consumeFrom
 		for {
 			select {
 			case <-elected:
+			case <-reconnected:
+				reconnected = j.reconnected()
+				probe.Store(true)
+				nmu.Lock()
+				ncancel()
+				nmu.Unlock()
+				continue
 			case <-done:
 				return
 			}
@@ -226,8 +250,39 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 		}
 	}()
 	var delivered uint64 // the consumer's own sequence: a gap is a lost message
+	next := max(from, 1) // the stream sequence due next
+	// fill reads the records from next up to until (0: as long as there
+	// are some) from any replica, and hands them to fn. The consumer is
+	// fine, so it goes on after them; making a new consumer instead would
+	// need the meta leader, which may be what was lost.
+	fill := func(until, pending uint64) (restart bool, err error) {
+		for s := next; until == 0 || s < until; s++ {
+			if s-next >= maxGapFill {
+				return true, fmt.Errorf("journal: consume %s: more than %d deliveries lost from %d", stream, maxGapFill, next)
+			}
+			subj, data, found, err := j.directGet(ctx, stream, s)
+			if err != nil {
+				return true, fmt.Errorf("journal: consume %s: record %d, lost in transit: %w", stream, s, err)
+			}
+			if !found {
+				if until == 0 {
+					return false, nil // nothing more was lost
+				}
+				continue // removed behind Cairn's back: as the consumer would skip it
+			}
+			p := pending
+			if until > s {
+				p += until - s
+			}
+			if err := fn(s, subj, data, p); err != nil {
+				return false, err
+			}
+			last, next = s, s+1
+		}
+		return false, nil
+	}
 	for {
-		m, err := it.Next()
+		m, err := it.Next(nextOpt)
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
@@ -235,6 +290,13 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 			case again.Load():
 				drop()
 				return last, true, true, fmt.Errorf("journal: consume %s: its consumer did not answer after a new leader was announced", stream)
+			case probe.Swap(false):
+				if restart, err := fill(0, 0); err != nil {
+					drop()
+					return last, true, restart, err
+				}
+				nextOpt = wakeable()
+				continue
 			case errors.Is(err, jetstream.ErrMsgIteratorClosed):
 				return last, true, false, nil
 			case errors.Is(err, jetstream.ErrConsumerDeleted), errors.Is(err, jetstream.ErrConsumerNotFound):
@@ -250,17 +312,60 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 			drop()
 			return last, true, false, fmt.Errorf("journal: consume %s: %w", stream, err)
 		}
-		if md.Sequence.Consumer != delivered+1 {
-			drop() // a message lost in transit (a reconnect)
-			return last, true, true, fmt.Errorf("journal: consume %s: delivery %d after %d", stream, md.Sequence.Consumer, delivered)
+		if j.lose != nil && j.lose(stream, md.Sequence.Stream) {
+			continue // a test's loss in transit
+		}
+		seq := md.Sequence.Stream
+		if md.Sequence.Consumer != delivered+1 && seq > next {
+			// Deliveries lost in transit (while the connection moved).
+			if restart, err := fill(seq, md.NumPending); err != nil {
+				drop()
+				return last, true, restart, err
+			}
 		}
 		delivered = md.Sequence.Consumer
-		if err := fn(md.Sequence.Stream, m.Subject(), m.Data(), md.NumPending); err != nil {
+		if seq < next {
+			continue // read already, from a replica
+		}
+		if err := fn(seq, m.Subject(), m.Data(), md.NumPending); err != nil {
 			drop()
 			return last, true, false, err
 		}
-		last = md.Sequence.Stream
+		last, next = seq, seq+1
 	}
+}
+
+// maxGapFill bounds the records a reader reads one by one to fill a gap
+// in its deliveries; a larger gap makes a new consumer. A gap is at most
+// what was in flight when the connection moved (a pull of 1,024).
+const maxGapFill = 4096
+
+// directGet reads the record at seq of stream from any replica (a direct
+// get: no consumer, no leader needed); found is false when the stream
+// has no message there.
+func (j *Journal) directGet(ctx context.Context, stream string, seq uint64) (subj string, data []byte, found bool, err error) {
+	req, err := json.Marshal(struct {
+		Seq uint64 `json:"seq"`
+	}{seq})
+	if err != nil {
+		return "", nil, false, err
+	}
+	gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	m, err := j.nc.RequestWithContext(gctx, "$JS.API.DIRECT.GET."+stream, req)
+	if err != nil {
+		return "", nil, false, err
+	}
+	if status := m.Header.Get("Status"); len(m.Data) == 0 && status != "" {
+		if status == "404" {
+			return "", nil, false, nil
+		}
+		return "", nil, false, fmt.Errorf("direct get: %s %s", status, m.Header.Get("Description"))
+	}
+	if got := m.Header.Get(jetstream.SequenceHeader); got != strconv.FormatUint(seq, 10) {
+		return "", nil, false, fmt.Errorf("direct get of %d answered %q", seq, got)
+	}
+	return m.Header.Get(jetstream.SubjectHeader), m.Data, true, nil
 }
 
 // consumeErr wraps a consumer's failure; a stream that does not exist

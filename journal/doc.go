@@ -126,11 +126,16 @@
 //     (the views retry). A reader makes its consumers itself (ephemeral,
 //     in memory, one replica, no acks: what the client's ordered consumer
 //     makes, without its own resets, whose creation waits a fixed 10 s
-//     that nothing cuts short). A consumer lost (two missed heartbeats of
-//     1 s, a gap in its delivery sequence) is made again after the last
-//     record delivered, each creation bounded (250 ms at first after a
-//     loss, then longer, at most 2 s, ten tries) and cut short by the
-//     stream's next leader announcement. When JetStream announces a new
+//     that nothing cuts short). Deliveries lost on their way while the
+//     connection moved to another server (a gap in the consumer's
+//     delivery sequence, or, after a reconnect, records past the last
+//     delivered) are read with direct gets from any replica, up to 4,096,
+//     and the consumer goes on: making a new one needs the meta leader,
+//     which may be the server that went. A consumer lost (two missed
+//     heartbeats of 1 s) is made again after the last record delivered,
+//     each creation bounded (250 ms at first after a loss, then longer, at
+//     most 2 s, ten tries) and cut short by the stream's next leader
+//     announcement. When JetStream announces a new
 //     leader of the stream (LeaderElectedSubject) and the reader's
 //     consumer does not answer within 250 ms, the reader makes it again
 //     too: it was lost with the old leader's server without a word.

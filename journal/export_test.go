@@ -12,3 +12,7 @@ var (
 // JetStream is the journal's JetStream context, for tests that look at
 // what it leaves on the server.
 func (j *Journal) JetStream() jetstream.JetStream { return j.js }
+
+// LoseInTransit makes the journal's readers treat the delivery of a
+// stream sequence as lost on its way (a test of what a reconnect loses).
+func (j *Journal) LoseInTransit(f func(stream string, seq uint64) bool) { j.lose = f }

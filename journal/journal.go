@@ -92,6 +92,11 @@ type Journal struct {
 
 	lmu     sync.Mutex
 	leaders map[string]*leaderWatch // by stream name
+	reconn  chan struct{}           // closed at the next reconnect
+
+	// lose, set by tests only, makes a reader treat the delivery of a
+	// stream sequence as lost in transit.
+	lose func(stream string, seq uint64) bool
 }
 
 // New returns a journal on nc; it starts nothing and sends nothing. Call

@@ -72,3 +72,32 @@ func (j *Journal) leaderChanged(stream string) <-chan struct{} {
 	}
 	return nil
 }
+
+// reconnected returns a channel closed when the journal's connection is
+// next connected again after a loss. The first call starts the goroutine
+// that follows the connection's status; it ends when the connection is
+// closed.
+func (j *Journal) reconnected() <-chan struct{} {
+	j.lmu.Lock()
+	defer j.lmu.Unlock()
+	if j.reconn == nil {
+		j.reconn = make(chan struct{})
+		ch := j.nc.StatusChanged(nats.CONNECTED, nats.CLOSED)
+		go func() {
+			defer j.nc.RemoveStatusListener(ch)
+			for s := range ch {
+				if s == nats.CLOSED {
+					return
+				}
+				j.lmu.Lock()
+				close(j.reconn)
+				j.reconn = make(chan struct{})
+				j.lmu.Unlock()
+			}
+		}()
+		if j.nc.IsClosed() {
+			j.nc.RemoveStatusListener(ch)
+		}
+	}
+	return j.reconn
+}
