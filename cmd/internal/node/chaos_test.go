@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -80,6 +81,22 @@ func (cc *chaosCluster) index(name string) int {
 }
 
 // chaosAck is a write the cluster acknowledged.
+// longestPause returns the longest time between two answers (times, in
+// the order they came) of which the later came after killed, with when it
+// began and ended.
+func longestPause(times []time.Time, killed time.Time) string {
+	slices.SortFunc(times, time.Time.Compare)
+	var gap time.Duration
+	var from, to time.Time
+	for k := 1; k < len(times); k++ {
+		if !times[k].Before(killed) && times[k].Sub(times[k-1]) > gap {
+			gap, from, to = times[k].Sub(times[k-1]), times[k-1], times[k]
+		}
+	}
+	const clock = "15:04:05.000"
+	return fmt.Sprintf("%v [killed %s, from %s to %s]", gap.Round(time.Millisecond), killed.UTC().Format(clock), from.UTC().Format(clock), to.UTC().Format(clock))
+}
+
 type chaosAck struct {
 	id       string
 	sent, at time.Time
@@ -97,8 +114,9 @@ type chaosAck struct {
 // in the journal exactly once, whole, at the position and with the ETags
 // its reply named, and nothing else is; every acknowledged message wrote
 // its row exactly once, and none is left in the queue. The
-// writes must resume after each kill; their longest pause and JetStream's
-// own failover time are logged side by side, not asserted.
+// writes, and a reader retrieving one row over and over, must resume
+// after each kill; their longest pauses and JetStream's own failover time
+// are logged side by side, not asserted.
 func TestClusterChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server and host processes")
@@ -161,7 +179,8 @@ func TestClusterChaos(t *testing.T) {
 	var (
 		mu     sync.Mutex
 		acks   []chaosAck
-		queued []string // messages JetStream acknowledged
+		reads  []time.Time // when a read was answered
+		queued []string    // messages JetStream acknowledged
 		errs   = map[string]int{}
 		stop   = make(chan struct{})
 		abort  = make(chan struct{}) // the test failed: give up at once
@@ -245,6 +264,30 @@ func TestClusterChaos(t *testing.T) {
 			}
 		})
 	}
+	// The reader retrieves the first row written, again and again, from
+	// whichever host answers: reads come from the views, so they should
+	// barely notice a server's kill.
+	wg.Go(func() {
+		var pk, rk string
+		for pk == "" && !stopped() {
+			mu.Lock()
+			if len(acks) > 0 {
+				pk, rk = "p"+strings.TrimPrefix(strings.SplitN(acks[0].id, "-", 2)[0], "w"), acks[0].id+"-a"
+			}
+			mu.Unlock()
+			time.Sleep(10 * time.Millisecond)
+		}
+		for !stopped() {
+			if _, _, err := c.Retrieve(ctx, "Chaos", pk, rk); err != nil {
+				countErr(fmt.Errorf("read: %w", err))
+			} else {
+				mu.Lock()
+				reads = append(reads, time.Now())
+				mu.Unlock()
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
 	// The publisher sends messages to the queue of the hosts' marker
 	// function, each with its id as JetStream's message id, so that its
 	// retries are one message; the function inserts a row whose RowKey is
@@ -288,6 +331,22 @@ func TestClusterChaos(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	waitReads := func(what string, after time.Time, n int) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			mu.Lock()
+			k := len(reads) - sort.Search(len(reads), func(i int) bool { return reads[i].After(after) })
+			mu.Unlock()
+			if k >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: only %d reads answered within 60s", what, k)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	phase("hosts up, tables created")
 	waitAcks("start", time.Time{}, 30)
 	phase("writes going")
@@ -326,8 +385,8 @@ func TestClusterChaos(t *testing.T) {
 	}
 
 	type measure struct {
-		what               string
-		failover, gap, new string
+		what                        string
+		failover, gap, readGap, new string
 	}
 	var measures []measure
 	// observe logs, after a kill at killed, the writes' longest pause and
@@ -350,22 +409,15 @@ func TestClusterChaos(t *testing.T) {
 			}
 		}
 		waitAcks(what, killed, 20)
+		waitReads(what, killed, 20)
 		mu.Lock()
-		done := slices.Clone(acks)
+		var writes []time.Time
+		for _, a := range acks {
+			writes = append(writes, a.at)
+		}
+		m.gap = longestPause(writes, killed)
+		m.readGap = longestPause(slices.Clone(reads), killed)
 		mu.Unlock()
-		slices.SortFunc(done, func(a, b chaosAck) int { return a.at.Compare(b.at) })
-		var gap time.Duration
-		for k := 1; k < len(done); k++ {
-			if !done[k].at.Before(killed) {
-				gap = max(gap, done[k].at.Sub(done[k-1].at))
-			}
-		}
-		m.gap = gap.Round(time.Millisecond).String()
-		for k := 1; k < len(done); k++ {
-			if !done[k].at.Before(killed) && done[k].at.Sub(done[k-1].at) == gap {
-				m.gap += fmt.Sprintf(" [killed %s, from %s to %s]", killed.UTC().Format("15:04:05.000"), done[k-1].at.UTC().Format("15:04:05.000"), done[k].at.UTC().Format("15:04:05.000"))
-			}
-		}
 		return m
 	}
 
@@ -448,7 +500,7 @@ func TestClusterChaos(t *testing.T) {
 	errCounts := errs
 	mu.Unlock()
 	for _, m := range measures {
-		t.Logf("kill %-20s JetStream failover %-30s (new leader %s)  writes' longest pause %s", m.what, m.failover, m.new, m.gap)
+		t.Logf("kill %-20s JetStream failover %-30s (new leader %s)  writes' longest pause %s; reads' %s", m.what, m.failover, m.new, m.gap, m.readGap)
 	}
 	t.Logf("%d writes, %d queue messages acknowledged; errors answered meanwhile: %v", len(done), len(msgs), errCounts)
 
