@@ -21,7 +21,7 @@ func (c *Client) Changes(ctx context.Context, table string, req wire.ChangesRequ
 	if err != nil {
 		return nil, fmt.Errorf("client: encode changes request: %w", err)
 	}
-	msg, err := c.read(ctx, subject, body, c.timeout+req.Wait)
+	msg, err := c.read(ctx, subject, body, c.timeout+req.Wait, req.Wait == 0)
 	if err != nil {
 		return nil, fmt.Errorf("client: changes of %s: %w", table, err)
 	}

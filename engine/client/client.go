@@ -12,7 +12,12 @@
 // surely was: the client does not wait out the timeout for it. A command
 // with an id and a read are sent again at once, to be delivered when the
 // connection is back (nats.go buffers them while it reconnects); a command
-// without an id returns ErrConnectionLost, its outcome unknown.
+// without an id returns ErrConnectionLost, its outcome unknown. A request
+// can also be lost without the client's connection noticing (taken by a
+// host that then died, or routed through a server as it died): a command
+// with an id, or a read, still unanswered after a second (WithResend) is
+// sent again, then after two more, four more…, and the first reply to
+// any copy is the answer (a command's copies are one command: its id).
 //
 // What fails: a refused command returns its *engine.Error (TableNotFound,
 // UpdateConditionNotSatisfied, …); a command without an id whose reply
@@ -44,12 +49,13 @@ type Client struct {
 	account  string // "" for the development account
 	timeout  time.Duration
 	attempts int
+	resend   time.Duration
 }
 
 // ErrConnectionLost is returned, wrapped, for a command without an id
 // that was in flight when the client's NATS connection was lost: it may or
 // may not have been applied.
-var ErrConnectionLost = errors.New("client: connection lost while waiting for the reply; the outcome is unknown")
+var ErrConnectionLost = errors.New("client: the connection was lost while waiting for the reply")
 
 // Option configures a Client.
 type Option func(*Client)
@@ -76,9 +82,15 @@ func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = 
 // client gives up (5).
 func WithAttempts(n int) Option { return func(c *Client) { c.attempts = max(n, 1) } }
 
+// WithResend sets how long a command with an id, or a read, waits for its
+// reply before a copy is sent (1s); each further copy waits twice as long
+// as the one before, within the attempt's timeout, and the first reply to
+// any copy is the answer. 0 sends one copy per attempt.
+func WithResend(d time.Duration) Option { return func(c *Client) { c.resend = max(d, 0) } }
+
 // New returns a client on nc.
 func New(nc *nats.Conn, opts ...Option) *Client {
-	c := &Client{nc: nc, prefix: "cairn", timeout: 10 * time.Second, attempts: 5}
+	c := &Client{nc: nc, prefix: "cairn", timeout: 10 * time.Second, attempts: 5, resend: time.Second}
 	for _, o := range opts {
 		o(c)
 	}
@@ -103,7 +115,8 @@ func (c *Client) Do(ctx context.Context, subject string, req *engine.Request) (*
 	if err != nil {
 		return nil, fmt.Errorf("client: encode %s: %w", req.Op, err)
 	}
-	msg, err := c.roundTrip(ctx, subject, body, c.timeout, req.ID != "" || readOnly(req.Op), req.ID != "")
+	safe := req.ID != "" || readOnly(req.Op)
+	msg, err := c.roundTrip(ctx, subject, body, c.timeout, safe, req.ID != "", safe)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s on %s: %w", req.Op, subject, err)
 	}
@@ -124,15 +137,16 @@ func (c *Client) Do(ctx context.Context, subject string, req *engine.Request) (*
 // restarted server's nodes reconnecting). retryTimeouts (a command with an
 // id) sends it again after a timeout or no responders from the first
 // attempt on. A request that is not safe returns ErrConnectionLost when
-// the connection is lost.
-func (c *Client) roundTrip(ctx context.Context, subject string, body []byte, timeout time.Duration, safe, retryTimeouts bool) (*nats.Msg, error) {
+// the connection is lost. hedge sends copies within an attempt (see
+// WithResend): safe, and answered at once when answered at all.
+func (c *Client) roundTrip(ctx context.Context, subject string, body []byte, timeout time.Duration, safe, retryTimeouts, hedge bool) (*nats.Msg, error) {
 	attempts := 1
 	if safe {
 		attempts = c.attempts
 	}
 	var lastErr error
 	for a := 0; a < attempts; a++ {
-		msg, lost, err := c.request(ctx, subject, body, timeout)
+		msg, lost, err := c.request(ctx, subject, body, timeout, hedge)
 		if err == nil {
 			return msg, nil
 		}
@@ -141,7 +155,7 @@ func (c *Client) roundTrip(ctx context.Context, subject string, body []byte, tim
 		case ctx.Err() != nil:
 			return nil, err
 		case lost && !safe:
-			return nil, err
+			return nil, fmt.Errorf("%w (the outcome is unknown)", err)
 		case lost:
 			retryTimeouts = true // the request may never have reached a node
 			continue
@@ -166,10 +180,63 @@ func readOnly(op string) bool {
 	return op == "Retrieve" || op == "ListTables"
 }
 
-// request makes one request that gives up after timeout, or as soon as the
-// connection is lost (lost, with err wrapping ErrConnectionLost): its
-// reply cannot come after that.
-func (c *Client) request(ctx context.Context, subject string, body []byte, timeout time.Duration) (msg *nats.Msg, lost bool, err error) {
+// request makes one attempt: a request that gives up after timeout, or
+// as soon as the connection is lost (lost, with err wrapping
+// ErrConnectionLost): its reply cannot come after that. With hedge, a
+// request unanswered after the client's resend wait is sent again
+// (resendUntil).
+func (c *Client) request(ctx context.Context, subject string, body []byte, timeout time.Duration, hedge bool) (msg *nats.Msg, lost bool, err error) {
+	first := timeout
+	if hedge && c.resend > 0 && c.resend < timeout {
+		first = c.resend
+	}
+	msg, lost, err = c.requestOnce(ctx, subject, body, first)
+	if first == timeout || err == nil || lost || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return msg, lost, err
+	}
+	return c.resendUntil(ctx, subject, body, timeout-first, first)
+}
+
+// resendUntil sends body again, and again each time twice as long has
+// passed without a reply (at once when the connection was lost), until a
+// reply to any copy comes or left has passed. The copies share one reply
+// inbox: a request taken by a host that died, or lost with a server on
+// its way, costs a resend wait instead of the whole timeout.
+func (c *Client) resendUntil(ctx context.Context, subject string, body []byte, left, wait time.Duration) (*nats.Msg, bool, error) {
+	inbox := c.nc.NewInbox()
+	sub, err := c.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	deadline := time.Now().Add(left)
+	for {
+		conn := c.connection()
+		wait = min(2*wait, time.Until(deadline))
+		if err := c.nc.PublishRequest(subject, inbox, body); err != nil {
+			return nil, false, err
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		stop := context.AfterFunc(conn, cancel)
+		m, err := sub.NextMsgWithContext(wctx)
+		stop()
+		cancel()
+		switch {
+		case err == nil && len(m.Data) == 0 && m.Header.Get("Status") == "503":
+			return nil, false, nats.ErrNoResponders
+		case err == nil:
+			return m, false, nil
+		case ctx.Err() != nil:
+			return nil, false, ctx.Err()
+		case !time.Now().Before(deadline):
+			return nil, false, context.DeadlineExceeded
+		}
+	}
+}
+
+// requestOnce is one request, given up after timeout or when the
+// connection is lost.
+func (c *Client) requestOnce(ctx context.Context, subject string, body []byte, timeout time.Duration) (msg *nats.Msg, lost bool, err error) {
 	conn := c.connection()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -182,9 +249,11 @@ func (c *Client) request(ctx context.Context, subject string, body []byte, timeo
 	return msg, false, err
 }
 
-// read makes a request that changes nothing (see roundTrip).
-func (c *Client) read(ctx context.Context, subject string, body []byte, timeout time.Duration) (*nats.Msg, error) {
-	return c.roundTrip(ctx, subject, body, timeout, true, false)
+// read makes a request that changes nothing (see roundTrip); hedge as
+// there: false for a request the node may keep waiting on purpose (a
+// long poll).
+func (c *Client) read(ctx context.Context, subject string, body []byte, timeout time.Duration, hedge bool) (*nats.Msg, error) {
+	return c.roundTrip(ctx, subject, body, timeout, true, false, hedge)
 }
 
 // connection returns a context that ends when the client's connection is

@@ -111,7 +111,7 @@ func TestConnectionLostWhileWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	cl := client.New(nc, client.WithTimeout(time.Minute))
+	cl := client.New(nc, client.WithTimeout(time.Minute), client.WithResend(0)) // the loss alone sends again
 	ok := wire.EncodeReplyMsgpack(&engine.Reply{Seq: 7})
 
 	cases := []struct {
@@ -176,6 +176,82 @@ func TestConnectionLostWhileWaiting(t *testing.T) {
 				t.Fatalf("err = %v, want ErrConnectionLost", err)
 			case !tc.wantLost && err != nil:
 				t.Fatalf("err = %v, want the reply to the request sent again", err)
+			}
+			if got := d.sends(); got != tc.wantSends {
+				t.Errorf("sent %d times, want %d", got, tc.wantSends)
+			}
+		})
+	}
+}
+
+// TestResendWhenNoReplyComes: a request lost without the client's
+// connection noticing (taken by a host that died) is sent again after the
+// resend wait when it is safe to (a command with an id, a read, a page of
+// the change feed that does not wait), and not otherwise. Each call's
+// context ends long before the client's one-minute timeout.
+func TestResendWhenNoReplyComes(t *testing.T) {
+	ns := startNATS(t, -1)
+	nc, err := nats.Connect(ns.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ok := wire.EncodeReplyMsgpack(&engine.Reply{Seq: 7})
+	cases := []struct {
+		name, subject string
+		reply         []byte
+		timeout       time.Duration
+		call          func(ctx context.Context, cl *client.Client) error
+		wantSends     int
+		wantErr       error
+	}{
+		{
+			name: "command with an id", subject: "cairn.cmd.A", reply: ok, timeout: time.Minute, wantSends: 2,
+			call: func(ctx context.Context, cl *client.Client) error {
+				_, err := cl.Insert(ctx, "A", engine.NewEntity("p", "r"), client.WithID("c1"))
+				return err
+			},
+		},
+		{
+			name: "retrieve", subject: "cairn.cmd.B", reply: wire.EncodeReplyMsgpack(&engine.Reply{Entity: engine.NewEntity("p", "r")}), timeout: time.Minute, wantSends: 2,
+			call: func(ctx context.Context, cl *client.Client) error {
+				_, _, err := cl.Retrieve(ctx, "B", "p", "r")
+				return err
+			},
+		},
+		{
+			name: "change feed page", subject: "cairn.changes.C", reply: wire.EncodeChangesReply(&wire.ChangesReply{}, wire.Msgpack), timeout: time.Minute, wantSends: 2,
+			call: func(ctx context.Context, cl *client.Client) error {
+				_, err := cl.Changes(ctx, "C", wire.ChangesRequest{From: 1})
+				return err
+			},
+		},
+		{
+			// Sent once: the client's timeout ends it.
+			name: "command without an id", subject: "cairn.cmd.D", reply: ok, timeout: 300 * time.Millisecond, wantSends: 1, wantErr: context.DeadlineExceeded,
+			call: func(ctx context.Context, cl *client.Client) error {
+				_, err := cl.Insert(ctx, "D", engine.NewEntity("p", "r"))
+				return err
+			},
+		},
+		{
+			// A long poll waits on purpose: sent once.
+			name: "change feed page that waits", subject: "cairn.changes.E", reply: ok, timeout: 300 * time.Millisecond, wantSends: 1, wantErr: context.DeadlineExceeded,
+			call: func(ctx context.Context, cl *client.Client) error {
+				_, err := cl.Changes(ctx, "E", wire.ChangesRequest{From: 1, Wait: 200 * time.Millisecond})
+				return err
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := respond(t, ns.url(), tc.subject, tc.reply)
+			cl := client.New(nc, client.WithTimeout(tc.timeout), client.WithAttempts(1), client.WithResend(50*time.Millisecond))
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			err := tc.call(ctx, cl)
+			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
 			}
 			if got := d.sends(); got != tc.wantSends {
 				t.Errorf("sent %d times, want %d", got, tc.wantSends)

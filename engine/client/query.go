@@ -59,7 +59,7 @@ func (c *Client) Query(ctx context.Context, table string, opts ...QueryOption) (
 	if err != nil {
 		return nil, fmt.Errorf("client: encode query: %w", err)
 	}
-	msg, err := c.read(ctx, c.commandSubject(table), body, c.timeout)
+	msg, err := c.read(ctx, c.commandSubject(table), body, c.timeout, true)
 	if err != nil {
 		return nil, fmt.Errorf("client: query of %s: %w", table, err)
 	}
