@@ -135,7 +135,9 @@
 //     heartbeats of 1 s) is made again after the last record delivered,
 //     each creation bounded (250 ms at first after a loss, then longer, at
 //     most 2 s, ten tries) and cut short by the stream's next leader
-//     announcement. When JetStream announces a new
+//     announcement; between two creations that failed (the meta leader,
+//     which places consumers, being elected) the reader reads the
+//     records there are with direct gets, so that it goes on meanwhile. When JetStream announces a new
 //     leader of the stream (LeaderElectedSubject) and the reader's
 //     consumer does not answer within 250 ms, the reader makes it again
 //     too: it was lost with the old leader's server without a word.

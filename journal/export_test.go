@@ -16,3 +16,7 @@ func (j *Journal) JetStream() jetstream.JetStream { return j.js }
 // LoseInTransit makes the journal's readers treat the delivery of a
 // stream sequence as lost on its way (a test of what a reconnect loses).
 func (j *Journal) LoseInTransit(f func(stream string, seq uint64) bool) { j.lose = f }
+
+// NoConsumerWhile makes the journal's readers' consumer creations go
+// unanswered while f says so (a test of a meta leader being elected).
+func (j *Journal) NoConsumerWhile(f func(stream string) bool) { j.noConsumer = f }

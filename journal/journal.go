@@ -97,6 +97,9 @@ type Journal struct {
 	// lose, set by tests only, makes a reader treat the delivery of a
 	// stream sequence as lost in transit.
 	lose func(stream string, seq uint64) bool
+	// noConsumer, set by tests only, makes a reader's consumer creation
+	// go unanswered until its bound (none: until its context ends).
+	noConsumer func(stream string) bool
 }
 
 // New returns a journal on nc; it starts nothing and sends nothing. Call

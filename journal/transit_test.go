@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,8 @@ type transit struct {
 	lost chan uint64     // each sequence lost
 
 	seqs chan uint64 // delivered to the reader
+
+	electing atomic.Bool // no consumer can be made meanwhile
 }
 
 func newTransit(t *testing.T) *transit {
@@ -64,6 +67,7 @@ func newTransit(t *testing.T) *transit {
 		tr.lost <- seq
 		return true
 	})
+	j.NoConsumerWhile(func(string) bool { return tr.electing.Load() })
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
@@ -179,4 +183,35 @@ func TestConsumeAfterReconnectReadsWhatWasLost(t *testing.T) {
 	if after := tr.consumers(); !slices.Equal(after, before) {
 		t.Errorf("consumers %v, then %v", before, after)
 	}
+}
+
+// TestConsumeWhileNoConsumerCanBeMade: the reader's consumer is lost and
+// no new one can be made (JetStream's meta leader, which places them, is
+// being elected): the records written meanwhile still reach the reader,
+// read from a replica, once each and in order, and a consumer takes over
+// when one can be made again.
+func TestConsumeWhileNoConsumerCanBeMade(t *testing.T) {
+	tr := newTransit(t)
+	tr.append(3)
+	tr.take(1, 3)
+	tr.electing.Store(true)
+	stream := journal.StreamName("cairn", "T", 1)
+	for _, name := range tr.consumers() {
+		if err := tr.j.JetStream().DeleteConsumer(tr.ctx, stream, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.append(3)
+	tr.take(4, 6)
+	if names := tr.consumers(); len(names) != 0 {
+		t.Fatalf("consumers %v while none could be made", names)
+	}
+	tr.electing.Store(false)
+	for deadline := time.Now().Add(30 * time.Second); len(tr.consumers()) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no consumer made once the meta leader was back")
+		}
+	}
+	tr.append(2)
+	tr.take(7, 8)
 }
