@@ -180,6 +180,9 @@ func TestClusterChaos(t *testing.T) {
 		mu     sync.Mutex
 		acks   []chaosAck
 		reads  []time.Time // when a read was answered
+		// when a read was answered that the row does not exist, which a
+		// read at its write's position must never be
+		notFound []time.Time
 		queued []string    // messages JetStream acknowledged
 		errs   = map[string]int{}
 		stop   = make(chan struct{})
@@ -265,21 +268,28 @@ func TestClusterChaos(t *testing.T) {
 		})
 	}
 	// The reader retrieves the first row written, again and again, from
-	// whichever host answers: reads come from the views, so they should
-	// barely notice a server's kill.
+	// whichever host answers, at the position its write was acknowledged
+	// at (a host whose view is behind waits for it): reads come from the
+	// views, so they should barely notice a server's kill.
 	wg.Go(func() {
 		var pk, rk string
+		var seq uint64
 		for pk == "" && !stopped() {
 			mu.Lock()
 			if len(acks) > 0 {
-				pk, rk = "p"+strings.TrimPrefix(strings.SplitN(acks[0].id, "-", 2)[0], "w"), acks[0].id+"-a"
+				pk, rk, seq = "p"+strings.TrimPrefix(strings.SplitN(acks[0].id, "-", 2)[0], "w"), acks[0].id+"-a", acks[0].seq
 			}
 			mu.Unlock()
 			time.Sleep(10 * time.Millisecond)
 		}
 		for !stopped() {
-			if _, _, err := c.Retrieve(ctx, "Chaos", pk, rk); err != nil {
+			if _, _, err := c.Retrieve(ctx, "Chaos", pk, rk, client.AtLeast(seq)); err != nil {
 				countErr(fmt.Errorf("read: %w", err))
+				if engine.ErrorCode(err) == engine.CodeResourceNotFound {
+					mu.Lock()
+					notFound = append(notFound, time.Now())
+					mu.Unlock()
+				}
 			} else {
 				mu.Lock()
 				reads = append(reads, time.Now())
@@ -503,6 +513,9 @@ func TestClusterChaos(t *testing.T) {
 		t.Logf("kill %-20s JetStream failover %-30s (new leader %s)  writes' longest pause %s; reads' %s", m.what, m.failover, m.new, m.gap, m.readGap)
 	}
 	t.Logf("%d writes, %d queue messages acknowledged; errors answered meanwhile: %v", len(done), len(msgs), errCounts)
+	if len(notFound) > 0 {
+		t.Errorf("the row read at its write's position was not found %d times, from %s to %s", len(notFound), notFound[0].UTC().Format("15:04:05.000"), notFound[len(notFound)-1].UTC().Format("15:04:05.000"))
+	}
 
 	// Every message is processed: its marker row is there.
 	consumer := func() *jetstream.ConsumerInfo {
