@@ -33,6 +33,7 @@ type transit struct {
 	seqs chan uint64 // delivered to the reader
 
 	electing atomic.Bool // no consumer can be made meanwhile
+	first    []string    // the reader's consumer, once it read records 1 to 3
 }
 
 func newTransit(t *testing.T) *transit {
@@ -85,7 +86,19 @@ func newTransit(t *testing.T) *transit {
 			t.Errorf("Consume: %v", err)
 		}
 	})
+	tr.append(3)
+	tr.take(1, 3)
+	tr.first = tr.consumers()
 	return tr
+}
+
+// sameConsumer checks that the reader's first consumer went on: making a
+// new one needs the meta leader.
+func (tr *transit) sameConsumer() {
+	tr.t.Helper()
+	if now := tr.consumers(); !slices.Equal(now, tr.first) {
+		tr.t.Errorf("consumers %v, then %v", tr.first, now)
+	}
 }
 
 // append stores n records, the k-th of the stream holding row "r<k>".
@@ -144,18 +157,12 @@ func (tr *transit) take(from, to uint64) {
 // record reaches the reader once, in order.
 func TestConsumeFillsDeliveriesLostInTransit(t *testing.T) {
 	tr := newTransit(t)
-	tr.append(3)
-	tr.take(1, 3)
-	before := tr.consumers()
 	tr.loseNext(4, 5, 7)
 	tr.append(5)
 	tr.take(4, 8)
 	tr.append(2)
 	tr.take(9, 10)
-	// The same consumer went on: making a new one needs the meta leader.
-	if after := tr.consumers(); !slices.Equal(after, before) {
-		t.Errorf("consumers %v, then %v", before, after)
-	}
+	tr.sameConsumer()
 }
 
 // TestConsumeAfterReconnectReadsWhatWasLost: the last record written was
@@ -164,9 +171,6 @@ func TestConsumeFillsDeliveriesLostInTransit(t *testing.T) {
 // connected again.
 func TestConsumeAfterReconnectReadsWhatWasLost(t *testing.T) {
 	tr := newTransit(t)
-	tr.append(3)
-	tr.take(1, 3)
-	before := tr.consumers()
 	tr.loseNext(4)
 	tr.append(1)
 	select {
@@ -180,9 +184,7 @@ func TestConsumeAfterReconnectReadsWhatWasLost(t *testing.T) {
 	tr.take(4, 4)
 	tr.append(2)
 	tr.take(5, 6)
-	if after := tr.consumers(); !slices.Equal(after, before) {
-		t.Errorf("consumers %v, then %v", before, after)
-	}
+	tr.sameConsumer()
 }
 
 // TestConsumeWhileNoConsumerCanBeMade: the reader's consumer is lost and
@@ -192,8 +194,6 @@ func TestConsumeAfterReconnectReadsWhatWasLost(t *testing.T) {
 // when one can be made again.
 func TestConsumeWhileNoConsumerCanBeMade(t *testing.T) {
 	tr := newTransit(t)
-	tr.append(3)
-	tr.take(1, 3)
 	tr.electing.Store(true)
 	stream := journal.StreamName("cairn", "T", 1)
 	for _, name := range tr.consumers() {
