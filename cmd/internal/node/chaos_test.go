@@ -177,17 +177,17 @@ func TestClusterChaos(t *testing.T) {
 	c := client.New(nc, client.WithTimeout(2*time.Second), client.WithAttempts(1))
 
 	var (
-		mu     sync.Mutex
-		acks   []chaosAck
-		reads  []time.Time // when a read was answered
+		mu    sync.Mutex
+		acks  []chaosAck
+		reads []time.Time // when a read was answered
 		// when a read was answered that the row does not exist, which a
 		// read at its write's position must never be
 		notFound []time.Time
-		queued []string    // messages JetStream acknowledged
-		errs   = map[string]int{}
-		stop   = make(chan struct{})
-		abort  = make(chan struct{}) // the test failed: give up at once
-		wg     sync.WaitGroup
+		queued   []string // messages JetStream acknowledged
+		errs     = map[string]int{}
+		stop     = make(chan struct{})
+		abort    = make(chan struct{}) // the test failed: give up at once
+		wg       sync.WaitGroup
 	)
 	// However the test ends, no goroutine of it runs on after it.
 	defer func() {
