@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nuid"
@@ -180,6 +181,7 @@ type Server struct {
 	comm     Committer
 	log      *slog.Logger
 	accounts map[string]Account
+	signers  sync.Map // account name → *sync.Pool of HMACs keyed with its key (sign)
 	held     *query.Holds
 	metrics  *metrics
 }
