@@ -62,7 +62,8 @@
 //     cairn_function_poisoned_total. A direct request is not retried: its
 //     reply carries the error in Cairn-Error.
 //   - A node that dies during a delivery: JetStream delivers the message
-//     again, to any node, after the function's timeout plus 5 s, and counts
+//     again, to any node, 5 s after the node last said it was working on
+//     it (every 5/3 s, progress.go), and counts
 //     the lost delivery; a message that keeps killing its node is poisoned
 //     without running once its count is past the maximum.
 //   - A change of a table that keeps failing: recorded in

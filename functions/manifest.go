@@ -241,6 +241,7 @@ func (m *Manifest) Backoff(n int) time.Duration {
 }
 
 // AckWait is how long a delivery may stay unanswered before JetStream
-// delivers it again: the timeout plus a margin for committing the writes.
-// A node that dies mid-invocation therefore delays its message by this much.
-func (m *Manifest) AckWait() time.Duration { return m.Timeout.D() + 5*time.Second }
+// delivers it again: the same for every function, since a delivery being
+// worked on says so every third of it (keepAlive). A node that dies
+// mid-invocation therefore delays its message by this much at most.
+func (m *Manifest) AckWait() time.Duration { return ackWait }

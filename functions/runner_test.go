@@ -116,3 +116,46 @@ func startRunner(t *testing.T, ctx context.Context, nc *nats.Conn, cfg Config) (
 	}
 	return rn, rctx, stop, done
 }
+
+// TestLongInvocationIsNotDeliveredAgain: an invocation that runs longer
+// than the ack wait tells JetStream it is in progress, so its message is
+// not given to anyone else meanwhile; only a node that stops saying so
+// (dead, or disconnected) lets it go after the ack wait.
+func TestLongInvocationIsNotDeliveredAgain(t *testing.T) {
+	defer func(d time.Duration) { ackWait = d }(ackWait)
+	ackWait = 300 * time.Millisecond
+	_, nc := jstest.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rn, _, stop, done := startRunner(t, ctx, nc, Config{NoBuiltins: true})
+	defer func() { stop(); <-done }()
+
+	var runs atomic.Int32
+	finished := make(chan struct{})
+	m := Manifest{Name: "long", Trigger: Trigger{Queue: "long"}, Concurrency: 4}
+	err := rn.Register(m, NativeFunc(func(ctx context.Context, inv *Invocation) error {
+		if runs.Add(1) == 1 {
+			time.Sleep(5 * ackWait) // five ack waits: delivered again without the heartbeat
+			close(finished)
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rn.Queues().Enqueue(ctx, "long", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	<-finished
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if n, err := rn.Queues().Depth(ctx, "long"); err == nil && n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the message was not acknowledged")
+		}
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the function ran %d times, want once", n)
+	}
+}

@@ -78,6 +78,7 @@ func (f *function) consumeQueueOnce(ctx context.Context, queue string) error {
 // success; on failure, delivered again after a back-off, or moved to the
 // poison queue once its dequeue count reaches the maximum.
 func (f *function) handle(ctx context.Context, queue string, msg jetstream.Msg) {
+	defer keepAlive(msg)()
 	rn := f.rn
 	md, err := msg.Metadata()
 	if err != nil {

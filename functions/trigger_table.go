@@ -81,6 +81,7 @@ func (f *function) consumeTable(ctx context.Context, table string, epoch uint64)
 
 // handleRecord runs the function on each change of one journal record.
 func (f *function) handleRecord(ctx context.Context, table string, epoch uint64, msg jetstream.Msg) {
+	defer keepAlive(msg)()
 	rn := f.rn
 	md, err := msg.Metadata()
 	if err != nil {
