@@ -238,7 +238,8 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	defer it.Stop()
-	var again, probe atomic.Bool
+	var again, probe, woken atomic.Bool
+	var probeTo atomic.Uint64 // a Probe's sequence, to read up to
 	// Next also returns when the connection has moved to another server:
 	// a record delivered meanwhile, the last one written perhaps, was
 	// lost, and nothing would come to show it.
@@ -254,6 +255,7 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 	nextOpt := wakeable()
 	defer func() { nmu.Lock(); ncancel(); nmu.Unlock() }()
 	reconnected := j.reconnected()
+	probed, _ := j.probeChanged(stream)
 	done := make(chan struct{})
 	defer close(done)
 	go func() { // ends with consumeFrom
@@ -263,6 +265,16 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 			case <-reconnected:
 				reconnected = j.reconnected()
 				probe.Store(true)
+				woken.Store(true)
+				nmu.Lock()
+				ncancel()
+				nmu.Unlock()
+				continue
+			case <-probed:
+				var seq uint64
+				probed, seq = j.probeChanged(stream)
+				probeTo.Store(seq)
+				woken.Store(true)
 				nmu.Lock()
 				ncancel()
 				nmu.Unlock()
@@ -324,10 +336,19 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 			case again.Load():
 				drop()
 				return last, true, true, fmt.Errorf("journal: consume %s: its consumer did not answer after a new leader was announced", stream)
-			case probe.Swap(false):
-				if restart, err := fill(0, 0); err != nil {
-					drop()
-					return last, true, restart, err
+			case woken.Swap(false):
+				// After a reconnect: whatever is past the last record.
+				// After a Probe: up to its sequence (nothing, if the
+				// consumer delivered it meanwhile).
+				until := probeTo.Swap(0) + 1
+				if probe.Swap(false) {
+					until = 0
+				}
+				if until != 1 {
+					if restart, err := fill(until, 0); err != nil {
+						drop()
+						return last, true, restart, err
+					}
 				}
 				nextOpt = wakeable()
 				continue

@@ -137,7 +137,11 @@
 //     most 2 s, ten tries) and cut short by the stream's next leader
 //     announcement; between two creations that failed (the meta leader,
 //     which places consumers, being elected) the reader reads the
-//     records there are with direct gets, so that it goes on meanwhile. When JetStream announces a new
+//     records there are with direct gets, so that it goes on meanwhile.
+//     Probe asks the readers of a table to read up to a sequence from a
+//     replica at once: the committer does when its view has not shown a
+//     record it stored within 250 ms, so that a consumer lost without a
+//     word costs that instead of two missed heartbeats. When JetStream announces a new
 //     leader of the stream (LeaderElectedSubject) and the reader's
 //     consumer does not answer within 250 ms, the reader makes it again
 //     too: it was lost with the old leader's server without a word.

@@ -24,6 +24,9 @@ type leaderWatch struct {
 	sub     *nats.Subscription
 	users   int
 	changed chan struct{} // closed at the next announcement
+
+	probeSeq uint64        // the highest sequence Probe asked for
+	probed   chan struct{} // closed at the next Probe of a higher one
 }
 
 // watchLeader follows the stream's leader announcements until release is
@@ -35,7 +38,7 @@ func (j *Journal) watchLeader(stream string) (release func()) {
 	defer j.lmu.Unlock()
 	w := j.leaders[stream]
 	if w == nil {
-		w = &leaderWatch{changed: make(chan struct{})}
+		w = &leaderWatch{changed: make(chan struct{}), probed: make(chan struct{})}
 		sub, err := j.nc.Subscribe(LeaderElectedSubject(stream), func(*nats.Msg) {
 			j.lmu.Lock()
 			close(w.changed)
@@ -100,4 +103,33 @@ func (j *Journal) reconnected() <-chan struct{} {
 		}
 	}
 	return j.reconn
+}
+
+// Probe asks this host's readers of a table to read its records up to seq
+// from a replica now, when their consumer has not delivered them: the
+// committer's view has not shown a record it knows is stored, and the
+// consumer may have been lost with its server without a word (found
+// otherwise only by two missed heartbeats). A reader with nothing missing
+// reads nothing; asking again for the same seq does nothing.
+func (j *Journal) Probe(table string, epoch uint64, seq uint64) {
+	j.lmu.Lock()
+	defer j.lmu.Unlock()
+	w := j.leaders[StreamName(j.cfg.Prefix, table, epoch)]
+	if w == nil || seq <= w.probeSeq {
+		return
+	}
+	w.probeSeq = seq
+	close(w.probed)
+	w.probed = make(chan struct{})
+}
+
+// probeChanged returns a channel closed at the stream's next Probe (nil
+// when nothing watches the stream), and the sequence probed so far.
+func (j *Journal) probeChanged(stream string) (<-chan struct{}, uint64) {
+	j.lmu.Lock()
+	defer j.lmu.Unlock()
+	if w := j.leaders[stream]; w != nil {
+		return w.probed, w.probeSeq
+	}
+	return nil, 0
 }

@@ -215,3 +215,26 @@ func TestConsumeWhileNoConsumerCanBeMade(t *testing.T) {
 	tr.append(2)
 	tr.take(7, 8)
 }
+
+// TestConsumeProbe: a record lost on its way with nothing after it is
+// read from a replica when the committer probes for it, and a probe for
+// a record already delivered reads nothing twice.
+func TestConsumeProbe(t *testing.T) {
+	tr := newTransit(t)
+	tr.loseNext(4)
+	tr.append(1)
+	<-tr.lost
+	tr.j.Probe("T", 1, 4)
+	tr.take(4, 4)
+	tr.append(1)
+	tr.take(5, 5)
+	tr.j.Probe("T", 1, 5) // delivered already
+	tr.append(1)
+	tr.take(6, 6)
+	select {
+	case s := <-tr.seqs:
+		t.Fatalf("record %d delivered again", s)
+	case <-time.After(100 * time.Millisecond):
+	}
+	tr.sameConsumer()
+}

@@ -123,15 +123,24 @@ func latestDeadline(group []*pending) time.Time {
 	return d
 }
 
-// waitVisible waits until the view shows seq.
+// waitVisible waits until the view shows seq. A record stored that the
+// view does not show within probeAfter is asked of a replica (Probe): the
+// view's consumer may have been lost with its server without a word, which
+// its heartbeats would tell only after two of them.
 func (c *Committer) waitVisible(tbl Table, seq uint64) error {
 	if tbl.VisibleSeq() >= seq {
 		return nil // no timer when the view is there already (the usual case)
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
 	defer cancel()
+	probe := time.AfterFunc(probeAfter, func() { c.j.Probe(tbl.Name(), tbl.Epoch(), seq) })
+	defer probe.Stop()
 	return tbl.WaitSeq(ctx, seq)
 }
+
+// probeAfter is how long a committed record may stay unseen by the view
+// before the view's reader is asked to read it from a replica.
+const probeAfter = 250 * time.Millisecond
 
 // lookup finds a table's view, catching up with the catalog when this host
 // does not know the table yet.

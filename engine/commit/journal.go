@@ -36,4 +36,8 @@ type Journal interface {
 	// DeleteTableStream deletes a table incarnation's journal; one already
 	// gone is not an error.
 	DeleteTableStream(ctx context.Context, table string, epoch uint64) error
+	// Probe asks this host's readers of the table to read its records up
+	// to seq from a replica if their consumer has not delivered them: a
+	// record stored that the view does not show soon.
+	Probe(table string, epoch uint64, seq uint64)
 }
