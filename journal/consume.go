@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/engine"
@@ -397,7 +398,9 @@ const maxGapFill = 4096
 
 // directGet reads the record at seq of stream from any replica (a direct
 // get: no consumer, no leader needed); found is false when the stream
-// has no message there.
+// has no message there. A replica answers in a millisecond or not at all
+// (it died, and the request went to it before its interest was gone):
+// each try waits 250 ms, and another is sent, three in all.
 func (j *Journal) directGet(ctx context.Context, stream string, seq uint64) (subj string, data []byte, found bool, err error) {
 	req, err := json.Marshal(struct {
 		Seq uint64 `json:"seq"`
@@ -405,9 +408,15 @@ func (j *Journal) directGet(ctx context.Context, stream string, seq uint64) (sub
 	if err != nil {
 		return "", nil, false, err
 	}
-	gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	m, err := j.nc.RequestWithContext(gctx, "$JS.API.DIRECT.GET."+stream, req)
+	var m *nats.Msg
+	for try := 0; try < 3; try++ {
+		gctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+		m, err = j.nc.RequestWithContext(gctx, "$JS.API.DIRECT.GET."+stream, req)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		return "", nil, false, err
 	}
