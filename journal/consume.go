@@ -102,6 +102,9 @@ func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn fu
 		if fnErr != nil {
 			return fnErr
 		}
+		if restart && ctx.Err() == nil {
+			j.logf("journal: a reader's consumer was lost; making another", "stream", stream, "after", max(last, from-1), "err", err)
+		}
 		if last > 0 {
 			from = last + 1
 		}
@@ -128,7 +131,11 @@ func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn fu
 			// places consumers, may be electing. Meanwhile the records
 			// are read from any replica, so that the view, and the
 			// writes waiting to be seen, go on.
-			from = j.sweep(ctx, stream, from, deliver)
+			swept := j.sweep(ctx, stream, from, deliver)
+			if swept > from {
+				j.logf("journal: no consumer could be made; read from a replica meanwhile", "stream", stream, "from", from, "to", swept-1)
+			}
+			from = swept
 			if fnErr != nil {
 				return fnErr
 			}
@@ -303,6 +310,12 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 	// fine, so it goes on after them; making a new consumer instead would
 	// need the meta leader, which may be what was lost.
 	fill := func(until, pending uint64) (restart bool, err error) {
+		first := next
+		defer func() {
+			if next > first {
+				j.logf("journal: deliveries lost in transit read from a replica", "stream", stream, "from", first, "to", next-1)
+			}
+		}()
 		for s := next; until == 0 || s < until; s++ {
 			if s-next >= maxGapFill {
 				return true, fmt.Errorf("journal: consume %s: more than %d deliveries lost from %d", stream, maxGapFill, next)
@@ -322,7 +335,7 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 				p += until - s
 			}
 			if err := fn(s, subj, data, p); err != nil {
-				return false, err
+				return false, &fnError{err}
 			}
 			last, next = s, s+1
 		}
@@ -346,9 +359,15 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 					until = 0
 				}
 				if until != 1 {
-					if restart, err := fill(until, 0); err != nil {
-						drop()
-						return last, true, restart, err
+					if _, err := fill(until, 0); err != nil {
+						if fnErr := (*fnError)(nil); errors.As(err, &fnErr) {
+							drop()
+							return last, true, false, fnErr.err
+						}
+						// A look that failed proves nothing wrong with
+						// the consumer: it goes on, and a gap it shows
+						// later is filled then.
+						j.logf("journal: a reader could not look past its last record", "stream", stream, "after", next-1, "err", err)
 					}
 				}
 				nextOpt = wakeable()
@@ -376,6 +395,9 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 			// Deliveries lost in transit (while the connection moved).
 			if restart, err := fill(seq, md.NumPending); err != nil {
 				drop()
+				if fnErr := (*fnError)(nil); errors.As(err, &fnErr) {
+					return last, true, false, fnErr.err
+				}
 				return last, true, restart, err
 			}
 		}
@@ -440,3 +462,16 @@ func consumeErr(stream string, err error) error {
 	}
 	return fmt.Errorf("journal: consume %s: %w", stream, err)
 }
+
+// logf logs a reader's recovery at Warn, if the journal has a logger.
+func (j *Journal) logf(msg string, args ...any) {
+	if j.cfg.Log != nil {
+		j.cfg.Log.Warn(msg, args...)
+	}
+}
+
+// fnError is what a reader's callback returned, from inside fill.
+type fnError struct{ err error }
+
+func (e *fnError) Error() string { return e.err.Error() }
+func (e *fnError) Unwrap() error { return e.err }

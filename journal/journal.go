@@ -3,6 +3,7 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"sync"
 	"time"
@@ -33,6 +34,10 @@ type Config struct {
 	// caller (a table's creation or deletion) sees an unknown outcome as
 	// an error, so it keeps trying longer than a table's append.
 	CatalogTimeout time.Duration
+	// Log receives what a reader does about a lost consumer or lost
+	// deliveries (nil: nothing is logged). Each is rare: a server that
+	// died, a connection that moved.
+	Log *slog.Logger
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)

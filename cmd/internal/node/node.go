@@ -149,7 +149,7 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 		return err
 	}
 	n.health.jetStreamAnswered()
-	j, err := journal.New(n.nc, journal.Config{Prefix: cfg.Prefix, Replicas: cfg.Replicas})
+	j, err := journal.New(n.nc, journal.Config{Prefix: cfg.Prefix, Replicas: cfg.Replicas, Log: log})
 	if err != nil {
 		return err
 	}
