@@ -262,6 +262,13 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 	}
 	nextOpt := wakeable()
 	defer func() { nmu.Lock(); ncancel(); nmu.Unlock() }()
+	// wake makes Next return, to look past the last record.
+	wake := func() {
+		woken.Store(true)
+		nmu.Lock()
+		ncancel()
+		nmu.Unlock()
+	}
 	reconnected := j.reconnected()
 	probed, _ := j.probeChanged(stream)
 	done := make(chan struct{})
@@ -273,19 +280,13 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 			case <-reconnected:
 				reconnected = j.reconnected()
 				probe.Store(true)
-				woken.Store(true)
-				nmu.Lock()
-				ncancel()
-				nmu.Unlock()
+				wake()
 				continue
 			case <-probed:
 				var seq uint64
 				probed, seq = j.probeChanged(stream)
 				probeTo.Store(seq)
-				woken.Store(true)
-				nmu.Lock()
-				ncancel()
-				nmu.Unlock()
+				wake()
 				continue
 			case <-done:
 				return
@@ -304,6 +305,7 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 		}
 	}()
 	var delivered uint64 // the consumer's own sequence: a gap is a lost message
+	lastDelivery := time.Now() // a consumer delivering is alive: a probe then reads nothing
 	next := max(from, 1) // the stream sequence due next
 	// fill reads the records from next up to until (0: as long as there
 	// are some) from any replica, and hands them to fn. The consumer is
@@ -341,6 +343,21 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 		}
 		return false, nil
 	}
+	// look reads past the last record up to until (0: as far as there are
+	// records). Only what fn returns is an error: a look that fails proves
+	// nothing wrong with the consumer, which goes on, and a gap it shows
+	// later is filled then.
+	look := func(until uint64) error {
+		_, err := fill(until, 0)
+		if fnErr := (*fnError)(nil); errors.As(err, &fnErr) {
+			drop()
+			return fnErr.err
+		}
+		if err != nil {
+			j.logf("journal: a reader could not look past its last record", "stream", stream, "after", next-1, "err", err)
+		}
+		return nil
+	}
 	for {
 		m, err := it.Next(nextOpt)
 		if err != nil {
@@ -352,22 +369,21 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 				return last, true, true, fmt.Errorf("journal: consume %s: its consumer did not answer after a new leader was announced", stream)
 			case woken.Swap(false):
 				// After a reconnect: whatever is past the last record.
-				// After a Probe: up to its sequence (nothing, if the
-				// consumer delivered it meanwhile).
-				until := probeTo.Swap(0) + 1
+				// After a Probe: up to its sequence, once the consumer
+				// has delivered nothing for probeQuiet (a consumer that
+				// delivers is only behind: looked at again then).
 				if probe.Swap(false) {
-					until = 0
+					if err := look(0); err != nil {
+						return last, true, false, err
+					}
 				}
-				if until != 1 {
-					if _, err := fill(until, 0); err != nil {
-						if fnErr := (*fnError)(nil); errors.As(err, &fnErr) {
-							drop()
-							return last, true, false, fnErr.err
-						}
-						// A look that failed proves nothing wrong with
-						// the consumer: it goes on, and a gap it shows
-						// later is filled then.
-						j.logf("journal: a reader could not look past its last record", "stream", stream, "after", next-1, "err", err)
+				if to := probeTo.Load(); to < next {
+					probeTo.CompareAndSwap(to, 0) // delivered meanwhile
+				} else if wait := probeQuiet - time.Since(lastDelivery); wait > 0 {
+					time.AfterFunc(wait, wake)
+				} else if probeTo.CompareAndSwap(to, 0) {
+					if err := look(to + 1); err != nil {
+						return last, true, false, err
 					}
 				}
 				nextOpt = wakeable()
@@ -401,7 +417,7 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 				return last, true, restart, err
 			}
 		}
-		delivered = md.Sequence.Consumer
+		delivered, lastDelivery = md.Sequence.Consumer, time.Now()
 		if seq < next {
 			continue // read already, from a replica
 		}
@@ -412,6 +428,12 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 		last, next = seq, seq+1
 	}
 }
+
+// probeQuiet is how long a reader's consumer must have delivered nothing
+// before a Probe makes it read from a replica: a consumer that delivers is
+// alive, only behind, and reading what it is about to deliver would add
+// to the load that put it behind.
+const probeQuiet = 250 * time.Millisecond
 
 // maxGapFill bounds the records a reader reads one by one to fill a gap
 // in its deliveries; a larger gap makes a new consumer. A gap is at most

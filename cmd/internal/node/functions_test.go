@@ -467,7 +467,7 @@ func TestArchiveSurvivesSIGKILL(t *testing.T) {
 	}
 	js, _ := jetstream.New(nc)
 	if _, err := js.Publish(ctx, functions.QueueSubject("cairn", "archive"), archiveMsg("Sales", "456")); err != nil {
-		t.Fatal(err)
+		t.Fatalf("enqueue: %v\n%s", err, child.Tail())
 	}
 	err = child.Wait()
 	var ee *exec.ExitError
