@@ -304,9 +304,9 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 			}
 		}
 	}()
-	var delivered uint64 // the consumer's own sequence: a gap is a lost message
+	var delivered uint64       // the consumer's own sequence: a gap is a lost message
 	lastDelivery := time.Now() // a consumer delivering is alive: a probe then reads nothing
-	next := max(from, 1) // the stream sequence due next
+	next := max(from, 1)       // the stream sequence due next
 	// fill reads the records from next up to until (0: as long as there
 	// are some) from any replica, and hands them to fn. The consumer is
 	// fine, so it goes on after them; making a new consumer instead would
