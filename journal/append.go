@@ -174,11 +174,11 @@ func (j *Journal) NextRecord(ctx context.Context, table string, epoch uint64, pk
 	if err != nil {
 		return 0, "", fmt.Errorf("journal: next record of %s/%q: %w", table, pk, err)
 	}
-	if len(m.Data) == 0 && m.Header.Get("Status") != "" {
-		if m.Header.Get("Status") == "404" {
-			return 0, "", nil
+	if found, err := directFound(m); err != nil || !found {
+		if err != nil {
+			err = fmt.Errorf("journal: next record of %s/%q: %w", table, pk, err)
 		}
-		return 0, "", fmt.Errorf("journal: next record of %s/%q: %s %s", table, pk, m.Header.Get("Status"), m.Header.Get("Description"))
+		return 0, "", err
 	}
 	seq, err = strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
 	if err != nil {
@@ -186,6 +186,19 @@ func (j *Journal) NextRecord(ctx context.Context, table string, epoch uint64, pk
 	}
 	nonce, _ = PeekNonce(m.Data)
 	return seq, nonce, nil
+}
+
+// directFound reads a direct get's answer: found is false for "no
+// message" (404); another status is an error.
+func directFound(m *nats.Msg) (found bool, err error) {
+	status := m.Header.Get("Status")
+	switch {
+	case len(m.Data) > 0 || status == "":
+		return true, nil
+	case status == "404":
+		return false, nil
+	}
+	return false, fmt.Errorf("direct get: %s %s", status, m.Header.Get("Description"))
 }
 
 // directGet is a direct get request: the first message at or after Seq

@@ -246,7 +246,7 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	defer it.Stop()
-	var again, probe, woken atomic.Bool
+	var again, reconnectLook, woken atomic.Bool
 	var probeTo atomic.Uint64 // a Probe's sequence, to read up to
 	// Next also returns when the connection has moved to another server:
 	// a record delivered meanwhile, the last one written perhaps, was
@@ -279,7 +279,7 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 			case <-elected:
 			case <-reconnected:
 				reconnected = j.reconnected()
-				probe.Store(true)
+				reconnectLook.Store(true)
 				wake()
 				continue
 			case <-probed:
@@ -372,7 +372,7 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 				// After a Probe: up to its sequence, once the consumer
 				// has delivered nothing for probeQuiet (a consumer that
 				// delivers is only behind: looked at again then).
-				if probe.Swap(false) {
+				if reconnectLook.Swap(false) {
 					if err := look(0); err != nil {
 						return last, true, false, err
 					}
@@ -464,11 +464,8 @@ func (j *Journal) directGet(ctx context.Context, stream string, seq uint64) (sub
 	if err != nil {
 		return "", nil, false, err
 	}
-	if status := m.Header.Get("Status"); len(m.Data) == 0 && status != "" {
-		if status == "404" {
-			return "", nil, false, nil
-		}
-		return "", nil, false, fmt.Errorf("direct get: %s %s", status, m.Header.Get("Description"))
+	if found, err := directFound(m); err != nil || !found {
+		return "", nil, false, err
 	}
 	if got := m.Header.Get(jetstream.SequenceHeader); got != strconv.FormatUint(seq, 10) {
 		return "", nil, false, fmt.Errorf("direct get of %d answered %q", seq, got)

@@ -139,9 +139,12 @@
 //     which places consumers, being elected) the reader reads the
 //     records there are with direct gets, so that it goes on meanwhile.
 //     Probe asks the readers of a table to read up to a sequence from a
-//     replica at once: the committer does when its view has not shown a
-//     record it stored within 250 ms, so that a consumer lost without a
-//     word costs that instead of two missed heartbeats. When JetStream announces a new
+//     replica: the committer does when its view has not shown a record it
+//     stored within 250 ms, and the reader acts once its consumer has
+//     delivered nothing for 250 ms (one that delivers is only behind), so
+//     that a consumer lost without a word costs that instead of two missed
+//     heartbeats. A look past the last record that fails keeps the
+//     consumer. When JetStream announces a new
 //     leader of the stream (LeaderElectedSubject) and the reader's
 //     consumer does not answer within 250 ms, the reader makes it again
 //     too: it was lost with the old leader's server without a word.
