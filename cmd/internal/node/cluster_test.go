@@ -3,8 +3,8 @@ package node_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,20 +13,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/cmd/internal/node"
+	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
 	"github.com/cairn-dev/cairn/journal"
 )
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return nodetest.FreePort(t) }
 
 // testCluster is three NATS servers with JetStream, routed to each other
 // on loopback, whose client ports are chosen before any of them starts: a
@@ -80,12 +73,51 @@ func (tc *testCluster) start(t *testing.T, i int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var fatal fatalLog
+	ns.SetLoggerV2(&fatal, false, false, false)
 	go ns.Start()
-	if !ns.ReadyForConnections(20 * time.Second) {
-		t.Fatal("cluster server not ready")
+	for deadline := time.Now().Add(20 * time.Second); !ns.ReadyForConnections(100 * time.Millisecond); {
+		if fatal.any() || time.Now().After(deadline) {
+			ns.Shutdown()
+			t.Fatalf("cluster server %s not ready: %s", tc.opts[i].ServerName, fatal.String())
+		}
 	}
 	tc.servers[i] = ns
 }
+
+// fatalLog keeps what a server logs as fatal (a listener it could not
+// open, for one) and drops everything else.
+type fatalLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *fatalLog) Fatalf(format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, v...))
+}
+
+func (l *fatalLog) any() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.lines) > 0
+}
+
+func (l *fatalLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == 0 {
+		return "nothing logged as fatal"
+	}
+	return strings.Join(l.lines, "; ")
+}
+
+func (*fatalLog) Noticef(string, ...any) {}
+func (*fatalLog) Warnf(string, ...any)   {}
+func (*fatalLog) Errorf(string, ...any)  {}
+func (*fatalLog) Debugf(string, ...any)  {}
+func (*fatalLog) Tracef(string, ...any)  {}
 
 // stop shuts server i down (if it runs).
 func (tc *testCluster) stop(i int) {

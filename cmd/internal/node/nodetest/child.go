@@ -351,15 +351,3 @@ func (c *Child) Kill(t testing.TB) {
 	}
 	<-c.done
 }
-
-// FreeAddr returns a loopback address with a port that was free a moment
-// ago.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
