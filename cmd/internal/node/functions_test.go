@@ -465,9 +465,30 @@ func TestArchiveSurvivesSIGKILL(t *testing.T) {
 	if _, err := c.Insert(ctx, "Current", namedEmployee("Sales", "456", "Jones")); err != nil {
 		t.Fatal(err)
 	}
+	// The host may die at the failpoint before the enqueue's
+	// acknowledgement, stored and sent, has reached this process: the
+	// acknowledgement is then lost with the host's connection
+	// (ErrDisconnected). The host's death at the failpoint shows that the
+	// message was stored.
 	js, _ := jetstream.New(nc)
-	if _, err := js.Publish(ctx, functions.QueueSubject("cairn", "archive"), archiveMsg("Sales", "456")); err != nil {
-		t.Fatalf("enqueue: %v\n%s", err, child.Tail())
+	ack, err := js.PublishAsync(functions.QueueSubject("cairn", "archive"), archiveMsg("Sales", "456"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ack.Ok():
+	case err := <-ack.Err():
+		if !errors.Is(err, nats.ErrDisconnected) {
+			t.Fatalf("enqueue: %v\n%s", err, child.Tail())
+		}
+	case <-child.Done():
+	case <-ctx.Done():
+		t.Fatalf("enqueue: no acknowledgement, and the host still runs\n%s", child.Tail())
+	}
+	select {
+	case <-child.Done():
+	case <-ctx.Done():
+		t.Fatalf("the host did not reach the failpoint\n%s", child.Tail())
 	}
 	err = child.Wait()
 	var ee *exec.ExitError

@@ -336,6 +336,9 @@ func (c *Child) Tail() string {
 // Signal sends sig to the child.
 func (c *Child) Signal(sig os.Signal) error { return c.cmd.Process.Signal(sig) }
 
+// Done is closed once the child has exited.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
 // Wait waits until the child has exited and returns its exit status
 // (an *exec.ExitError for a signal or a non-zero exit).
 func (c *Child) Wait() error {
