@@ -36,6 +36,9 @@ type EmbeddedConfig struct {
 	// server authenticates nobody.
 	Users      []*server.User
 	NoAuthUser string
+	// Accounts are the server's accounts (the users name theirs); none:
+	// every user is in the global account.
+	Accounts []*server.Account
 }
 
 // StartEmbedded starts a NATS server with JetStream in this process and
@@ -79,6 +82,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		TLSConfig:      cfg.TLS,
 		Users:          cfg.Users,
 		NoAuthUser:     cfg.NoAuthUser,
+		Accounts:       cfg.Accounts,
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

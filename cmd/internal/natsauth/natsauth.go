@@ -1,25 +1,31 @@
-// Package natsauth holds the users of a node's embedded NATS server: the
-// node user, whose credentials a node creates under its data directory on
-// first start and keeps across restarts; the service users of a users
-// file (ReadUsers); and the development user that unauthenticated
-// connections map to while the development account is on.
+// Package natsauth holds the users and accounts of a node's embedded NATS
+// server: the node user, whose credentials a node creates under its data
+// directory on first start and keeps across restarts; the serving user,
+// whose credentials are derived from the node user's (ServeCreds); the
+// service users of a users file (ReadUsers); and the development user that
+// unauthenticated connections map to while the development account is on.
 //
 // The node user may do everything: the node itself, other nodes joining
-// its server, and the operators' CLI connect as it. The development user
-// may only send what the documented development commands send (table and
-// entity commands and change feed requests of the development account's
-// tables, queue messages, direct function calls) and receive replies on _INBOX.>. A service user
-// may send commands to the tables of one storage account it is given, and
-// read their change feeds
-// (exactly as spelled in the file: subjects are case-sensitive), manage
-// that account's tables if allowed, enqueue to its queues and call its
-// functions, and receive replies only under its own inbox prefix,
-// _INBOX_<user>, which nobody else but the node user may subscribe to.
-// For all but the node user, the JetStream API, the journal, the catalog,
-// the key-value and object stores and the system account are out of
-// reach. Connections of the node user take their replies on InboxPrefix,
-// so a development client subscribed to _INBOX.> never sees what the node
-// reads from JetStream.
+// its server, and the operators' CLI connect as it. The serving user is
+// what a node answers requests as: it may take the requests the node
+// serves and publish only to reply subjects (ServePermissions), so a node
+// never answers with more rights than an answer needs. The development
+// user may only send what the documented development commands send (table
+// and entity commands and change feed requests of the development
+// account's tables, queue messages, direct function calls) and receive
+// replies on _INBOX.>. A service user may send commands to the tables of
+// one storage account it is given, and read their change feeds (exactly as
+// spelled in the file: subjects are case-sensitive), manage that account's
+// tables if allowed, enqueue to its queues and call its functions, and
+// receive replies only under its own inbox prefix, _INBOX_<user>. For all
+// but the node user, the JetStream API, the journal, the catalog, the
+// key-value and object stores and the system account are out of reach.
+//
+// The development user and every service user have a NATS account of
+// their own, which imports from the node's account only what the user may
+// publish (accounts.go): whatever reply subject a client names, the
+// node's answer is delivered in the client's own account. Connections of
+// the node user take their replies on InboxPrefix.
 //
 // Storage accounts are namespaces of tables (TableSubjects,
 // TablesSubjects): account acme's tables are <prefix>.cmd.acme.<Table>,
@@ -32,12 +38,11 @@
 // are errors naming the user. Passwords cost nothing per message: the
 // server checks one when a connection opens (a bcrypt hash costs a
 // bcrypt comparison, some 50 ms at cost 10) and permissions from a cache
-// afterwards.
+// afterwards. An import costs the server a lookup and a reply mapping per
+// request (docs/PERFORMANCE.md).
 package natsauth
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,6 +53,7 @@ import (
 
 	"github.com/cairn-dev/cairn/cmd/internal/secret"
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/functions"
 )
 
 const (
@@ -112,35 +118,18 @@ func parse(path, content string) (Creds, error) {
 	return Creds{User: user, Password: pass}, nil
 }
 
-// Users returns the users of an embedded server: the node user, the
-// service users with their permissions, and, when dev is true, the
-// development user that unauthenticated connections map to (noAuthUser;
-// "" when dev is false: those connections are refused).
-func Users(prefix string, node Creds, service []ServiceUser, dev bool) (users []*server.User, noAuthUser string) {
-	users = []*server.User{{Username: node.User, Password: node.Password}}
-	for _, u := range service {
-		users = append(users, &server.User{Username: u.User, Password: u.Password, Permissions: u.Permissions(prefix)})
-	}
-	if !dev {
-		return users, ""
-	}
-	var b [32]byte
-	_, _ = rand.Read(b[:]) // the password nobody uses: its connections come unauthenticated
-	users = append(users, &server.User{Username: DevUser, Password: hex.EncodeToString(b[:]), Permissions: DevPermissions(prefix)})
-	return users, DevUser
-}
-
 // DevPermissions are the development user's: publish the development
 // account's table and entity commands and read its tables' change feeds
 // (TableSubjects, ChangesSubjects and TablesSubjects of engine.DevAccount,
-// so no other account's tables), queue messages and direct
-// calls; subscribe to replies on _INBOX.>. Everything else is denied, the
+// so no other account's tables), messages to queues and direct calls of
+// functions (one token each: a queue's or a function's name);
+// subscribe to replies on _INBOX.>. Everything else is denied, the
 // JetStream API ($JS.API.>), the journal (<prefix>.j.>), the catalog
 // (<prefix>.catalog.>), $KV.>, $O.> and $SYS.> among it.
 func DevPermissions(prefix string) *server.Permissions {
 	allow := append(TableSubjects(prefix, engine.DevAccount, "*"), ChangesSubjects(prefix, engine.DevAccount, "*")...)
 	allow = append(allow, TablesSubjects(prefix, engine.DevAccount)...)
-	allow = append(allow, prefix+".queue.>", prefix+".fn.>")
+	allow = append(allow, functions.QueueSubject(prefix, "*"), functions.DirectSubject(prefix, "*"))
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: allow},
 		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},

@@ -51,20 +51,48 @@ func TestRead(t *testing.T) {
 	}
 }
 
-func TestUsers(t *testing.T) {
+func TestNewServer(t *testing.T) {
 	node := Creds{User: NodeUser, Password: "secret"}
-	users, noAuth := Users("cairn", node, nil, false)
-	if len(users) != 1 || noAuth != "" || users[0].Permissions != nil {
-		t.Fatalf("without the development account: %+v %q", users, noAuth)
+	s, err := NewServer("cairn", node, nil, false)
+	if err != nil {
+		t.Fatal(err)
 	}
-	users, noAuth = Users("cairn", node, nil, true)
-	if len(users) != 2 || noAuth != DevUser || users[1].Username != DevUser || users[1].Password == "" {
-		t.Fatalf("with the development account: %+v %q", users, noAuth)
+	if len(s.Users) != 2 || s.NoAuthUser != "" || s.Users[0].Permissions != nil || len(s.Accounts) != 1 {
+		t.Fatalf("without the development account: %+v %q", s.Users, s.NoAuthUser)
 	}
-	p := users[1].Permissions
-	wantPub := []string{"cairn.cmd.*", "cairn.cmd.devstoreaccount1.*", "cairn.changes.*", "cairn.changes.devstoreaccount1.*", "cairn.tables", "cairn.tables.devstoreaccount1", "cairn.queue.>", "cairn.fn.>"}
+	nodeAcc := s.Accounts[0]
+	if nodeAcc.Name != "$G" || s.Users[0].Account != nodeAcc || s.Users[1].Account != nodeAcc {
+		t.Fatalf("the node and serving users are not in the global account: %q", nodeAcc.Name)
+	}
+	serve := s.Users[1]
+	if serve.Username != ServeUser || serve.Password != ServeCreds(node).Password || serve.Password == node.Password {
+		t.Fatalf("serving user %+v", serve)
+	}
+	if p := serve.Permissions; !slices.Equal(p.Publish.Allow, []string{"_R_.>", "_INBOX.>", "_CAIRN_INBOX.>"}) ||
+		!slices.Equal(p.Subscribe.Allow, []string{"cairn.cmd.>", "cairn.tables", "cairn.tables.>", "cairn.changes.>", "cairn.fn.*", "cairn.events.functions-status"}) {
+		t.Fatalf("serving permissions %+v %+v", p.Publish, p.Subscribe)
+	}
+	s, err = NewServer("cairn", node, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Users) != 3 || s.NoAuthUser != DevUser || s.Users[2].Username != DevUser || s.Users[2].Password == "" {
+		t.Fatalf("with the development account: %+v %q", s.Users, s.NoAuthUser)
+	}
+	if len(s.Accounts) != 2 || s.Users[2].Account != s.Accounts[1] || s.Accounts[1].Name != "cairn-dev" {
+		t.Fatalf("the development user has no account of its own: %+v", s.Accounts)
+	}
+	p := s.Users[2].Permissions
+	wantPub := []string{"cairn.cmd.*", "cairn.cmd.devstoreaccount1.*", "cairn.changes.*", "cairn.changes.devstoreaccount1.*", "cairn.tables", "cairn.tables.devstoreaccount1", "cairn.queue.*", "cairn.fn.*"}
 	if !slices.Equal(p.Publish.Allow, wantPub) || p.Publish.Deny != nil || !slices.Equal(p.Subscribe.Allow, []string{"_INBOX.>"}) || p.Subscribe.Deny != nil {
 		t.Fatalf("development permissions %+v %+v", p.Publish, p.Subscribe)
+	}
+}
+
+func TestServeCreds(t *testing.T) {
+	a, b := ServeCreds(Creds{User: NodeUser, Password: "one"}), ServeCreds(Creds{User: NodeUser, Password: "two"})
+	if a.User != ServeUser || len(a.Password) != 64 || a.Password == b.Password || a != ServeCreds(Creds{User: NodeUser, Password: "one"}) {
+		t.Fatalf("serving credentials %+v %+v", a, b)
 	}
 }
 

@@ -67,7 +67,7 @@ func (u ServiceUser) Validate() error {
 	if !userNameRE.MatchString(u.User) {
 		return fmt.Errorf("user name %q: use 1 to 64 letters, digits, '-' and '_'", u.User)
 	}
-	if strings.EqualFold(u.User, NodeUser) || strings.EqualFold(u.User, DevUser) {
+	if strings.EqualFold(u.User, NodeUser) || strings.EqualFold(u.User, DevUser) || strings.EqualFold(u.User, ServeUser) {
 		return fmt.Errorf("user name %q is the node's own", u.User)
 	}
 	if u.Password == "" {

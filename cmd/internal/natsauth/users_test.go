@@ -108,13 +108,20 @@ func TestServiceUserPermissions(t *testing.T) {
 	}
 }
 
-func TestUsersWithServiceUsers(t *testing.T) {
+func TestServerWithServiceUsers(t *testing.T) {
 	service := []ServiceUser{{User: "billing", Password: "pw", Account: "acme", Tables: []string{"Invoices"}}}
 	for _, dev := range []bool{false, true} {
-		users, _ := Users("cairn", Creds{User: NodeUser, Password: "secret"}, service, dev)
-		if len(users) < 2 || users[1].Username != "billing" || users[1].Password != "pw" ||
-			!slices.Equal(users[1].Permissions.Publish.Allow, []string{"cairn.cmd.acme.Invoices", "cairn.changes.acme.Invoices"}) {
-			t.Fatalf("dev=%v: %+v", dev, users)
+		s, err := NewServer("cairn", Creds{User: NodeUser, Password: "secret"}, service, dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := s.Users[2]
+		if u.Username != "billing" || u.Password != "pw" ||
+			!slices.Equal(u.Permissions.Publish.Allow, []string{"cairn.cmd.acme.Invoices", "cairn.changes.acme.Invoices"}) {
+			t.Fatalf("dev=%v: %+v", dev, s.Users)
+		}
+		if u.Account == nil || u.Account.Name != "cairn-svc-billing" || u.Account == s.Accounts[0] {
+			t.Fatalf("dev=%v: the service user has no account of its own: %+v", dev, u.Account)
 		}
 	}
 }
