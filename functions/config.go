@@ -4,6 +4,10 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cairn-dev/cairn/engine/wire"
 )
 
 // Config configures the runner.
@@ -34,6 +38,14 @@ type Config struct {
 	// "functions.between-commits": after the first partition's commit of an
 	// invocation that writes several.
 	Failpoint string
+	// Serve is the connection that answers direct calls and the hosts'
+	// status requests: one that may take those requests and publish only
+	// replies (the node's serving user). nil: the runner's own connection.
+	Serve *nats.Conn
+	// Replies drops requests whose reply subject is not an inbox
+	// (wire.ReplyAllowed) before anything runs for them; nil: a guard of
+	// the runner's own, logging to Log.
+	Replies *wire.ReplyGuard
 	// Log receives the runner's lines (slog.Default() when nil).
 	Log *slog.Logger
 	// Now is the clock (time.Now when nil).
@@ -58,6 +70,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()
+	}
+	if c.Replies == nil {
+		c.Replies = &wire.ReplyGuard{Log: c.Log}
 	}
 	if c.Now == nil {
 		c.Now = time.Now

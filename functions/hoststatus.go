@@ -60,9 +60,13 @@ func (rn *Runner) status() HostStatus {
 }
 
 // serveStatus answers HostStatusSubject until stop unsubscribes. Each
-// answer costs a copy of the running manifests under the runner's lock.
+// answer costs a copy of the running manifests under the runner's lock. A
+// request whose reply subject is not an inbox is dropped (Config.Replies).
 func (rn *Runner) serveStatus() error {
-	sub, err := rn.nc.Subscribe(HostStatusSubject(rn.cfg.Prefix), func(msg *nats.Msg) {
+	sub, err := rn.serveConn().Subscribe(HostStatusSubject(rn.cfg.Prefix), func(msg *nats.Msg) {
+		if msg.Reply == "" || !rn.cfg.Replies.Allow(msg.Subject, msg.Reply) {
+			return
+		}
 		b, err := json.Marshal(rn.status())
 		if err == nil {
 			err = msg.Respond(b)

@@ -21,9 +21,13 @@ const (
 // not retried (the caller decides), replied with the function's output or
 // its error. A request with a Nats-Msg-Id header uses it as the trigger id,
 // so that a caller retrying with the same id does not apply writes twice.
-// The invocations run in goroutines that Run waits for.
+// The invocations run in goroutines that Run waits for. A request whose
+// reply subject is not an inbox is dropped unanswered (Config.Replies).
 func (rn *Runner) serveDirect() error {
-	sub, err := rn.nc.QueueSubscribe(DirectSubject(rn.cfg.Prefix, "*"), "cairn-fn", func(msg *nats.Msg) {
+	sub, err := rn.serveConn().QueueSubscribe(DirectSubject(rn.cfg.Prefix, "*"), "cairn-fn", func(msg *nats.Msg) {
+		if !rn.cfg.Replies.Allow(msg.Subject, msg.Reply) {
+			return
+		}
 		name := msg.Subject[len(DirectSubject(rn.cfg.Prefix, "")):]
 		rn.mu.Lock()
 		f, stopping := rn.fns[name], rn.stopping
@@ -50,6 +54,14 @@ func (rn *Runner) serveDirect() error {
 	rn.direct = sub
 	rn.mu.Unlock()
 	return nil
+}
+
+// serveConn is the connection that answers requests (Config.Serve).
+func (rn *Runner) serveConn() *nats.Conn {
+	if rn.cfg.Serve != nil {
+		return rn.cfg.Serve
+	}
+	return rn.nc
 }
 
 func replyError(msg *nats.Msg, text string) {

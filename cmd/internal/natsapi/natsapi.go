@@ -44,6 +44,10 @@ type Config struct {
 	// Outbox is the allowlist of the NATS subjects outbox messages may
 	// name; nil allows Cairn queues only.
 	Outbox *outboxsubjects.Allowlist
+	// Replies drops the requests whose reply subject is not an inbox
+	// (wire.ReplyAllowed) before they are decoded; nil: a guard of the
+	// service's own, logging to the service's logger.
+	Replies *wire.ReplyGuard
 }
 
 func (c *Config) defaults() {
@@ -106,9 +110,14 @@ type Service struct {
 	feedWG   sync.WaitGroup
 }
 
-// New returns a service. It starts nothing: Run subscribes.
+// New returns a service on nc, the connection that answers requests (it
+// needs no rights but to take them and to publish replies). It starts
+// nothing: Run subscribes.
 func New(nc *nats.Conn, c Committer, views *projections.Views, j Journal, log *slog.Logger, cfg Config) *Service {
 	cfg.defaults()
+	if cfg.Replies == nil {
+		cfg.Replies = &wire.ReplyGuard{Log: log}
+	}
 	return &Service{nc: nc, c: c, views: views, journal: j, log: log, cfg: cfg, ready: make(chan struct{}),
 		held: query.NewHolds(cfg.HoldSnapshot, cfg.HeldSnapshots), feeds: make(chan struct{}, maxFeedsInFlight)}
 }
@@ -177,7 +186,11 @@ func (s *Service) Run(ctx context.Context) error {
 	}()
 	var subs []*nats.Subscription
 	subscribe := func(subject string, h nats.MsgHandler) error {
-		sub, err := s.nc.QueueSubscribe(subject, s.cfg.QueueGroup, h)
+		sub, err := s.nc.QueueSubscribe(subject, s.cfg.QueueGroup, func(m *nats.Msg) {
+			if s.cfg.Replies.Allow(m.Subject, m.Reply) {
+				h(m)
+			}
+		})
 		if err != nil {
 			return fmt.Errorf("natsapi: subscribe %s: %w", subject, err)
 		}

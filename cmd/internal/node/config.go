@@ -34,6 +34,14 @@ type Config struct {
 	// server. Empty: the credentials in NATSURL, if any. The embedded
 	// server's node uses its own credentials and ignores it.
 	NATSCreds string
+	// NATSServeCreds names the credentials file of the user the node
+	// answers requests as on NATSURL: one that may take the requests the
+	// node serves and publish only replies (docs/PROTOCOL.md, An external
+	// NATS server). Empty: the serving user of another node's embedded
+	// server (natsauth.ServeCreds of NATSCreds); a server without it
+	// leaves the node answering as its own user, with a warning. The
+	// embedded server's node ignores it.
+	NATSServeCreds string
 	// NATSUsers names the users file of the embedded server: services'
 	// users with rights on some tables of one storage account, some
 	// queues and some functions (natsauth.ReadUsers; docs/PROTOCOL.md,

@@ -37,16 +37,18 @@ func (n *Node) connect(ctx context.Context) error {
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) { cfg.Log.Info("nats: reconnected", "server", c.ConnectedServerName()) })}
 	if cfg.NATSURL != "" {
+		var node *natsauth.Creds // the node's credentials, when it has some
 		if cfg.NATSCreds != "" {
 			c, err := natsauth.Read(cfg.NATSCreds)
 			if err != nil {
 				return fmt.Errorf("node: -nats-creds: %w", err)
 			}
 			opts = append(opts, c.Options()...)
-			n.credsFile, n.secret = cfg.NATSCreds, []byte(c.Password)
+			n.credsFile, n.secret, node = cfg.NATSCreds, []byte(c.Password), &c
 		} else if u, err := url.Parse(cfg.NATSURL); err == nil && u.User != nil {
 			if p, ok := u.User.Password(); ok {
 				n.secret = []byte(p)
+				node = &natsauth.Creds{User: u.User.Username(), Password: p}
 			}
 		}
 		// The servers may not be up yet: wait for them (a refused
@@ -65,6 +67,10 @@ func (n *Node) connect(ctx context.Context) error {
 			return fmt.Errorf("node: %s refuses this node what it needs (connect as the node user: -nats-creds <data>/nats/node.user of the node whose server it is, or user:password in -nats-url): %w", cfg.NATSURL, err)
 		}
 		n.nc = nc
+		if err := n.connectServe(ctx, node); err != nil {
+			n.close()
+			return err
+		}
 		n.recordURL(cfg.NATSURL)
 		return nil
 	}
@@ -107,10 +113,15 @@ func (n *Node) connect(ctx context.Context) error {
 	if loose {
 		cfg.Log.Warn("the NATS node credentials file is readable by other users: chmod 600 it", "file", path)
 	}
-	users, noAuth := natsauth.Users(cfg.Prefix, creds, service, !cfg.API.NoDevAccount)
+	auth, err := natsauth.NewServer(cfg.Prefix, creds, service, !cfg.API.NoDevAccount)
+	if err != nil {
+		unlock()
+		return fmt.Errorf("node: %w", err)
+	}
 	ns, err := journal.StartEmbedded(journal.EmbeddedConfig{
-		Users:      users,
-		NoAuthUser: noAuth,
+		Accounts:   auth.Accounts,
+		Users:      auth.Users,
+		NoAuthUser: auth.NoAuthUser,
 		StoreDir:   filepath.Join(cfg.DataDir, "jetstream"),
 		Host:       hostName,
 		Port:       port,
@@ -128,13 +139,87 @@ func (n *Node) connect(ctx context.Context) error {
 	// the client insist).
 	inProc := "nats://" + strings.TrimPrefix(strings.TrimPrefix(ns.ClientURL(), "tls://"), "nats://")
 	nc, err := nats.Connect(inProc, append(append(opts, creds.Options()...), nats.InProcessServer(ns))...)
+	if err == nil {
+		n.nc = nc
+		n.serve, err = nats.Connect(inProc, append(serveOpts(cfg), append(natsauth.ServeCreds(creds).ServeOptions(), nats.InProcessServer(ns))...)...)
+	}
 	if err != nil {
-		ns.Shutdown()
-		unlock()
+		n.close()
 		return fmt.Errorf("node: connect to the embedded server: %w", err)
 	}
-	n.nc = nc
 	n.recordURL(ns.ClientURL())
+	return nil
+}
+
+// serveOpts are the options of the connection that answers requests.
+func serveOpts(cfg Config) []nats.Option {
+	return []nats.Option{nats.Name("cairn-host-serve"), nats.MaxReconnects(-1),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { cfg.Log.Warn("nats (serving)", "err", err) })}
+}
+
+// connectServe connects the serving connection to an external server:
+// as the user of NATSServeCreds, or else as the serving user derived from
+// the node's credentials (the user another node's embedded server has).
+// A server that has neither leaves the node answering on its own
+// connection, with a warning: the node still drops requests whose reply is
+// not an inbox (wire.ReplyGuard), but the server no longer enforces it.
+func (n *Node) connectServe(ctx context.Context, node *natsauth.Creds) error {
+	cfg := n.cfg
+	var creds natsauth.Creds
+	switch {
+	case cfg.NATSServeCreds != "":
+		c, err := natsauth.Read(cfg.NATSServeCreds)
+		if err != nil {
+			return fmt.Errorf("node: -nats-serve-creds: %w", err)
+		}
+		creds = c
+	case node != nil:
+		creds = natsauth.ServeCreds(*node)
+	default:
+		cfg.Log.Warn("the node answers requests as the user it writes the journal with: give it -nats-serve-creds, a user that may only publish replies (docs/PROTOCOL.md, An external NATS server)")
+		n.serve = n.nc
+		return nil
+	}
+	var nc *nats.Conn
+	err := defaultStartRetry.untilUp(ctx, cfg.Log, "connect to "+cfg.NATSURL+" as "+creds.User, func(context.Context) error {
+		c, err := nats.Connect(cfg.NATSURL, append(serveOpts(cfg), creds.ServeOptions()...)...)
+		nc = c
+		return err
+	})
+	if errors.Is(err, nats.ErrAuthorization) && cfg.NATSServeCreds == "" {
+		cfg.Log.Warn("the server has no serving user: the node answers requests as the user it writes the journal with; give it -nats-serve-creds, a user that may only publish replies (docs/PROTOCOL.md, An external NATS server)", "user", creds.User)
+		n.serve = n.nc
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("node: connect as %s: %w", creds.User, err)
+	}
+	if err := checkServeRights(nc, cfg.Prefix); err != nil {
+		nc.Close()
+		return fmt.Errorf("node: %s refuses the serving user %s what it needs (docs/PROTOCOL.md, An external NATS server): %w", cfg.NATSURL, creds.User, err)
+	}
+	n.serve = nc
+	return nil
+}
+
+// checkServeRights finds out at once whether the serving connection may
+// take the requests the node answers: the server reports a refused
+// subscription before it answers the flush.
+func checkServeRights(nc *nats.Conn, prefix string) error {
+	for _, subject := range natsauth.ServedSubjects(prefix) {
+		sub, err := nc.SubscribeSync(subject)
+		if err != nil {
+			return err
+		}
+		err = nc.Flush()
+		_ = sub.Unsubscribe()
+		if err != nil {
+			return err
+		}
+		if err := nc.LastError(); errors.Is(err, nats.ErrPermissionViolation) {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -150,6 +235,10 @@ func (n *Node) recordURL(url string) {
 // close closes the connection, stops the embedded server and releases
 // the data directory.
 func (n *Node) close() {
+	if n.serve != nil && n.serve != n.nc {
+		_ = n.serve.Drain()
+		n.serve.Close()
+	}
 	if n.nc != nil {
 		_ = n.nc.Drain()
 		n.nc.Close()

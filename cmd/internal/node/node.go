@@ -25,6 +25,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/operator"
 	"github.com/cairn-dev/cairn/cmd/internal/version"
 	"github.com/cairn-dev/cairn/engine/commit"
+	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/outbox"
@@ -35,7 +36,14 @@ import (
 type Node struct {
 	cfg   Config
 	ns    *server.Server // the embedded server, or nil
-	nc    *nats.Conn
+	nc    *nats.Conn     // the node user's: the journal, the buckets, the queues
+	// serve answers requests (the NATS front door, direct function
+	// calls, the hosts' status): the serving user's connection, which may
+	// publish only replies, or nc where the server has no such user.
+	serve *nats.Conn
+	// replies drops requests whose reply subject is not an inbox, for
+	// every door that answers on serve.
+	replies *wire.ReplyGuard
 	j     *journal.Journal
 	views *projections.Views
 	comm  *commit.Committer
@@ -91,6 +99,10 @@ func (n *Node) ClientURL() string {
 	return n.cfg.NATSURL
 }
 
+// NATSServer returns the embedded NATS server, or nil when the node
+// connects to another (tests read its accounts).
+func (n *Node) NATSServer() *server.Server { return n.ns }
+
 // NATSCredsFile returns the file of the credentials the node connects
 // with ("user:password"): <DataDir>/nats/node.user for the embedded
 // server, Config.NATSCreds otherwise ("" when it has none). Other nodes
@@ -108,7 +120,7 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	n := &Node{cfg: cfg}
+	n := &Node{cfg: cfg, replies: &wire.ReplyGuard{Log: cfg.Log}}
 	log := cfg.Log
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
@@ -233,7 +245,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	if err := g.Start(ctx, "committer", n.comm); err != nil {
 		return err
 	}
-	if err := g.Start(ctx, "nats api", natsapi.New(n.nc, n.comm, n.views, n.j, log, natsapi.Config{Prefix: cfg.Prefix, Outbox: cfg.outbox, PositionWait: cfg.API.PositionWait,
+	if err := g.Start(ctx, "nats api", natsapi.New(n.serve, n.comm, n.views, n.j, log, natsapi.Config{Prefix: cfg.Prefix, Outbox: cfg.outbox, Replies: n.replies, PositionWait: cfg.API.PositionWait,
 		PageBudget: cfg.API.PageBudget, HoldSnapshot: cfg.API.HoldSnapshot, HeldSnapshots: cfg.API.HeldSnapshots})); err != nil {
 		return err
 	}
@@ -245,6 +257,8 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		Prefix:     cfg.Prefix,
 		Replicas:   cfg.Replicas,
 		Sandbox:    sb,
+		Serve:      n.serve,
+		Replies:    n.replies,
 		NoBuiltins: cfg.Functions.NoBuiltins,
 		Failpoint:  cfg.Functions.Failpoint,
 		Log:        log,
@@ -292,6 +306,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	api := cfg.API
 	build := version.Get()
 	api.Metrics = func(w io.Writer) {
+		n.replies.WriteMetrics(w)
 		n.fns.WriteMetrics(w)
 		n.relay.WriteMetrics(w)
 		n.views.WriteProjectionMetrics(w)
