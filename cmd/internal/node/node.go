@@ -34,9 +34,9 @@ import (
 
 // Node is a running Cairn node.
 type Node struct {
-	cfg   Config
-	ns    *server.Server // the embedded server, or nil
-	nc    *nats.Conn     // the node user's: the journal, the buckets, the queues
+	cfg Config
+	ns  *server.Server // the embedded server, or nil
+	nc  *nats.Conn     // the node user's: the journal, the buckets, the queues
 	// serve answers requests (the NATS front door, direct function
 	// calls, the hosts' status): the serving user's connection, which may
 	// publish only replies, or nc where the server has no such user.
@@ -44,12 +44,12 @@ type Node struct {
 	// replies drops requests whose reply subject is not an inbox, for
 	// every door that answers on serve.
 	replies *wire.ReplyGuard
-	j     *journal.Journal
-	views *projections.Views
-	comm  *commit.Committer
-	fns   *functions.Runner
-	relay *outbox.Relay
-	decls *projections.Declarations
+	j       *journal.Journal
+	views   *projections.Views
+	comm    *commit.Committer
+	fns     *functions.Runner
+	relay   *outbox.Relay
+	decls   *projections.Declarations
 	// secret is known to every node of the system and to no client: the
 	// node user's password (nil when the node connects without one). It
 	// keys the outbox's message ids.
