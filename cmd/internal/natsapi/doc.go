@@ -11,6 +11,12 @@
 // terminal) is JSON. Writes go to the committer (the same path as the HTTP
 // API's); reads and queries are answered from this node's view.
 //
+// It answers on the connection it is given, the node's serving user's,
+// which may publish nothing but replies; a request whose reply subject is
+// not an inbox (wire.ReplyAllowed) is dropped before it is decoded,
+// counted and logged (Config.Replies), so a request naming the JetStream
+// API, a bucket or a journal as its reply makes the node do nothing.
+//
 // What fails, and what the client sees: an undecodable or invalid request
 // is answered with a coded error (InvalidInput and the like) and nothing is
 // stored, and so is a command with an outbox message to a NATS subject the
