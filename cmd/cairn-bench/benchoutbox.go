@@ -63,7 +63,7 @@ func benchOutbox(args []string) error {
 		if err != nil {
 			return err
 		}
-		res, err := b.pipelined(b.n, b.window, "cairn.cmd."+table, insert(false, r))
+		res, err := b.pipelined(b.nc, b.n, b.window, "cairn.cmd."+table, insert(false, r))
 		if err != nil {
 			return err
 		}
@@ -77,7 +77,7 @@ func benchOutbox(args []string) error {
 			return err
 		}
 		start := time.Now()
-		res, err = b.pipelined(b.n, b.window, "cairn.cmd."+table, insert(true, r))
+		res, err = b.pipelined(b.nc, b.n, b.window, "cairn.cmd."+table, insert(true, r))
 		if err != nil {
 			return err
 		}

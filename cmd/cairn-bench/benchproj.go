@@ -209,7 +209,7 @@ func (pb *projBench) writeRound(ctx context.Context, k int) (float64, error) {
 	if err := pb.declare(ctx, pb.a.Views(), defs); err != nil {
 		return 0, err
 	}
-	res, err := pb.pipelined(pb.n, pb.window, "cairn.cmd."+table, func(i int) *engine.Request {
+	res, err := pb.pipelined(pb.nc, pb.n, pb.window, "cairn.cmd."+table, func(i int) *engine.Request {
 		return &engine.Request{Op: "Insert", Entity: employee(fmt.Sprintf("p%04d", i%1000), fmt.Sprintf("r%07d", i), i)}
 	})
 	if err != nil {
@@ -492,7 +492,7 @@ func (pb *projBench) build(ctx context.Context, n int) error {
 	}
 	batches := (n + 99) / 100
 	start := time.Now()
-	res, err := pb.pipelined(batches, 32, "cairn.cmd."+table, func(i int) *engine.Request {
+	res, err := pb.pipelined(pb.nc, batches, 32, "cairn.cmd."+table, func(i int) *engine.Request {
 		ops := make([]engine.Request, 0, 100)
 		for k := 0; k < 100 && i*100+k < n; k++ {
 			j := i*100 + k
