@@ -102,7 +102,7 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.StringVar(&cfg.NATSUsers, "nats-users", "", "JSON file of the embedded server's service users, each with rights on some tables of one storage account, queues and functions (docs/PROTOCOL.md, Giving a service its own user); mode 0600; not with -nats-url")
 	fs.IntVar(&cfg.Replicas, "replicas", 1, "stream replicas (3 on a cluster)")
 	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:10002", "address of the HTTP API (Azure Tables protocol); \"off\" for none")
-	fs.IntVar(&cfg.HTTPMaxConns, "http-max-conns", 1024, "HTTP connections open at once; more wait until one closes")
+	fs.IntVar(&cfg.HTTPMaxConns, "http-max-conns", node.DefaultHTTPMaxConns, "HTTP connections open at once; at the cap a new one takes the place of the one idle longest, else of one that has not sent its request header, else of the busiest client address's oldest request, else it is closed")
 	fs.Var((*accountsFlag)(&cfg.API.Accounts), "accounts", "further storage accounts for the HTTP API, as name:base64key,… (the development account "+httpapi.DevAccountName+" is served too unless -dev-account=false)")
 	fs.Var(invertedBool{&cfg.API.NoDevAccount}, "dev-account", "serve the development account "+httpapi.DevAccountName+" with its well-known key, and let NATS clients without credentials send commands, queue messages and function calls (default true)")
 	fs.IntVar(&cfg.Commit.MaxTablesPerAccount, "max-tables-per-account", commit.DefaultMaxTablesPerAccount, "tables one storage account may have; creating one more fails with TableQuotaExceeded")
