@@ -36,6 +36,7 @@ import (
 
 	"github.com/cairn-dev/cairn/cmd/internal/cli"
 	"github.com/cairn-dev/cairn/cmd/internal/cors"
+	"github.com/cairn-dev/cairn/cmd/internal/hostcheck"
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/engine/commit"
@@ -107,6 +108,7 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.Var(invertedBool{&cfg.API.NoDevAccount}, "dev-account", "serve the development account "+httpapi.DevAccountName+" with its well-known key, and let NATS clients without credentials send commands, queue messages and function calls (default true)")
 	fs.IntVar(&cfg.Commit.MaxTablesPerAccount, "max-tables-per-account", commit.DefaultMaxTablesPerAccount, "tables one storage account may have; creating one more fails with TableQuotaExceeded")
 	fs.StringVar(&cfg.OperatorToken, "operator-token", "", "secret the operators' API (/$cairn/) and /metrics require as Authorization: Bearer <token>, at least 16 characters (default: the token of <data>/operator.token, created on first start); prefer CAIRN_OPERATOR_TOKEN to the command line")
+	fs.Var(&hostsFlag{n: &cfg.API.Hosts}, "http-hosts", "DNS names the HTTP API answers (tables.example.com), comma-separated, besides IP addresses and localhost; a request with another name in its Host is refused (DNS rebinding): the development account's, the operators' API's, /metrics' and the console's, and once names are listed every request's; none by default")
 	fs.Var(&corsFlag{o: &cfg.API.CORS}, "cors-origins", "web origins a browser may call the HTTP API from, exactly as scheme://host[:port], comma-separated; * for any (the Tables API only); none by default")
 	fs.Var((*listFlag)(&cfg.OutboxSubjects), "outbox-subjects", "NATS subject patterns (orders.>, billing.*.created), comma-separated, that the outbox messages of commands may name besides Cairn queues; never $… or _… or under -prefix; none by default")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) to serve the HTTP API and the embedded NATS server's client port with TLS")
@@ -211,6 +213,23 @@ func (c *corsFlag) Set(v string) error {
 		return err
 	}
 	c.list, *c.o = v, o
+	return nil
+}
+
+// hostsFlag parses -http-hosts a,b into the names the HTTP API answers.
+type hostsFlag struct {
+	list string
+	n    *hostcheck.Names
+}
+
+func (h *hostsFlag) String() string { return h.list }
+
+func (h *hostsFlag) Set(v string) error {
+	n, err := hostcheck.Parse(strings.Split(v, ","))
+	if err != nil {
+		return err
+	}
+	h.list, *h.n = v, n
 	return nil
 }
 

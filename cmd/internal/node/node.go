@@ -308,7 +308,9 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	mux.Handle(httpapi.OperatorPrefix, guard.Wrap(tables.OperatorHandler()))
 	mux.Handle(console.Path, console.Handler())
 	mux.Handle("/", tables)
-	return g.Start(ctx, "http api", newAPIGate(n.door, mux, log))
+	// Everything but the health probes answers only the node's names
+	// (DNS rebinding).
+	return g.Start(ctx, "http api", newAPIGate(n.door, tables.HostGuard(mux), log))
 }
 
 // readyAttrs are the log attributes that tell a user where to reach the
