@@ -3,6 +3,7 @@ package node
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -144,6 +145,17 @@ func TestConnLimitPolicy(t *testing.T) {
 		f.open(a, active...)
 		f.open(a, active...)
 		f.refuse(a)
+	})
+
+	t.Run("a TLS connection's states are its own", func(t *testing.T) {
+		f := newLimitFixture(t, 2)
+		c := f.open(a)
+		// The server reports a TLS connection by its *tls.Conn.
+		f.l.ConnState(tls.Server(c, &tls.Config{}), http.StateActive)
+		f.l.ConnState(tls.Server(c, &tls.Config{}), http.StateIdle)
+		if f.l.idle.Len() != 1 || f.l.fresh.Len() != 0 {
+			t.Fatalf("%d idle, %d new; want the TLS connection idle", f.l.idle.Len(), f.l.fresh.Len())
+		}
 	})
 
 	t.Run("closed and evicted connections free their places", func(t *testing.T) {
