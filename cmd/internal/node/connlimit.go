@@ -51,8 +51,8 @@ const connLogEvery = 10 * time.Second
 // connLimit is the HTTP front door's listener: it holds at most max
 // connections at once, and follows each one's state through
 // http.Server.ConnState (connLimit.ConnState must be the server's).
-// Accept never waits: at the cap, a new connection takes the place of the
-// connection whose loss costs least, in this order:
+// Accept never waits for room: at the cap, a new connection takes the
+// place of the connection whose loss costs least, in this order:
 //
 //  1. the connection idle longest between two requests (keep-alive): its
 //     client connects again for its next request, as it does after the
@@ -64,7 +64,9 @@ const connLogEvery = 10 * time.Second
 //     two more than the new connection's address: one client cannot keep
 //     others out by keeping requests open (an unread body, an unread
 //     answer);
-//  4. otherwise the new connection is closed at once (refused).
+//  4. otherwise the new connection is closed at once, unanswered
+//     (refused): its client sees the connection closed, and the SDKs
+//     retry.
 //
 // So one client holding every connection, idle or half-open, delays
 // another's request by the closing of one connection. An IPv4 address is
@@ -97,11 +99,15 @@ type tracked struct {
 	at     *list.Element // its element of idle or fresh, nil when active
 }
 
-// The states a connection is evicted in, as /metrics labels them.
+// evictState is the state a connection is evicted in.
+type evictState int
+
+// The states a connection is evicted in, labelled in /metrics by
+// evictLabels.
 const (
-	evictIdle   = iota // between two requests
-	evictNew           // no complete request header yet
-	evictActive        // in a request (rule 3)
+	evictIdle   evictState = iota // between two requests
+	evictNew                      // no complete request header yet
+	evictActive                   // in a request (rule 3)
 	evictStates
 )
 
@@ -139,7 +145,7 @@ func (l *connLimit) admit(c net.Conn) bool {
 	t := &tracked{conn: c, client: clientOf(c.RemoteAddr()), state: http.StateNew}
 	l.mu.Lock()
 	var victim *tracked
-	kind := -1
+	var kind evictState
 	if len(l.conns) >= l.max {
 		victim, kind = l.victim(t.client)
 		if victim == nil {
@@ -162,7 +168,7 @@ func (l *connLimit) admit(c net.Conn) bool {
 
 // victim chooses the connection a new one from client takes the place of
 // (nil: none) and the state it is evicted in. l.mu is held.
-func (l *connLimit) victim(client netip.Prefix) (*tracked, int) {
+func (l *connLimit) victim(client netip.Prefix) (*tracked, evictState) {
 	if e := l.idle.Front(); e != nil {
 		return e.Value.(*tracked), evictIdle
 	}
@@ -176,7 +182,7 @@ func (l *connLimit) victim(client netip.Prefix) (*tracked, int) {
 		}
 	}
 	if busiest == client || most < l.byAddr[client]+2 {
-		return nil, -1
+		return nil, 0
 	}
 	var oldest *tracked
 	for _, t := range l.conns {
@@ -236,11 +242,11 @@ func (l *connLimit) ConnState(c net.Conn, s http.ConnState) {
 }
 
 // evict counts and logs (at most every connLogEvery) an eviction.
-func (l *connLimit) evict(t *tracked, kind int) {
+func (l *connLimit) evict(t *tracked, kind evictState) {
 	n := l.evicted[kind].Add(1)
 	l.logEvicted.Do(func() {
 		l.log.Warn("http connections at the cap (-http-max-conns): closed one to take a new one",
-			"max", l.max, "state", evictLabels[kind], "remote", t.conn.RemoteAddr().String(), "evicted_"+evictLabels[kind], n)
+			"max", l.max, "state", evictLabels[kind], "remote", t.conn.RemoteAddr().String(), "evicted_in_state", n)
 	})
 }
 
@@ -290,7 +296,8 @@ func (l *connLimit) WriteMetrics(w io.Writer) {
 	fmt.Fprintf(w, "# HELP cairn_http_connections_refused_total New HTTP connections closed at once at the cap, none being evictable.\n# TYPE cairn_http_connections_refused_total counter\ncairn_http_connections_refused_total %d\n", l.refused.Load())
 }
 
-// open returns how many connections the listener holds.
+// open returns how many connections the listener holds (tests wait on
+// it).
 func (l *connLimit) open() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
