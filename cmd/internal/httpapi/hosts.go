@@ -27,12 +27,12 @@ const maxShownHost = 260
 // lists names (Config.Hosts), since the node then knows its names;
 // otherwise every one but those naming an account other than the
 // development one. Those are signed with a secret key, which a web page
-// cannot sign with, so a rebinding page gets nothing from them that an
-// unsigned request would not; and checking them would refuse every
-// client reaching a node by a DNS name until the operator lists it. The
-// development account's key is public, and the operators' API, /metrics
-// and the console are the node's most powerful doors: those are checked
-// always. The cost per request is hostcheck's: a parse and a lookup.
+// cannot sign with (only with a leaked key or SAS, and listing names
+// closes that too); and checking them would refuse every client reaching
+// a node by a DNS name until the operator lists it. The development
+// account's key is public, and the operators' API, /metrics and the
+// console are the node's most powerful doors: those are checked always.
+// The cost per request is hostcheck's: a parse and a lookup.
 func (s *Server) HostGuard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Hosts.Allows(r.Host) || !s.hostChecked(r) {
