@@ -36,6 +36,7 @@ import (
 
 	"github.com/cairn-dev/cairn/cmd/internal/cli"
 	"github.com/cairn-dev/cairn/cmd/internal/cors"
+	"github.com/cairn-dev/cairn/cmd/internal/hostcheck"
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/engine/commit"
@@ -103,11 +104,12 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.StringVar(&cfg.NATSUsers, "nats-users", "", "JSON file of the embedded server's service users, each with rights on some tables of one storage account, queues and functions (docs/PROTOCOL.md, Giving a service its own user); mode 0600; not with -nats-url")
 	fs.IntVar(&cfg.Replicas, "replicas", 1, "stream replicas (3 on a cluster)")
 	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:10002", "address of the HTTP API (Azure Tables protocol); \"off\" for none")
-	fs.IntVar(&cfg.HTTPMaxConns, "http-max-conns", 1024, "HTTP connections open at once; more wait until one closes")
+	fs.IntVar(&cfg.HTTPMaxConns, "http-max-conns", node.DefaultHTTPMaxConns, "HTTP connections open at once; at the cap a new one takes the place of the one idle longest, else of one that has not sent its request header, else of the busiest client address's oldest request, else it is closed")
 	fs.Var((*accountsFlag)(&cfg.API.Accounts), "accounts", "further storage accounts for the HTTP API, as name:base64key,… (the development account "+httpapi.DevAccountName+" is served too unless -dev-account=false)")
 	fs.Var(invertedBool{&cfg.API.NoDevAccount}, "dev-account", "serve the development account "+httpapi.DevAccountName+" with its well-known key, and let NATS clients without credentials send commands, queue messages and function calls (default true)")
 	fs.IntVar(&cfg.Commit.MaxTablesPerAccount, "max-tables-per-account", commit.DefaultMaxTablesPerAccount, "tables one storage account may have; creating one more fails with TableQuotaExceeded")
 	fs.StringVar(&cfg.OperatorToken, "operator-token", "", "secret the operators' API (/$cairn/) and /metrics require as Authorization: Bearer <token>, at least 16 characters (default: the token of <data>/operator.token, created on first start); prefer CAIRN_OPERATOR_TOKEN to the command line")
+	fs.Var(&hostsFlag{n: &cfg.API.Hosts}, "http-hosts", "DNS names the HTTP API answers (tables.example.com), comma-separated, besides IP addresses and localhost; a request with another name in its Host is refused (DNS rebinding): the development account's, the operators' API's, /metrics' and the console's, and once names are listed every request's; none by default")
 	fs.Var(&corsFlag{o: &cfg.API.CORS}, "cors-origins", "web origins a browser may call the HTTP API from, exactly as scheme://host[:port], comma-separated; * for any (the Tables API only); none by default")
 	fs.Var((*listFlag)(&cfg.OutboxSubjects), "outbox-subjects", "NATS subject patterns (orders.>, billing.*.created), comma-separated, that the outbox messages of commands may name besides Cairn queues; never $… or _… or under -prefix; none by default")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) to serve the HTTP API and the embedded NATS server's client port with TLS")
@@ -212,6 +214,23 @@ func (c *corsFlag) Set(v string) error {
 		return err
 	}
 	c.list, *c.o = v, o
+	return nil
+}
+
+// hostsFlag parses -http-hosts a,b into the names the HTTP API answers.
+type hostsFlag struct {
+	list string
+	n    *hostcheck.Names
+}
+
+func (h *hostsFlag) String() string { return h.list }
+
+func (h *hostsFlag) Set(v string) error {
+	n, err := hostcheck.Parse(strings.Split(v, ","))
+	if err != nil {
+		return err
+	}
+	h.list, *h.n = v, n
 	return nil
 }
 

@@ -148,6 +148,34 @@ func TestSecurityFlags(t *testing.T) {
 	}
 }
 
+// TestHTTPHostsFlag: -http-hosts (or CAIRN_HTTP_HOSTS) lists the names
+// the HTTP API answers; none by default; a name with a port is refused.
+func TestHTTPHostsFlag(t *testing.T) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg := hostFlags(fs)
+	if err := cli.Parse(fs, nil); err != nil || cfg.API.Hosts.Listed() || cfg.API.Hosts.Allows("tables.example.com") {
+		t.Fatalf("names listed by default: %v %s", err, cfg.API.Hosts)
+	}
+	t.Setenv("CAIRN_HTTP_HOSTS", "tables.example.com, console.example.com")
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg = hostFlags(fs)
+	if err := cli.Parse(fs, nil); err != nil || !cfg.API.Hosts.Allows("tables.example.com:10002") || !cfg.API.Hosts.Allows("console.example.com") {
+		t.Fatalf("from the environment: %v %s", err, cfg.API.Hosts)
+	}
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg = hostFlags(fs)
+	if err := cli.Parse(fs, []string{"-http-hosts", "a.example.com"}); err != nil || !cfg.API.Hosts.Allows("a.example.com") || cfg.API.Hosts.Allows("tables.example.com") {
+		t.Fatalf("the flag over the environment: %v %s", err, cfg.API.Hosts)
+	}
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	hostFlags(fs)
+	if err := cli.Parse(fs, []string{"-http-hosts", "a.example.com:443"}); err == nil || !strings.Contains(err.Error(), "port") {
+		t.Fatalf("a name with a port: %v", err)
+	}
+}
+
 func TestQueueMaxMessagesFlag(t *testing.T) {
 	t.Setenv("CAIRN_QUEUE_MAX_MESSAGES", "2500")
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)

@@ -27,6 +27,7 @@ const (
 	codeAuthenticationMalformed engine.Code = "InvalidAuthenticationInfo"
 	codeCorsPreflightFailure    engine.Code = "CorsPreflightFailure"
 	codeOriginNotAllowed        engine.Code = "OriginNotAllowed"
+	codeHostNotAllowed          engine.Code = "HostNotAllowed"              // DNS rebinding protection (HostGuard)
 	codeHeaderTooLarge          engine.Code = "RequestHeaderFieldsTooLarge" // X-Cairn-Messages over its limit
 )
 
@@ -47,7 +48,7 @@ func status(code engine.Code) int {
 		return http.StatusServiceUnavailable
 	case engine.CodeOperationTimedOut, engine.CodeInternalError:
 		return http.StatusInternalServerError
-	case codeAuthenticationFailed, codeAuthorizationFailure, codePermissionMismatch, codeCorsPreflightFailure, codeOriginNotAllowed:
+	case codeAuthenticationFailed, codeAuthorizationFailure, codePermissionMismatch, codeCorsPreflightFailure, codeOriginNotAllowed, codeHostNotAllowed:
 		return http.StatusForbidden
 	case codeUnsupportedVerb:
 		return http.StatusMethodNotAllowed

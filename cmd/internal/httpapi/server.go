@@ -10,11 +10,14 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nuid"
+	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/cmd/internal/cors"
+	"github.com/cairn-dev/cairn/cmd/internal/hostcheck"
 	"github.com/cairn-dev/cairn/cmd/internal/outboxsubjects"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
@@ -103,6 +106,12 @@ type Config struct {
 	// default: no preflight is answered, no Access-Control-* header is
 	// sent, and a request with any Origin header is refused.
 	CORS cors.Origins
+	// Hosts are the DNS names the node answers besides IP literals and
+	// loopback names (-http-hosts; HostGuard). None by default: a
+	// request of the development account, the operators' API, /metrics
+	// or the console with another name in its Host is refused; once
+	// names are listed, every request is checked.
+	Hosts hostcheck.Names
 	// Outbox is the allowlist of the NATS subjects the outbox messages of
 	// writes (X-Cairn-Messages) may name; nil allows Cairn queues only.
 	Outbox *outboxsubjects.Allowlist
@@ -184,13 +193,17 @@ type Server struct {
 	signers  sync.Map // account name → *sync.Pool of HMACs keyed with its key (sign)
 	held     *query.Holds
 	metrics  *metrics
+
+	hostRefused atomic.Uint64  // requests HostGuard refused
+	hostLog     rate.Sometimes // HostGuard's log lines, at most every hostLogEvery
 }
 
 // New returns a server reading from views and writing through c.
 func New(views *projections.Views, c Committer, log *slog.Logger, cfg Config) *Server {
 	cfg.defaults()
 	s := &Server{cfg: cfg, views: views, comm: c, log: log, accounts: map[string]Account{},
-		held: query.NewHolds(cfg.HoldSnapshot, cfg.HeldSnapshots), metrics: newMetrics()}
+		held: query.NewHolds(cfg.HoldSnapshot, cfg.HeldSnapshots), metrics: newMetrics(),
+		hostLog: rate.Sometimes{First: 1, Interval: hostLogEvery}}
 	for _, a := range cfg.Accounts {
 		s.accounts[a.Name] = a
 	}

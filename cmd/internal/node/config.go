@@ -54,9 +54,12 @@ type Config struct {
 	// HTTP is the HTTP API's address ("127.0.0.1:10002"; port 0 picks a
 	// free port; "off" serves no HTTP).
 	HTTP string
-	// HTTPMaxConns caps the HTTP connections open at once (1,024): a
-	// connection past it waits in the kernel's backlog until one closes, so
-	// slow clients cannot take the node's memory.
+	// HTTPMaxConns caps the HTTP connections open at once
+	// (DefaultHTTPMaxConns, 1,024), so that clients cannot take the
+	// node's memory. At the cap a new connection takes the place of the
+	// one idle longest, else of the oldest that has not sent its request
+	// header, else of the oldest request of the client holding the most
+	// connections; when none may go it is closed at once (connLimit).
 	HTTPMaxConns int
 	// API tunes the HTTP API (accounts, page budget, read-your-writes wait,
 	// CORS origins; the origins named there may also call the operators'
@@ -136,7 +139,7 @@ func (c *Config) Validate() error {
 		c.Prefix = "cairn"
 	}
 	if c.HTTPMaxConns == 0 {
-		c.HTTPMaxConns = 1024
+		c.HTTPMaxConns = DefaultHTTPMaxConns
 	}
 	if c.HTTPMaxConns < 1 {
 		return fmt.Errorf("node: http-max-conns must be positive, got %d", c.HTTPMaxConns)

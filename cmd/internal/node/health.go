@@ -190,7 +190,7 @@ func newFrontDoor(srv *http.Server, r *readiness) *frontDoor {
 	mux.Handle(HealthPath, r.healthHandler(false))
 	mux.Handle(ReadyPath, r.healthHandler(true))
 	mux.Handle("/", http.HandlerFunc(f.serveAPI))
-	srv.Handler = mux
+	srv.Handler = bodyWait(mux, bodyGap)
 	return f
 }
 

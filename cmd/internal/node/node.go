@@ -17,7 +17,6 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/net/netutil"
 
 	"github.com/cairn-dev/cairn/cmd/internal/console"
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
@@ -57,7 +56,8 @@ type Node struct {
 
 	unlock  func() // releases the data directory
 	httpLn  net.Listener
-	door    *frontDoor // serves httpLn (nil when HTTP is off)
+	conns   *connLimit // httpLn under the cap on connections (nil when HTTP is off)
+	door    *frontDoor // serves conns (nil when HTTP is off)
 	health  readiness
 	tls     *tls.Config // nil: plain TCP
 	opToken string      // the operator token ("" when HTTP is off)
@@ -141,13 +141,15 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 		n.httpLn = ln
 		defer ln.Close()
 		// The health endpoints answer from now on; the APIs once started.
+		n.conns = newConnLimit(ln, cfg.HTTPMaxConns, log)
 		n.door = newFrontDoor(&http.Server{
 			TLSConfig:         n.tls,
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       2 * time.Minute,
+			ReadHeaderTimeout: readHeaderTimeout,
+			IdleTimeout:       idleTimeout,
+			ConnState:         n.conns.ConnState,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		}, &n.health)
-		defer n.door.serve(netutil.LimitListener(ln, cfg.HTTPMaxConns), log)()
+		defer n.door.serve(n.conns, log)()
 	}
 	if err := n.connect(ctx); err != nil {
 		return err
@@ -307,6 +309,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	build := version.Get()
 	api.Metrics = func(w io.Writer) {
 		n.replies.WriteMetrics(w)
+		n.conns.WriteMetrics(w)
 		n.fns.WriteMetrics(w)
 		n.relay.WriteMetrics(w)
 		n.views.WriteProjectionMetrics(w)
@@ -320,7 +323,9 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	mux.Handle(httpapi.OperatorPrefix, guard.Wrap(tables.OperatorHandler()))
 	mux.Handle(console.Path, console.Handler())
 	mux.Handle("/", tables)
-	return g.Start(ctx, "http api", newAPIGate(n.door, mux, log))
+	// Everything but the health probes answers only the node's names
+	// (DNS rebinding).
+	return g.Start(ctx, "http api", newAPIGate(n.door, tables.HostGuard(mux), log))
 }
 
 // readyAttrs are the log attributes that tell a user where to reach the

@@ -75,7 +75,8 @@ func (g *Guard) Wrap(h http.Handler) http.Handler {
 // request must still carry the token, and a page served by the node holds
 // no token of its own (the console asks the operator for it). A forged
 // Host (DNS rebinding) can only make a page of the attacker's own origin
-// look same-origin, and that page has no token to send either.
+// look same-origin, and that page has no token to send either; the node
+// refuses such a Host before the guard anyway (httpapi.Server.HostGuard).
 func SameOrigin(r *http.Request, origin string) bool {
 	scheme := "http://"
 	if r.TLS != nil {

@@ -110,27 +110,62 @@ export function columns(entities) {
   return [...cols.entries()].map(([name, type]) => ({ name, type }));
 }
 
-function csvCell(s) {
-  s = s === undefined || s === null ? '' : String(s);
-  return /[",\r\n]/.test(s) ? '"' + s.replaceAll('"', '""') + '"' : s;
+// A cell starting with = + - @, a tab or a carriage return is run as a
+// formula by spreadsheets (OWASP, CSV injection: "=HYPERLINK(…)" sends
+// the sheet's data away when clicked, "=cmd|…" starts programs). Such a
+// cell is written with a single quote first, which makes it text, and
+// quoted, as OWASP advises; so is a cell that starts with a quote, so that
+// import can tell the quotes export added from the data's own.
+const FORMULA_START = /^[=+\-@\t\r']/;
+const NEUTRALISED = /^'[=+\-@\t\r']/;
+
+// The numeric types' values are not neutralised when they are plain
+// numbers ("-5", "-1.5e-7"): the console writes them from typed values,
+// never from a user's text, and a spreadsheet reads them as the numbers
+// they are. "-Infinity" is not a plain number and is neutralised.
+const NUMERIC = new Set(['Int32', 'Int64', 'Double']);
+const PLAIN_NUMBER = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
+
+// neutralise returns a cell's text with a single quote first if a
+// spreadsheet would run it; type is the type of the value (a key's is
+// String).
+function neutralise(s, type) {
+  if (!FORMULA_START.test(s) || (NUMERIC.has(type) && PLAIN_NUMBER.test(s))) return s;
+  return "'" + s;
+}
+
+// restore undoes neutralise on an imported cell: a quote before one of
+// the characters neutralise puts a quote before is dropped. (A file from
+// elsewhere whose cell starts so loses that quote too.)
+function restore(s) {
+  return NEUTRALISED.test(s) ? s.slice(1) : s;
+}
+
+// csvCell writes one cell of a value of type: neutralised, and quoted
+// when neutralised or when it holds a quote, a comma or a line break.
+function csvCell(v, type = 'String') {
+  const s = v === undefined || v === null ? '' : String(v);
+  const n = neutralise(s, type);
+  return n !== s || /[",\r\n]/.test(n) ? '"' + n.replaceAll('"', '""') + '"' : n;
 }
 
 // exportCSV is the CSV export: PartitionKey, RowKey, Timestamp, then per
 // property its value and its type ("Name@type"), as Azure Storage
-// Explorer writes them.
+// Explorer writes them, every cell a spreadsheet would run neutralised
+// (csvCell).
 export function exportCSV(entities) {
   const cols = columns(entities);
   const head = ['PartitionKey', 'RowKey', 'Timestamp'];
   for (const c of cols) head.push(c.name, c.name + '@type');
-  const lines = [head.map(csvCell).join(',')];
+  const lines = [head.map(h => csvCell(h)).join(',')];
   for (const e of entities) {
     const byName = new Map(e.props.map(p => [p.name, p]));
-    const row = [e.pk, e.rk, e.ts];
+    const row = [csvCell(e.pk), csvCell(e.rk), csvCell(e.ts, 'DateTime')];
     for (const c of cols) {
       const p = byName.get(c.name);
-      row.push(p ? p.value : '', p ? 'Edm.' + p.type : '');
+      row.push(p ? csvCell(p.value, p.type) : '', p ? csvCell('Edm.' + p.type) : '');
     }
-    lines.push(row.map(csvCell).join(','));
+    lines.push(row.join(','));
   }
   return lines.join('\r\n') + '\r\n';
 }
@@ -164,11 +199,12 @@ export function parseCSV(text) {
 }
 
 // importEntities reads an import file (JSON: an array of entities in the
-// Tables API's shape, or {"value": [...]}; CSV: as exportCSV writes it)
-// into [{pk, rk, props}]; it throws on a file it cannot read.
+// Tables API's shape, or {"value": [...]}; CSV: as exportCSV writes it,
+// its neutralised cells restored) into [{pk, rk, props}]; it throws on a
+// file it cannot read.
 export function importEntities(name, text) {
   if (/\.csv$/i.test(name)) {
-    const rows = parseCSV(text);
+    const rows = parseCSV(text).map(r => r.map(restore));
     if (rows.length === 0) return [];
     const head = rows[0];
     const pkAt = head.indexOf('PartitionKey'), rkAt = head.indexOf('RowKey');
