@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -18,7 +19,7 @@ type jsonRequest struct {
 	RowKey       json.RawMessage `json:"rowKey,omitempty"`
 	Ops          []jsonRequest   `json:"ops,omitempty"`
 	Table        string          `json:"table,omitempty"`
-	Messages     []jsonMessage   `json:"messages,omitempty"`
+	Messages     jsonMessages    `json:"messages,omitempty"`
 	AsOf         *uint64         `json:"asOf,omitempty"`
 	Position     uint64          `json:"position,omitempty"`
 }
@@ -31,6 +32,43 @@ type jsonMessage struct {
 	ID         string  `json:"id,omitempty"`
 	Body       *string `json:"body,omitempty"`
 	BodyBase64 []byte  `json:"bodyBase64,omitempty"`
+}
+
+// jsonMessages is a JSON array of messages, decoded one message at a
+// time: an array of more than engine.MaxCommandMessages is refused at the
+// first message past the bound, before the rest is decoded, so that a
+// request of a few bytes per message cannot make the decoder allocate
+// hundreds of thousands of them.
+type jsonMessages []jsonMessage
+
+// UnmarshalJSON decodes the array (null: none). Unknown fields are
+// refused, as in the rest of a request.
+func (ms *jsonMessages) UnmarshalJSON(data []byte) error {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		*ms = nil
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return invalid("messages: not a JSON array of messages")
+	}
+	var out jsonMessages
+	for dec.More() {
+		if len(out) == engine.MaxCommandMessages {
+			return invalid("messages: a command carries at most %d outbox messages, this one more", engine.MaxCommandMessages)
+		}
+		var m jsonMessage
+		if err := dec.Decode(&m); err != nil {
+			return invalid("messages[%d]: %v", len(out), err)
+		}
+		out = append(out, m)
+	}
+	if _, err := dec.Token(); err != nil {
+		return invalid("messages: not a JSON array of messages: %v", err)
+	}
+	*ms = out
+	return nil
 }
 
 // message converts the i-th message; a body given both ways is refused.
@@ -61,11 +99,10 @@ func DecodeMessagesJSON(data []byte) ([]engine.Message, error) {
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '[' {
 		return nil, invalid("messages: not a JSON array of messages")
 	}
-	var jm []jsonMessage
+	var jm jsonMessages
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(&jm); err != nil {
-		return nil, invalid("messages: not a JSON array of messages: %v", err)
+		return nil, codedOr(err, "messages: not a JSON array of messages")
 	}
 	if dec.More() {
 		return nil, invalid("messages: data after the JSON array")
@@ -99,7 +136,7 @@ func DecodeRequestJSON(data []byte) (*engine.Request, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&jr); err != nil {
-		return nil, invalid("request: not a valid JSON request: %v", err)
+		return nil, at("request", codedOr(err, "not a valid JSON request"))
 	}
 	if dec.More() {
 		return nil, invalid("request: data after the JSON object")
@@ -109,6 +146,16 @@ func DecodeRequestJSON(data []byte) (*engine.Request, error) {
 		return nil, at("request", err)
 	}
 	return r, nil
+}
+
+// codedOr returns the *engine.Error a decoding failed with (a field's own
+// UnmarshalJSON returns one), or else InvalidInput saying what, with err.
+func codedOr(err error, what string) error {
+	var e *engine.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return invalid("%s: %v", what, err)
 }
 
 // byKeys reports whether a request names its entity by the partitionKey
@@ -175,6 +222,9 @@ func fromJSONRequest(jr *jsonRequest, depth int) (*engine.Request, error) {
 			}
 			r.Ops[i] = *op
 		}
+	}
+	if depth > 0 && len(jr.Messages) > 0 {
+		return nil, errOpMessages()
 	}
 	for i := range jr.Messages {
 		m, err := jr.Messages[i].message(i)

@@ -320,6 +320,9 @@ func (d *decoder) request(depth int) (*engine.Request, error) {
 				}
 			}
 		case "messages":
+			if depth > 0 {
+				return nil, errOpMessages()
+			}
 			r.Messages, err = d.messages()
 		case "asOf":
 			if r.AsOf, err = d.dec.DecodeUint64(); err == nil && r.AsOf == 0 {
@@ -340,6 +343,9 @@ func (d *decoder) request(depth int) (*engine.Request, error) {
 func (d *decoder) messages() ([]engine.Message, error) {
 	n, err := d.arrayLen()
 	if err != nil {
+		return nil, err
+	}
+	if err := engine.ValidateMessageCount(n); err != nil {
 		return nil, err
 	}
 	out := make([]engine.Message, n)
