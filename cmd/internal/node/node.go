@@ -250,6 +250,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		Log:        log,
 
 		QueueMaxMessages: cfg.Functions.QueueMaxMessages,
+		QueueMaxBytes:    cfg.Functions.QueueMaxBytes,
 		Queues:           res.queues,
 		Registry:         res.registry,
 		Node:             name,
