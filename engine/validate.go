@@ -226,6 +226,16 @@ func validateMessage(i int, m *Message) error {
 	return nil
 }
 
+// ValidateBatchOps refuses n operations for one batch when they are more
+// than MaxBatchOps, with Azure's message: what decoders call on an array's
+// length before they decode its operations.
+func ValidateBatchOps(n int) error {
+	if n > MaxBatchOps {
+		return Errorf(CodeInvalidInput, "The batch request operation exceeds the maximum %d changes per change set (it has %d).", MaxBatchOps, n)
+	}
+	return nil
+}
+
 // ValidateCommand checks everything about a command that does not depend on
 // state. Errors about one operation of a batch carry its index.
 //
@@ -246,8 +256,8 @@ func ValidateCommand(c *Command) error {
 	if !c.Batch && len(c.Ops) != 1 {
 		return Errorf(CodeInvalidInput, "a command that is not a batch has exactly one operation, not %d", len(c.Ops))
 	}
-	if len(c.Ops) > MaxBatchOps {
-		return Errorf(CodeInvalidInput, "The batch request operation exceeds the maximum %d changes per change set (it has %d).", MaxBatchOps, len(c.Ops))
+	if err := ValidateBatchOps(len(c.Ops)); err != nil {
+		return err
 	}
 	at := func(i int, err error) error {
 		if c.Batch {

@@ -17,11 +17,69 @@ type jsonRequest struct {
 	Entity       json.RawMessage `json:"entity,omitempty"`
 	PartitionKey json.RawMessage `json:"partitionKey,omitempty"`
 	RowKey       json.RawMessage `json:"rowKey,omitempty"`
-	Ops          []jsonRequest   `json:"ops,omitempty"`
+	Ops          jsonOps         `json:"ops,omitempty"`
 	Table        string          `json:"table,omitempty"`
 	Messages     jsonMessages    `json:"messages,omitempty"`
 	AsOf         *uint64         `json:"asOf,omitempty"`
 	Position     uint64          `json:"position,omitempty"`
+}
+
+// jsonOps are a Batch's operations, decoded one at a time: more than
+// engine.MaxBatchOps are refused at the first past the bound, before the
+// rest is decoded (an operation "{}" is 3 bytes of a request and about
+// 200 of the decoder's: 8 MiB of them cost gigabytes).
+type jsonOps []jsonOp
+
+// jsonOp is an operation of a Batch: a request of its own "ops" and
+// "messages" (which, at the shallower depth, hide the request's) are
+// refused as they are met, so nothing nests.
+type jsonOp struct {
+	jsonRequest
+	Ops      *opsInOp      `json:"ops,omitempty"`
+	Messages *messagesInOp `json:"messages,omitempty"`
+}
+
+// opsInOp and messagesInOp are fields an operation of a Batch may not
+// have: decoding one fails.
+type (
+	opsInOp      struct{}
+	messagesInOp struct{}
+)
+
+func (*opsInOp) UnmarshalJSON([]byte) error {
+	return invalid("operations of a batch cannot have \"ops\"")
+}
+
+func (*messagesInOp) UnmarshalJSON([]byte) error { return errOpMessages() }
+
+// UnmarshalJSON decodes the array (null: none). Unknown fields are
+// refused, as in the rest of a request.
+func (ops *jsonOps) UnmarshalJSON(data []byte) error {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		*ops = nil
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return invalid("ops: not a JSON array of operations")
+	}
+	var out jsonOps
+	for dec.More() {
+		if len(out) == engine.MaxBatchOps {
+			return invalid("The batch request operation exceeds the maximum %d changes per change set (it has more).", engine.MaxBatchOps)
+		}
+		var op jsonOp
+		if err := dec.Decode(&op); err != nil {
+			return at(fmt.Sprintf("ops[%d]", len(out)), codedOr(err, "not a JSON operation"))
+		}
+		out = append(out, op)
+	}
+	if _, err := dec.Token(); err != nil {
+		return invalid("ops: not a JSON array of operations: %v", err)
+	}
+	*ops = out
+	return nil
 }
 
 // jsonMessage is an outbox message: a destination (queue or subject), an
@@ -216,7 +274,7 @@ func fromJSONRequest(jr *jsonRequest, depth int) (*engine.Request, error) {
 		}
 		r.Ops = make([]engine.Request, len(jr.Ops))
 		for i := range jr.Ops {
-			op, err := fromJSONRequest(&jr.Ops[i], depth+1)
+			op, err := fromJSONRequest(&jr.Ops[i].jsonRequest, depth+1)
 			if err != nil {
 				return nil, at(fmt.Sprintf("ops[%d]", i), err)
 			}
@@ -258,7 +316,7 @@ func toJSONRequest(r *engine.Request) *jsonRequest {
 		jr.Entity = AppendEntityJSON(nil, r.Entity, "", MinimalMetadata)
 	}
 	for i := range r.Ops {
-		jr.Ops = append(jr.Ops, *toJSONRequest(&r.Ops[i]))
+		jr.Ops = append(jr.Ops, jsonOp{jsonRequest: *toJSONRequest(&r.Ops[i])})
 	}
 	for _, m := range r.Messages {
 		jr.Messages = append(jr.Messages, jsonMessage{Queue: m.Queue, Subject: m.Subject, ID: m.ID, BodyBase64: m.Body})

@@ -309,6 +309,9 @@ func (d *decoder) request(depth int) (*engine.Request, error) {
 			}
 			var m int
 			if m, err = d.arrayLen(); err == nil {
+				if err := engine.ValidateBatchOps(m); err != nil {
+					return nil, err
+				}
 				r.Ops = make([]engine.Request, m)
 				for j := 0; j < m && err == nil; j++ {
 					var op *engine.Request
