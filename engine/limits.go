@@ -18,6 +18,31 @@ const (
 	MaxMessageBytes    = 1 << 20
 )
 
+// The bounds of one command's outbox messages (Cairn's: Azure has no
+// messages). A command's messages are stored in its journal record and
+// published by the outbox relay one after another, one in flight per
+// partition, so what a command carries is work it asks of the node after
+// the commit, for a request of a few bytes per message.
+const (
+	// MaxCommandMessages bounds the outbox messages of one command: as
+	// many as a function's invocation may send (they go into one of its
+	// commands), and few enough that a partition's later messages wait a
+	// fraction of a second behind one command's (1,000 were relayed in
+	// 65-245 ms on two cores: TestOutboxMessageBound logs it).
+	MaxCommandMessages = 1000
+	// MaxCommandMessageBytes bounds the MessageSize of a command's
+	// messages together: a record holds them beside up to MaxBatchBytes of
+	// entities, and must fit into one NATS message (8 MiB on the embedded
+	// server) with its encoding.
+	MaxCommandMessageBytes = 2 << 20
+)
+
+// MessageSize is what an outbox message adds to its journal record, as
+// MaxCommandMessageBytes counts it: its destination, id and body.
+func MessageSize(m *Message) int {
+	return len(m.Queue) + len(m.Subject) + len(m.ID) + len(m.Body)
+}
+
 // UTF16Len returns the length of s in UTF-16 code units, as Azure counts:
 // characters outside the Basic Multilingual Plane count two.
 func UTF16Len(s string) int {

@@ -170,10 +170,16 @@ func validateQueueName(q string) bool {
 }
 
 // ValidateMessages checks a command's outbox messages, as ValidateCommand
-// does: ids of valid UTF-8, exactly one destination each (a valid queue
-// name or subject), bodies within MaxMessageBytes. The error names the
+// does: at most MaxCommandMessages (InvalidInput, like a batch of too many
+// operations), ids of valid UTF-8, exactly one destination each (a valid
+// queue name or subject), bodies within MaxMessageBytes, and at most
+// MaxCommandMessageBytes in all (RequestBodyTooLarge). The error names a
 // message by its index.
 func ValidateMessages(msgs []Message) error {
+	if err := ValidateMessageCount(len(msgs)); err != nil {
+		return err
+	}
+	size := 0
 	for i := range msgs {
 		if !utf8.ValidString(msgs[i].ID) {
 			return Errorf(CodeInvalidInput, "message %d: the id is not valid UTF-8", i)
@@ -181,6 +187,20 @@ func ValidateMessages(msgs []Message) error {
 		if err := validateMessage(i, &msgs[i]); err != nil {
 			return err
 		}
+		size += MessageSize(&msgs[i])
+	}
+	if size > MaxCommandMessageBytes {
+		return Errorf(CodeRequestBodyTooLarge, "the command's messages are %d bytes in all (destinations, ids and bodies); the limit is %d (2 MiB)", size, MaxCommandMessageBytes)
+	}
+	return nil
+}
+
+// ValidateMessageCount refuses n outbox messages for one command when
+// they are more than MaxCommandMessages: what decoders call on an array's
+// length before they decode its messages.
+func ValidateMessageCount(n int) error {
+	if n > MaxCommandMessages {
+		return Errorf(CodeInvalidInput, "a command carries at most %d outbox messages, not %d", MaxCommandMessages, n)
 	}
 	return nil
 }
@@ -206,6 +226,16 @@ func validateMessage(i int, m *Message) error {
 	return nil
 }
 
+// ValidateBatchOps refuses n operations for one batch when they are more
+// than MaxBatchOps, with Azure's message: what decoders call on an array's
+// length before they decode its operations.
+func ValidateBatchOps(n int) error {
+	if n > MaxBatchOps {
+		return Errorf(CodeInvalidInput, "The batch request operation exceeds the maximum %d changes per change set (it has %d).", MaxBatchOps, n)
+	}
+	return nil
+}
+
 // ValidateCommand checks everything about a command that does not depend on
 // state. Errors about one operation of a batch carry its index.
 //
@@ -226,8 +256,8 @@ func ValidateCommand(c *Command) error {
 	if !c.Batch && len(c.Ops) != 1 {
 		return Errorf(CodeInvalidInput, "a command that is not a batch has exactly one operation, not %d", len(c.Ops))
 	}
-	if len(c.Ops) > MaxBatchOps {
-		return Errorf(CodeInvalidInput, "The batch request operation exceeds the maximum %d changes per change set (it has %d).", MaxBatchOps, len(c.Ops))
+	if err := ValidateBatchOps(len(c.Ops)); err != nil {
+		return err
 	}
 	at := func(i int, err error) error {
 		if c.Batch {
@@ -273,11 +303,11 @@ func ValidateCommand(c *Command) error {
 	if size > MaxBatchBytes {
 		return Errorf(CodeRequestBodyTooLarge, "the batch is %d bytes; the limit is %d (4 MiB)", size, MaxBatchBytes)
 	}
-	for _, m := range c.Messages {
-		size += len(m.Queue) + len(m.Subject) + len(m.ID) + len(m.Body)
-	}
 	if err := ValidateMessages(c.Messages); err != nil {
 		return err
+	}
+	for i := range c.Messages {
+		size += MessageSize(&c.Messages[i])
 	}
 	c.size = size
 	return nil
@@ -288,7 +318,10 @@ func ValidateCommand(c *Command) error {
 // names and values, entity sizes, command references, outbox messages), so
 // that a record forged on the journal's subjects, or damaged, is refused
 // whole rather than applied in part. It does not check that the partition
-// key matches the record's subject: that is the journal's layout.
+// key matches the record's subject: that is the journal's layout. Nor the
+// bounds of one command's messages (MaxCommandMessages,
+// MaxCommandMessageBytes): a record holds a whole group commit's, and
+// records written before those bounds must still apply.
 func ValidateRecord(rec *Record) error {
 	if err := ValidateKey("PartitionKey", rec.PartitionKey); err != nil {
 		return err

@@ -19,9 +19,12 @@ type Config struct {
 	// Sandbox runs deployed modules; nil: only native functions run.
 	Sandbox Sandbox
 	// QueueMaxMessages caps every queue of the queue stream, poison
-	// queues included (0: DefaultQueueMaxMessages). It is the stream's
-	// setting, shared by every node: the last node to start sets it.
+	// queues included (0: DefaultQueueMaxMessages), and QueueMaxBytes the
+	// stream, every queue together (0: DefaultQueueMaxBytes). They are
+	// the stream's settings, shared by every node: the last node to start
+	// sets them.
 	QueueMaxMessages int64
+	QueueMaxBytes    int64
 	// Queues and Registry are the queue stream and the registry, opened
 	// by the caller with OpenQueues and OpenRegistry (which may wait for
 	// JetStream at start); nil: Run opens them.

@@ -82,7 +82,8 @@
 //     counted in cairn_function_throttled_total and logged at most every
 //     10 s. An Enqueue to a queue holding the function's queueBacklog
 //     fails with QueueBacklogExceeded (cairn_function_backlog_refused_total).
-//   - A queue that holds the node's cap (-queue-max-messages): the queue
+//   - A queue that holds the node's cap (-queue-max-messages), or a queue
+//     stream that holds its bound of bytes (-queue-max-bytes): the queue
 //     stream refuses the message, whoever publishes it (queues.go). The
 //     runner's publishes fail with QueueBacklogExceeded: an Enqueue of the
 //     operators' API answers 503, a function's message fails its

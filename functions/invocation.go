@@ -22,10 +22,11 @@ const (
 	// MaxWrites bounds the writes of one invocation.
 	MaxWrites = 1000
 	// MaxEnqueues bounds the messages one invocation sends, and
-	// MaxEnqueueBytes their bodies in all (they are committed in one
-	// journal record with the invocation's last writes).
-	MaxEnqueues     = 1000
-	MaxEnqueueBytes = 2 << 20
+	// MaxEnqueueBytes their size in all (queues, ids and bodies, as
+	// engine.MessageSize counts): they are committed in one command with
+	// the invocation's last writes, so the bounds are a command's.
+	MaxEnqueues     = engine.MaxCommandMessages
+	MaxEnqueueBytes = engine.MaxCommandMessageBytes
 	// MaxOutput bounds a direct invocation's reply.
 	MaxOutput = 1 << 20
 )
@@ -271,8 +272,10 @@ func (inv *Invocation) Enqueue(ctx context.Context, queue string, body []byte) e
 	if len(body) > MaxMessage {
 		return engine.Errorf(engine.CodeRequestBodyTooLarge, "a message is at most %d bytes, got %d", MaxMessage, len(body))
 	}
-	if inv.msgBytes+len(body) > MaxEnqueueBytes {
-		return engine.Errorf(engine.CodeRequestBodyTooLarge, "an invocation's messages are at most %d bytes in all (they are committed in one journal record)", MaxEnqueueBytes)
+	// The message as its command will carry it, with its id.
+	size := engine.MessageSize(&engine.Message{Queue: queue, ID: inv.messageID(len(inv.msgs)), Body: body})
+	if inv.msgBytes+size > MaxEnqueueBytes {
+		return engine.Errorf(engine.CodeRequestBodyTooLarge, "an invocation's messages are at most %d bytes in all, queues and ids included (they are committed in one command)", MaxEnqueueBytes)
 	}
 	if err := inv.checkBacklog(ctx, queue); err != nil {
 		return err
@@ -281,7 +284,7 @@ func (inv *Invocation) Enqueue(ctx context.Context, queue string, body []byte) e
 		return err
 	}
 	inv.msgs = append(inv.msgs, pendingMessage{queue: queue, body: slices.Clone(body)})
-	inv.msgBytes += len(body)
+	inv.msgBytes += size
 	return nil
 }
 

@@ -18,8 +18,9 @@ type Stats struct {
 	// function's queueBacklog.
 	BacklogRefused atomic.Uint64
 	// QueueFull counts messages the queue stream refused because their
-	// queue held the node's cap (-queue-max-messages): a function's
-	// messages, the operators' enqueues and requeues, timer ticks.
+	// queue held the node's cap (-queue-max-messages), or the stream its
+	// bound of bytes (-queue-max-bytes): a function's messages, the
+	// operators' enqueues and requeues, timer ticks.
 	QueueFull atomic.Uint64
 	// PoisonRefused counts moves to a poison queue refused because it
 	// was full: the message stays on its queue and is tried again.
@@ -41,7 +42,7 @@ func (rn *Runner) WriteMetrics(w io.Writer) {
 		{"cairn_function_poisoned_total", "Messages this node moved to a poison queue.", "counter", rn.stats.Poisoned.Load()},
 		{"cairn_function_throttled_total", "Invocations that waited for their function's enqueueRate or writeRate.", "counter", rn.stats.Throttled.Load()},
 		{"cairn_function_backlog_refused_total", "Enqueues refused because the queue held its function's queueBacklog.", "counter", rn.stats.BacklogRefused.Load()},
-		{"cairn_queue_full_total", "Messages refused because their queue held the node's -queue-max-messages.", "counter", rn.stats.QueueFull.Load()},
+		{"cairn_queue_full_total", "Messages refused because their queue held the node's -queue-max-messages, or the queue stream its -queue-max-bytes.", "counter", rn.stats.QueueFull.Load()},
 		{"cairn_function_poison_refused_total", "Moves to a full poison queue refused; the message stays on its queue.", "counter", rn.stats.PoisonRefused.Load()},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.kind, m.name, m.v)

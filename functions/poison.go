@@ -32,8 +32,8 @@ func (f *function) poisonHeader(reason string, attempts int, source uint64) nats
 // A move that fails leaves the message on its queue, unacknowledged: it
 // is delivered again after the function's backoffMax and, its dequeue
 // count being past the maximum, moved then without running. A poison
-// queue that holds the node's cap refuses the move this way until it has
-// room: logged (at most every 10 s per function), counted in
+// queue that holds the node's cap, or a full queue stream, refuses the
+// move this way until it has room: logged (the refusal says which) (at most every 10 s per function), counted in
 // cairn_function_poison_refused_total, and the reason kept for the next
 // attempt on this node.
 func (f *function) poison(ctx context.Context, queue string, msg jetstream.Msg, md *jetstream.MsgMetadata, attempts int, reason string) {
@@ -58,7 +58,7 @@ func (f *function) poison(ctx context.Context, queue string, msg jetstream.Msg, 
 			f.unmoved.note(seq, reason)
 			if f.unmoved.shouldLog(time.Now()) {
 				rn.log.Error("function: its poison queue is full; failed messages stay on their queue, unacknowledged, and are moved once it has room (requeue or delete poison messages)",
-					"function", f.name, "queue", queue+PoisonSuffix, "source", seq, "retryIn", delay, "err", reason)
+					"function", f.name, "queue", queue+PoisonSuffix, "source", seq, "retryIn", delay, "err", reason, "refused", engine.AsError(err).Message)
 			}
 		} else {
 			rn.log.Error("function: could not move a message to its poison queue; it will be delivered again", "function", f.name, "queue", queue, "err", err)

@@ -58,7 +58,7 @@ func TestBulkPoisonBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := OpenQueues(ctx, js, "cairn", 1, 0)
+	q, err := OpenQueues(ctx, js, "cairn", QueueConfig{Replicas: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,10 +35,16 @@ const maxAgedQueues = 1000
 // information request listing the queues' subjects and one direct get per
 // queue (of the maxAgedQueues deepest).
 func (q *Queues) Depths(ctx context.Context) ([]QueueDepth, error) {
+	ds, _, err := q.depths(ctx)
+	return ds, err
+}
+
+// depths is Depths, and the bytes the stream holds, every queue together.
+func (q *Queues) depths(ctx context.Context) ([]QueueDepth, uint64, error) {
 	prefix := QueueSubject(q.prefix, "")
-	info, err := q.stream.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	info, err := q.stream.Info(ctx, jetstream.WithSubjectFilter(queuesSubject(q.prefix)))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	out := make([]QueueDepth, 0, len(info.State.Subjects))
 	for subj, n := range info.State.Subjects {
@@ -62,12 +68,12 @@ func (q *Queues) Depths(ctx context.Context) ([]QueueDepth, error) {
 			continue // consumed since the stream's information
 		}
 		if err != nil {
-			return nil, fmt.Errorf("queue %s: its oldest message: %w", out[i].Queue, err)
+			return nil, 0, fmt.Errorf("queue %s: its oldest message: %w", out[i].Queue, err)
 		}
 		out[i].Oldest = m.Time
 		out[i].OldestAgeSeconds = max(now.Sub(m.Time).Seconds(), 0)
 	}
-	return out, nil
+	return out, info.State.Bytes, nil
 }
 
 // depthEvery is the most often the runner reads the queues' depths for
@@ -85,25 +91,26 @@ type depthCache struct {
 	mu     sync.Mutex
 	at     time.Time
 	depths []QueueDepth
+	bytes  uint64 // the stream's, every queue together
 	err    error
 	known  map[string]bool
 }
 
-// get returns the depths, read again from q when older than depthEvery.
-// Concurrent callers wait for one read.
-func (c *depthCache) get(q *Queues) ([]QueueDepth, error) {
+// get returns the depths and the bytes of the stream, read again from q
+// when older than depthEvery. Concurrent callers wait for one read.
+func (c *depthCache) get(q *Queues) ([]QueueDepth, uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.at.IsZero() && time.Since(c.at) < depthEvery {
-		return c.depths, c.err
+		return c.depths, c.bytes, c.err
 	}
 	// Short: a scrape waits for it (NATS unreachable: 2 s every 5 s).
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	ds, err := q.Depths(ctx)
+	ds, stored, err := q.depths(ctx)
 	c.at, c.err = time.Now(), err
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if c.known == nil {
 		c.known = map[string]bool{}
@@ -121,18 +128,18 @@ func (c *depthCache) get(q *Queues) ([]QueueDepth, error) {
 		}
 	}
 	slices.SortFunc(ds, func(a, b QueueDepth) int { return strings.Compare(a.Queue, b.Queue) })
-	c.depths = ds
-	return ds, nil
+	c.depths, c.bytes = ds, stored
+	return ds, stored, nil
 }
 
 // writeQueueMetrics writes each queue's depth (as of the last read, at
 // most depthEvery ago) and its oldest message's age (that message's, now),
-// and whether that read failed.
+// the bytes of the stream against its bound, and whether that read failed.
 func (rn *Runner) writeQueueMetrics(w io.Writer) {
 	if rn.queues == nil {
 		return // not started
 	}
-	ds, err := rn.depths.get(rn.queues)
+	ds, stored, err := rn.depths.get(rn.queues)
 	failed := 0
 	if err != nil {
 		failed = 1
@@ -153,6 +160,14 @@ func (rn *Runner) writeQueueMetrics(w io.Writer) {
 		}
 		fmt.Fprintf(w, "cairn_queue_oldest_age_seconds{queue=%s} %.6f\n", label(d.Queue), age) // µs: a message just stored is not 0
 	}
+	if err == nil {
+		fmt.Fprintln(w, "# HELP cairn_queue_stream_bytes Bytes the queue stream holds, every queue together: past cairn_queue_stream_max_bytes it refuses every new message.")
+		fmt.Fprintln(w, "# TYPE cairn_queue_stream_bytes gauge")
+		fmt.Fprintf(w, "cairn_queue_stream_bytes %d\n", stored)
+	}
+	fmt.Fprintln(w, "# HELP cairn_queue_stream_max_bytes The queue stream's bound of bytes (-queue-max-bytes; 0: none).")
+	fmt.Fprintln(w, "# TYPE cairn_queue_stream_max_bytes gauge")
+	fmt.Fprintf(w, "cairn_queue_stream_max_bytes %d\n", rn.queues.MaxBytes())
 	fmt.Fprintln(w, "# HELP cairn_queue_depth_read_failed 1 when the last read of the queues' depths failed (the series above are then missing).")
 	fmt.Fprintln(w, "# TYPE cairn_queue_depth_read_failed gauge")
 	fmt.Fprintf(w, "cairn_queue_depth_read_failed %d\n", failed)

@@ -13,20 +13,30 @@ import (
 // Purge removes every message of a queue (a poison queue too), those
 // being delivered included, and returns how many the server removed. A bad
 // name is InvalidInput and purges nothing. Cost: one JetStream API request
-// (the stream's purge with the queue's subject as filter); it asks the
-// server directly because jetstream.Stream.Purge does not return the
-// count.
+// (the stream's purge with the queue's subject as filter).
 func (q *Queues) Purge(ctx context.Context, queue string) (uint64, error) {
 	if err := ValidateName("queue", queue); err != nil {
 		return 0, engine.Errorf(engine.CodeInvalidInput, "%v", err)
 	}
-	req, err := json.Marshal(jetstream.StreamPurgeRequest{Subject: QueueSubject(q.prefix, queue)})
+	n, err := q.purgeSubject(ctx, QueueSubject(q.prefix, queue))
+	if err != nil {
+		return 0, fmt.Errorf("purge queue %q: %w", queue, err)
+	}
+	return n, nil
+}
+
+// purgeSubject removes every message of the stream on subject (a
+// wildcard takes all it matches) and returns how many the server removed.
+// It asks the server directly because jetstream.Stream.Purge does not
+// return the count.
+func (q *Queues) purgeSubject(ctx context.Context, subject string) (uint64, error) {
+	req, err := json.Marshal(jetstream.StreamPurgeRequest{Subject: subject})
 	if err != nil {
 		return 0, err
 	}
 	msg, err := q.js.Conn().RequestWithContext(ctx, q.apiPrefix()+"STREAM.PURGE."+StreamName(q.prefix), req)
 	if err != nil {
-		return 0, fmt.Errorf("purge queue %q: %w", queue, err)
+		return 0, err
 	}
 	var resp struct {
 		Error *jetstream.APIError `json:"error,omitempty"`
@@ -35,13 +45,13 @@ func (q *Queues) Purge(ctx context.Context, queue string) (uint64, error) {
 		Purged  uint64 `json:"purged"`
 	}
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return 0, fmt.Errorf("purge queue %q: the server's answer: %w", queue, err)
+		return 0, fmt.Errorf("the server's answer: %w", err)
 	}
 	if resp.Error != nil {
-		return 0, fmt.Errorf("purge queue %q: %w", queue, resp.Error)
+		return 0, resp.Error
 	}
 	if !resp.Success {
-		return 0, fmt.Errorf("purge queue %q: the server did not purge", queue)
+		return 0, fmt.Errorf("the server did not purge")
 	}
 	return resp.Purged, nil
 }

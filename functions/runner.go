@@ -111,7 +111,8 @@ func (rn *Runner) Ready() <-chan struct{} { return rn.ready }
 func (rn *Runner) start(ctx context.Context) error {
 	var err error
 	if rn.queues = rn.cfg.Queues; rn.queues == nil {
-		if rn.queues, err = OpenQueues(ctx, rn.js, rn.cfg.Prefix, rn.cfg.Replicas, rn.cfg.QueueMaxMessages); err != nil {
+		qc := QueueConfig{Replicas: rn.cfg.Replicas, MaxMessages: rn.cfg.QueueMaxMessages, MaxBytes: rn.cfg.QueueMaxBytes, Log: rn.log}
+		if rn.queues, err = OpenQueues(ctx, rn.js, rn.cfg.Prefix, qc); err != nil {
 			return err
 		}
 	}

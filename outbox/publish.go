@@ -29,7 +29,7 @@ const (
 )
 
 // QueueSubject is the subject of a Cairn queue (the functions' work-queue
-// stream captures <prefix>.queue.>).
+// stream captures <prefix>.queue.*: one token, the queue's name).
 func QueueSubject(prefix, queue string) string { return prefix + ".queue." + queue }
 
 // destination is the subject a message goes to: its NATS subject, or its

@@ -23,7 +23,8 @@ import (
 )
 
 // rig is a journal with live views on an embedded server, a queue stream
-// that captures cairn.queue.>, and relays started on them.
+// that captures cairn.queue.* (as the functions' does), and relays
+// started on them.
 type rig struct {
 	t     *testing.T
 	ctx   context.Context
@@ -53,7 +54,7 @@ func newRig(t *testing.T, queue jetstream.StreamConfig) *rig {
 		t.Fatal(err)
 	}
 	js, _ := jetstream.New(nc)
-	queue.Name, queue.Subjects = "QUEUES", []string{"cairn.queue.>"}
+	queue.Name, queue.Subjects = "QUEUES", []string{"cairn.queue.*"}
 	out, err := js.CreateStream(ctx, queue)
 	if err != nil {
 		t.Fatal(err)

@@ -107,7 +107,7 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, *functions.Queues,
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	q, err := functions.OpenQueues(ctx, js, c.prefix, 0, 0)
+	q, err := functions.OpenQueues(ctx, js, c.prefix, functions.QueueConfig{})
 	if err == nil {
 		var r *functions.Registry
 		if r, err = functions.OpenRegistry(ctx, js, c.prefix, 0); err == nil {

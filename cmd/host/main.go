@@ -40,6 +40,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/engine/commit"
+	"github.com/cairn-dev/cairn/functions"
 )
 
 func main() {
@@ -123,6 +124,7 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.Var(invertedBool{&cfg.Functions.NoBuiltins}, "builtins", "run the built-in functions (archive on the queue \"archive\") (default true)")
 	fs.IntVar(&cfg.Functions.MemoryMB, "functions-memory", 0, "memory budget of the function sandbox in MiB: the loaded functions' memoryMB × concurrency must fit, or a deploy is refused (default 2048)")
 	fs.Int64Var(&cfg.Functions.QueueMaxMessages, "queue-max-messages", 0, "messages one queue (poison queues included) may hold: past it the queue stream refuses new ones, whoever sends them; give every node of a server the same (default 1000000)")
+	fs.Int64Var(&cfg.Functions.QueueMaxBytes, "queue-max-bytes", 0, fmt.Sprintf("bytes every queue together may hold: past it the queue stream refuses every new message, whoever sends it; at least %d (one message of the largest size); give every node of a server the same (default %d, 1 GiB)", functions.MinQueueMaxBytes, functions.DefaultQueueMaxBytes))
 	fs.StringVar(&cfg.Functions.Failpoint, "failpoint", "", "for crash tests: kill the process at this step (functions.invoke, functions.between-commits)")
 	cli.Hide(fs, "failpoint") // tests only
 	return cfg

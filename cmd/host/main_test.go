@@ -194,6 +194,28 @@ func TestQueueMaxMessagesFlag(t *testing.T) {
 	}
 }
 
+// TestQueueMaxBytesFlag: -queue-max-bytes is also CAIRN_QUEUE_MAX_BYTES;
+// a bound below one message of the largest size is refused.
+func TestQueueMaxBytesFlag(t *testing.T) {
+	t.Setenv("CAIRN_QUEUE_MAX_BYTES", "5000000")
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg := hostFlags(fs)
+	if err := cli.Parse(fs, nil); err != nil || cfg.Functions.QueueMaxBytes != 5_000_000 {
+		t.Fatalf("from the environment: %d, %v", cfg.Functions.QueueMaxBytes, err)
+	}
+	for _, bad := range []string{"-1", "1000"} {
+		fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+		cfg = hostFlags(fs)
+		if err := cli.Parse(fs, []string{"-queue-max-bytes", bad}); err != nil {
+			t.Fatal(err)
+		}
+		cfg.DataDir = "d"
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "queue-max-bytes") {
+			t.Fatalf("a bound of %s: %v", bad, err)
+		}
+	}
+}
+
 // TestSnapshotsSharedFlag: snapshots are shared by default, and
 // -snapshots-shared=false (or CAIRN_SNAPSHOTS_SHARED=false) keeps them
 // the node's own.

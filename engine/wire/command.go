@@ -19,6 +19,9 @@ func ToCommand(r *engine.Request, table string) (*engine.Command, error) {
 		cmd.Batch = true
 		cmd.Ops = make([]engine.Operation, len(r.Ops))
 		for i := range r.Ops {
+			if len(r.Ops[i].Messages) > 0 {
+				return nil, engine.AsError(errOpMessages()).AtIndex(i)
+			}
 			op, err := toOperation(&r.Ops[i])
 			if err != nil {
 				return nil, engine.AsError(err).AtIndex(i)

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -16,11 +17,69 @@ type jsonRequest struct {
 	Entity       json.RawMessage `json:"entity,omitempty"`
 	PartitionKey json.RawMessage `json:"partitionKey,omitempty"`
 	RowKey       json.RawMessage `json:"rowKey,omitempty"`
-	Ops          []jsonRequest   `json:"ops,omitempty"`
+	Ops          jsonOps         `json:"ops,omitempty"`
 	Table        string          `json:"table,omitempty"`
-	Messages     []jsonMessage   `json:"messages,omitempty"`
+	Messages     jsonMessages    `json:"messages,omitempty"`
 	AsOf         *uint64         `json:"asOf,omitempty"`
 	Position     uint64          `json:"position,omitempty"`
+}
+
+// jsonOps are a Batch's operations, decoded one at a time: more than
+// engine.MaxBatchOps are refused at the first past the bound, before the
+// rest is decoded (an operation "{}" is 3 bytes of a request and about
+// 200 of the decoder's: 8 MiB of them cost gigabytes).
+type jsonOps []jsonOp
+
+// jsonOp is an operation of a Batch: a request of its own "ops" and
+// "messages" (which, at the shallower depth, hide the request's) are
+// refused as they are met, so nothing nests.
+type jsonOp struct {
+	jsonRequest
+	Ops      *opsInOp      `json:"ops,omitempty"`
+	Messages *messagesInOp `json:"messages,omitempty"`
+}
+
+// opsInOp and messagesInOp are fields an operation of a Batch may not
+// have: decoding one fails.
+type (
+	opsInOp      struct{}
+	messagesInOp struct{}
+)
+
+func (*opsInOp) UnmarshalJSON([]byte) error {
+	return invalid("operations of a batch cannot have \"ops\"")
+}
+
+func (*messagesInOp) UnmarshalJSON([]byte) error { return errOpMessages() }
+
+// UnmarshalJSON decodes the array (null: none). Unknown fields are
+// refused, as in the rest of a request.
+func (ops *jsonOps) UnmarshalJSON(data []byte) error {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		*ops = nil
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return invalid("ops: not a JSON array of operations")
+	}
+	var out jsonOps
+	for dec.More() {
+		if len(out) == engine.MaxBatchOps {
+			return invalid("The batch request operation exceeds the maximum %d changes per change set (it has more).", engine.MaxBatchOps)
+		}
+		var op jsonOp
+		if err := dec.Decode(&op); err != nil {
+			return at(fmt.Sprintf("ops[%d]", len(out)), codedOr(err, "not a JSON operation"))
+		}
+		out = append(out, op)
+	}
+	if _, err := dec.Token(); err != nil {
+		return invalid("ops: not a JSON array of operations: %v", err)
+	}
+	*ops = out
+	return nil
 }
 
 // jsonMessage is an outbox message: a destination (queue or subject), an
@@ -31,6 +90,43 @@ type jsonMessage struct {
 	ID         string  `json:"id,omitempty"`
 	Body       *string `json:"body,omitempty"`
 	BodyBase64 []byte  `json:"bodyBase64,omitempty"`
+}
+
+// jsonMessages is a JSON array of messages, decoded one message at a
+// time: an array of more than engine.MaxCommandMessages is refused at the
+// first message past the bound, before the rest is decoded, so that a
+// request of a few bytes per message cannot make the decoder allocate
+// hundreds of thousands of them.
+type jsonMessages []jsonMessage
+
+// UnmarshalJSON decodes the array (null: none). Unknown fields are
+// refused, as in the rest of a request.
+func (ms *jsonMessages) UnmarshalJSON(data []byte) error {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		*ms = nil
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return invalid("messages: not a JSON array of messages")
+	}
+	var out jsonMessages
+	for dec.More() {
+		if len(out) == engine.MaxCommandMessages {
+			return invalid("messages: a command carries at most %d outbox messages, this one more", engine.MaxCommandMessages)
+		}
+		var m jsonMessage
+		if err := dec.Decode(&m); err != nil {
+			return invalid("messages[%d]: %v", len(out), err)
+		}
+		out = append(out, m)
+	}
+	if _, err := dec.Token(); err != nil {
+		return invalid("messages: not a JSON array of messages: %v", err)
+	}
+	*ms = out
+	return nil
 }
 
 // message converts the i-th message; a body given both ways is refused.
@@ -61,11 +157,10 @@ func DecodeMessagesJSON(data []byte) ([]engine.Message, error) {
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '[' {
 		return nil, invalid("messages: not a JSON array of messages")
 	}
-	var jm []jsonMessage
+	var jm jsonMessages
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(&jm); err != nil {
-		return nil, invalid("messages: not a JSON array of messages: %v", err)
+		return nil, codedOr(err, "messages: not a JSON array of messages")
 	}
 	if dec.More() {
 		return nil, invalid("messages: data after the JSON array")
@@ -99,7 +194,7 @@ func DecodeRequestJSON(data []byte) (*engine.Request, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&jr); err != nil {
-		return nil, invalid("request: not a valid JSON request: %v", err)
+		return nil, at("request", codedOr(err, "not a valid JSON request"))
 	}
 	if dec.More() {
 		return nil, invalid("request: data after the JSON object")
@@ -109,6 +204,16 @@ func DecodeRequestJSON(data []byte) (*engine.Request, error) {
 		return nil, at("request", err)
 	}
 	return r, nil
+}
+
+// codedOr returns the *engine.Error a decoding failed with (a field's own
+// UnmarshalJSON returns one), or else InvalidInput saying what, with err.
+func codedOr(err error, what string) error {
+	var e *engine.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return invalid("%s: %v", what, err)
 }
 
 // byKeys reports whether a request names its entity by the partitionKey
@@ -169,12 +274,15 @@ func fromJSONRequest(jr *jsonRequest, depth int) (*engine.Request, error) {
 		}
 		r.Ops = make([]engine.Request, len(jr.Ops))
 		for i := range jr.Ops {
-			op, err := fromJSONRequest(&jr.Ops[i], depth+1)
+			op, err := fromJSONRequest(&jr.Ops[i].jsonRequest, depth+1)
 			if err != nil {
 				return nil, at(fmt.Sprintf("ops[%d]", i), err)
 			}
 			r.Ops[i] = *op
 		}
+	}
+	if depth > 0 && len(jr.Messages) > 0 {
+		return nil, errOpMessages()
 	}
 	for i := range jr.Messages {
 		m, err := jr.Messages[i].message(i)
@@ -208,7 +316,7 @@ func toJSONRequest(r *engine.Request) *jsonRequest {
 		jr.Entity = AppendEntityJSON(nil, r.Entity, "", MinimalMetadata)
 	}
 	for i := range r.Ops {
-		jr.Ops = append(jr.Ops, *toJSONRequest(&r.Ops[i]))
+		jr.Ops = append(jr.Ops, jsonOp{jsonRequest: *toJSONRequest(&r.Ops[i])})
 	}
 	for _, m := range r.Messages {
 		jr.Messages = append(jr.Messages, jsonMessage{Queue: m.Queue, Subject: m.Subject, ID: m.ID, BodyBase64: m.Body})

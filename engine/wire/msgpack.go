@@ -309,6 +309,9 @@ func (d *decoder) request(depth int) (*engine.Request, error) {
 			}
 			var m int
 			if m, err = d.arrayLen(); err == nil {
+				if err := engine.ValidateBatchOps(m); err != nil {
+					return nil, err
+				}
 				r.Ops = make([]engine.Request, m)
 				for j := 0; j < m && err == nil; j++ {
 					var op *engine.Request
@@ -320,6 +323,9 @@ func (d *decoder) request(depth int) (*engine.Request, error) {
 				}
 			}
 		case "messages":
+			if depth > 0 {
+				return nil, errOpMessages()
+			}
 			r.Messages, err = d.messages()
 		case "asOf":
 			if r.AsOf, err = d.dec.DecodeUint64(); err == nil && r.AsOf == 0 {
@@ -340,6 +346,9 @@ func (d *decoder) request(depth int) (*engine.Request, error) {
 func (d *decoder) messages() ([]engine.Message, error) {
 	n, err := d.arrayLen()
 	if err != nil {
+		return nil, err
+	}
+	if err := engine.ValidateMessageCount(n); err != nil {
 		return nil, err
 	}
 	out := make([]engine.Message, n)

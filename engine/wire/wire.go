@@ -92,3 +92,10 @@ func at(where string, err error) error {
 func errAsOfZero() error {
 	return engine.Errorf(engine.CodeInvalidAsOfPosition, "\"asOf\" is 0: journal positions start at 1 (leave it out to read the present)")
 }
+
+// errOpMessages refuses messages on an operation of a batch, which would
+// otherwise be dropped: a batch's messages go on the batch, into its one
+// record.
+func errOpMessages() error {
+	return invalid("operations of a batch cannot have \"messages\": give the batch's messages on the Batch")
+}

@@ -20,8 +20,9 @@ const MaxMessagesHeader = 64 << 10
 // header is InvalidInput, one too large RequestHeaderFieldsTooLarge (431),
 // one sent with a shared access signature AuthorizationPermissionMismatch
 // (a SAS grants table rights, not messages), and messages that
-// engine.ValidateMessages refuses are InvalidInput before any operation of
-// a $batch is looked at.
+// engine.ValidateMessages refuses (more than engine.MaxCommandMessages, a
+// bad destination) are InvalidInput before any operation of a $batch is
+// looked at.
 func (c *call) messages() ([]engine.Message, error) {
 	values, ok := c.r.Header[MessagesHeader]
 	if !ok {
@@ -41,7 +42,8 @@ func (c *call) messages() ([]engine.Message, error) {
 		return nil, engine.Errorf(engine.CodeInvalidInput, "%s: %s", MessagesHeader, engine.AsError(err).Message)
 	}
 	if err := engine.ValidateMessages(msgs); err != nil {
-		return nil, engine.Errorf(engine.CodeInvalidInput, "%s: %s", MessagesHeader, engine.AsError(err).Message)
+		e := engine.AsError(err)
+		return nil, engine.Errorf(e.Code, "%s: %s", MessagesHeader, e.Message)
 	}
 	if err := c.s.cfg.Outbox.Check(c.account, msgs); err != nil {
 		return nil, engine.Errorf(engine.CodeInvalidInput, "%s: %s", MessagesHeader, engine.AsError(err).Message)

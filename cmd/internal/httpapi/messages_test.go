@@ -129,6 +129,7 @@ func TestMessagesHeaderRefused(t *testing.T) {
 	s.table(t, "Refused")
 	at := "/Refused(PartitionKey='p',RowKey='r')"
 	big := `[{"subject":"orders.big","body":"` + strings.Repeat("x", httpapi.MaxMessagesHeader) + `"}]`
+	many := "[" + strings.TrimSuffix(strings.Repeat(`{"queue":"archive"},`, engine.MaxCommandMessages+1), ",") + "]"
 	cases := []struct {
 		name, header, code string
 		status             int
@@ -146,6 +147,7 @@ func TestMessagesHeaderRefused(t *testing.T) {
 		{"not an array", `{"subject":"orders.created"}`, "InvalidInput", 400},
 		{"an unknown field", `[{"subject":"orders.created","topic":"x"}]`, "InvalidInput", 400},
 		{"too large", big, "RequestHeaderFieldsTooLarge", 431},
+		{"more messages than a command carries", many, "InvalidInput", 400},
 	}
 	for _, tc := range cases {
 		for _, w := range []struct{ method, path, body string }{

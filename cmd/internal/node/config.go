@@ -122,6 +122,11 @@ type FunctionsConfig struct {
 	// (0: functions.DefaultQueueMaxMessages, 1,000,000). It is the
 	// stream's setting: give every node of a server the same.
 	QueueMaxMessages int64
+	// QueueMaxBytes bounds the queue stream, every queue together: past
+	// it the stream refuses every new message (0:
+	// functions.DefaultQueueMaxBytes, 1 GiB; at least
+	// functions.MinQueueMaxBytes). The stream's setting too.
+	QueueMaxBytes int64
 }
 
 // Validate fills defaults and checks the configuration.
@@ -178,6 +183,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Functions.QueueMaxMessages < 0 {
 		return fmt.Errorf("node: queue-max-messages must be 0 (the default, %d) or more, got %d", functions.DefaultQueueMaxMessages, c.Functions.QueueMaxMessages)
+	}
+	if b := c.Functions.QueueMaxBytes; b != 0 && b < functions.MinQueueMaxBytes {
+		return fmt.Errorf("node: queue-max-bytes must be 0 (the default, %d) or at least %d (one message of the largest size), got %d", functions.DefaultQueueMaxBytes, functions.MinQueueMaxBytes, b)
 	}
 	outbox, err := outboxsubjects.New(c.Prefix, c.OutboxSubjects)
 	if err != nil {

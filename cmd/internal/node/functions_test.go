@@ -542,7 +542,7 @@ func TestArchiveSurvivesSIGKILL(t *testing.T) {
 			t.Errorf("%s's journal holds %d records, want %d", table, info.State.Msgs, want)
 		}
 	}
-	q, err := functions.OpenQueues(ctx, js, "cairn", 0, 0)
+	q, err := functions.OpenQueues(ctx, js, "cairn", functions.QueueConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -613,7 +613,7 @@ func TestMessageThatKillsItsHost(t *testing.T) {
 		}
 	}
 	child = nodetest.StartChild(t, nodetest.ChildConfig{NATSURL: url, Failpoint: ""})
-	q, err := functions.OpenQueues(ctx, js, "cairn", 0, 0)
+	q, err := functions.OpenQueues(ctx, js, "cairn", functions.QueueConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,8 @@ func openResources(ctx context.Context, log *slog.Logger, js jetstream.JetStream
 			return err
 		}},
 		{"open the queue stream", func(ctx context.Context) (err error) {
-			res.queues, err = functions.OpenQueues(ctx, js, cfg.Prefix, cfg.Replicas, cfg.Functions.QueueMaxMessages)
+			res.queues, err = functions.OpenQueues(ctx, js, cfg.Prefix, functions.QueueConfig{Replicas: cfg.Replicas,
+				MaxMessages: cfg.Functions.QueueMaxMessages, MaxBytes: cfg.Functions.QueueMaxBytes, Log: cfg.Log})
 			return err
 		}},
 		{"open the functions' registry", func(ctx context.Context) (err error) {

@@ -266,6 +266,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		Log:        log,
 
 		QueueMaxMessages: cfg.Functions.QueueMaxMessages,
+		QueueMaxBytes:    cfg.Functions.QueueMaxBytes,
 		Queues:           res.queues,
 		Registry:         res.registry,
 		Node:             name,

@@ -23,9 +23,9 @@ import (
 // request is one request a client may send: its subject and body.
 type request struct{ subject, body string }
 
-// streamState is what an attack on a stream would change: its last
+// guardedStream is what an attack on a stream would change: its last
 // sequence (an append) and its messages (a purge); gone when deleted.
-type streamState struct {
+type guardedStream struct {
 	last, msgs uint64
 	gone       bool
 }
@@ -33,20 +33,20 @@ type streamState struct {
 // guardedState returns the state of each of the streams a reply subject
 // could reach with the node's rights: the catalog, the tables' journals,
 // the functions' registry and modules, the queues.
-func guardedState(t *testing.T, js jetstream.JetStream, streams []string) map[string]streamState {
+func guardedState(t *testing.T, js jetstream.JetStream, streams []string) map[string]guardedStream {
 	t.Helper()
-	out := map[string]streamState{}
+	out := map[string]guardedStream{}
 	for _, name := range streams {
 		s, err := js.Stream(ctxT(t), name)
 		if err != nil {
-			out[name] = streamState{gone: true}
+			out[name] = guardedStream{gone: true}
 			continue
 		}
 		info, err := s.Info(ctxT(t))
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[name] = streamState{last: info.State.LastSeq, msgs: info.State.Msgs}
+		out[name] = guardedStream{last: info.State.LastSeq, msgs: info.State.Msgs}
 	}
 	return out
 }
