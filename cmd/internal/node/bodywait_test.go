@@ -10,8 +10,10 @@ import (
 )
 
 // testGap is the body gap of these tests: short, so that a body that
-// never arrives fails fast.
-const testGap = 100 * time.Millisecond
+// never arrives fails fast, and four times the pauses of a body that
+// keeps arriving, so that a loaded machine's scheduling delays do not
+// make an arriving body look stopped.
+const testGap = time.Second
 
 // serveBodyWait serves h behind bodyWait(testGap) on a loopback port
 // until the test ends, and returns the address.
@@ -85,16 +87,16 @@ func TestBodyWaitArrivingBody(t *testing.T) {
 		select {
 		case <-r.Context().Done():
 			http.Error(w, "context ended after the body", http.StatusInternalServerError)
-		case <-time.After(3 * testGap): // work longer than the gap
+		case <-time.After(3 * testGap / 2): // work longer than the gap
 			_, _ = w.Write(b)
 		}
 	}))
-	parts := []string{"ab", "cd", "ef", "gh", "ij"} // 5 pauses of half the gap: longer than the gap in all
-	resp, body, err := send(t, addr, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n", testGap/2, parts...)
+	parts := []string{"ab", "cd", "ef", "gh", "ij", "kl"} // 6 pauses of a quarter of the gap: longer than the gap in all
+	resp, body, err := send(t, addr, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\n\r\n", testGap/4, parts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusOK || body != "abcdefghij" {
+	if resp.StatusCode != http.StatusOK || body != "abcdefghijkl" {
 		t.Fatalf("a body arriving in time: %s %q", resp.Status, body)
 	}
 }
