@@ -69,6 +69,7 @@ func (t *Table) fault(f *Fault) {
 	t.faulted.Store(f)
 	t.failLocked(err)
 	t.mu.Unlock()
+	t.stopWaits()
 }
 
 // Fault returns why the view stopped for good, or nil if it did not.
