@@ -369,7 +369,17 @@ func (t *Table) WaitPosition(ctx context.Context, seq uint64, wait time.Duration
 	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		return nil, err // the view stopped
 	}
-	return nil, engine.Errorf(engine.CodePositionNotReached, "the view of %s has not reached position %d within %v (it is at %d): retry, or check that the position belongs to this table",
+	return nil, PositionNotReached(t, seq, wait)
+}
+
+// PositionNotReached is the answer to a read of position seq that t's
+// view has not reached within wait (WaitPosition, and the front doors'
+// waits on Await).
+func PositionNotReached(t *Table, seq uint64, wait time.Duration) error {
+	if err := t.Err(); err != nil {
+		return err // the view stopped
+	}
+	return engine.Errorf(engine.CodePositionNotReached, "the view of %s has not reached position %d within %v (it is at %d): retry, or check that the position belongs to this table",
 		engine.ShownTable(t.name), seq, wait, t.snap.Load().Seq)
 }
 

@@ -39,6 +39,7 @@ type Node struct {
 	j     *journal.Journal
 	views *projections.Views
 	comm  *commit.Committer
+	api   *natsapi.Service
 	fns   *functions.Runner
 	relay *outbox.Relay
 	decls *projections.Declarations
@@ -233,8 +234,9 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	if err := g.Start(ctx, "committer", n.comm); err != nil {
 		return err
 	}
-	if err := g.Start(ctx, "nats api", natsapi.New(n.nc, n.comm, n.views, n.j, log, natsapi.Config{Prefix: cfg.Prefix, Outbox: cfg.outbox, PositionWait: cfg.API.PositionWait,
-		PageBudget: cfg.API.PageBudget, HoldSnapshot: cfg.API.HoldSnapshot, HeldSnapshots: cfg.API.HeldSnapshots})); err != nil {
+	n.api = natsapi.New(n.nc, n.comm, n.views, n.j, log, natsapi.Config{Prefix: cfg.Prefix, Outbox: cfg.outbox, PositionWait: cfg.API.PositionWait,
+		PageBudget: cfg.API.PageBudget, HoldSnapshot: cfg.API.HoldSnapshot, HeldSnapshots: cfg.API.HeldSnapshots})
+	if err := g.Start(ctx, "nats api", n.api); err != nil {
 		return err
 	}
 	sb, err := newSandbox(ctx, cfg.DataDir, uint64(cfg.Functions.MemoryMB)<<20, log)
@@ -292,6 +294,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	api := cfg.API
 	build := version.Get()
 	api.Metrics = func(w io.Writer) {
+		n.api.WriteMetrics(w)
 		n.fns.WriteMetrics(w)
 		n.relay.WriteMetrics(w)
 		n.views.WriteProjectionMetrics(w)
