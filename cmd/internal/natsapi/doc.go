@@ -45,7 +45,7 @@
 // subscriptions (GOMAXPROCS of them on the command subject) each deliver
 // on their own goroutine, with a pending limit of 1 Mi messages / 1 GiB so
 // that a slow node queues rather than drops. A waiting request holds
-// 530-580 bytes (its message, the decoded request, the registration;
+// 520-600 bytes (its message, the decoded request, the registration;
 // BenchmarkWaitingRequests in cmd/internal/node) and costs the view's
 // publishes nothing until its position comes. A change feed page read
 // from the journal costs a short-lived consumer on the table's stream (at

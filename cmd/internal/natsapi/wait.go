@@ -39,7 +39,7 @@ const (
 	// maxWaiting bounds the requests waiting for a view at once, counted
 	// from their registration until a wake worker takes them; beyond it
 	// a waiting request is refused with ServerBusy, and requests that do
-	// not wait are not affected. A waiter holds 530-580 bytes and no
+	// not wait are not affected. A waiter holds 520-600 bytes and no
 	// goroutine (the request's message, the decoded request, the
 	// registration; BenchmarkWaitingRequests in cmd/internal/node, with
 	// 10,000 and 60,000), so 65,536 of them take some 40 MB: ample for
