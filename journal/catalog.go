@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/cairn-dev/cairn/engine"
 )
 
@@ -87,9 +89,18 @@ func (j *Journal) CatalogSubjectName(subj string) string {
 	return strings.TrimPrefix(subj, j.cfg.Prefix+".catalog.")
 }
 
-// LastCatalogSeq returns the catalog stream's last sequence.
+// ErrCatalogGone: the catalog stream does not exist (deleted behind
+// Cairn's back: Init makes it, and nothing in Cairn deletes it). The
+// tables it named are then known only to the views that had read it.
+var ErrCatalogGone = errors.New("the catalog stream does not exist")
+
+// LastCatalogSeq returns the catalog stream's last sequence; an error
+// wrapping ErrCatalogGone when the stream does not exist.
 func (j *Journal) LastCatalogSeq(ctx context.Context) (uint64, error) {
 	s, err := j.js.Stream(ctx, CatalogStreamName(j.cfg.Prefix))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		err = fmt.Errorf("%w: %w", ErrCatalogGone, err)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("journal: catalog: %w", err)
 	}
@@ -105,8 +116,17 @@ func (j *Journal) LastCatalogSeq(ctx context.Context) (uint64, error) {
 // subject names, is handed to fn as bad (a *CorruptError wrapping
 // ErrCorrupt) with rec nil: the caller decides whether to skip it or stop
 // (by returning an error). Anyone who can publish on the catalog's
-// subjects can put such a record there.
+// subjects can put such a record there. A catalog stream that does not
+// exist, or no longer does, is an error wrapping ErrCatalogGone.
 func (j *Journal) WatchCatalog(ctx context.Context, from uint64, fn func(seq uint64, rec *engine.CatalogRecord, pending uint64, bad error) error) error {
+	err := j.watchCatalog(ctx, from, fn)
+	if errors.Is(err, engine.ErrTableGone) { // the consumer's word for a stream missing
+		err = fmt.Errorf("%w: %w", ErrCatalogGone, err)
+	}
+	return err
+}
+
+func (j *Journal) watchCatalog(ctx context.Context, from uint64, fn func(seq uint64, rec *engine.CatalogRecord, pending uint64, bad error) error) error {
 	return j.consume(ctx, CatalogStreamName(j.cfg.Prefix), from, func(seq uint64, subj string, data []byte, pending uint64) error {
 		rec, err := DecodeCatalogRecord(data)
 		if err == nil && subj != j.catalogSubject(rec.Name) {

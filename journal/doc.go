@@ -112,8 +112,12 @@
 //   - EnsureTableStream tries again, each try bounded, while the cluster
 //     has no meta leader or does not answer (Transient), until its
 //     context ends.
-//   - LastSeq, LastStreamSeq, NextRecord: engine.ErrTableGone when the
-//     table's stream does not exist.
+//   - LastSeq, LastStreamSeq, NextRecord, Read: engine.ErrTableGone when
+//     the table's stream does not exist; LastCatalogSeq and WatchCatalog:
+//     ErrCatalogGone when the catalog stream does not exist (deleted
+//     behind Cairn's back: nothing brings its records back).
+//   - Read: ErrReadsBusy when its context ends while it waits for one of
+//     the reads of its table under way (below, Cost) to end.
 //   - Consume, ConsumeKnown, WatchCatalog return nil when their context
 //     ends. A record that cannot be decoded (damaged, or of a newer format
 //     version) or that does not belong on its subject (a partition key or
@@ -160,8 +164,14 @@
 // one consumer per stream pulling batches of up to 1,024 messages,
 // and one core NATS subscription to the stream's leader announcements;
 // every record is decoded, except those ConsumeKnown gets from memory by
-// their nonce (PeekNonce reads only the first fields). Deleting a table is
-// one request whatever the table holds. The journal starts no goroutines
-// of its own beyond a call: readers run in their caller's (with a helper
-// that ends with them).
+// their nonce (PeekNonce reads only the first fields). Read is one
+// request (the stream's info) when nothing is there to read, otherwise
+// four, through a short-lived consumer of its own; it never waits for
+// records, since a wait would hold that consumer, and a stream's
+// consumers are limited (nats-server's default, 1,000 per stream,
+// applies: the streams set none): at most 8 Reads of one table hold a
+// consumer at once on a node, the others queue for them. Deleting a
+// table is one request whatever the table holds. The journal starts no
+// goroutines of its own beyond a call: readers run in their caller's
+// (with a helper that ends with them).
 package journal

@@ -1,6 +1,10 @@
 package journal
 
-import "github.com/nats-io/nats.go/jetstream"
+import (
+	"context"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
 
 // Sample records for the tests of package journal_test.
 var (
@@ -20,3 +24,12 @@ func (j *Journal) LoseInTransit(f func(stream string, seq uint64) bool) { j.lose
 // NoConsumerWhile makes the journal's readers' consumer creations go
 // unanswered while f says so (a test of a meta leader being elected).
 func (j *Journal) NoConsumerWhile(f func(stream string) bool) { j.noConsumer = f }
+
+// MaxReadsPerTable is how many Reads of one table hold a consumer at once.
+const MaxReadsPerTable = maxReadsPerTable
+
+// TakeRead takes a place among the Reads of a table incarnation, as Read
+// does, and returns the func that gives it back.
+func (j *Journal) TakeRead(ctx context.Context, table string, epoch uint64) (func(), error) {
+	return j.takeRead(ctx, StreamName(j.cfg.Prefix, table, epoch))
+}

@@ -99,6 +99,9 @@ type Journal struct {
 	leaders map[string]*leaderWatch // by stream name
 	reconn  chan struct{}           // closed at the next reconnect
 
+	rmu   sync.Mutex
+	reads map[string]*readSlots // the Reads of each stream under way or waiting (read.go)
+
 	// lose, set by tests only, makes a reader treat the delivery of a
 	// stream sequence as lost in transit.
 	lose func(stream string, seq uint64) bool

@@ -153,6 +153,32 @@ func TestTableGone(t *testing.T) {
 	}
 }
 
+// TestCatalogGone: a catalog stream deleted behind Cairn's back is
+// ErrCatalogGone to LastCatalogSeq and to a catalog watcher, whether it
+// was gone when the watch began or went while it followed.
+func TestCatalogGone(t *testing.T) {
+	j, ctx := newJournal(t)
+	watched := make(chan error, 1)
+	go func() {
+		watched <- j.WatchCatalog(ctx, 1, func(uint64, *engine.CatalogRecord, uint64, error) error { return nil })
+	}()
+	if _, err := j.AppendCatalog(ctx, journal.SampleCatalog(engine.CatalogTableCreated), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.JetStream().DeleteStream(ctx, journal.CatalogStreamName("cairn")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-watched; !errors.Is(err, journal.ErrCatalogGone) {
+		t.Fatalf("a watch when the catalog went: %v", err)
+	}
+	if _, err := j.LastCatalogSeq(ctx); !errors.Is(err, journal.ErrCatalogGone) {
+		t.Fatalf("LastCatalogSeq: %v", err)
+	}
+	if err := j.WatchCatalog(ctx, 1, func(uint64, *engine.CatalogRecord, uint64, error) error { return nil }); !errors.Is(err, journal.ErrCatalogGone) {
+		t.Fatalf("a watch of no catalog: %v", err)
+	}
+}
+
 // TestRestart: what was acknowledged is there after the server restarts
 // on its store, and the concurrency check goes on from it.
 func TestRestart(t *testing.T) {

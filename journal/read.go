@@ -24,10 +24,70 @@ type ReadRange struct {
 	MaxBytes int
 	// Partitions, if any, are the only partition keys read.
 	Partitions []string
-	// Wait is how long to wait for a record when none is there to read
-	// (0: answer at once).
-	Wait time.Duration
 }
+
+// maxReadsPerTable bounds the Reads of one table that hold a consumer of
+// its stream at once on this node. A stream's consumers are limited:
+// Cairn's streams set no MaxConsumers, so nats-server's default applies,
+// 1,000 per stream (JSDefaultMaxConsumersPerStream), and the views'
+// appliers (one per node), the outbox relay, the functions' table
+// triggers and the as-of replays (two per node at most) need theirs. With
+// 8 per node, reads leave room for the others on clusters of up to about
+// a hundred nodes; when the change feed made a consumer per request, a
+// flood of them took every one, and the views, the as-of reads and every
+// other reader of the table were refused. A read takes a few
+// milliseconds, so 8 at once serve thousands of pages a second per table.
+const maxReadsPerTable = 8
+
+// ErrReadsBusy: a Read's context ended while it waited for one of the
+// reads of its table (maxReadsPerTable) to end.
+var ErrReadsBusy = errors.New("every read of this table's journal the node allows at once is under way")
+
+// readSlots is a semaphore of maxReadsPerTable places for one stream,
+// kept while anyone uses or waits for it.
+type readSlots struct {
+	places chan struct{}
+	users  int
+}
+
+// takeRead waits for a place to read stream (ErrReadsBusy when ctx ends
+// first); the returned func gives it back.
+func (j *Journal) takeRead(ctx context.Context, stream string) (func(), error) {
+	j.rmu.Lock()
+	rs := j.reads[stream]
+	if rs == nil {
+		if j.reads == nil {
+			j.reads = map[string]*readSlots{}
+		}
+		rs = &readSlots{places: make(chan struct{}, maxReadsPerTable)}
+		j.reads[stream] = rs
+	}
+	rs.users++
+	j.rmu.Unlock()
+	leave := func() {
+		j.rmu.Lock()
+		if rs.users--; rs.users == 0 {
+			delete(j.reads, stream)
+		}
+		j.rmu.Unlock()
+	}
+	select {
+	case rs.places <- struct{}{}:
+		return func() { <-rs.places; leave() }, nil
+	case <-ctx.Done():
+		leave()
+		return nil, fmt.Errorf("%w (%d): %w", ErrReadsBusy, maxReadsPerTable, context.Cause(ctx))
+	}
+}
+
+// readInactive is how long the server keeps a Read's consumer after
+// its last use, should the node die before it deletes it; readDeleteTimeout
+// bounds that deletion (done even when the Read's context has ended, so
+// that a cancelled read leaves nothing behind).
+const (
+	readInactive      = 30 * time.Second
+	readDeleteTimeout = 5 * time.Second
+)
 
 // Stored is a record as it is stored: its sequence and its size.
 type Stored struct {
@@ -54,8 +114,15 @@ type Page struct {
 // afterwards. A table incarnation that does not exist wraps
 // engine.ErrTableGone.
 //
-// Cost: four requests (stream info, consumer create, fetch, consumer
-// delete), a fifth when it waits; the records are decoded.
+// It never waits for records: a wait would hold the consumer (the change
+// feed's long-polls wait on the node's view instead, Table.Await). At
+// most maxReadsPerTable Reads of one table hold a consumer at once on
+// this node; another waits for its turn, and wraps ErrReadsBusy when ctx
+// ends first.
+//
+// Cost: one request (stream info) when nothing is there from r.From on,
+// otherwise four (stream info, consumer create, fetch, consumer delete);
+// the records are decoded.
 func (j *Journal) Read(ctx context.Context, table string, epoch uint64, r ReadRange) (*Page, error) {
 	if r.From == 0 {
 		r.From = 1
@@ -73,7 +140,7 @@ func (j *Journal) Read(ctx context.Context, table string, epoch uint64, r ReadRa
 	}
 	head := s.CachedInfo().State.LastSeq
 	page := &Page{Next: max(r.From, head+1), Head: head}
-	if r.From > head && r.Wait <= 0 {
+	if r.From > head {
 		page.Next = r.From
 		return page, nil
 	}
@@ -83,7 +150,7 @@ func (j *Journal) Read(ctx context.Context, table string, epoch uint64, r ReadRa
 		AckPolicy:         jetstream.AckNonePolicy,
 		MemoryStorage:     true,
 		Replicas:          1,
-		InactiveThreshold: r.Wait + 30*time.Second, // removed by the server if this node dies before it deletes it
+		InactiveThreshold: readInactive, // removed by the server if this node dies before it deletes it
 	}
 	var subjects []string
 	for _, pk := range r.Partitions {
@@ -96,12 +163,17 @@ func (j *Journal) Read(ctx context.Context, table string, epoch uint64, r ReadRa
 	} else {
 		cfg.FilterSubjects = subjects
 	}
+	done, err := j.takeRead(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("journal: read %s: %w", table, err)
+	}
+	defer done()
 	cons, err := s.CreateConsumer(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("journal: read %s: %w", table, err)
 	}
 	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readDeleteTimeout)
 		defer cancel()
 		_ = s.DeleteConsumer(dctx, cons.CachedInfo().Name)
 	}()
@@ -147,22 +219,6 @@ func (j *Journal) Read(ctx context.Context, table string, epoch uint64, r ReadRa
 		batch, err := cons.FetchNoWait(r.Max)
 		if err == nil {
 			err = take(batch)
-		}
-		if err != nil {
-			return nil, err
-		}
-	} else if r.Wait > 0 {
-		wctx, cancel := context.WithTimeout(ctx, r.Wait)
-		batch, err := cons.Fetch(1, jetstream.FetchContext(wctx))
-		if err == nil {
-			err = take(batch)
-		}
-		cancel()
-		if err == nil && len(page.Records) > 0 && !full && !caughtUp {
-			batch, err = cons.FetchNoWait(r.Max - len(page.Records))
-			if err == nil {
-				err = take(batch)
-			}
 		}
 		if err != nil {
 			return nil, err

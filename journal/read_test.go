@@ -1,6 +1,7 @@
 package journal_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func equalSeqs(a, b []uint64) bool {
 }
 
 // TestRead: pages of a table's records by sequence, with next and head,
-// filtered by partition, waiting for a record when asked to, and nothing
+// filtered by partition, at most MaxReadsPerTable at once, and nothing
 // left on the server afterwards.
 func TestRead(t *testing.T) {
 	j, ctx := newJournal(t)
@@ -92,30 +93,39 @@ func TestRead(t *testing.T) {
 		t.Fatalf("budget of one byte: %v next %d", seqs(p), p.Next)
 	}
 
-	// Waiting: a read with nothing to return is answered by the next
-	// record of its partitions, not by another partition's.
-	done := make(chan *journal.Page, 1)
+	// The reads of a table at once are bounded: one beyond waits for a
+	// place, and gives up when its context ends.
+	var gives []func()
+	for range journal.MaxReadsPerTable {
+		give, err := j.TakeRead(ctx, "Emp", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gives = append(gives, give)
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err := j.Read(short, "Emp", 3, journal.ReadRange{From: 1, Max: 1})
+	cancel()
+	if !errors.Is(err, journal.ErrReadsBusy) {
+		t.Fatalf("a read beyond the bound: %v", err)
+	}
+	if p := read(journal.ReadRange{From: 7, Max: 1}); p.Next != 7 {
+		t.Fatalf("a read with nothing to read, which needs no consumer: next %d", p.Next)
+	}
+	got := make(chan *journal.Page, 1)
 	go func() {
-		p, err := j.Read(ctx, "Emp", 3, journal.ReadRange{From: 7, Max: 10, Partitions: []string{"c"}, Wait: 20 * time.Second})
+		p, err := j.Read(ctx, "Emp", 3, journal.ReadRange{From: 1, Max: 1})
 		if err != nil {
 			t.Error(err)
 		}
-		done <- p
+		got <- p
 	}()
-	appendTo("a", "x") // 7: not c
-	appendTo("c", "y") // 8
-	select {
-	case p := <-done:
-		if !equalSeqs(seqs(p), []uint64{8}) || p.Next != 9 {
-			t.Fatalf("waited read: %v next %d", seqs(p), p.Next)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("a waiting read was not answered by a write")
+	gives[0]()
+	if p := <-got; !equalSeqs(seqs(p), []uint64{1}) {
+		t.Fatalf("a read given a place: %v", seqs(p))
 	}
-	start := time.Now()
-	p = read(journal.ReadRange{From: 9, Max: 10, Wait: 200 * time.Millisecond})
-	if len(p.Records) != 0 || p.Next != 9 || time.Since(start) < 100*time.Millisecond {
-		t.Fatalf("a wait with nothing: %v next %d after %v", seqs(p), p.Next, time.Since(start))
+	for _, give := range gives[1:] {
+		give()
 	}
 
 	// Nothing stays on the server.

@@ -61,7 +61,7 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 		if time.Since(created) > v.cfg.StreamGrace {
 			// Long past its creation: the stream was deleted behind
 			// Cairn's back, and an empty one would hide that.
-			return &faultError{seq: 1, err: fmt.Errorf("the table's stream %s does not exist (deleted?); the catalog created the table at %s",
+			return &faultError{seq: 1, missing: true, err: fmt.Errorf("the table's stream %s does not exist (deleted?); the catalog created the table at %s",
 				v.j.TableStream(t.Name(), t.Epoch()), created.Format(time.RFC3339))}
 		}
 		return v.j.EnsureTableStream(ctx, t.Name(), t.Epoch())
@@ -229,6 +229,6 @@ func (v *Views) streamGone(ctx context.Context, t *Table) error {
 	if err := v.WaitCatalog(ctx, last); err != nil || ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return &faultError{seq: t.Seq() + 1, err: fmt.Errorf("the table's stream %s was deleted, though the catalog holds the table",
+	return &faultError{seq: t.Seq() + 1, missing: true, err: fmt.Errorf("the table's stream %s was deleted, though the catalog holds the table",
 		v.j.TableStream(t.Name(), t.Epoch()))}
 }

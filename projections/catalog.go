@@ -34,6 +34,7 @@ func (v *Views) followCatalog(ctx context.Context) error {
 	err := v.retry(ctx, "read the catalog's length", "", func() error {
 		var err error
 		last, err = v.j.LastCatalogSeq(ctx)
+		v.catalogGone.Store(errors.Is(err, journal.ErrCatalogGone))
 		return err
 	})
 	if err != nil {
@@ -43,6 +44,14 @@ func (v *Views) followCatalog(ctx context.Context) error {
 		v.catalogCaughtUp(ctx, start)
 	}
 	return v.retry(ctx, "follow the catalog", "", func() error {
+		if v.catalogGone.Load() {
+			// Found missing: it is until it is there again (restored),
+			// which one request a try tells.
+			_, err := v.j.LastCatalogSeq(ctx)
+			if v.catalogGone.Store(errors.Is(err, journal.ErrCatalogGone)); err != nil {
+				return err
+			}
+		}
 		v.mu.RLock()
 		from := v.catalogSeq + 1
 		v.mu.RUnlock()
@@ -55,6 +64,9 @@ func (v *Views) followCatalog(ctx context.Context) error {
 		})
 		if err == nil && ctx.Err() == nil {
 			err = errors.New("consumer ended")
+		}
+		if errors.Is(err, journal.ErrCatalogGone) {
+			v.catalogGone.Store(true)
 		}
 		return err
 	})

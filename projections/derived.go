@@ -95,12 +95,17 @@ func (t *Table) applyDerived(c change) {
 // publishDerived publishes every active projection at the source's
 // position (under dmu): readers of a projection see it exactly as of the
 // source's snapshot.
-func (t *Table) publishDerived() {
+// publishDerived publishes the active projections at the source's
+// position and returns their read tables, whose waits the caller wakes.
+func (t *Table) publishDerived() []*Table {
+	var readers []*Table
 	for _, a := range t.derived {
 		if a.active != nil {
 			a.publish(t.seq)
+			readers = append(readers, a.reader)
 		}
 	}
+	return readers
 }
 
 func (a *attached) publish(seq uint64) {
@@ -330,9 +335,9 @@ func (t *Table) build(ctx context.Context, def *Definition, report func(BuildPro
 	a.target, a.shadow, a.buf, a.cancel, a.lastErr = nil, nil, nil, nil, ""
 	a.progress.Phase, a.progress.Done, a.progress.ETA = "done", a.progress.Total, ""
 	t.dirty = true
-	t.publishLocked()
+	p := t.publishLocked()
 	t.dmu.Unlock()
-	t.wake()
+	t.wake(p)
 	return nil
 }
 

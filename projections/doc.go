@@ -11,7 +11,11 @@
 //     (Apply, Publish, Fail).
 //   - Snapshot (snapshot.go) is what readers use: an immutable view at one
 //     journal position, safe for any number of goroutines without locks.
-//     Table.Snapshot is an atomic load; Table.WaitSeq waits for a position.
+//     Table.Snapshot is an atomic load; Table.WaitSeq waits for a position
+//     on a goroutine; Table.Await (await.go) registers a callback that
+//     the publish reaching a position, or applying a record of given
+//     partitions at or after it, calls: what the front doors' waiting
+//     requests use, so that a wait holds no goroutine and no consumer.
 //   - Views (views.go) owns the lifecycle. NewViews starts nothing; Run
 //     follows the catalog (catalog.go), starts one applier per live table
 //     (applier.go), and returns once all of them have stopped; Ready
@@ -123,6 +127,11 @@
 //   - JetStream errors that pass (a timeout, a leader election, a lost
 //     connection) are retried with back-off from 50 ms to 2 s, each logged
 //     as "retrying"; an applier resumes after the last record it applied.
+//   - A table's stream missing (deleted behind Cairn's back) faults it
+//     with Fault.StreamMissing; a catalog stream missing makes the catalog
+//     follower retry, one request a try, until it is there again.
+//     Views.Missing reports both from the views' state, for the node's
+//     readiness: neither comes back by itself, the records are gone.
 //   - A dropped table's view fails its waiters with TableNotFound; when the
 //     drop arrives while Run runs, Run deletes the table's stream too, in
 //     case the host that dropped it crashed first. A table's stream that
@@ -144,6 +153,13 @@
 //     -benchtime 100000x) for Config.DedupWindow of journal time (2
 //     minutes). Read counters are kept for at most 100,000 partitions per
 //     table.
+//   - Waits (Await): 80 bytes a wait for a position, 130 for one
+//     partition (BenchmarkAwait); a publish wakes only the waits it
+//     satisfies, O(log n) each, so waits far ahead cost it nothing
+//     (BenchmarkPublishWithWaits: 1.5 µs per record published without
+//     waits, 1.9 µs with 10,000 waiting for a position, 2.9 µs with
+//     10,000 waiting for another partition, which makes the applier
+//     note the partitions it applies).
 //   - Snapshots: Publish is O(1), three B-tree Copy calls and an atomic
 //     store. The price is paid by the writer: the first write after a
 //     publish copies the B-tree nodes on its path, O(log n). Applying one

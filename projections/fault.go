@@ -21,13 +21,19 @@ type Fault struct {
 	Seq   uint64    `json:"seq"` // the journal position of the record that was not applied
 	Error string    `json:"error"`
 	Time  time.Time `json:"time"`
+	// StreamMissing says the table's stream does not exist: deleted
+	// behind Cairn's back, with the table's whole history (the node is
+	// not ready while it is so: Views.Missing).
+	StreamMissing bool `json:"streamMissing,omitempty"`
 }
 
 // faultError is a reason to fault a table, found by its applier, with the
-// journal position it concerns.
+// journal position it concerns; missing when the reason is the table's
+// stream missing.
 type faultError struct {
-	seq uint64
-	err error
+	seq     uint64
+	err     error
+	missing bool
 }
 
 func (e *faultError) Error() string { return fmt.Sprintf("record %d: %v", e.seq, e.err) }
@@ -50,7 +56,7 @@ func faultOf(t *Table, err error, next uint64) *Fault {
 	case errors.As(err, &ce):
 		f.Seq = ce.Seq
 	case errors.As(err, &fe):
-		f.Seq = fe.seq
+		f.Seq, f.StreamMissing = fe.seq, fe.missing
 	}
 	return f
 }
@@ -69,6 +75,7 @@ func (t *Table) fault(f *Fault) {
 	t.faulted.Store(f)
 	t.failLocked(err)
 	t.mu.Unlock()
+	t.stopWaits()
 }
 
 // Fault returns why the view stopped for good, or nil if it did not.

@@ -3,6 +3,7 @@ package projections_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,6 +208,11 @@ func TestViewsStreamDeleted(t *testing.T) {
 		t.Fatalf("Kept: fault %+v", tb.Fault())
 	} else if _, err := tb.WaitPosition(r.ctx, 2, 10*time.Millisecond); engine.ErrorCode(err) != engine.CodePositionNotReached {
 		t.Fatalf("Kept: WaitPosition for a record not written: %v", err)
+	}
+	// What readiness reports: the two live tables without their stream,
+	// not the dropped one.
+	if catalog, tables := v.Missing(); catalog || !slices.Equal(tables, []string{"Before", "During"}) {
+		t.Fatalf("missing: catalog %v, tables %v", catalog, tables)
 	}
 	stop()
 	if err := <-done; err != nil {

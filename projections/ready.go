@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"sort"
 
 	"github.com/cairn-dev/cairn/engine"
 )
@@ -101,4 +102,26 @@ func (v *Views) WaitTableReady(ctx context.Context, name string, epoch uint64) e
 		return faulted
 	}
 	return nil
+}
+
+// Missing reports what of the journal this node found missing: the
+// catalog stream (its follower's last try found none), and the live
+// tables faulted because their stream does not exist, by full name
+// (Fault.StreamMissing). It reads the views' state only, no request:
+// the catalog follower finds a missing catalog when its consumer fails
+// (missed heartbeats, 2 s), an applier a missing stream the same way.
+// Neither comes back by itself: the records are gone with the stream.
+func (v *Views) Missing() (catalog bool, tables []string) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	for _, e := range v.entries {
+		if !e.live || e.table == nil {
+			continue
+		}
+		if f := e.table.Fault(); f != nil && f.StreamMissing {
+			tables = append(tables, e.info.Name)
+		}
+	}
+	sort.Strings(tables)
+	return v.catalogGone.Load(), tables
 }

@@ -243,7 +243,7 @@ func (t *Table) restore(seq uint64, c *snapshotContent) {
 	t.dmu.Lock()
 	defer t.dmu.Unlock()
 	t.rows, t.parts, t.ids, t.expiry, t.seq = c.rows, c.parts, c.ids, c.expiry, seq
-	t.dirty = true
+	t.dirty, t.touchAll = true, true
 	c.rows.Scan(func(e *engine.Entity) bool {
 		t.intern(e.Properties)
 		return true

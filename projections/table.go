@@ -47,6 +47,15 @@ type Table struct {
 	notify chan struct{} // closed and replaced on every Publish or Fail
 	failed error
 
+	// aw holds the waits registered with Await (await.go); touched, the
+	// partitions applied since the last publish while a wait for
+	// partitions exists, and touchAll, set when the whole view was
+	// replaced (restore), are writer state under dmu that the next
+	// publish hands to them.
+	aw       awaiters
+	touched  map[string]uint64
+	touchAll bool
+
 	faulted atomic.Pointer[Fault] // set once, when the journal holds what the view cannot apply
 
 	// dmu guards the declared projections attached to the table and the
@@ -148,6 +157,7 @@ func (t *Table) Apply(seq uint64, rec *engine.Record) {
 	}
 	part.LastSeq = seq
 	part.Records++
+	t.noteTouched(pk, seq)
 	for i := range rec.Events {
 		ev := &rec.Events[i]
 		switch ev.Kind {
@@ -254,24 +264,22 @@ func (t *Table) Seq() uint64 { return t.seq }
 // per burst of records rather than once per record.
 func (t *Table) Publish() {
 	t.dmu.Lock()
-	published := t.publishLocked()
+	p := t.publishLocked()
 	t.dmu.Unlock()
-	if published {
-		t.wake()
-	}
+	t.wake(p)
 }
 
 // publishLocked stores the snapshot of what was applied, and its declared
 // projections' at the same position (under dmu: a build copies rows too,
-// and Copy writes the tree's copy-on-write id). It reports whether it
-// published anything; the caller then wakes the waiters.
-func (t *Table) publishLocked() bool {
+// and Copy writes the tree's copy-on-write id). It returns what it
+// published (snap nil: nothing); the caller then wakes the waiters.
+func (t *Table) publishLocked() published {
 	if !t.dirty && t.snap.Load() != nil {
-		return false
+		return published{}
 	}
-	t.publishDerived() // before the source: a reply to a write waits for the source's
+	readers := t.publishDerived() // before the source: a reply to a write waits for the source's
 	t.dirty = false
-	t.snap.Store(&Snapshot{
+	snap := &Snapshot{
 		Table: t.name,
 		Epoch: t.epoch,
 		Seq:   t.seq,
@@ -281,16 +289,28 @@ func (t *Table) publishLocked() bool {
 		// Appends go past its end and eviction only moves the list's
 		// start, so these elements never change.
 		expiry: t.expiry[:len(t.expiry):len(t.expiry)],
-	})
-	return true
+	}
+	t.snap.Store(snap)
+	p := published{snap: snap, touched: t.touched, all: t.touchAll, readers: readers}
+	t.touched, t.touchAll = nil, false
+	return p
 }
 
-// wake wakes those waiting for a position.
-func (t *Table) wake() {
+// wake wakes those waiting for what p published (nothing when p holds
+// no snapshot): WaitSeq's waiters and the waits of Await, the table's and
+// its declared projections'.
+func (t *Table) wake(p published) {
+	if p.snap == nil {
+		return
+	}
 	t.mu.Lock()
 	close(t.notify)
 	t.notify = make(chan struct{})
 	t.mu.Unlock()
+	t.wakeWaits(p)
+	for _, r := range p.readers {
+		r.wakeWaits(published{snap: r.snap.Load()})
+	}
 }
 
 // Fail stops the view: it will not advance again, and waiters get err.
@@ -310,6 +330,7 @@ func (t *Table) Fail(err error) {
 	t.mu.Lock()
 	t.failLocked(err)
 	t.mu.Unlock()
+	t.stopWaits()
 }
 
 func (t *Table) failLocked(err error) {
@@ -348,7 +369,17 @@ func (t *Table) WaitPosition(ctx context.Context, seq uint64, wait time.Duration
 	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		return nil, err // the view stopped
 	}
-	return nil, engine.Errorf(engine.CodePositionNotReached, "the view of %s has not reached position %d within %v (it is at %d): retry, or check that the position belongs to this table",
+	return nil, PositionNotReached(t, seq, wait)
+}
+
+// PositionNotReached is the answer to a read of position seq that t's
+// view has not reached within wait (WaitPosition, and the front doors'
+// waits on Await).
+func PositionNotReached(t *Table, seq uint64, wait time.Duration) error {
+	if err := t.Err(); err != nil {
+		return err // the view stopped
+	}
+	return engine.Errorf(engine.CodePositionNotReached, "the view of %s has not reached position %d within %v (it is at %d): retry, or check that the position belongs to this table",
 		engine.ShownTable(t.name), seq, wait, t.snap.Load().Seq)
 }
 

@@ -30,6 +30,7 @@ type Views struct {
 	readyClosed   bool
 
 	catalogSkipped atomic.Uint64 // catalog records that could not be used
+	catalogGone    atomic.Bool   // the catalog follower last found no catalog stream
 
 	decls map[string]*Definition // declared projections by lowercase full name
 

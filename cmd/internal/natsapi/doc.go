@@ -26,19 +26,38 @@
 // ListTables tells); a request published without a reply subject is
 // executed but not answered. At shutdown the subscriptions drain: requests
 // already received are answered (5 s at the most), new ones go to the
-// other nodes of the queue group; then change feed requests still waiting
-// for a change (long-polls) are answered with what they have, and Run
-// returns once they are.
+// other nodes of the queue group; then requests still waiting for a
+// change are answered at once, from the view (a change feed long-poll
+// with what it has, a read of a position with ServerBusy), and Run
+// returns once every request it took is answered.
+//
+// Waiting and working are bounded apart (wait.go), so that a flood of one
+// cannot refuse the other. A request that waits for a table's view to
+// move (a change feed long-poll with nothing to read yet, a Retrieve or
+// Query of a position the view has not reached) registers on this node's
+// view (projections.Table.Await) and holds no goroutine and no JetStream
+// consumer: at most 65,536 wait at once, and beyond that a waiting request
+// is refused with ServerBusy. When the view moves, up to 16 wake workers
+// serve the woken requests, one journal read for all the feed requests
+// alike (table, position, size, partitions); when a wait's time runs
+// out, one goroutine answers it from the view. A request that works (a
+// feed page to read now, a Query, a Retrieve of the past or of a
+// position) runs on a goroutine of its own, at most 1,024 at once,
+// beyond that ServerBusy. Every refusal is a coded ServerBusy, counted
+// by reason (WriteMetrics: cairn_nats_requests_refused_total) and logged
+// at most once every 10 s.
 //
 // What it costs: one decode, one submit and one encode per request; the
 // subscriptions (GOMAXPROCS of them on the command subject) each deliver
 // on their own goroutine, with a pending limit of 1 Mi messages / 1 GiB so
-// that a slow node queues rather than drops. A change feed request costs
-// a goroutine and a short-lived consumer on the table's stream while it
-// runs; a Query, and a Retrieve that waits for a position or reads the
-// past, a goroutine (at most 1,024 of these requests at once; beyond that
-// ServerBusy). A Query page walks at most 5 s and 1,000 entities, and its
-// snapshot stays held 30 s for the next page (4,096 at most; a held
-// snapshot keeps the entities it saw alive). docs/PERFORMANCE.md has the
-// figures (go run ./cmd/cairn-bench).
+// that a slow node queues rather than drops. A waiting request holds
+// 520-600 bytes (its message, the decoded request, the registration;
+// BenchmarkWaitingRequests in cmd/internal/node) and costs the view's
+// publishes nothing until its position comes. A change feed page read
+// from the journal costs a short-lived consumer on the table's stream (at
+// most 8 per table at once on a node: journal.Read), a Query, and a
+// Retrieve of the past, a goroutine. A Query page walks at most 5 s and
+// 1,000 entities, and its snapshot stays held 30 s for the next page
+// (4,096 at most; a held snapshot keeps the entities it saw alive).
+// docs/PERFORMANCE.md has the figures (go run ./cmd/cairn-bench).
 package natsapi

@@ -3,12 +3,14 @@ package natsapi
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/projections"
 )
 
 // Journal is what the change feed needs of the journal: a page of a
@@ -17,66 +19,173 @@ type Journal interface {
 	Read(ctx context.Context, table string, epoch uint64, r journal.ReadRange) (*journal.Page, error)
 }
 
-// maxFeedsInFlight bounds the requests that may wait a node serves at
-// once, each on a goroutine of its own: change feed requests (long-polls
-// included), Queries and Retrieves with "asOf" or "position"; beyond it a
-// request is answered ServerBusy.
-const maxFeedsInFlight = 1024
-
 // ChangesSubject returns the subject of a table's change feed; table is
 // its full name: <prefix>.changes.<Table> for the development account's
 // tables (also <prefix>.changes.devstoreaccount1.<Table>),
 // <prefix>.changes.<account>.<Table> for another account's.
 func ChangesSubject(prefix, table string) string { return prefix + ".changes." + table }
 
-// handleChanges answers a change feed request on its own goroutine, so
-// that a long-poll does not hold up the subscription.
+// handleChanges answers a change feed request. One that must wait for
+// the table's next change waits on this node's view of the table (no
+// goroutine, no consumer: wait.go) when the views know the table; the
+// others read their page from the journal on a goroutine of their own,
+// so that nothing holds up the subscription.
 func (s *Service) handleChanges(m *nats.Msg) {
 	enc := wire.Detect(m.Data, m.Header.Get("Content-Type"))
-	if err := s.startWaiting(); err != nil {
+	full, req, rep := s.changesRequest(m.Subject, m.Data, enc)
+	if rep != nil {
+		respondChanges(m, enc, rep)
+		return
+	}
+	t, known := s.views.Table(full)
+	if known {
+		if rep := feedTableErr(t); rep != nil {
+			respondChanges(m, enc, rep)
+			return
+		}
+		if s.feedWaits(m, enc, t, req) {
+			return
+		}
+	}
+	if err := s.startWork(); err != nil {
 		respondChanges(m, enc, feedErr(err))
 		return
 	}
 	go func() {
-		defer s.doneWaiting()
-		epoch, page, rep := s.changes(m.Subject, m.Data, enc)
-		if rep != nil {
-			if rep.Error.Code == engine.CodeInternalError {
-				s.log.Error("change feed request failed", "subject", m.Subject, "err", rep.Error.Message)
+		defer s.doneWork()
+		ctx, cancel := context.WithTimeout(s.feedCtx, s.cfg.TableTimeout)
+		defer cancel()
+		if !known {
+			// Catches up with the catalog first: a table created
+			// through another node is then found.
+			var ok bool
+			var err error
+			t, ok, err = s.views.Lookup(ctx, full)
+			switch {
+			case err != nil:
+				s.respondPage(m, enc, 0, nil, feedErr(err))
+				return
+			case !ok:
+				respondChanges(m, enc, feedErr(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", engine.ShownTable(full))))
+				return
 			}
-			respondChanges(m, enc, rep)
-			return
+			if rep := feedTableErr(t); rep != nil {
+				respondChanges(m, enc, rep)
+				return
+			}
+			if s.feedWaits(m, enc, t, req) {
+				return
+			}
 		}
-		if m.Reply != "" {
-			_ = m.Respond(s.encodePage(epoch, page, enc))
-		}
+		page, rep := s.readPage(ctx, t, req, max(req.From, 1))
+		s.respondPage(m, enc, t.Epoch(), page, rep)
 	}()
 }
 
-// startWaiting takes a place for a request that may wait, to be served on
-// a goroutine of its own (Run waits for them); doneWaiting gives it back.
-// It refuses with ServerBusy when maxFeedsInFlight are served or the node
-// is shutting down.
-func (s *Service) startWaiting() error {
-	select {
-	case s.feeds <- struct{}{}:
-	default:
-		return engine.Errorf(engine.CodeServerBusy, "this node serves %d requests that wait (change feeds, queries, reads of a position) already; retry", maxFeedsInFlight)
+// feedWaits makes a request with "wait" wait for t's view to move to its
+// first position (a record of its partitions, when it names any),
+// req.Wait at the most, if it has not (await). It reports whether the
+// request waits or was answered (refused); false: read the page now.
+func (s *Service) feedWaits(m *nats.Msg, enc wire.Encoding, t *projections.Table, req *wire.ChangesRequest) bool {
+	if req.Wait <= 0 {
+		return false
 	}
-	s.feedMu.Lock()
-	off := s.feedsOff
-	if !off {
-		s.feedWG.Add(1)
+	from := max(req.From, 1)
+	key := feedKey{t: t, from: from, max: req.Max, parts: strings.Join(req.Partitions, "\x00")}
+	waits, err := s.await(t, from, req.Partitions, req.Wait, &feedWait{s: s, m: m, enc: enc, key: key, req: req})
+	if err != nil {
+		respondChanges(m, enc, feedErr(err))
+		return true
 	}
-	s.feedMu.Unlock()
-	if off {
-		<-s.feeds
-		return engine.Errorf(engine.CodeServerBusy, "the node is shutting down; ask again")
-	}
-	return nil
+	return waits
 }
 
-func (s *Service) doneWaiting() { <-s.feeds; s.feedWG.Done() }
+// feedKey names the waiting feed requests one read answers alike: of one
+// table incarnation, from one position, of one size, of the same
+// partitions (in the same order).
+type feedKey struct {
+	t     *projections.Table
+	from  uint64
+	max   int
+	parts string
+}
+
+// feedWait is a change feed request waiting for its table's next change.
+type feedWait struct {
+	s   *Service
+	m   *nats.Msg
+	enc wire.Encoding
+	key feedKey
+	req *wire.ChangesRequest
+}
+
+func (f *feedWait) group() any { return f.key }
+
+// serve reads the page of f and of the requests like it once, and
+// answers each in its encoding.
+func (f *feedWait) serve(ctx context.Context, others []waitJob) {
+	ctx, cancel := context.WithTimeout(ctx, f.s.cfg.TableTimeout)
+	defer cancel()
+	t := f.key.t
+	page, rep := f.s.readPage(ctx, t, f.req, f.key.from)
+	if rep != nil {
+		f.s.logFailure(f.m, rep)
+	}
+	encoded := map[wire.Encoding][]byte{}
+	for _, j := range append([]waitJob{f}, others...) {
+		o := j.(*feedWait)
+		if rep != nil {
+			respondChanges(o.m, o.enc, rep)
+			continue
+		}
+		b, ok := encoded[o.enc]
+		if !ok {
+			p := *page // encodePage may shorten it
+			b = f.s.encodePage(t.Epoch(), &p, o.enc)
+			encoded[o.enc] = b
+		}
+		if o.m.Reply != "" {
+			_ = o.m.Respond(b)
+		}
+	}
+}
+
+// expire answers a request whose wait ended without a change: nothing,
+// next where the view says to ask from (past the records of other
+// partitions it applied), head the view's position.
+func (f *feedWait) expire(bool) {
+	t, from := f.key.t, f.key.from
+	snap := t.Snapshot()
+	next := max(from, snap.Seq+1)
+	for _, pk := range f.req.Partitions {
+		if snap.Partition(pk).LastSeq >= from {
+			next = from // a record of its partitions came as it ended: ask again
+		}
+	}
+	if len(f.req.Partitions) == 0 && snap.Seq >= from {
+		next = from
+	}
+	f.s.respondPage(f.m, f.enc, t.Epoch(), &journal.Page{Next: next, Head: snap.Seq}, nil)
+}
+
+// respondPage answers a page read, or the reply that refuses it.
+func (s *Service) respondPage(m *nats.Msg, enc wire.Encoding, epoch uint64, page *journal.Page, rep *wire.ChangesReply) {
+	if rep != nil {
+		s.logFailure(m, rep)
+		respondChanges(m, enc, rep)
+		return
+	}
+	if m.Reply != "" {
+		_ = m.Respond(s.encodePage(epoch, page, enc))
+	}
+}
+
+// logFailure logs a refusal that has no code of its own (InternalError).
+func (s *Service) logFailure(m *nats.Msg, rep *wire.ChangesReply) {
+	if rep.Error.Code == engine.CodeInternalError {
+		s.log.Error("change feed request failed", "subject", m.Subject, "err", rep.Error.Message)
+	}
+}
 
 func respondChanges(m *nats.Msg, enc wire.Encoding, r *wire.ChangesReply) {
 	if m.Reply == "" {
@@ -116,52 +225,61 @@ func (s *Service) encodePage(epoch uint64, page *journal.Page, enc wire.Encoding
 
 func feedErr(err error) *wire.ChangesReply { return &wire.ChangesReply{Error: engine.AsError(err)} }
 
-// changes reads one page of a table's change feed: the table's epoch and
-// the page, or the reply that refuses the request.
-func (s *Service) changes(subject string, data []byte, enc wire.Encoding) (uint64, *journal.Page, *wire.ChangesReply) {
+// changesRequest reads a change feed request: the table's full name and
+// the request, or the reply that refuses it.
+func (s *Service) changesRequest(subject string, data []byte, enc wire.Encoding) (string, *wire.ChangesRequest, *wire.ChangesReply) {
 	_, full, err := subjectTable(subject, s.cfg.Prefix+".changes.")
 	if err != nil {
-		return 0, nil, feedErr(err)
+		return "", nil, feedErr(err)
 	}
-	table := engine.ShownTable(full)
-	if err := engine.ValidateTableName(table); err != nil {
-		return 0, nil, feedErr(err)
+	if err := engine.ValidateTableName(engine.ShownTable(full)); err != nil {
+		return "", nil, feedErr(err)
 	}
 	req, err := wire.DecodeChangesRequest(data, enc)
 	if err != nil {
-		return 0, nil, feedErr(err)
+		return "", nil, feedErr(err)
 	}
-	ctx, cancel := context.WithTimeout(s.feedCtx, s.cfg.TableTimeout+req.Wait)
-	defer cancel()
-	t, ok, err := s.views.Lookup(ctx, full)
-	if err != nil {
-		return 0, nil, feedErr(err)
+	return full, req, nil
+}
+
+// feedTableErr is the reply that refuses the feed of a view that stopped
+// with a coded error (TableFaulted, or TableNotFound once dropped); nil
+// otherwise.
+func feedTableErr(t *projections.Table) *wire.ChangesReply {
+	if err := t.Err(); err != nil && engine.ErrorCode(err) != engine.CodeInternalError {
+		return feedErr(err)
 	}
-	if !ok {
-		return 0, nil, feedErr(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", table))
+	return nil
+}
+
+// readPage reads one page of t's change feed from position from, without
+// waiting: the page, or the reply that refuses it.
+func (s *Service) readPage(ctx context.Context, t *projections.Table, req *wire.ChangesRequest, from uint64) (*journal.Page, *wire.ChangesReply) {
+	if rep := feedTableErr(t); rep != nil {
+		return nil, rep // stopped while the request waited
 	}
 	shown := engine.ShownTable(t.Name())
-	if err := t.Err(); err != nil && engine.ErrorCode(err) != engine.CodeInternalError {
-		return 0, nil, feedErr(err) // TableFaulted, or TableNotFound once dropped
-	}
 	maxBytes := 1 << 20
 	if mp := s.nc.MaxPayload(); mp > 0 {
 		maxBytes = int(mp) / 4 // entity JSON is larger than its record
 	}
 	page, err := s.journal.Read(ctx, t.Name(), t.Epoch(), journal.ReadRange{
-		From: req.From, Max: req.Max, MaxBytes: maxBytes, Partitions: req.Partitions, Wait: req.Wait})
+		From: from, Max: req.Max, MaxBytes: maxBytes, Partitions: req.Partitions})
 	switch {
 	case err == nil:
+		return page, nil
 	case errors.Is(err, engine.ErrTableGone):
-		return 0, nil, feedErr(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", shown))
+		return nil, feedErr(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", shown))
 	case errors.Is(err, journal.ErrCorrupt):
-		return 0, nil, feedErr(engine.Errorf(engine.CodeTableFaulted, "the journal of table %s holds a record that cannot be read: %v", shown, err))
+		return nil, feedErr(engine.Errorf(engine.CodeTableFaulted, "the journal of table %s holds a record that cannot be read: %v", shown, err))
 	case s.feedCtx.Err() != nil:
-		return 0, nil, feedErr(engine.Errorf(engine.CodeServerBusy, "the node is shutting down; ask again"))
+		return nil, feedErr(s.refuse(refusedStopping, errStopping))
+	case errors.Is(err, journal.ErrReadsBusy):
+		return nil, feedErr(s.refuse(refusedJournal, engine.Errorf(engine.CodeServerBusy,
+			"the journal of table %s is being read by as many requests as this node allows at once, for longer than this request may wait; retry", shown)))
 	default:
-		return 0, nil, feedErr(err)
+		return nil, feedErr(err)
 	}
-	return t.Epoch(), page, nil
 }
 
 // ChangesOf turns a page of records into a page of changes: one per

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -101,13 +102,25 @@ type Service struct {
 	// ctx bounds the handlers: it outlives Run's context, so that requests
 	// taken before a shutdown are still answered while it drains.
 	ctx context.Context
-	// feedCtx bounds the change feed requests: it ends once the
-	// subscriptions are drained, which answers the long-polls at once.
-	feedCtx  context.Context
-	feeds    chan struct{} // a token per change feed request in flight
-	feedMu   sync.Mutex
-	feedsOff bool // set once Run waits for the feed requests to end
-	feedWG   sync.WaitGroup
+	// feedCtx bounds the requests that wait or work on goroutines of
+	// their own (wait.go): it ends once the subscriptions are drained,
+	// and the waiting requests are then answered at once.
+	feedCtx context.Context
+
+	working chan struct{} // a token per request at work (maxWorking)
+	waiting atomic.Int64  // requests waiting, until a wake worker takes them (maxWaiting)
+
+	mu          sync.Mutex
+	off         bool               // set once Run stops: no more waits or work
+	expiry      expiryHeap         // the requests waiting, by deadline
+	expiryMoved chan struct{}      // the earliest deadline moved
+	woken       []*wakeGroup       // woken requests, for the wake workers
+	grouped     map[any]*wakeGroup // the groups of woken, by key
+	workers     int                // wake workers running
+	wg          sync.WaitGroup     // requests at work and wake workers
+
+	refused       [refusals]atomic.Uint64
+	refusalLogged atomic.Int64 // when a refusal was last logged (Unix ns)
 }
 
 // New returns a service on nc, the connection that answers requests (it
@@ -119,7 +132,8 @@ func New(nc *nats.Conn, c Committer, views *projections.Views, j Journal, log *s
 		cfg.Replies = &wire.ReplyGuard{Log: log}
 	}
 	return &Service{nc: nc, c: c, views: views, journal: j, log: log, cfg: cfg, ready: make(chan struct{}),
-		held: query.NewHolds(cfg.HoldSnapshot, cfg.HeldSnapshots), feeds: make(chan struct{}, maxFeedsInFlight)}
+		held:    query.NewHolds(cfg.HoldSnapshot, cfg.HeldSnapshots),
+		working: make(chan struct{}, maxWorking), expiryMoved: make(chan struct{}, 1), grouped: map[any]*wakeGroup{}}
 }
 
 // CommandSubject returns the subject of a table's entity commands; table
@@ -177,12 +191,19 @@ func (s *Service) Run(ctx context.Context) error {
 	s.ctx = context.WithoutCancel(ctx)
 	var stopFeeds context.CancelFunc
 	s.feedCtx, stopFeeds = context.WithCancel(s.ctx)
+	expiring := make(chan struct{})
+	go func() {
+		defer close(expiring)
+		s.expire(s.feedCtx)
+	}()
 	defer func() {
+		// After the drain: the work under way ends, the waiting requests
+		// are answered with what the view has, and Run returns once no
+		// goroutine of a request is left.
 		stopFeeds()
-		s.feedMu.Lock()
-		s.feedsOff = true
-		s.feedMu.Unlock()
-		s.feedWG.Wait()
+		<-expiring
+		s.stopWaiting()
+		s.wg.Wait()
 	}()
 	var subs []*nats.Subscription
 	subscribe := func(subject string, h nats.MsgHandler) error {
@@ -320,17 +341,35 @@ func (s *Service) handleEntity(m *nats.Msg) {
 			respond(m, enc, s.retrieve(s.ctx, table, req))
 			return
 		}
-		// A read of the past may replay, one of a position may wait:
-		// keep the subscription free.
-		if err := s.startWaiting(); err != nil {
-			respond(m, enc, errReply(err))
+		// A read of a position the view has not reached waits on the
+		// view, without a goroutine, and one it has reached is a read
+		// of the view; a read of the past may replay, on a goroutine of
+		// its own, which keeps the subscription free.
+		answer := func(ctx context.Context) { respond(m, enc, s.retrieve(ctx, table, req)) }
+		fail := func(err error) { respond(m, enc, errReply(err)) }
+		lookup := req.AsOf == 0 // for a view to wait on
+		if t, ok := s.views.Table(table); ok && lookup {
+			if t.Err() != nil || !s.waitPosition(t, req.Position, answer, fail) {
+				answer(s.feedCtx) // the view's answer, or why it stopped
+			}
+			return
+		}
+		if err := s.startWork(); err != nil {
+			fail(err)
 			return
 		}
 		go func() {
-			defer s.doneWaiting()
-			// Ends when the subscriptions are drained, as the change
-			// feed's long-polls do.
-			respond(m, enc, s.retrieve(s.feedCtx, table, req))
+			defer s.doneWork()
+			// Ends when the subscriptions are drained, as the waits do.
+			if lookup {
+				ctx, cancel := context.WithTimeout(s.feedCtx, s.cfg.TableTimeout)
+				t, err := s.views.Read(ctx, table)
+				cancel()
+				if err == nil && s.waitPosition(t, req.Position, answer, fail) {
+					return // a projection, or a table this node found only now
+				}
+			}
+			answer(s.feedCtx)
 		}()
 		return
 	case "CreateTable", "DeleteTable", "ListTables":

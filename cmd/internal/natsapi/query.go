@@ -21,24 +21,64 @@ import (
 const CodeInvalidContinuation engine.Code = "InvalidContinuationToken"
 
 // handleQuery answers a Query on a goroutine of its own, as a Retrieve of
-// a position: a page may walk for up to PageBudget, wait for a position
-// or replay the journal, and must not hold up the subscription.
+// the past: a page may walk for up to PageBudget or replay the journal,
+// and must not hold up the subscription. A Query of a position the view
+// has not reached first waits on the view, as a Retrieve's does (wait.go).
 func (s *Service) handleQuery(m *nats.Msg, enc wire.Encoding, table string) {
 	req, err := wire.DecodeQueryRequest(m.Data, enc)
 	if err != nil {
 		respondPage(m, enc, pageErr(err))
 		return
 	}
-	if err := s.startWaiting(); err != nil {
-		respondPage(m, enc, pageErr(err))
+	answer := func(ctx context.Context) { respondPage(m, enc, s.query(ctx, table, req)) }
+	fail := func(err error) { respondPage(m, enc, pageErr(err)) }
+	// Only a valid query of the present waits (query refuses a position
+	// with a continuation of the past, and a bad filter, at once); waits
+	// stays true while the view to wait on is still to be looked up.
+	waits := req.Position != 0 && req.AsOf == 0 && validQuery(req)
+	if t, ok := s.views.Table(table); ok && waits {
+		waits = false // looked up: no need to again
+		if t.Err() == nil && s.waitPosition(t, req.Position, answer, fail) {
+			return
+		}
+	}
+	if err := s.startWork(); err != nil {
+		fail(err)
 		return
 	}
 	go func() {
-		defer s.doneWaiting()
-		// Ends when the subscriptions are drained, as the change feed's
-		// long-polls do.
-		respondPage(m, enc, s.query(s.feedCtx, table, req))
+		defer s.doneWork()
+		// Ends when the subscriptions are drained, as the waits do.
+		if waits {
+			ctx, cancel := context.WithTimeout(s.feedCtx, s.cfg.TableTimeout)
+			t, err := s.views.Read(ctx, table)
+			cancel()
+			if err == nil && s.waitPosition(t, req.Position, answer, fail) {
+				return // a projection, or a table this node found only now
+			}
+		}
+		answer(s.feedCtx)
 	}()
+}
+
+// validQuery reports whether query would get past its checks of req
+// (continuation, $select, $filter) to the view, so that a request it
+// refuses is refused before any wait.
+func validQuery(req *wire.QueryRequest) bool {
+	if req.Continuation != "" {
+		if tok, err := parseToken(req.Continuation); err != nil || tok.asOf != 0 {
+			return false
+		}
+	}
+	if _, err := query.SelectNames(req.Select); err != nil {
+		return false
+	}
+	if req.Filter != "" {
+		if _, err := query.Parse(req.Filter); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // respondPage sends a page, or the error that refused it: in JSON when the

@@ -42,7 +42,8 @@ const (
 // a probe costs no NATS round trip: the connection's status (read from
 // the client, no I/O), the last answer of JetStream (probeJetStream, every
 // 2 s), whether the views have replayed the journal up to the head they
-// saw at start (Views.Ready) and whether every component serves.
+// saw at start (Views.Ready), whether they found a stream of the journal
+// missing (Views.Missing) and whether every component serves.
 type readiness struct {
 	nc      atomic.Pointer[nats.Conn]
 	views   atomic.Pointer[projections.Views]
@@ -87,6 +88,32 @@ func (r *readiness) notReady(now time.Time) []string {
 		default:
 			why = append(why, "views: replaying the journal")
 		}
+		why = append(why, missingJournal(v)...)
+	}
+	return why
+}
+
+// missingNamed bounds the tables /readyz names whose stream is missing,
+// so that the answer stays small whatever was deleted.
+const missingNamed = 10
+
+// missingJournal lists the parts of the journal the views found missing
+// (Views.Missing: the views' state, no request). Both are deleted
+// streams that nothing brings back, and the node cannot serve what
+// they held: the catalog's tables can be neither created nor dropped,
+// a table is faulted (its reads and writes answer TableFaulted).
+func missingJournal(v *projections.Views) []string {
+	var why []string
+	catalog, tables := v.Missing()
+	if catalog {
+		why = append(why, "journal: catalog stream missing")
+	}
+	for i, name := range tables {
+		if i == missingNamed {
+			why = append(why, fmt.Sprintf("journal: streams of %d more tables missing", len(tables)-missingNamed))
+			break
+		}
+		why = append(why, "journal: stream of table "+name+" missing")
 	}
 	return why
 }

@@ -46,6 +46,7 @@ type Node struct {
 	j       *journal.Journal
 	views   *projections.Views
 	comm    *commit.Committer
+	api     *natsapi.Service
 	fns     *functions.Runner
 	relay   *outbox.Relay
 	decls   *projections.Declarations
@@ -247,8 +248,9 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	if err := g.Start(ctx, "committer", n.comm); err != nil {
 		return err
 	}
-	if err := g.Start(ctx, "nats api", natsapi.New(n.serve, n.comm, n.views, n.j, log, natsapi.Config{Prefix: cfg.Prefix, Outbox: cfg.outbox, Replies: n.replies, PositionWait: cfg.API.PositionWait,
-		PageBudget: cfg.API.PageBudget, HoldSnapshot: cfg.API.HoldSnapshot, HeldSnapshots: cfg.API.HeldSnapshots})); err != nil {
+	n.api = natsapi.New(n.serve, n.comm, n.views, n.j, log, natsapi.Config{Prefix: cfg.Prefix, Outbox: cfg.outbox, Replies: n.replies, PositionWait: cfg.API.PositionWait,
+		PageBudget: cfg.API.PageBudget, HoldSnapshot: cfg.API.HoldSnapshot, HeldSnapshots: cfg.API.HeldSnapshots})
+	if err := g.Start(ctx, "nats api", n.api); err != nil {
 		return err
 	}
 	sb, err := newSandbox(ctx, cfg.DataDir, uint64(cfg.Functions.MemoryMB)<<20, log)
@@ -311,6 +313,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	api.Metrics = func(w io.Writer) {
 		n.replies.WriteMetrics(w)
 		n.conns.WriteMetrics(w)
+		n.api.WriteMetrics(w)
 		n.fns.WriteMetrics(w)
 		n.relay.WriteMetrics(w)
 		n.views.WriteProjectionMetrics(w)
