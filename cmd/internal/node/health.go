@@ -45,7 +45,9 @@ const (
 // saw at start (Views.Ready), whether they found a stream of the journal
 // missing (Views.Missing) and whether every component serves.
 type readiness struct {
-	nc      atomic.Pointer[nats.Conn]
+	nc atomic.Pointer[nats.Conn]
+	// serve is the connection that answers requests, when it is not nc.
+	serve   atomic.Pointer[nats.Conn]
 	views   atomic.Pointer[projections.Views]
 	js      atomic.Pointer[jsAnswer]
 	started atomic.Bool // every component serves
@@ -71,6 +73,11 @@ func (r *readiness) notReady(now time.Time) []string {
 		why = append(why, "nats: not connected yet")
 	} else if st := nc.Status(); st != nats.CONNECTED {
 		why = append(why, "nats: "+st.String())
+	}
+	if sc := r.serve.Load(); sc != nil {
+		if st := sc.Status(); st != nats.CONNECTED {
+			why = append(why, "nats (serving requests): "+st.String())
+		}
 	}
 	switch a := r.js.Load(); {
 	case a == nil:
@@ -150,10 +157,14 @@ func (r *readiness) probeJetStream(ctx context.Context, nc *nats.Conn) {
 	}
 }
 
-// startProbe runs probeJetStream on nc until the returned stop is called;
-// stop returns once it has stopped.
-func (r *readiness) startProbe(ctx context.Context, nc *nats.Conn) (stop func()) {
+// startProbe runs probeJetStream on nc until the returned stop is called,
+// and follows serve's status (the connection that answers requests, when
+// it is another); stop returns once it has stopped.
+func (r *readiness) startProbe(ctx context.Context, nc, serve *nats.Conn) (stop func()) {
 	r.nc.Store(nc)
+	if serve != nc {
+		r.serve.Store(serve)
+	}
 	pctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

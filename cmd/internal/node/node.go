@@ -156,7 +156,7 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 		return err
 	}
 	defer n.close()
-	defer n.health.startProbe(ctx, n.nc)()
+	defer n.health.startProbe(ctx, n.nc, n.serve)()
 	n.warnExposed()
 	// A cluster may still be electing its meta leader, or be short of
 	// servers for the streams' replicas: wait for both to pass.
