@@ -160,8 +160,8 @@ func (l *connLimit) admit(c net.Conn) bool {
 	l.byAddr[t.client]++
 	l.mu.Unlock()
 	if victim != nil {
+		l.evict(victim, kind) // counted first: whoever sees it closed sees it counted
 		victim.conn.Close()
-		l.evict(victim, kind)
 	}
 	return true
 }
@@ -254,8 +254,10 @@ func (l *connLimit) evict(t *tracked, kind evictState) {
 // and logs (at most every connLogEvery) the refusal.
 func (l *connLimit) refuse(c net.Conn) {
 	remote := c.RemoteAddr().String()
-	c.Close()
+	// Counted before the close, so that whoever sees the connection
+	// closed sees it counted.
 	n := l.refused.Add(1)
+	c.Close()
 	l.logRefused.Do(func() {
 		l.log.Warn("http connection refused: every connection is in a request (-http-max-conns)",
 			"max", l.max, "remote", remote, "refused", n)

@@ -94,24 +94,29 @@ func devJetStream(t *testing.T, th *testHost) (*nats.Conn, jetstream.JetStream) 
 	return dev, devJS
 }
 
-// TestQueueSprayOfSubjects: messages a development client publishes to
-// subjects of more than one token under cairn.queue. are stored nowhere:
-// the queue stream captures queue names only. (Whether the server lets the
-// client publish them at all is its permissions' business; either way
-// nothing is stored.)
+// TestQueueSprayOfSubjects: messages published to subjects of more than
+// one token under cairn.queue. are stored nowhere. A development client
+// may not publish them at all (its permissions name one token, a queue's
+// name); the node user may, and the queue stream, which captures queue
+// names only, stores none of them.
 func TestQueueSprayOfSubjects(t *testing.T) {
 	th := startNode(t, node.Config{Functions: node.FunctionsConfig{NoBuiltins: true}})
-	dev, devJS := devJetStream(t, th)
+	dev, err := nats.Connect(th.h.ClientURL(), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	refused(t, dev, "cairn.queue.spray.1", func() error { return dev.Publish("cairn.queue.spray.1", sprayBody[:1024]) })
 	for i := range 1000 {
-		if err := dev.Publish(fmt.Sprintf("cairn.queue.spray.%d", i), sprayBody[:1024]); err != nil {
+		if err := th.nc.Publish(fmt.Sprintf("cairn.queue.spray.%d", i), sprayBody[:1024]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The flush returns once the server has read every publish before it.
-	if err := dev.Flush(); err != nil {
+	if err := th.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := devJS.Publish(ctxT(t), "cairn.queue.spray.acknowledged", []byte("x")); err == nil {
+	if _, err := mustJS(t, th.nc).Publish(ctxT(t), "cairn.queue.spray.acknowledged", []byte("x")); err == nil {
 		t.Fatal("a JetStream publish to cairn.queue.spray.acknowledged was stored")
 	}
 	if st := streamState(t, th); st.Msgs != 0 || st.Bytes != 0 {
