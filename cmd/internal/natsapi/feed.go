@@ -13,6 +13,16 @@ import (
 	"github.com/cairn-dev/cairn/projections"
 )
 
+// The records' bytes a page reads: a quarter of the largest message the
+// server takes (pageJSONGrowth: an entity's JSON, with its annotations and
+// escapes, can be several times its record's msgpack; encodePage halves a
+// page that still does not fit), or pageBytes when the server states no
+// largest message.
+const (
+	pageJSONGrowth = 4
+	pageBytes      = 1 << 20
+)
+
 // Journal is what the change feed needs of the journal: a page of a
 // table's records. Package journal implements it.
 type Journal interface {
@@ -63,7 +73,7 @@ func (s *Service) handleChanges(m *nats.Msg) {
 			t, ok, err = s.views.Lookup(ctx, full)
 			switch {
 			case err != nil:
-				s.respondPage(m, enc, 0, nil, feedErr(err))
+				s.respondFeedPage(m, enc, 0, nil, feedErr(err))
 				return
 			case !ok:
 				respondChanges(m, enc, feedErr(engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", engine.ShownTable(full))))
@@ -78,7 +88,7 @@ func (s *Service) handleChanges(m *nats.Msg) {
 			}
 		}
 		page, rep := s.readPage(ctx, t, req, max(req.From, 1))
-		s.respondPage(m, enc, t.Epoch(), page, rep)
+		s.respondFeedPage(m, enc, t.Epoch(), page, rep)
 	}()
 }
 
@@ -165,11 +175,11 @@ func (f *feedWait) expire(bool) {
 	if len(f.req.Partitions) == 0 && snap.Seq >= from {
 		next = from
 	}
-	f.s.respondPage(f.m, f.enc, t.Epoch(), &journal.Page{Next: next, Head: snap.Seq}, nil)
+	f.s.respondFeedPage(f.m, f.enc, t.Epoch(), &journal.Page{Next: next, Head: snap.Seq}, nil)
 }
 
-// respondPage answers a page read, or the reply that refuses it.
-func (s *Service) respondPage(m *nats.Msg, enc wire.Encoding, epoch uint64, page *journal.Page, rep *wire.ChangesReply) {
+// respondFeedPage answers a feed page read, or the reply that refuses it.
+func (s *Service) respondFeedPage(m *nats.Msg, enc wire.Encoding, epoch uint64, page *journal.Page, rep *wire.ChangesReply) {
 	if rep != nil {
 		s.logFailure(m, rep)
 		respondChanges(m, enc, rep)
@@ -259,9 +269,9 @@ func (s *Service) readPage(ctx context.Context, t *projections.Table, req *wire.
 		return nil, rep // stopped while the request waited
 	}
 	shown := engine.ShownTable(t.Name())
-	maxBytes := 1 << 20
+	maxBytes := pageBytes
 	if mp := s.nc.MaxPayload(); mp > 0 {
-		maxBytes = int(mp) / 4 // entity JSON is larger than its record
+		maxBytes = int(mp) / pageJSONGrowth
 	}
 	page, err := s.journal.Read(ctx, t.Name(), t.Epoch(), journal.ReadRange{
 		From: from, Max: req.Max, MaxBytes: maxBytes, Partitions: req.Partitions})
