@@ -100,27 +100,25 @@ func (r *readiness) notReady(now time.Time) []string {
 	return why
 }
 
-// missingNamed bounds the tables /readyz names whose stream is missing,
-// so that the answer stays small whatever was deleted.
-const missingNamed = 10
-
 // missingJournal lists the parts of the journal the views found missing
 // (Views.Missing: the views' state, no request). Both are deleted
 // streams that nothing brings back, and the node cannot serve what
 // they held: the catalog's tables can be neither created nor dropped,
-// a table is faulted (its reads and writes answer TableFaulted).
+// a table is faulted (its reads and writes answer TableFaulted). The
+// tables are counted, not named: /readyz answers without credentials,
+// and table names are the accounts' business (the log, the operators'
+// $load and cairn_table_faulted name them).
 func missingJournal(v *projections.Views) []string {
 	var why []string
 	catalog, tables := v.Missing()
 	if catalog {
 		why = append(why, "journal: catalog stream missing")
 	}
-	for i, name := range tables {
-		if i == missingNamed {
-			why = append(why, fmt.Sprintf("journal: streams of %d more tables missing", len(tables)-missingNamed))
-			break
-		}
-		why = append(why, "journal: stream of table "+name+" missing")
+	switch n := len(tables); {
+	case n == 1:
+		why = append(why, "journal: the stream of 1 table missing")
+	case n > 1:
+		why = append(why, fmt.Sprintf("journal: the streams of %d tables missing", n))
 	}
 	return why
 }

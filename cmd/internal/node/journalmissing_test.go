@@ -47,7 +47,7 @@ func TestReadyzJournalMissing(t *testing.T) {
 	if err := js.DeleteStream(ctx, journal.StreamName("cairn", "Gone", gone.Epoch)); err != nil {
 		t.Fatal(err)
 	}
-	p := waitProbe(t, ready, func(p probe) bool { return slices.Contains(reasons(p), "journal: stream of table Gone missing") })
+	p := waitProbe(t, ready, func(p probe) bool { return slices.Contains(reasons(p), "journal: the stream of 1 table missing") })
 	if why := reasons(p); len(why) != 1 {
 		t.Fatalf("readyz reasons %q, want only the stream", why)
 	}
