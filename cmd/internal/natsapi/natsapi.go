@@ -354,23 +354,7 @@ func (s *Service) handleEntity(m *nats.Msg) {
 			}
 			return
 		}
-		if err := s.startWork(); err != nil {
-			fail(err)
-			return
-		}
-		go func() {
-			defer s.doneWork()
-			// Ends when the subscriptions are drained, as the waits do.
-			if lookup {
-				ctx, cancel := context.WithTimeout(s.feedCtx, s.cfg.TableTimeout)
-				t, err := s.views.Read(ctx, table)
-				cancel()
-				if err == nil && s.waitPosition(t, req.Position, answer, fail) {
-					return // a projection, or a table this node found only now
-				}
-			}
-			answer(s.feedCtx)
-		}()
+		s.work(table, lookup, req.Position, answer, fail)
 		return
 	case "CreateTable", "DeleteTable", "ListTables":
 		respond(m, enc, errReply(engine.Errorf(engine.CodeInvalidInput,

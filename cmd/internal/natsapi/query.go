@@ -42,19 +42,28 @@ func (s *Service) handleQuery(m *nats.Msg, enc wire.Encoding, table string) {
 			return
 		}
 	}
+	s.work(table, waits, req.Position, answer, fail)
+}
+
+// work answers a request that does work (a page, a read of the past) on a
+// goroutine of its own, once it has a place among the requests that do
+// (startWork; fail tells why not). With lookup, the table's view is
+// looked up first (a projection, or a table this node finds only now)
+// and the request waits on it for position as the waiting requests do.
+// It ends when the subscriptions are drained, as the waits do.
+func (s *Service) work(table string, lookup bool, position uint64, answer func(context.Context), fail func(error)) {
 	if err := s.startWork(); err != nil {
 		fail(err)
 		return
 	}
 	go func() {
 		defer s.doneWork()
-		// Ends when the subscriptions are drained, as the waits do.
-		if waits {
+		if lookup {
 			ctx, cancel := context.WithTimeout(s.feedCtx, s.cfg.TableTimeout)
 			t, err := s.views.Read(ctx, table)
 			cancel()
-			if err == nil && s.waitPosition(t, req.Position, answer, fail) {
-				return // a projection, or a table this node found only now
+			if err == nil && s.waitPosition(t, position, answer, fail) {
+				return
 			}
 		}
 		answer(s.feedCtx)

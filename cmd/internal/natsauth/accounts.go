@@ -73,18 +73,23 @@ func (c Creds) ServeOptions() []nats.Option {
 	return []nats.Option{nats.UserInfo(c.User, c.Password)}
 }
 
-// ServedSubjects are the subjects a node answers requests on: entity and
-// table commands, change feeds, direct function calls and the hosts'
-// status (asked by the deploy command).
-func ServedSubjects(prefix string) []string {
+// clientSubjects are the subjects of the requests a client may send a
+// node: entity and table commands, change feeds, direct function calls.
+func clientSubjects(prefix string) []string {
 	return []string{
 		prefix + ".cmd.>",
 		prefix + ".tables",
 		prefix + ".tables.>",
 		prefix + ".changes.>",
 		functions.DirectSubject(prefix, "*"),
-		functions.HostStatusSubject(prefix),
 	}
+}
+
+// ServedSubjects are the subjects a node answers requests on: the
+// clients' (clientSubjects) and the hosts' status, which the deploy
+// command asks.
+func ServedSubjects(prefix string) []string {
+	return append(clientSubjects(prefix), functions.HostStatusSubject(prefix))
 }
 
 // ReplySubjects are the subjects the serving user may publish to: replies
@@ -109,17 +114,10 @@ func ServePermissions(prefix string) *server.Permissions {
 
 // exports are the node account's service exports: what clients of other
 // accounts may import, each a superset of what any user's permissions
-// allow. Queue messages go to the queue stream, whose acknowledgement
-// comes back the same way as an answer.
+// allow: the clients' requests, and messages to queues, whose stream's
+// acknowledgement comes back the same way as an answer.
 func exports(prefix string) []string {
-	return []string{
-		prefix + ".cmd.>",
-		prefix + ".tables",
-		prefix + ".tables.>",
-		prefix + ".changes.>",
-		functions.DirectSubject(prefix, "*"),
-		functions.QueueSubject(prefix, "*"),
-	}
+	return append(clientSubjects(prefix), functions.QueueSubject(prefix, "*"))
 }
 
 // Server is what the embedded server is configured with: its accounts, its
