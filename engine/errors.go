@@ -66,9 +66,13 @@ const (
 	// records than the node allows one as-of read.
 	CodeAsOfTooFar Code = "AsOfTooFar"
 
-	// CodeAsOfHistoryGone is Cairn's own: the journal no longer holds the
-	// records an as-of read needs (they were purged).
-	CodeAsOfHistoryGone Code = "AsOfHistoryGone"
+	// CodeHistoryTruncated is Cairn's own: what a request asks of a
+	// table's history is before its horizon, where the journal's records
+	// were removed (a table's retention, or a purge): a change feed read
+	// from there, a read as of a position before it, an outbox message
+	// there to skip. It was AsOfHistoryGone for as-of reads before the
+	// journal had a retention.
+	CodeHistoryTruncated Code = "HistoryTruncated"
 )
 
 // NoIndex is Error.Index when the error is not about one operation of a batch.

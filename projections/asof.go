@@ -23,7 +23,7 @@ import (
 //   - At most Config.AsOfMaxRecords records are replayed for one as-of
 //     read (a position beyond it is AsOfTooFar).
 //   - A journal whose first records were purged cannot rebuild the past
-//     (AsOfHistoryGone).
+//     (HistoryTruncated).
 //   - At most Config.AsOfReplays replays run at once on a node; a read
 //     that would start another is refused at once with ServerBusy (503 over
 //     HTTP, which the Azure SDKs retry with back-off). A read of a position
@@ -69,7 +69,7 @@ var errAsOfReached = errors.New("as-of position reached")
 // exactly what the records 1 to seq made of the table. Its errors are
 // coded (*engine.Error): InvalidAsOfPosition for 0 or a position beyond
 // the view's, AsOfTooFar for more records than Config.AsOfMaxRecords,
-// AsOfHistoryGone when the journal lost the records, ServerBusy when
+// HistoryTruncated when the journal lost the records, ServerBusy when
 // Config.AsOfReplays replays run already or when ctx ends before the
 // replay does (it goes on: retry), TableNotFound when the table's stream
 // is gone.
@@ -250,7 +250,7 @@ func (v *Views) replayAsOf(ctx context.Context, t *Table, seq uint64, def *Defin
 		return nil, err
 	}
 	if first != 1 {
-		return nil, engine.Errorf(engine.CodeAsOfHistoryGone,
+		return nil, engine.Errorf(engine.CodeHistoryTruncated,
 			"the journal of table %s no longer holds its first records (it starts at %d): its view as of position %d cannot be rebuilt", shown, first, seq)
 	}
 	nt := NewTable(t.Name(), t.Epoch(), v.cfg.DedupWindow)
@@ -282,7 +282,7 @@ func (v *Views) replayAsOf(ctx context.Context, t *Table, seq uint64, def *Defin
 	switch {
 	case errors.Is(err, errAsOfReached):
 	case errors.As(err, &fe):
-		return nil, engine.Errorf(engine.CodeAsOfHistoryGone,
+		return nil, engine.Errorf(engine.CodeHistoryTruncated,
 			"the journal of table %s lacks records its view as of position %d needs: %v", shown, seq, fe)
 	case errors.Is(err, engine.ErrTableGone):
 		return nil, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", shown)

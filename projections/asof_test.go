@@ -126,8 +126,8 @@ func TestAsOf(t *testing.T) {
 	}
 	for _, name := range []string{"Purged", "Holed"} {
 		tb, _ := v.Table(name)
-		if _, err := v.AsOf(r.ctx, tb, 3); engine.ErrorCode(err) != engine.CodeAsOfHistoryGone {
-			t.Errorf("%s as of 3: %v, want AsOfHistoryGone", name, err)
+		if _, err := v.AsOf(r.ctx, tb, 3); engine.ErrorCode(err) != engine.CodeHistoryTruncated {
+			t.Errorf("%s as of 3: %v, want HistoryTruncated", name, err)
 		}
 		if _, err := v.AsOf(r.ctx, tb, 1); name == "Holed" && err != nil {
 			t.Errorf("%s as of 1, before the hole: %v", name, err)

@@ -205,7 +205,7 @@ func TestAsOf(t *testing.T) {
 		{"an as-of continuation of another position", "/AsOf()?" + cont(first).Encode(), asOf(2), 400, "InvalidContinuationToken"},
 		{"a continuation of the present", "/AsOf()?" + cont(present).Encode(), asOf(4), 400, "InvalidContinuationToken"},
 		{"an as-of continuation with X-Cairn-Position", "/AsOf()?" + cont(first).Encode(), map[string]string{httpapi.PositionHeader: "1"}, 400, "InvalidHeaderValue"},
-		{"purged history", "/" + purged + "()", asOf(1), 410, "AsOfHistoryGone"},
+		{"purged history", "/" + purged + "()", asOf(1), 410, "HistoryTruncated"},
 		{"a table with no record", "/Empty()", asOf(1), 400, "InvalidAsOfPosition"},
 	} {
 		if c.path == "/Empty()" {

@@ -42,7 +42,7 @@
 // same x-ms-client-request-id; a read whose X-Cairn-Position the view does
 // not reach within 10 s is 503 PositionNotReached; an X-Cairn-As-Of outside
 // the journal, beyond the node's replay limit or whose history was purged
-// is 400 InvalidAsOfPosition, 400 AsOfTooFar or 410 AsOfHistoryGone, and
+// is 400 InvalidAsOfPosition, 400 AsOfTooFar or 410 HistoryTruncated, and
 // one that finds two replays running is 503 ServerBusy. A query page stops at
 // 1,000 entities or after 5 s with a continuation token. A body that stops
 // arriving (10 s without bytes, or slower than 16 KiB/s overall) is

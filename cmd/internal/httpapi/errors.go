@@ -40,7 +40,7 @@ func status(code engine.Code) int {
 		return http.StatusNotFound
 	case engine.CodeUpdateConditionNotSatisfied:
 		return http.StatusPreconditionFailed
-	case engine.CodeAsOfHistoryGone:
+	case engine.CodeHistoryTruncated:
 		return http.StatusGone
 	case engine.CodeRequestBodyTooLarge, engine.CodeEntityTooLarge:
 		return http.StatusRequestEntityTooLarge
