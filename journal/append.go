@@ -111,9 +111,9 @@ func (j *Journal) LastStreamSeq(ctx context.Context, table string, epoch uint64)
 }
 
 // StreamBounds returns the first and last sequence of a table's whole
-// stream. Cairn never removes a record, so first is 1 (or 0 while the
-// stream is empty); a larger first means records were purged or deleted
-// behind Cairn's back.
+// stream: first is 1 (or 0 while the stream is empty) until Cairn prunes
+// the table's history (History.Horizon); a first beyond the horizon means
+// records were removed behind Cairn's back (RemovedRecords).
 func (j *Journal) StreamBounds(ctx context.Context, table string, epoch uint64) (first, last uint64, err error) {
 	s, err := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch))
 	if err != nil {
@@ -127,19 +127,19 @@ func (j *Journal) StreamBounds(ctx context.Context, table string, epoch uint64) 
 }
 
 // RemovedRecords reports whether records were removed from a table
-// incarnation's stream since they were appended (Cairn never removes one:
-// a purge or a deleted message behind its back), with the stream's first
-// and last sequence.
-func (j *Journal) RemovedRecords(ctx context.Context, table string, epoch uint64) (removed bool, first, last uint64, err error) {
-	s, err := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch))
+// incarnation's stream behind Cairn's back since they were appended: a
+// purge beyond the horizon Cairn recorded when it pruned (History), or a
+// message deleted inside the stream. It returns the stream's history
+// (first and last sequence, the horizon) too.
+func (j *Journal) RemovedRecords(ctx context.Context, table string, epoch uint64) (removed bool, h History, err error) {
+	s, err := j.tableStream(ctx, table, epoch)
 	if err != nil {
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			err = engine.ErrTableGone
-		}
-		return false, 0, 0, fmt.Errorf("journal: stream of %s: %w", table, err)
+		return false, History{}, fmt.Errorf("journal: stream of %s: %w", table, err)
 	}
-	st := s.CachedInfo().State
-	return st.LastSeq > 0 && (st.FirstSeq > 1 || st.NumDeleted > 0), st.FirstSeq, st.LastSeq, nil
+	info := s.CachedInfo()
+	h = HistoryOf(info)
+	st := info.State
+	return st.LastSeq > 0 && (st.FirstSeq > h.Horizon || st.NumDeleted > 0), h, nil
 }
 
 // NextRecord returns the sequence and nonce of the partition's first

@@ -112,7 +112,8 @@ type Page struct {
 // the server once it returns: it reads through a short-lived ephemeral
 // consumer (in memory, without acknowledgements) that it deletes
 // afterwards. A table incarnation that does not exist wraps
-// engine.ErrTableGone.
+// engine.ErrTableGone; r.From before the stream's first record (the
+// table's retention pruned it) is engine.CodeHistoryTruncated.
 //
 // It never waits for records: a wait would hold the consumer (the change
 // feed's long-polls wait on the node's view instead, Table.Await). At
@@ -139,6 +140,11 @@ func (j *Journal) Read(ctx context.Context, table string, epoch uint64, r ReadRa
 		return nil, fmt.Errorf("journal: read %s: %w", table, err)
 	}
 	head := s.CachedInfo().State.LastSeq
+	if first := s.CachedInfo().State.FirstSeq; r.From < first && head > 0 {
+		return nil, fmt.Errorf("journal: read %s: %w", table, engine.Errorf(engine.CodeHistoryTruncated,
+			"the journal of table %s starts at position %d (its retention pruned what was before): position %d is no longer there; read the table for its state, then its changes from %d",
+			engine.ShownTable(table), first, r.From, first))
+	}
 	page := &Page{Next: max(r.From, head+1), Head: head}
 	if r.From > head {
 		page.Next = r.From
