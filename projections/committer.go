@@ -20,7 +20,7 @@ func (v commitViews) Table(name string) (commit.Table, bool) {
 	if !ok {
 		return nil, false
 	}
-	return commitTable{t}, true
+	return commitTable{t, v.Views}, true
 }
 
 func (v commitViews) Lookup(ctx context.Context, name string) (commit.Table, bool, error) {
@@ -31,7 +31,7 @@ func (v commitViews) Lookup(ctx context.Context, name string) (commit.Table, boo
 		}
 		return nil, false, err
 	}
-	return commitTable{t}, true, nil
+	return commitTable{t, v.Views}, true, nil
 }
 
 // Reserved answers ProjectionReadOnly for a declared projection's name.
@@ -43,10 +43,17 @@ func (v commitViews) Reserved(name string) error {
 }
 
 // commitTable adapts a table's view to commit.Table.
-type commitTable struct{ *Table }
+type commitTable struct {
+	*Table
+	views *Views
+}
 
 func (t commitTable) Partition(pk string) commit.Partition {
-	return commitPartition{s: t.Snapshot(), pk: pk}
+	return commitPartition{s: t.Snapshot(), pk: pk, horizon: t.Horizon()}
+}
+
+func (t commitTable) SyncHistory(ctx context.Context) error {
+	return t.views.SyncHistory(ctx, t.Table)
 }
 
 func (t commitTable) VisibleSeq() uint64 { return t.Snapshot().Seq }
@@ -60,11 +67,24 @@ func (t commitTable) WaitSeq(ctx context.Context, seq uint64) error {
 type commitPartition struct {
 	s  *Snapshot
 	pk string
+	// horizon is where the table's journal starts, as the view knew
+	// when the partition was taken.
+	horizon uint64
 }
 
 func (p commitPartition) Entity(rk string) (*engine.Entity, bool) { return p.s.Get(p.pk, rk) }
 
-func (p commitPartition) LastSeq() uint64 { return p.s.Partition(p.pk).LastSeq }
+// LastSeq is what the journal's check of an append expects: the
+// partition's last record, or 0 when pruning removed every record it had
+// (its last is below the horizon, and the snapshot, at the horizon or
+// past it, would show any later one): JetStream then knows none.
+func (p commitPartition) LastSeq() uint64 {
+	last := p.s.Partition(p.pk).LastSeq
+	if last != 0 && last < p.horizon && p.s.Seq+1 >= p.horizon {
+		return 0
+	}
+	return last
+}
 
 func (p commitPartition) Command(id string) (commit.Committed, bool) {
 	c, ok := p.s.Command(p.pk, id)

@@ -144,5 +144,13 @@ func (c *Committer) catchUp(tbl Table, pk string) {
 		c.log.Warn("cannot read the partition's last sequence", "table", tbl.Name(), "err", err)
 		return
 	}
+	if last == 0 && tbl.Partition(pk).LastSeq() != 0 {
+		// The journal holds none of the partition's records, the view
+		// knows some: they were pruned, and the view learns it.
+		if err := tbl.SyncHistory(ctx); err != nil {
+			c.log.Warn("cannot read the table's history", "table", tbl.Name(), "err", err)
+		}
+		return
+	}
 	_ = tbl.WaitSeq(ctx, last) // if it fails, the next round conflicts again
 }

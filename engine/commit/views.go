@@ -54,6 +54,11 @@ type Table interface {
 	// drops it afterwards, whatever became of the append.
 	NoteAppending(rec *engine.Record)
 	ForgetAppending(rec *engine.Record)
+	// SyncHistory reads where the table's journal now starts (its
+	// horizon: records below it were pruned) so that a partition whose
+	// records all went is seen as empty by the journal's check (a
+	// Partition's LastSeq of 0).
+	SyncHistory(ctx context.Context) error
 }
 
 // Partition is one partition of a view at one journal position. It does
