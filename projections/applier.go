@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal"
 )
 
 // startLocked starts the applier of a live table's view: one goroutine,
@@ -29,6 +30,10 @@ func (v *Views) startLocked(ctx context.Context, e *entry) {
 		if ctx.Err() != nil {
 			// The views stop (not this table alone, dropped).
 			snaps.final()
+		}
+		if err != nil && tctx.Err() == nil && v.behindHorizon(tctx, t, err) {
+			v.restartView(ctx, e, t)
+			return
 		}
 		if err != nil && tctx.Err() == nil {
 			t.Publish() // what was applied before the fault, for the operator's eyes
@@ -90,7 +95,9 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 		var removed bool
 		err = v.retry(ctx, "check the stream's history", t.Name(), func() error {
 			var err error
-			removed, _, _, err = v.j.RemovedRecords(ctx, t.Name(), t.Epoch())
+			var h journal.History
+			removed, h, err = v.j.RemovedRecords(ctx, t.Name(), t.Epoch())
+			t.noteHistory(h)
 			if errors.Is(err, engine.ErrTableGone) {
 				return v.streamGone(ctx, t)
 			}
@@ -196,10 +203,13 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 }
 
 // watchHistory checks every HistoryCheck, while the applier follows the
-// table, that no record was removed from its journal; if one was, it stops
-// the follow with the fault as the cause. The view holds records the
-// journal no longer has: a new host could not rebuild it, and appends that
-// expect a partition's removed last record would be refused for ever.
+// table, that no record was removed from its journal behind Cairn's back
+// (below the horizon Cairn prunes to is Cairn's own removal); if one was,
+// it stops the follow with the fault as the cause. The view holds records
+// the journal no longer has: a new host could not rebuild it, and appends
+// that expect a partition's removed last record would be refused for
+// ever. Each check also tells the view its stream's history (its horizon
+// and retention, noteHistory).
 func (v *Views) watchHistory(ctx context.Context, t *Table, stop context.CancelCauseFunc) {
 	tick := time.NewTicker(v.cfg.HistoryCheck)
 	defer tick.Stop()
@@ -209,11 +219,15 @@ func (v *Views) watchHistory(ctx context.Context, t *Table, stop context.CancelC
 			return
 		case <-tick.C:
 		}
-		removed, first, last, err := v.j.RemovedRecords(ctx, t.Name(), t.Epoch())
-		if err != nil || !removed {
+		removed, h, err := v.j.RemovedRecords(ctx, t.Name(), t.Epoch())
+		if err != nil {
 			continue // a missing stream is the consumer's to find; errors pass
 		}
-		stop(&faultError{seq: 1, err: fmt.Errorf("records were removed from the journal behind Cairn's back (it now starts at %d and ends at %d): the view holds history the journal lost", first, last)})
+		t.noteHistory(h)
+		if !removed {
+			continue
+		}
+		stop(&faultError{seq: 1, err: fmt.Errorf("records were removed from the journal behind Cairn's back (it now starts at %d and ends at %d; Cairn pruned it below %d): the view holds history the journal lost", h.First, h.Last, h.Horizon)})
 		return
 	}
 }

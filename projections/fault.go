@@ -34,6 +34,9 @@ type faultError struct {
 	seq     uint64
 	err     error
 	missing bool
+	// gap: records the view was following are missing from the journal
+	// (behindHorizon tells a prune from a removal behind Cairn's back).
+	gap bool
 }
 
 func (e *faultError) Error() string { return fmt.Sprintf("record %d: %v", e.seq, e.err) }
@@ -91,7 +94,7 @@ func (t *Table) Fault() *Fault {
 // the record itself, the rules of the write model.
 func (t *Table) checkRecord(seq uint64, rec *engine.Record) error {
 	if seq != t.seq+1 {
-		return &faultError{seq: t.seq + 1, err: fmt.Errorf("records %d to %d are missing from the journal (purged or deleted)", t.seq+1, seq-1)}
+		return &faultError{seq: t.seq + 1, gap: true, err: fmt.Errorf("records %d to %d are missing from the journal (purged or deleted)", t.seq+1, seq-1)}
 	}
 	if t.appendedRecord(rec.Nonce) == rec {
 		return nil

@@ -59,6 +59,11 @@ type Load struct {
 	Writes     uint64          `json:"writes"`
 	Reads      uint64          `json:"reads"`
 	Hot        []PartitionLoad `json:"hot"`
+	// Horizon is the first journal position the table keeps (1: nothing
+	// pruned), as this node last saw it; Retention the table's own ("":
+	// the node's default).
+	Horizon   uint64 `json:"horizon"`
+	Retention string `json:"retention,omitempty"`
 	// Fault is why the table's view stopped for good, if it did: the
 	// record, its journal position and the time (see Fault).
 	Fault *Fault `json:"fault,omitempty"`
@@ -70,7 +75,8 @@ type Load struct {
 // partition of the snapshot: an operator's call, not a hot path.
 func (t *Table) Load(top int) Load {
 	snap := t.Snapshot()
-	l := Load{Table: t.name, Reads: t.reads.total.Load(), Fault: t.Fault()}
+	h := t.History()
+	l := Load{Table: t.name, Reads: t.reads.total.Load(), Fault: t.Fault(), Horizon: max(h.Horizon, 1), Retention: h.Retention}
 	var all []PartitionLoad
 	snap.parts.Scan(func(p *Partition) bool {
 		pl := PartitionLoad{Key: p.Key, Records: p.Records, Writes: p.Writes, Entities: p.Entities}

@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/btree"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal"
 )
 
 // DefaultDedupWindow is how long a client's command id is remembered, in
@@ -57,6 +58,10 @@ type Table struct {
 	touchAll bool
 
 	faulted atomic.Pointer[Fault] // set once, when the journal holds what the view cannot apply
+
+	// hist is what the view last learnt of its stream's history (its
+	// horizon, its retention; history.go), nil before the first look.
+	hist atomic.Pointer[journal.History]
 
 	// dmu guards the declared projections attached to the table and the
 	// writer state a projection's build copies (rows, seq) against the
