@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/cairn-dev/cairn/engine"
 )
 
 // AdminPath is where the node serves the relay's part of the operators'
@@ -73,8 +75,11 @@ func (r *Relay) admin(w http.ResponseWriter, req *http.Request) {
 		fail(http.StatusBadRequest, "InvalidInput", errors.New("skip needs seq (a record's journal sequence) and index (the message's place in it)"))
 		return
 	}
-	if err := Skip(ctx, r.kv, stream, seq, index); errors.Is(err, ErrNotBlocked) {
+	if err := Skip(ctx, r.js, r.kv, stream, seq, index); errors.Is(err, ErrNotBlocked) {
 		fail(http.StatusBadRequest, "InvalidInput", err)
+		return
+	} else if engine.ErrorCode(err) == engine.CodeHistoryTruncated {
+		fail(http.StatusGone, string(engine.CodeHistoryTruncated), err)
 		return
 	} else if err != nil {
 		fail(http.StatusInternalServerError, "InternalError", err)

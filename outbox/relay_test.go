@@ -347,12 +347,12 @@ func TestRelayBlockedPartition(t *testing.T) {
 	stream := journal.StreamName("cairn", "Orders", r.epoch["Orders"])
 	// A message that is not blocked (here the record after it, not written
 	// yet) is refused: a mistyped position must not drop a message later.
-	if err := outbox.Skip(r.ctx, kv, stream, b.Seq+1, 0); !errors.Is(err, outbox.ErrNotBlocked) {
+	if err := outbox.Skip(r.ctx, r.js, kv, stream, b.Seq+1, 0); !errors.Is(err, outbox.ErrNotBlocked) {
 		t.Fatalf("skip of a message that is not blocked: %v", err)
 	}
 	// The blocked message is refused too until the bucket shows it blocked.
 	deadline := time.Now().Add(10 * time.Second)
-	for err := outbox.Skip(r.ctx, kv, stream, b.Seq, b.Index); err != nil; err = outbox.Skip(r.ctx, kv, stream, b.Seq, b.Index) {
+	for err := outbox.Skip(r.ctx, r.js, kv, stream, b.Seq, b.Index); err != nil; err = outbox.Skip(r.ctx, r.js, kv, stream, b.Seq, b.Index) {
 		if !errors.Is(err, outbox.ErrNotBlocked) || time.Now().After(deadline) {
 			t.Fatal(err)
 		}

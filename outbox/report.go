@@ -56,9 +56,7 @@ func Reports(ctx context.Context, js jetstream.JetStream, prefix string) ([]Repo
 			continue
 		}
 		r := Report{Stream: name, Head: info.State.LastSeq}
-		if e, err := kv.Get(ctx, posKey(name)); err == nil {
-			r.Position, _ = strconv.ParseUint(string(e.Value()), 10, 64)
-		}
+		r.Position, _, _ = StoredPosition(ctx, kv, name) // unreadable: shown as 0
 		if e, err := kv.Get(ctx, blockedKey(name)); err == nil {
 			_ = json.Unmarshal(e.Value(), &r.Blocked)
 		}

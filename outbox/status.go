@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/engine"
 )
 
 // TableStatus is where the relay of one table stands on this node.
@@ -136,7 +138,19 @@ var ErrNotBlocked = errors.New("outbox: that message is not blocked")
 // blocked (Reports) may be skipped; any other position is refused with
 // ErrNotBlocked, since a request left in the bucket for a message not yet
 // written would drop it, unseen, the first time it failed.
-func Skip(ctx context.Context, kv jetstream.KeyValue, stream string, seq uint64, index int) error {
+//
+// A position before the table's horizon (its journal was pruned there) is
+// refused with engine.CodeHistoryTruncated: the relay delivered it long
+// ago, or it is gone.
+func Skip(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, stream string, seq uint64, index int) error {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return fmt.Errorf("outbox: %s: %w", stream, err)
+	}
+	if first := s.CachedInfo().State.FirstSeq; seq < first {
+		return engine.Errorf(engine.CodeHistoryTruncated,
+			"record %d of %s is before the journal's horizon %d (its retention pruned it): the relay delivered its messages before that", seq, stream, first)
+	}
 	var blocked []Blocked
 	e, err := kv.Get(ctx, blockedKey(stream))
 	switch {

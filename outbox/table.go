@@ -142,20 +142,28 @@ func (w *worker) run(ctx context.Context) error {
 
 // loadPos reads the table's stored position (0 when none).
 func (w *worker) loadPos(ctx context.Context) error {
-	e, err := w.r.kv.Get(ctx, posKey(w.stream))
+	pos, _, err := StoredPosition(ctx, w.r.kv, w.stream)
+	w.pos = pos
+	return err
+}
+
+// StoredPosition returns the position the relay stored for a table
+// incarnation's journal (its stream): every outbox message of a record up
+// to it is delivered. ok is false while none is stored (the relay has not
+// read the table yet).
+func StoredPosition(ctx context.Context, kv jetstream.KeyValue, stream string) (pos uint64, ok bool, err error) {
+	e, err := kv.Get(ctx, posKey(stream))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		w.pos = 0
-		return nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("outbox: position of %s: %w", w.table, err)
+		return 0, false, fmt.Errorf("outbox: position of %s: %w", stream, err)
 	}
 	n, err := strconv.ParseUint(string(e.Value()), 10, 64)
 	if err != nil {
-		return fmt.Errorf("outbox: position of %s: %q is not a sequence", w.table, e.Value())
+		return 0, false, fmt.Errorf("outbox: position of %s: %q is not a sequence", stream, e.Value())
 	}
-	w.pos = n
-	return nil
+	return n, true, nil
 }
 
 // add queues a record's messages on their partition.
