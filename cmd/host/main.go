@@ -77,6 +77,8 @@ func run(args []string) error {
 		return enqueue(args)
 	case "outbox":
 		return outboxCmd(args)
+	case "history":
+		return historyCmd(args)
 	case "projections":
 		return projectionsCmd(args)
 	case "nats-password":
@@ -118,6 +120,7 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.StringVar(&cfg.Prefix, "prefix", "cairn", "first token of every subject and stream name")
 	fs.Var(invertedBool{&cfg.NoSnapshots}, "snapshots", "write snapshots of the views to <data>/snapshots and start from the newest, replaying only the journal after it (default true)")
 	fs.Var(invertedBool{&cfg.NoSharedSnapshots}, "snapshots-shared", "with -snapshots, also put each snapshot in the JetStream object store <PREFIX>_SNAPSHOTS (-replicas), and start a table's view from the store's when it is newer than this node's, so that a new node replays only the journal after it (default true)")
+	fs.StringVar(&cfg.History, "history", "all", "how much of its journal a table keeps when it has no retention of its own (host history): all, a duration (7d, 36h) or a number of records (1000000); records are pruned only right after a shared snapshot (docs/OPERATIONS.md, History)")
 	fs.IntVar(&cfg.Views.SnapshotEvery, "snapshot-every", 100_000, "records a table's view applies after its last snapshot before it writes the next")
 	fs.DurationVar(&cfg.Views.SnapshotInterval, "snapshot-interval", 5*time.Minute, "least time between two snapshots of a table's view (negative: none)")
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "fsync every journal write before acknowledging it (embedded server)")
@@ -125,7 +128,7 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.IntVar(&cfg.Functions.MemoryMB, "functions-memory", 0, "memory budget of the function sandbox in MiB: the loaded functions' memoryMB × concurrency must fit, or a deploy is refused (default 2048)")
 	fs.Int64Var(&cfg.Functions.QueueMaxMessages, "queue-max-messages", 0, "messages one queue (poison queues included) may hold: past it the queue stream refuses new ones, whoever sends them; give every node of a server the same (default 1000000)")
 	fs.Int64Var(&cfg.Functions.QueueMaxBytes, "queue-max-bytes", 0, fmt.Sprintf("bytes every queue together may hold: past it the queue stream refuses every new message, whoever sends it; at least %d (one message of the largest size); give every node of a server the same (default %d, 1 GiB)", functions.MinQueueMaxBytes, functions.DefaultQueueMaxBytes))
-	fs.StringVar(&cfg.Functions.Failpoint, "failpoint", "", "for crash tests: kill the process at this step (functions.invoke, functions.between-commits)")
+	fs.StringVar(&cfg.Functions.Failpoint, "failpoint", "", "for crash tests: kill the process at this step (functions.invoke, functions.between-commits, history.between-horizon-and-purge)")
 	cli.Hide(fs, "failpoint") // tests only
 	return cfg
 }

@@ -80,7 +80,7 @@ func outboxCmd(args []string) error {
 		if err1 != nil || err2 != nil || index < 0 {
 			return fmt.Errorf("outbox skip: %q %q are not a record sequence and a message index", a[2], a[3])
 		}
-		if err := outbox.Skip(ctx, kv, stream, seq, index); err != nil {
+		if err := outbox.Skip(ctx, js, kv, stream, seq, index); err != nil {
 			return err
 		}
 		fmt.Printf("asked the relay of %s to skip message %d of record %d at its next attempt\n", stream, index, seq)

@@ -17,6 +17,7 @@ Commands:
   poison         list, show, requeue or delete the messages a function failed on
   enqueue        send messages to a queue
   outbox         where the outbox relay stands; retry or skip a blocked message
+  history        how much of its journal each table keeps; set a table's retention
   projections    list, deploy, rebuild or drop declared indexes and aggregates
   nats-password  print the bcrypt hash of a NATS service user's password (-nats-users)
   version        print the version, revision and Go version of this binary (also -version)
@@ -91,6 +92,17 @@ const outboxUsage = `usage: host outbox [flags] status
        host outbox [flags] skip <table> <seq> <index>    never send the message at that journal position
 
 <table> is the table's name ("Orders"; "contoso.Orders" for account contoso's).
+
+`
+
+const historyUsage = `usage: host history [flags] show [<table>]              how much of its journal each table keeps
+       host history [flags] set <table> <retention>     all, a duration (7d, 36h) or a number of records (1000000);
+                                                        default: the nodes' -history
+
+<table> is the table's name ("Orders"; "contoso.Orders" for account contoso's).
+The nodes prune a table's journal up to its newest shared snapshot, never
+what the outbox has not relayed or the last 10 minutes (docs/OPERATIONS.md,
+History).
 
 `
 

@@ -36,7 +36,7 @@ func (s *Server) OperatorHandler() http.Handler {
 			c.fail(err)
 			return
 		}
-		c.account = account
+		c.account, c.operator = account, true
 		c.serve(resource)
 	})
 }

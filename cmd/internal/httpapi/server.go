@@ -115,6 +115,10 @@ type Config struct {
 	// Outbox is the allowlist of the NATS subjects the outbox messages of
 	// writes (X-Cairn-Messages) may name; nil allows Cairn queues only.
 	Outbox *outboxsubjects.Allowlist
+	// History reads the tables' history and sets their retention
+	// ($history); DefaultRetention is the node's (-history).
+	History          HistoryJournal
+	DefaultRetention projections.Retention
 }
 
 // Validate checks the accounts: at least one, names unique, valid and
@@ -227,6 +231,9 @@ type call struct {
 	id      string // x-ms-request-id
 	op      string // for the request counters
 	table   string // the full name of the table the request names (engine.FullTableName)
+	// operator: the request came through the operators' door
+	// (OperatorHandler), behind the operator token.
+	operator bool
 }
 
 // fullName returns the full name of the account's table table, refusing a
@@ -366,6 +373,9 @@ func (c *call) route(resource string) {
 		return
 	case resource == "$load":
 		c.load()
+		return
+	case resource == "$history":
+		c.history()
 		return
 	case resource == "":
 		c.fail(notImplemented("service properties and statistics"))

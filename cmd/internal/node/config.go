@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/operator"
@@ -91,6 +92,15 @@ type Config struct {
 	// starts from the bucket's snapshot of its table when it is newer
 	// than the node's files, so that a new node replays only the tail.
 	NoSharedSnapshots bool
+	// History is the retention of a table that has none of its own
+	// (projections.ParseRetention: "" or "all" keeps everything, a
+	// duration such as "7d", or a number of records): how much of its
+	// journal a table keeps. Pruning needs shared snapshots: a table's
+	// journal is cut only right after one (projections.Pruner).
+	History string
+	// PruneEvery and PruneGrace tune the pruner (projections.PrunerConfig;
+	// zero values are defaults).
+	PruneEvery, PruneGrace time.Duration
 	// Views and Commit tune those components; zero values are defaults.
 	Views  projections.Config
 	Commit commit.Config
@@ -103,7 +113,8 @@ type Config struct {
 	// publishes with the node's rights.
 	OutboxSubjects []string
 
-	outbox *outboxsubjects.Allowlist // OutboxSubjects, checked by Validate
+	outbox  *outboxsubjects.Allowlist // OutboxSubjects, checked by Validate
+	history projections.Retention     // History, checked by Validate
 }
 
 // FunctionsConfig is the part of functions.Config a node's user sets; the
@@ -187,6 +198,11 @@ func (c *Config) Validate() error {
 	if b := c.Functions.QueueMaxBytes; b != 0 && b < functions.MinQueueMaxBytes {
 		return fmt.Errorf("node: queue-max-bytes must be 0 (the default, %d) or at least %d (one message of the largest size), got %d", functions.DefaultQueueMaxBytes, functions.MinQueueMaxBytes, b)
 	}
+	history, err := projections.ParseRetention(c.History)
+	if err != nil {
+		return fmt.Errorf("node: -history: %w", err)
+	}
+	c.history = history
 	outbox, err := outboxsubjects.New(c.Prefix, c.OutboxSubjects)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)

@@ -49,6 +49,7 @@ type Node struct {
 	api     *natsapi.Service
 	fns     *functions.Runner
 	relay   *outbox.Relay
+	pruner  *projections.Pruner
 	decls   *projections.Declarations
 	// secret is known to every node of the system and to no client: the
 	// node user's password (nil when the node connects without one). It
@@ -224,6 +225,9 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	} else if vcfg.SnapshotDir == "" || cfg.NoSharedSnapshots {
 		vcfg.SnapshotStore = nil
 	}
+	if !cfg.history.All() && vcfg.SnapshotStore == nil {
+		log.Warn("-history is set but the snapshots are not shared (-snapshots, -snapshots-shared): no journal is pruned, since a new node could not start without the records", "history", cfg.history.String())
+	}
 	res, err := openResources(ctx, log, js, cfg)
 	if err != nil {
 		return err
@@ -296,6 +300,22 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	if err := g.Start(ctx, "outbox relay", n.relay); err != nil {
 		return fmt.Errorf("node: outbox: %w", err)
 	}
+	// The pruner after the relay, whose positions bound it.
+	n.pruner = projections.NewPruner(n.views, n.j, projections.PrunerConfig{
+		Default: cfg.history,
+		Every:   cfg.PruneEvery,
+		Grace:   cfg.PruneGrace,
+		Relayed: func(ctx context.Context, table string, epoch uint64) (uint64, bool, error) {
+			return outbox.StoredPosition(ctx, res.outbox, journal.StreamName(cfg.Prefix, table, epoch))
+		},
+		Bases:       n.views.SharedBases,
+		DedupWindow: cfg.Views.DedupWindow,
+		Failpoint:   cfg.Functions.Failpoint,
+		Log:         log,
+	})
+	if err := g.Start(ctx, "history pruner", n.pruner); err != nil {
+		return err
+	}
 	if n.httpLn == nil {
 		return nil
 	}
@@ -316,10 +336,12 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		n.api.WriteMetrics(w)
 		n.fns.WriteMetrics(w)
 		n.relay.WriteMetrics(w)
+		n.pruner.WriteMetrics(w)
 		n.views.WriteProjectionMetrics(w)
 		build.WriteMetric(w)
 	}
 	api.Outbox = cfg.outbox
+	api.History, api.DefaultRetention = n.j, cfg.history
 	tables := httpapi.New(n.views, n.comm, log, api)
 	mux.Handle("/metrics", guard.Wrap(tables.MetricsHandler()))
 	// The web console: its page and scripts hold no data and are served

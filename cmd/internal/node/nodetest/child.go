@@ -55,6 +55,12 @@ type ChildConfig struct {
 	// Replicas is the replica count of the node's streams (with NATSURL
 	// naming a cluster).
 	Replicas int
+	// History, PruneEvery and PruneGrace set the node's default retention
+	// and its pruner's pace (node.Config); DedupWindow the views'
+	// command-id window.
+	History                string
+	PruneEvery, PruneGrace time.Duration
+	DedupWindow            time.Duration
 
 	// MarkerQueue, when set, runs a native function "marker" on this
 	// queue: for each message it inserts the row PartitionKey "m",
@@ -95,6 +101,7 @@ func Main(m *testing.M) {
 	if cc.SnapshotEvery > 0 {
 		views.SnapshotEvery, views.SnapshotInterval = cc.SnapshotEvery, -1
 	}
+	views.DedupWindow = cc.DedupWindow
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	err := node.Run(ctx, node.Config{
@@ -106,6 +113,9 @@ func Main(m *testing.M) {
 		Functions:  node.FunctionsConfig{Failpoint: cc.Failpoint, NoBuiltins: cc.NoBuiltins},
 		Replicas:   cc.Replicas,
 		Views:      views,
+		History:    cc.History,
+		PruneEvery: cc.PruneEvery,
+		PruneGrace: cc.PruneGrace,
 		Log:        slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}, func(n *node.Node) {
 		if cc.MarkerQueue == "" {
