@@ -135,6 +135,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("grid headers %q lack the types", heads)
 	}
 
+	// The table's history: nothing pruned, the node's default retention.
+	u.do("history", until(`document.querySelector('#table-history').textContent.startsWith('journal from position 1 · keeps everything (default)')`))
+
 	// A filter, two per page: the continuation leads to the third.
 	u.do("query page 1",
 		setValue("#q-filter", "Age gt 20"),

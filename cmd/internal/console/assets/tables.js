@@ -100,8 +100,9 @@ class TableView {
     } });
     this.progress = el('div', { id: 'import-progress', class: 'progress', hidden: true }, el('progress', { max: 1, value: 0 }), el('span'));
     this.grid = el('div', { class: 'grid-wrap' });
+    this.history = el('span', { id: 'table-history', class: 'muted' });
     fill(this.root,
-      el('div', { class: 'page-head' }, el('h1', null, this.name), el('span', { class: 'muted' }, account()), el('span', { class: 'spacer' }),
+      el('div', { class: 'page-head' }, el('h1', null, this.name), el('span', { class: 'muted' }, account()), this.history, el('span', { class: 'spacer' }),
         el('button', { id: 'delete-table', class: 'danger', onclick: () => this.deleteTable() }, 'Delete table')),
       this.form,
       el('div', { class: 'toolbar' },
@@ -114,6 +115,22 @@ class TableView {
         el('span', { class: 'spacer' }), this.info, this.firstBtn, this.nextBtn),
       this.progress, this.grid);
     this.query();
+    this.showHistory();
+  }
+
+  // showHistory shows how much of its journal the table keeps: its
+  // retention and its horizon, the first position a change feed or an
+  // as-of read can still ask for.
+  async showHistory() {
+    try {
+      const r = await api(base() + '$history?table=' + encodeURIComponent(this.name));
+      const h = (r.data.tables || [])[0];
+      if (!h) return;
+      this.history.textContent = `journal from position ${h.horizon} · keeps ${h.retention === 'all' ? 'everything' : h.retention}${h.own ? '' : ' (default)'} · ${h.records} records`;
+      this.history.title = `Records before position ${h.horizon} were pruned: the change feed and as-of reads start there. Set the retention with: host history set ${this.name} <all | 7d | 1000000 | default>`;
+    } catch (err) {
+      this.history.textContent = '';
+    }
   }
 
   // queryString builds the query's parameters from the form; top
