@@ -2,6 +2,8 @@ package projections
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"os"
 )
 
@@ -58,4 +60,11 @@ func ForgeSnapshot(src, dst, name string, epoch, seq uint64) error {
 		return err
 	}
 	return out.Close()
+}
+
+// BehindHorizon reports whether a gap in the records t follows is the
+// view falling behind its table's horizon (a restart from a snapshot), as
+// the applier decides it.
+func (v *Views) BehindHorizon(ctx context.Context, t *Table) bool {
+	return v.behindHorizon(ctx, t, &faultError{seq: t.Seq() + 1, gap: true, err: errors.New("records missing")})
 }
