@@ -68,10 +68,68 @@ type ChangesReply struct {
 }
 
 type changesRequestForm struct {
-	From       uint64   `json:"from" msgpack:"from"`
-	Max        int      `json:"max" msgpack:"max"`
-	Partitions []string `json:"partitions" msgpack:"partitions"`
-	Wait       string   `json:"wait" msgpack:"wait"`
+	From       uint64         `json:"from" msgpack:"from"`
+	Max        int            `json:"max" msgpack:"max"`
+	Partitions feedPartitions `json:"partitions" msgpack:"partitions"`
+	Wait       string         `json:"wait" msgpack:"wait"`
+}
+
+// feedPartitions is a change feed request's partition keys, decoded one at
+// a time: more than MaxFeedPartitions are refused at the first one past
+// the bound, so that a request of a few bytes per key cannot make the
+// decoder allocate millions of them.
+type feedPartitions []string
+
+func errFeedPartitions() error {
+	return invalid("changes request: more than %d partitions", MaxFeedPartitions)
+}
+
+// UnmarshalJSON decodes the array (null: none).
+func (ps *feedPartitions) UnmarshalJSON(data []byte) error {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		*ps = nil
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return invalid("changes request: partitions: not a JSON array of keys")
+	}
+	var out feedPartitions
+	for dec.More() {
+		if len(out) == MaxFeedPartitions {
+			return errFeedPartitions()
+		}
+		var pk string
+		if err := dec.Decode(&pk); err != nil {
+			return invalid("changes request: partitions[%d]: not a string", len(out))
+		}
+		out = append(out, pk)
+	}
+	*ps = out
+	return nil
+}
+
+// DecodeMsgpack reads the array's length before any key (nil: none).
+func (ps *feedPartitions) DecodeMsgpack(d *msgpack.Decoder) error {
+	n, err := d.DecodeArrayLen()
+	if err != nil {
+		return err
+	}
+	if n > MaxFeedPartitions {
+		return errFeedPartitions()
+	}
+	if n < 0 {
+		*ps = nil
+		return nil
+	}
+	out := make(feedPartitions, n)
+	for i := range out {
+		if out[i], err = d.DecodeString(); err != nil {
+			return err
+		}
+	}
+	*ps = out
+	return nil
 }
 
 // DecodeChangesRequest decodes and checks a change feed request: unknown
@@ -101,8 +159,8 @@ func DecodeChangesRequest(data []byte, enc Encoding) (*ChangesRequest, error) {
 			return nil, invalid("changes request: wait %q is not a duration of 0 to %v (\"5s\")", f.Wait, MaxChangesWait)
 		}
 	}
-	if len(f.Partitions) > MaxFeedPartitions {
-		return nil, invalid("changes request: %d partitions; at most %d", len(f.Partitions), MaxFeedPartitions)
+	if len(f.Partitions) > MaxFeedPartitions { // decoding refuses more already
+		return nil, errFeedPartitions()
 	}
 	for i, pk := range f.Partitions {
 		if err := engine.ValidateKey("PartitionKey", pk); err != nil {
@@ -114,7 +172,7 @@ func DecodeChangesRequest(data []byte, enc Encoding) (*ChangesRequest, error) {
 
 // EncodeChangesRequest encodes a change feed request (for clients).
 func EncodeChangesRequest(r *ChangesRequest, enc Encoding) ([]byte, error) {
-	f := changesRequestForm{From: r.From, Max: r.Max, Partitions: r.Partitions}
+	f := changesRequestForm{From: r.From, Max: r.Max, Partitions: feedPartitions(r.Partitions)}
 	if r.Wait > 0 {
 		f.Wait = r.Wait.String()
 	}

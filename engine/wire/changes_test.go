@@ -88,3 +88,37 @@ func FuzzDecodeChangesRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestChangesPartitionsBound: a change feed request's partitions are
+// refused at the first past MaxFeedPartitions, in JSON and msgpack, before
+// the rest is decoded: millions of empty keys in a large request cost no
+// more than a request as long.
+func TestChangesPartitionsBound(t *testing.T) {
+	keys := func(n int) string { return `[` + strings.TrimSuffix(strings.Repeat(`"",`, n), ",") + `]` }
+	if r, err := DecodeChangesRequest([]byte(`{"partitions":`+keys(MaxFeedPartitions)+`}`), JSON); err != nil || len(r.Partitions) != MaxFeedPartitions {
+		t.Fatalf("%d partitions: %v", MaxFeedPartitions, err)
+	}
+	if _, err := DecodeChangesRequest([]byte(`{"partitions":`+keys(MaxFeedPartitions+1)+`}`), JSON); engine.ErrorCode(err) != engine.CodeInvalidInput {
+		t.Fatalf("%d partitions: %v, want InvalidInput", MaxFeedPartitions+1, err)
+	}
+	over := make([]string, MaxFeedPartitions+1)
+	body, err := EncodeChangesRequest(&ChangesRequest{Partitions: over}, Msgpack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeChangesRequest(body, Msgpack); engine.ErrorCode(err) != engine.CodeInvalidInput {
+		t.Fatalf("%d partitions in msgpack: %v, want InvalidInput", MaxFeedPartitions+1, err)
+	}
+
+	spray := []byte(`{"partitions":` + keys(2_000_000) + `}`)
+	n := allocated(func() { _, err = DecodeChangesRequest(spray, JSON) })
+	if engine.ErrorCode(err) != engine.CodeInvalidInput {
+		t.Fatalf("2,000,000 partitions: %v, want InvalidInput", err)
+	}
+	long := []byte(`{"wait":"` + strings.Repeat("x", len(spray)) + `"}`)
+	base := allocated(func() { _, _ = DecodeChangesRequest(long, JSON) })
+	const room = 1 << 20 // the bound's keys, with room
+	if n > base+room {
+		t.Fatalf("refusing 2,000,000 partitions allocated %d bytes; a request as long %d", n, base)
+	}
+}
