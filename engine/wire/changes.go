@@ -75,60 +75,67 @@ type changesRequestForm struct {
 }
 
 // feedPartitions is a change feed request's partition keys, decoded one at
-// a time: more than MaxFeedPartitions are refused at the first one past
-// the bound, so that a request of a few bytes per key cannot make the
-// decoder allocate millions of them.
+// a time (boundedStrings): more than MaxFeedPartitions are refused at the
+// first one past the bound.
 type feedPartitions []string
 
-func errFeedPartitions() error {
-	return invalid("changes request: more than %d partitions", MaxFeedPartitions)
+func (ps *feedPartitions) UnmarshalJSON(data []byte) error {
+	return decodeBoundedJSON((*[]string)(ps), data, MaxFeedPartitions, "changes request: partitions")
 }
 
-// UnmarshalJSON decodes the array (null: none).
-func (ps *feedPartitions) UnmarshalJSON(data []byte) error {
+func (ps *feedPartitions) DecodeMsgpack(d *msgpack.Decoder) error {
+	return decodeBoundedMsgpack((*[]string)(ps), d, MaxFeedPartitions, "changes request: partitions")
+}
+
+// decodeBoundedJSON decodes a JSON array of strings (null: none) one at a
+// time, refusing it at the first string past max, so that a request of
+// a few bytes per string cannot make the decoder allocate millions of
+// them; what names the field in the refusal.
+func decodeBoundedJSON(out *[]string, data []byte, max int, what string) error {
 	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
-		*ps = nil
+		*out = nil
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		return invalid("changes request: partitions: not a JSON array of keys")
+		return invalid("%s: not a JSON array of strings", what)
 	}
-	var out feedPartitions
+	var got []string
 	for dec.More() {
-		if len(out) == MaxFeedPartitions {
-			return errFeedPartitions()
+		if len(got) == max {
+			return invalid("%s: more than %d", what, max)
 		}
-		var pk string
-		if err := dec.Decode(&pk); err != nil {
-			return invalid("changes request: partitions[%d]: not a string", len(out))
+		var s string
+		if err := dec.Decode(&s); err != nil {
+			return invalid("%s[%d]: not a string", what, len(got))
 		}
-		out = append(out, pk)
+		got = append(got, s)
 	}
-	*ps = out
+	*out = got
 	return nil
 }
 
-// DecodeMsgpack reads the array's length before any key (nil: none).
-func (ps *feedPartitions) DecodeMsgpack(d *msgpack.Decoder) error {
+// decodeBoundedMsgpack decodes a msgpack array of strings (nil: none),
+// refusing it from its length when that is past max, before any string.
+func decodeBoundedMsgpack(out *[]string, d *msgpack.Decoder, max int, what string) error {
 	n, err := d.DecodeArrayLen()
 	if err != nil {
 		return err
 	}
-	if n > MaxFeedPartitions {
-		return errFeedPartitions()
+	if n > max {
+		return invalid("%s: more than %d", what, max)
 	}
 	if n < 0 {
-		*ps = nil
+		*out = nil
 		return nil
 	}
-	out := make(feedPartitions, n)
-	for i := range out {
-		if out[i], err = d.DecodeString(); err != nil {
+	got := make([]string, n)
+	for i := range got {
+		if got[i], err = d.DecodeString(); err != nil {
 			return err
 		}
 	}
-	*ps = out
+	*out = got
 	return nil
 }
 
@@ -158,9 +165,6 @@ func DecodeChangesRequest(data []byte, enc Encoding) (*ChangesRequest, error) {
 		if r.Wait, err = time.ParseDuration(f.Wait); err != nil || r.Wait < 0 || r.Wait > MaxChangesWait {
 			return nil, invalid("changes request: wait %q is not a duration of 0 to %v (\"5s\")", f.Wait, MaxChangesWait)
 		}
-	}
-	if len(f.Partitions) > MaxFeedPartitions { // decoding refuses more already
-		return nil, errFeedPartitions()
 	}
 	for i, pk := range f.Partitions {
 		if err := engine.ValidateKey("PartitionKey", pk); err != nil {

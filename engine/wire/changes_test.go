@@ -122,3 +122,28 @@ func TestChangesPartitionsBound(t *testing.T) {
 		t.Fatalf("refusing 2,000,000 partitions allocated %d bytes; a request as long %d", n, base)
 	}
 }
+
+// TestQuerySelectBound: a Query's select is refused past every property
+// an entity may have, in JSON and msgpack, before the rest is decoded.
+func TestQuerySelectBound(t *testing.T) {
+	names := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = "P" + strings.Repeat("x", i%3)
+		}
+		return out
+	}
+	for _, enc := range []Encoding{JSON, Msgpack} {
+		ok, err := EncodeQueryRequest(&QueryRequest{Select: names(maxSelect)}, enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := DecodeQueryRequest(ok, enc); err != nil || len(r.Select) != maxSelect {
+			t.Fatalf("%v: %d names: %v", enc, maxSelect, err)
+		}
+		over, _ := EncodeQueryRequest(&QueryRequest{Select: names(maxSelect + 1)}, enc)
+		if _, err := DecodeQueryRequest(over, enc); engine.ErrorCode(err) != engine.CodeInvalidInput {
+			t.Fatalf("%v: %d names: %v, want InvalidInput", enc, maxSelect+1, err)
+		}
+	}
+}

@@ -61,7 +61,7 @@ type QueryReply struct {
 type queryForm struct {
 	Op           string   `json:"op" msgpack:"op"`
 	Filter       string   `json:"filter,omitempty" msgpack:"filter,omitempty"`
-	Select       []string `json:"select,omitempty" msgpack:"select,omitempty"`
+	Select       selectNames `json:"select,omitempty" msgpack:"select,omitempty"`
 	Top          int      `json:"top,omitempty" msgpack:"top,omitempty"`
 	Continuation string   `json:"continuation,omitempty" msgpack:"continuation,omitempty"`
 	Descending   bool     `json:"descending,omitempty" msgpack:"descending,omitempty"`
@@ -336,4 +336,21 @@ func isMsgpackMap(data []byte) bool {
 		return false
 	}
 	return r.Len() == 0
+}
+
+// maxSelect bounds a Query's select: every property an entity may have,
+// its keys and Timestamp included. More could only name properties no
+// entity has.
+const maxSelect = engine.MaxUserProperties + 3
+
+// selectNames is a Query's select, decoded one name at a time: more than
+// maxSelect are refused before the rest is decoded.
+type selectNames []string
+
+func (s *selectNames) UnmarshalJSON(data []byte) error {
+	return decodeBoundedJSON((*[]string)(s), data, maxSelect, "query: select")
+}
+
+func (s *selectNames) DecodeMsgpack(d *msgpack.Decoder) error {
+	return decodeBoundedMsgpack((*[]string)(s), d, maxSelect, "query: select")
 }
