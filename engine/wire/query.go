@@ -59,14 +59,14 @@ type QueryReply struct {
 }
 
 type queryForm struct {
-	Op           string   `json:"op" msgpack:"op"`
-	Filter       string   `json:"filter,omitempty" msgpack:"filter,omitempty"`
+	Op           string      `json:"op" msgpack:"op"`
+	Filter       string      `json:"filter,omitempty" msgpack:"filter,omitempty"`
 	Select       selectNames `json:"select,omitempty" msgpack:"select,omitempty"`
-	Top          int      `json:"top,omitempty" msgpack:"top,omitempty"`
-	Continuation string   `json:"continuation,omitempty" msgpack:"continuation,omitempty"`
-	Descending   bool     `json:"descending,omitempty" msgpack:"descending,omitempty"`
-	AsOf         *uint64  `json:"asOf,omitempty" msgpack:"asOf,omitempty"`
-	Position     uint64   `json:"position,omitempty" msgpack:"position,omitempty"`
+	Top          int         `json:"top,omitempty" msgpack:"top,omitempty"`
+	Continuation string      `json:"continuation,omitempty" msgpack:"continuation,omitempty"`
+	Descending   bool        `json:"descending,omitempty" msgpack:"descending,omitempty"`
+	AsOf         *uint64     `json:"asOf,omitempty" msgpack:"asOf,omitempty"`
+	Position     uint64      `json:"position,omitempty" msgpack:"position,omitempty"`
 }
 
 // IsQuery reports whether a request body is a Query ("op": "Query"),
