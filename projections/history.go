@@ -122,6 +122,12 @@ func (t *Table) History() journal.History {
 	return journal.History{Horizon: 1}
 }
 
+// PruneCut returns the first record the table's retention, the grace and
+// the outbox keep, as this node's pruner last worked it out (0: not known,
+// or the retention keeps everything): the shared snapshots' collection
+// keeps the newest base at or before it, where the next prune cuts.
+func (t *Table) PruneCut() uint64 { return t.pruneCut.Load() }
+
 // Horizon returns the first journal position the table's stream still
 // has, as far as the view knows (1: nothing pruned).
 func (t *Table) Horizon() uint64 { return max(t.History().Horizon, 1) }

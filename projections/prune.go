@@ -149,20 +149,23 @@ type pruneInputs struct {
 }
 
 // planPrune returns where to cut the journal (prune below before; 0:
-// nothing to prune) and, when nothing is, why.
-func planPrune(in pruneInputs) (before uint64, why string) {
+// nothing to prune) and, when nothing is, why; cut is the first record
+// the retention, the grace and the outbox keep (0: none is known yet, or
+// the retention keeps everything), which the shared snapshots' collection
+// keeps a base at or before (Table.PruneCut).
+func planPrune(in pruneInputs) (before, cut uint64, why string) {
 	h := in.history
 	if in.retention.All() {
-		return 0, "the retention keeps everything"
+		return 0, 0, "the retention keeps everything"
 	}
 	if h.Last == 0 {
-		return 0, "no record"
+		return 0, 0, "no record"
 	}
 	end := h.Last + 1 // every record may go
 	limit := end
 	if r := in.retention; r.Records > 0 {
 		if h.Last <= r.Records {
-			return 0, "within the retention"
+			return 0, 0, "within the retention"
 		}
 		limit = h.Last - r.Records + 1
 	} else if in.sinceAge != 0 {
@@ -172,7 +175,7 @@ func planPrune(in pruneInputs) (before uint64, why string) {
 		limit = min(limit, in.sinceGrace)
 	}
 	if !in.relayedKnown {
-		return 0, "the outbox's position is not known yet"
+		return 0, 0, "the outbox's position is not known yet"
 	}
 	limit = min(limit, in.relayed+1)
 	var base uint64
@@ -183,11 +186,11 @@ func planPrune(in pruneInputs) (before uint64, why string) {
 	}
 	switch {
 	case base == 0:
-		return 0, "no shared snapshot at or below the cut"
+		return 0, limit, "no shared snapshot at or below the cut"
 	case base+1 <= h.First:
-		return 0, "pruned up to the newest shared snapshot below the cut"
+		return 0, limit, "pruned up to the newest shared snapshot below the cut"
 	}
-	return base + 1, ""
+	return base + 1, limit, ""
 }
 
 // PruneTable looks at one table and prunes what its retention lets go,
@@ -222,6 +225,7 @@ func (p *Pruner) prune(ctx context.Context, t *Table) (uint64, error) {
 	}
 	in := pruneInputs{history: h, retention: ret}
 	if ret.All() || h.Last == 0 {
+		t.pruneCut.Store(0)
 		return 0, nil
 	}
 	now := p.cfg.Now()
@@ -239,7 +243,8 @@ func (p *Pruner) prune(ctx context.Context, t *Table) (uint64, error) {
 	if in.bases, err = p.cfg.Bases(ctx, t.Name(), t.Epoch()); err != nil {
 		return 0, err
 	}
-	before, why := planPrune(in)
+	before, cut, why := planPrune(in)
+	t.pruneCut.Store(cut)
 	if before == 0 {
 		p.cfg.Log.Debug("history not pruned", "table", t.Name(), "why", why)
 		return 0, nil

@@ -60,7 +60,7 @@ func TestPlanPrune(t *testing.T) {
 		in := base
 		in.bases = append([]uint64(nil), base.bases...)
 		c.change(&in)
-		if got, why := planPrune(in); got != c.before {
+		if got, _, why := planPrune(in); got != c.before {
 			t.Errorf("%s: prune below %d (%s), want %d", c.name, got, why, c.before)
 		}
 	}

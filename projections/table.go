@@ -62,6 +62,9 @@ type Table struct {
 	// hist is what the view last learnt of its stream's history (its
 	// horizon, its retention; history.go), nil before the first look.
 	hist atomic.Pointer[journal.History]
+	// pruneCut is where the pruner last found the table may be cut
+	// (PruneCut).
+	pruneCut atomic.Uint64
 
 	// dmu guards the declared projections attached to the table and the
 	// writer state a projection's build copies (rows, seq) against the
