@@ -42,6 +42,7 @@ func usage() {
        cairn-bench outbox [flags]    writes with outbox messages: to visible, to delivered, delay at half load
        cairn-bench projections [flags] declared indexes: write rate with 0, 1, 3, lag on a second node, build speed
        cairn-bench start [flags]     a view's start: from the whole journal and from a snapshot, as history grows
+       cairn-bench start -kill [flags] a node's start after SIGKILL under a write load, beside its start after a clean stop
 
 Run "cairn-bench <name> -h" for the flags.
 `)
@@ -67,6 +68,8 @@ func run(args []string) error {
 		return benchStart(args)
 	case "host-child": // the HTTP benchmark's Cairn process (cairnchild.go)
 		return hostChild(args)
+	case "node-child": // the node that start -kill kills (benchkill.go)
+		return nodeChildMain(args)
 	case "http-floor-child": // the HTTP benchmark's net/http floor (cairnchild.go)
 		return floorChild(args)
 	case "help":
