@@ -78,7 +78,7 @@ func snapshotFiles(dir string) []string {
 func (v *Views) writeSnapshot(t *Table, s *Snapshot) (string, error) {
 	dir := v.snapDir(t)
 	path, err := writeFileAtomic(dir, snapFileName(s.Seq), func(w io.Writer) error {
-		return encodeSnapshot(w, s, time.Now().UnixNano())
+		return encodeSnapshot(w, s, time.Now().UnixNano(), nil)
 	})
 	if err != nil {
 		return "", err
