@@ -317,6 +317,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		n.fns.WriteMetrics(w)
 		n.relay.WriteMetrics(w)
 		n.views.WriteProjectionMetrics(w)
+		n.views.WriteSnapshotMetrics(w)
 		build.WriteMetric(w)
 	}
 	api.Outbox = cfg.outbox
