@@ -78,3 +78,40 @@ func TestRecordSize(t *testing.T) {
 		t.Fatalf("a record of %d bytes counts %d", len(enc), size)
 	}
 }
+
+// TestSharedKeepFrom: the store's retention keeps the newest two bases,
+// and every base from the horizon base (the newest before the stream's
+// first sequence) when the journal was pruned.
+func TestSharedKeepFrom(t *testing.T) {
+	objs := func(bases ...uint64) []sharedObject {
+		var out []sharedObject
+		for _, b := range bases {
+			out = append(out, sharedObject{seq: b, base: true}, sharedObject{seq: b + 5, prev: b})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name  string
+		objs  []sharedObject
+		first uint64
+		want  uint64
+		ok    bool
+	}{
+		{"none", nil, 1, 0, false},
+		{"one base", objs(100), 1, 0, false},
+		{"two bases", objs(100, 200), 1, 100, true},
+		{"three bases, nothing pruned", objs(100, 200, 300), 1, 200, true},
+		{"an empty stream", objs(100, 200, 300), 0, 200, true},
+		{"pruned after the oldest", objs(100, 200, 300, 400), 101, 100, true},
+		{"pruned after the second", objs(100, 200, 300, 400), 201, 200, true},
+		{"pruned between bases", objs(100, 200, 300, 400), 250, 200, true},
+		{"pruned after the newest but one", objs(100, 200, 300, 400), 301, 300, true},
+		{"pruned after the newest", objs(100, 200, 300, 400), 401, 300, true},
+		{"pruned before every base", objs(100, 200, 300), 50, 200, true},
+	} {
+		got, ok := sharedKeepFrom(c.objs, c.first)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s: keep from %d (%v), want %d (%v)", c.name, got, ok, c.want, c.ok)
+		}
+	}
+}

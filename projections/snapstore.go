@@ -263,6 +263,10 @@ func (s *snapshotter) writeBase(ctx context.Context, snap *Snapshot) error {
 		v.log.Warn("snapshot not written", "table", t.Name(), "kind", "base", "seq", snap.Seq, "err", err)
 		return err
 	}
+	if dropped(t) {
+		os.RemoveAll(dir) // written after the drop removed the table's files
+		return nil
+	}
 	t.snapInfo.noteWritten(snap.Seq, start)
 	v.log.Info("snapshot written", "table", t.Name(), "kind", "base", "file", path, "seq", snap.Seq, "entities", total,
 		"bytes", size, "elapsed", el.Round(time.Millisecond))
@@ -296,6 +300,10 @@ func (s *snapshotter) writeDelta(ctx context.Context, snap *Snapshot, prev uint6
 		v.log.Warn("snapshot not written", "table", t.Name(), "kind", "delta", "seq", snap.Seq, "prev", prev, "err", err)
 		return err
 	}
+	if dropped(t) {
+		os.RemoveAll(v.snapDir(t)) // written after the drop removed the table's files
+		return nil
+	}
 	t.snapInfo.noteWritten(snap.Seq, start)
 	v.log.Info("snapshot written", "table", t.Name(), "kind", "delta", "file", path, "seq", snap.Seq, "prev", prev,
 		"upserts", len(d.upserts), "deletes", len(d.deletes), "bytes", size, "elapsed", el.Round(time.Millisecond))
@@ -303,6 +311,13 @@ func (s *snapshotter) writeDelta(ctx context.Context, snap *Snapshot, prev uint6
 		v.shareSnapshot(ctx, t, path, chainLinkOf(snap.Seq, prev, false), size)
 	}
 	return nil
+}
+
+// dropped reports whether t's table was dropped. A drop fails the view
+// before its files are removed, so a write that ends after the removal
+// sees it, and removes what it wrote.
+func dropped(t *Table) bool {
+	return engine.ErrorCode(t.Err()) == engine.CodeTableNotFound
 }
 
 // chainLinkOf is the link of a snapshot this node wrote.
