@@ -307,3 +307,81 @@ func TestSharedSnapshotDroppedTable(t *testing.T) {
 	}
 	r.waitNoShared(obj, "Beta", b)
 }
+
+// TestSharedRetentionHorizon: the store keeps the newest two bases of a
+// table whose journal starts at 1, and removes the older ones with the
+// deltas before them; once the journal is pruned after a base it lists
+// (as the journal's pruning does), every base from that one on is kept,
+// with the deltas after it, however many newer ones come.
+func TestSharedRetentionHorizon(t *testing.T) {
+	r := newRig(t)
+	obj := r.snapshotStore()
+	r.cfg = snapConfig(t)
+	r.cfg.SnapshotCompact = 0.1 // a base every few snapshots
+	r.cfg.HistoryCheck = time.Hour
+	kept, pruned := r.create("Kept"), r.create("Pruned")
+	hk, hp := newHistory(r, "Kept", kept, 21), newHistory(r, "Pruned", pruned, 22)
+	cfg := r.cfg
+	cfg.SnapshotStore = obj
+	run := r.startViews(cfg, nil)
+	bases := func(name string, epoch uint64) []uint64 {
+		t.Helper()
+		b, err := run.v.SharedBases(r.ctx, name, epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// waitBases writes to a table until the store lists a base past
+	// after, and returns the bases listed then.
+	waitBases := func(h *history, name string, epoch, after uint64) []uint64 {
+		t.Helper()
+		for {
+			h.write(20)
+			if b := bases(name, epoch); len(b) > 0 && b[len(b)-1] > after {
+				return b
+			}
+			if r.ctx.Err() != nil {
+				t.Fatalf("no base of %s after %d in the store", name, after)
+			}
+		}
+	}
+	b := waitBases(hp, "Pruned", pruned, 0)
+	horizon := b[0]
+	if err := r.stream("Pruned", pruned).Purge(r.ctx, jetstream.WithPurgeSequence(horizon+1)); err != nil {
+		t.Fatal(err)
+	}
+	last := horizon
+	for range 4 { // four bases more at least, each put followed by a collection
+		b = waitBases(hp, "Pruned", pruned, last)
+		last = b[len(b)-1]
+	}
+	if b[0] != horizon || len(b) < 5 {
+		t.Fatalf("the store lists the bases %v of a journal pruned after %d: want every base from %d on", b, horizon, horizon)
+	}
+	for _, o := range r.sharedOf(obj, "Pruned", pruned) {
+		if o.seq < horizon || o.kind == "delta" && o.seq == horizon {
+			t.Fatalf("the store keeps %s, before the horizon base at %d", o.name, horizon)
+		}
+	}
+
+	last = 0
+	for range 4 {
+		b = waitBases(hk, "Kept", kept, last)
+		last = b[len(b)-1]
+	}
+	// The collection after the newest base's put may still run: wait for it.
+	for len(bases("Kept", kept)) > 2 {
+		select {
+		case <-r.ctx.Done():
+			t.Fatalf("the store keeps the bases %v of a journal never pruned, want two", bases("Kept", kept))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	b = bases("Kept", kept)
+	for _, o := range r.sharedOf(obj, "Kept", kept) {
+		if o.seq < b[0] || o.kind == "delta" && o.seq == b[0] {
+			t.Fatalf("the store keeps %s, before the older of its two bases %v", o.name, b)
+		}
+	}
+}
