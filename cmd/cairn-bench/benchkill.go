@@ -90,6 +90,10 @@ func benchKill(args []string) error {
 	return nil
 }
 
+// loaderAppendTimeout bounds one append of the loader: a node killed
+// fails it at once, a slow one must not.
+const loaderAppendTimeout = time.Minute
+
 // killResult is one round of benchKill.
 type killResult struct {
 	records  uint64        // journal records when the child was killed
@@ -125,7 +129,10 @@ func killRound(entities, u, valueBytes int, killAt float64, childArgs []string) 
 		return res, err
 	}
 	defer nc.Close()
-	j, err := journal.New(nc, journal.Config{})
+	// The loader saturates the node on purpose: an acknowledgement may
+	// take seconds (a base being written, the collector), and a loader's
+	// append is not retried.
+	j, err := journal.New(nc, journal.Config{AppendTimeout: loaderAppendTimeout})
 	if err != nil {
 		return res, err
 	}
@@ -175,6 +182,7 @@ func killRound(entities, u, valueBytes int, killAt float64, childArgs []string) 
 	}
 	res.ready = time.Since(start)
 	res.replayed = replayedLine(child.log())
+	fmt.Fprintf(os.Stderr, "after the kill: %s\n", startPhases(child.log()))
 
 	if err := child.stop(); err != nil {
 		return res, err
@@ -188,6 +196,7 @@ func killRound(entities, u, valueBytes int, killAt float64, childArgs []string) 
 		return res, fmt.Errorf("%w\n%s", err, child.tail())
 	}
 	res.floor = time.Since(start)
+	fmt.Fprintf(os.Stderr, "after a clean stop: %s\n", startPhases(child.log()))
 	fmt.Fprintf(os.Stderr, "kill round: %d× %d entities, %d records at the kill: ready %v after the kill (%s), %v after a clean stop\n",
 		u, entities, res.records, res.ready.Round(time.Millisecond), res.replayed, res.floor.Round(time.Millisecond))
 	return res, child.stop()
@@ -236,6 +245,46 @@ func replayedLine(log string) string {
 		return "(no replay line)"
 	}
 	return fmt.Sprintf("%s records after position %s", m[1], m[2])
+}
+
+// phaseLines are the log lines that mark a node's start, in order: the
+// first line, the embedded server and JetStream up (the views start), the
+// snapshots loaded, the views ready.
+var phaseLines = []struct{ name, msg string }{
+	{"JetStream up", `msg="replaying the journal into the views"`},
+	{"snapshot loaded", `msg="snapshot loaded" table=KillBench`},
+	{"chain loaded", `msg="snapshot chain loaded" table=KillBench`},
+	{"views ready", `msg="views ready"`},
+}
+
+// startPhases says when each phase of a start ended, from the times of
+// the child's log lines, counted from its first line.
+func startPhases(log string) string {
+	var t0 time.Time
+	var out []string
+	lineTime := func(line string) (time.Time, bool) {
+		f, ok := strings.CutPrefix(line, "time=")
+		if !ok {
+			return time.Time{}, false
+		}
+		ts, err := time.Parse(time.RFC3339Nano, strings.Fields(f)[0])
+		return ts, err == nil
+	}
+	lines := strings.Split(log, "\n")
+	if len(lines) > 0 {
+		t0, _ = lineTime(lines[0])
+	}
+	for _, p := range phaseLines {
+		for _, line := range lines {
+			if strings.Contains(line, p.msg) {
+				if ts, ok := lineTime(line); ok {
+					out = append(out, fmt.Sprintf("%s +%.2f s", p.name, ts.Sub(t0).Seconds()))
+				}
+				break
+			}
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // nodeChild is a node of benchKill in a child process.
@@ -349,7 +398,9 @@ func nodeChildMain(args []string) error {
 	addr := fs.String("nats", "", "embedded server's client address")
 	noSnapshots := fs.Bool("snapshots", true, "write the views' snapshots")
 	every := fs.Int("snapshot-every", 0, "the views' Config.SnapshotEvery (0: the default)")
+	bytes := fs.Int64("snapshot-bytes", 0, "the views' Config.SnapshotBytes (0: the default)")
 	interval := fs.Duration("snapshot-interval", 0, "the views' Config.SnapshotInterval (0: the default)")
+	compact := fs.Float64("snapshot-compact", 0, "the views' Config.SnapshotCompact (0: the default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -357,7 +408,7 @@ func nodeChildMain(args []string) error {
 	defer stop()
 	cfg := node.Config{DataDir: *dir, NATSListen: *addr, HTTP: "off", NoSnapshots: !*noSnapshots,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
-	cfg.Views.SnapshotEvery, cfg.Views.SnapshotInterval = *every, *interval
+	cfg.Views.SnapshotEvery, cfg.Views.SnapshotBytes, cfg.Views.SnapshotInterval, cfg.Views.SnapshotCompact = *every, *bytes, *interval, *compact
 	return node.Run(ctx, cfg, func(n *node.Node) { fmt.Printf("ready %s\n", n.NATSCredsFile()) })
 }
 
