@@ -22,7 +22,7 @@ func (v *Views) startLocked(ctx context.Context, e *entry) {
 	e.cancel = cancel
 	t := e.table
 	v.wg.Add(1)
-	snaps := &snapshotter{v: v, t: t}
+	snaps := newSnapshotter(v, t)
 	go func() {
 		defer v.wg.Done()
 		defer cancel()
@@ -108,8 +108,9 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 		}
 		if removed {
 			v.log.Warn("snapshots not used: records were removed from the journal", "table", t.Name())
-		} else if loaded = v.loadSnapshot(ctx, t, first, target); loaded > 0 {
-			snaps.lastSeq = loaded
+		} else if lc := v.loadSnapshot(ctx, t, first, target); lc != nil {
+			loaded = lc.seq
+			snaps.loaded(lc)
 			t.Publish()
 		}
 	}
@@ -124,6 +125,7 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 		caughtUp = true
 		// Logged before the view counts as ready: whoever waits for it
 		// finds the line there.
+		t.snapInfo.replayed.Store(target - min(loaded, target))
 		if target > 0 {
 			el := time.Since(start)
 			v.log.Info("view replayed", "table", t.Name(), "records", target-loaded, "from_snapshot", loaded, "entities", t.Snapshot().Len(),
@@ -158,7 +160,7 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 			t.Publish()
 			sinceSnap = 0
 		}
-		snaps.maybe()
+		snaps.applied(rec)
 		if !caughtUp {
 			if seq >= target {
 				t.Publish()

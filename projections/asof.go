@@ -11,19 +11,24 @@ import (
 )
 
 // As-of reads: a table's view as it was at an earlier journal position,
-// rebuilt on demand by replaying the table's stream from its first record
-// into a view of its own. The live view keeps no history (its B-trees are
-// overwritten in place once no snapshot holds the old nodes), so the
-// journal is the only place the past is kept; replay is what an as-of read
-// costs, and the limits below bound it.
+// rebuilt on demand into a view of its own: from the newest snapshot at or
+// before the position (a chain of the node's own files, else of the
+// shared store: snapchain.go), then the table's stream after it; from the
+// stream's first record when there is no such snapshot. The live view
+// keeps no history (its B-trees are overwritten in place once no snapshot
+// holds the old nodes), so the snapshots and the journal are where the
+// past is kept; loading and replay are what an as-of read costs, and the
+// limits below bound it.
 //
 //   - A position must be one the view has passed: 1 to the view's
 //     position (InvalidAsOfPosition otherwise). The view's own position is
 //     answered from the live snapshot, with no replay.
 //   - At most Config.AsOfMaxRecords records are replayed for one as-of
-//     read (a position beyond it is AsOfTooFar).
-//   - A journal whose first records were purged cannot rebuild the past
-//     (HistoryTruncated).
+//     read after the snapshot it starts from (a position further is
+//     AsOfTooFar).
+//   - A journal whose first records were purged rebuilds the past only
+//     from a base at or after its cut: a position before the oldest base
+//     kept is HistoryTruncated.
 //   - At most Config.AsOfReplays replays run at once on a node; a read
 //     that would start another is refused at once with ServerBusy (503 over
 //     HTTP, which the Azure SDKs retry with back-off). A read of a position
@@ -68,17 +73,19 @@ var errAsOfReached = errors.New("as-of position reached")
 // was at journal position seq: a snapshot whose Seq is seq, holding
 // exactly what the records 1 to seq made of the table. Its errors are
 // coded (*engine.Error): InvalidAsOfPosition for 0 or a position beyond
-// the view's, AsOfTooFar for more records than Config.AsOfMaxRecords,
-// HistoryTruncated when the journal lost the records, ServerBusy when
+// the view's, AsOfTooFar for more records than Config.AsOfMaxRecords
+// after the snapshot it would start from, HistoryTruncated when the
+// journal lost the records and no snapshot covers them, ServerBusy when
 // Config.AsOfReplays replays run already or when ctx ends before the
 // replay does (it goes on: retry), TableNotFound when the table's stream
 // is gone.
 //
 // Cost: the view's own position is the live snapshot (an atomic load); a
-// cached position is a map lookup; anything else is a replay of seq
-// records at the applier's replay rate (every record decoded and
-// validated), and a view of its own in memory for as long as it is kept
-// (see doc.go, Costs).
+// cached position is a map lookup; anything else is the load of the
+// newest snapshot chain at or before seq (a shared base downloaded
+// first) and a replay of the records after it at the applier's replay
+// rate (every record decoded and validated), and a view of its own in
+// memory for as long as it is kept (see doc.go, Costs).
 func (v *Views) AsOf(ctx context.Context, t *Table, seq uint64) (*Snapshot, error) {
 	var def *Definition
 	if src := t.source; src != nil {
@@ -106,10 +113,8 @@ func (v *Views) AsOf(ctx context.Context, t *Table, seq uint64) (*Snapshot, erro
 	if seq == cur.Seq {
 		return cur, nil
 	}
-	if seq > v.cfg.AsOfMaxRecords {
-		return nil, engine.Errorf(engine.CodeAsOfTooFar,
-			"a read of table %s as of position %d replays %d journal records; this node replays at most %d for one as-of read",
-			engine.ShownTable(t.Name()), seq, seq, v.cfg.AsOfMaxRecords)
+	if v.cfg.SnapshotDir == "" && seq > v.cfg.AsOfMaxRecords {
+		return nil, asOfTooFar(t, seq, 0, v.cfg.AsOfMaxRecords)
 	}
 	key := asOfKey{table: t.Name(), epoch: t.Epoch(), seq: seq, def: def}
 	c := &v.asOf
@@ -234,30 +239,55 @@ func (v *Views) asOfCached() int {
 	return n
 }
 
-// replayAsOf replays t's journal from its first record up to and
-// including seq into a view of its own, with the applier's checks, and
-// returns its snapshot.
+// asOfTooFar is the refusal of an as-of read of seq that would replay
+// more than limit records after the snapshot at from (0: none).
+func asOfTooFar(t *Table, seq, from, limit uint64) error {
+	after := "the table's first record"
+	if from > 0 {
+		after = fmt.Sprintf("the snapshot at %d, the newest at or before it", from)
+	}
+	return engine.Errorf(engine.CodeAsOfTooFar,
+		"a read of table %s as of position %d replays %d journal records after %s; this node replays at most %d for one as-of read",
+		engine.ShownTable(t.Name()), seq, seq-from, after, limit)
+}
+
+// replayAsOf builds t's view as of seq: the newest snapshot chain at or
+// before seq (the node's files, else the shared store's objects) loaded
+// into a view of its own, then the journal after it replayed up to and
+// including seq with the applier's checks (from the first record without
+// a snapshot), and returns its snapshot.
 func (v *Views) replayAsOf(ctx context.Context, t *Table, seq uint64, def *Definition) (*Snapshot, error) {
 	if def != nil {
 		t = t.source
 	}
 	shown := engine.ShownTable(t.Name())
-	first, _, err := v.j.StreamBounds(ctx, t.Name(), t.Epoch())
+	first, last, err := v.j.StreamBounds(ctx, t.Name(), t.Epoch())
 	if errors.Is(err, engine.ErrTableGone) {
 		return nil, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", shown)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if first != 1 {
-		return nil, engine.Errorf(engine.CodeHistoryTruncated,
-			"the journal of table %s no longer holds its first records (it starts at %d): its view as of position %d cannot be rebuilt", shown, first, seq)
-	}
 	nt := NewTable(t.Name(), t.Epoch(), v.cfg.DedupWindow)
 	if def != nil {
 		nt.attach(def)
 	}
-	start, lastLog := time.Now(), time.Now()
+	start := time.Now()
+	var from uint64 // the position the view starts at: the snapshot's
+	if v.cfg.SnapshotDir != "" {
+		if lc := v.loadChain(ctx, t, chainScope{first: first, last: last, upTo: seq, scratch: true}); lc != nil {
+			nt.restore(lc.seq, lc.content)
+			from = lc.seq
+		}
+	}
+	if first > from+1 {
+		return nil, engine.Errorf(engine.CodeHistoryTruncated,
+			"the journal of table %s no longer holds its records before %d, and no snapshot at or before position %d covers them: its view as of %d cannot be rebuilt", shown, first, seq, seq)
+	}
+	if seq-from > v.cfg.AsOfMaxRecords {
+		return nil, asOfTooFar(t, seq, from, v.cfg.AsOfMaxRecords)
+	}
+	lastLog := time.Now()
 	apply := func(s uint64, rec *engine.Record, _ uint64) error {
 		if err := nt.checkRecord(s, rec); err != nil {
 			return err
@@ -269,32 +299,34 @@ func (v *Views) replayAsOf(ctx context.Context, t *Table, seq uint64, def *Defin
 		if time.Since(lastLog) >= v.cfg.Progress {
 			lastLog = time.Now()
 			v.log.Info("replaying as-of view", "table", t.Name(), "record", s, "of", seq,
-				"percent", fmt.Sprintf("%.1f", 100*float64(s)/float64(seq)),
-				"records_per_s", int(float64(s)/time.Since(start).Seconds()))
+				"percent", fmt.Sprintf("%.1f", 100*float64(s-from)/float64(seq-from)),
+				"records_per_s", int(float64(s-from)/time.Since(start).Seconds()))
 		}
 		return nil
 	}
-	// No shortcut for the records this host appended (ConsumeKnown's
-	// known): those are the live view's, and applying interns their
-	// property names in place.
-	err = v.j.ConsumeKnown(ctx, t.Name(), t.Epoch(), 1, nil, apply)
-	var fe *faultError
-	switch {
-	case errors.Is(err, errAsOfReached):
-	case errors.As(err, &fe):
-		return nil, engine.Errorf(engine.CodeHistoryTruncated,
-			"the journal of table %s lacks records its view as of position %d needs: %v", shown, seq, fe)
-	case errors.Is(err, engine.ErrTableGone):
-		return nil, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", shown)
-	case err != nil:
-		return nil, fmt.Errorf("projections: replay of %s as of %d: %w", t.Name(), seq, err)
-	default:
-		return nil, fmt.Errorf("projections: replay of %s as of %d stopped at %d: %w", t.Name(), seq, nt.Seq(), context.Cause(ctx))
+	if from < seq {
+		// No shortcut for the records this host appended (ConsumeKnown's
+		// known): those are the live view's, and applying interns their
+		// property names in place.
+		err = v.j.ConsumeKnown(ctx, t.Name(), t.Epoch(), from+1, nil, apply)
+		var fe *faultError
+		switch {
+		case errors.Is(err, errAsOfReached):
+		case errors.As(err, &fe):
+			return nil, engine.Errorf(engine.CodeHistoryTruncated,
+				"the journal of table %s lacks records its view as of position %d needs: %v", shown, seq, fe)
+		case errors.Is(err, engine.ErrTableGone):
+			return nil, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", shown)
+		case err != nil:
+			return nil, fmt.Errorf("projections: replay of %s as of %d: %w", t.Name(), seq, err)
+		default:
+			return nil, fmt.Errorf("projections: replay of %s as of %d stopped at %d: %w", t.Name(), seq, nt.Seq(), context.Cause(ctx))
+		}
 	}
 	nt.Publish()
 	el := time.Since(start)
-	v.log.Info("as-of view replayed", "table", t.Name(), "seq", seq, "entities", nt.Snapshot().Len(),
-		"elapsed", el.Round(time.Millisecond), "records_per_s", int(float64(seq)/el.Seconds()))
+	v.log.Info("as-of view replayed", "table", t.Name(), "seq", seq, "from_snapshot", from, "records", seq-from, "entities", nt.Snapshot().Len(),
+		"elapsed", el.Round(time.Millisecond), "records_per_s", int(float64(seq-from)/el.Seconds()))
 	if def != nil {
 		nt.dmu.Lock()
 		defer nt.dmu.Unlock()

@@ -3,8 +3,12 @@ package projections_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/projections"
@@ -182,4 +186,109 @@ func TestAsOfReplaysAtOnce(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestAsOfFromBases: with snapshots shared, a view as of a position
+// starts from the newest snapshot at or before it — here downloaded from
+// the store by views whose directory is empty — and replays only the
+// records after it, at most AsOfMaxRecords of them; it equals the view a
+// replay from the first record gives. A position with no snapshot before
+// it replays from the first record, within the same bound (AsOfTooFar
+// past it). Once the journal is pruned after the oldest base the store
+// keeps (as the journal's pruning does, at a position SharedBases lists),
+// a position from that base on is still served, and one before it is
+// HistoryTruncated.
+func TestAsOfFromBases(t *testing.T) {
+	r := newRig(t)
+	obj := r.snapshotStore()
+	r.cfg = snapConfig(t)
+	r.cfg.SnapshotCompact = 0.2 // bases often
+	epoch := r.create("Snap")
+	h := newHistory(r, "Snap", epoch, uint64(time.Now().UnixNano()))
+	cfg := r.cfg
+	cfg.SnapshotStore = obj
+	writer := r.startViews(cfg, nil)
+	h.write(600) // bases and deltas, shared as they are written
+	wtb, _ := writer.v.Table("Snap")
+	if _, err := wtb.WaitSeq(r.ctx, 600); err != nil {
+		t.Fatal(err)
+	}
+	writer.stop()
+
+	const maxRecords = 40
+	// Views that read the store and write nothing, on an empty directory.
+	cfg.SnapshotDir, cfg.AsOfMaxRecords, cfg.AsOfCache, cfg.HistoryCheck = t.TempDir(), maxRecords, 1, time.Hour
+	cfg.SnapshotEvery, cfg.NoSnapshotOnStop = 1<<30, true
+	log := &logSink{}
+	run := r.startViews(cfg, log)
+	bases, err := run.v.SharedBases(r.ctx, "Snap", epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bases) < 2 {
+		t.Fatalf("the store keeps the bases %v, want the newest two at least (a base put as the views stopped may not have had its older ones removed)", bases)
+	}
+	b := bases[0]
+	if b <= maxRecords+10 {
+		t.Fatalf("the oldest base kept is at %d: too early for this test", b)
+	}
+	tb, _ := run.v.Table("Snap")
+
+	fullCfg := r.cfg
+	fullCfg.SnapshotDir, fullCfg.AsOfMaxRecords = "", 1<<20
+	full := r.startViews(fullCfg, nil)
+	ftb, _ := full.v.Table("Snap")
+	want := map[uint64]*projections.Snapshot{}
+	for _, seq := range []uint64{30, b, b + 5, b + 10} {
+		s, err := full.v.AsOf(r.ctx, ftb, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[seq] = s
+	}
+
+	asOf := func(seq uint64) *projections.Snapshot {
+		t.Helper()
+		s, err := run.v.AsOf(r.ctx, tb, seq)
+		if err != nil {
+			t.Fatalf("as of %d: %v\n%s", seq, err, log)
+		}
+		sameView(t, fmt.Sprintf("as of %d", seq), s, want[seq])
+		return s
+	}
+	asOf(b + 10)
+	if lines := log.find("as-of view replayed", fmt.Sprintf("seq=%d ", b+10)); len(lines) != 1 || !fromSnapshotAtLeast(lines[0], b) {
+		t.Fatalf("the view as of %d did not start from a snapshot at or after the base at %d:\n%s", b+10, b, log)
+	}
+	asOf(30)
+	if len(log.find("as-of view replayed", "seq=30 ", "from_snapshot=0 ", "records=30 ")) != 1 {
+		t.Fatalf("the view as of 30 was not replayed from the first record:\n%s", log)
+	}
+	if _, err := run.v.AsOf(r.ctx, tb, b-1); engine.ErrorCode(err) != engine.CodeAsOfTooFar {
+		t.Fatalf("as of %d, with no snapshot before it and more than %d records: %v", b-1, maxRecords, err)
+	}
+
+	// The journal pruned after the base at b.
+	if err := r.stream("Snap", epoch).Purge(r.ctx, jetstream.WithPurgeSequence(b+1)); err != nil {
+		t.Fatal(err)
+	}
+	asOf(b + 5)
+	asOf(b)
+	if len(log.find("as-of view replayed", fmt.Sprintf("seq=%d ", b), fmt.Sprintf("from_snapshot=%d ", b), "records=0 ")) != 1 {
+		t.Fatalf("the view as of the base at %d was not the base:\n%s", b, log)
+	}
+	if _, err := run.v.AsOf(r.ctx, tb, b-1); engine.ErrorCode(err) != engine.CodeHistoryTruncated {
+		t.Fatalf("as of %d, before the oldest base of a pruned journal: %v", b-1, err)
+	}
+}
+
+// fromSnapshotAtLeast reports whether an as-of line started from a
+// snapshot at or after seq.
+func fromSnapshotAtLeast(line string, seq uint64) bool {
+	_, rest, ok := strings.Cut(line, "from_snapshot=")
+	if !ok {
+		return false
+	}
+	from, err := strconv.ParseUint(strings.Fields(rest)[0], 10, 64)
+	return err == nil && from >= seq
 }

@@ -36,36 +36,55 @@
 //     CAIRN_PROJECTIONS, hands the set to Views.Declare before the views
 //     replay, reports the node's state every 2 s while anything is
 //     declared, and serves /$cairn/projections.
-//   - Snapshot files (snapfile.go: the format, SnapshotFormat 1, golden
-//     file in testdata/; snapstore.go: writing, choosing, loading,
-//     removing): with Config.SnapshotDir set, an applier hands its
-//     published Snapshot to a goroutine of its own after
-//     Config.SnapshotEvery records since the last file (100,000), at most
-//     every Config.SnapshotInterval (5 minutes), and once more when the
-//     views stop cleanly (checked as records are applied: a table that
-//     goes quiet before the interval has passed writes the snapshot due
-//     with its next record, or at the stop); the file is written beside
-//     the applier (one at a time per table) to a temporary name, fsynced
-//     and renamed, and the newest two per table incarnation are kept. On start each applier
-//     loads the newest usable file into its view before it replays, then
-//     replays from the next position; the declared projections attached
-//     to the table are derived from the loaded view under dmu in the same
-//     step, so they are ready with it.
+//   - Snapshot files (snapfile.go: the base format, SnapshotFormat 1;
+//     snapdelta.go: the delta format, DeltaFormat 1; golden files of both
+//     in testdata/; snapshotter.go: when and which kind; snapstore.go:
+//     writing, loading, removing; snapchain.go: choosing and loading a
+//     chain): with Config.SnapshotDir set, a view's snapshots are a chain,
+//     a full base and deltas after it, each delta holding the entities
+//     and partitions written since the snapshot it follows (the applier
+//     notes their keys as it applies records; the writer reads their
+//     state from the published Snapshot) and the command ids added. A
+//     snapshot is due once the tail, the records applied since the last
+//     one, holds Config.SnapshotEvery records (50,000) or
+//     Config.SnapshotBytes (32 MiB), whatever the time, or once the last
+//     is Config.SnapshotInterval old (5 minutes) with a smaller tail, and
+//     once more when the views stop cleanly (checked as records are
+//     applied). It is a delta when it can follow the chain, a base
+//     otherwise; a chain whose deltas hold more entities than
+//     Config.SnapshotCompact times its base's (0.5), or whose base is
+//     Config.SnapshotBaseAge old (1 hour), gets a new base, written beside
+//     the deltas after a delta at its position (one base and one delta
+//     at a time per table). Each file is written to a temporary name,
+//     fsynced and renamed; once a base is written the deltas before it and
+//     the bases but the one before it are removed. On start each applier
+//     loads the chain that reaches furthest into its view before it
+//     replays, then replays from the next position; the declared
+//     projections attached to the table are derived from the loaded view
+//     under dmu in the same step, so they are ready with it.
 //   - Shared snapshots (snapshare.go): with Config.SnapshotStore set, the
 //     goroutine that wrote a file also puts it in that JetStream object
-//     store (OpenSnapshotStore: <PREFIX>_SNAPSHOTS), one object per table
-//     incarnation (SharedSnapshotName: <lowercase name>.<epoch>) with the
-//     position in its metadata, unless the store holds one as new. On
-//     start the store's object takes its place among the files by its
-//     position; its turn come, it is downloaded into the table's
-//     directory (temporary name, fsync, rename) and loaded like a file.
-//     A dropped table's object goes with its files; on start the objects
-//     of incarnations the catalog no longer holds are removed.
+//     store (OpenSnapshotStore: <PREFIX>_SNAPSHOTS), a base or a delta as
+//     an object of its own (<lowercase name>.<epoch>.<seq>.base or
+//     .delta) with its position, kind and the position a delta follows
+//     in its metadata; a delta only when the store holds what it follows.
+//     On start the store's objects are candidates of the chain beside the
+//     files, downloaded into the table's directory (temporary name, fsync,
+//     rename) when their turn comes. After a base is put, the store keeps
+//     the newest two bases, every base from the horizon base (the newest
+//     before the stream's first sequence, read then) and the deltas after
+//     the oldest kept, and removes the rest; SharedBases lists the bases,
+//     where the journal's pruning may cut. A dropped table's objects go
+//     with its files; on start the objects of incarnations the catalog no
+//     longer holds are removed. The single object per incarnation that
+//     earlier versions shared (SharedSnapshotName) is read as a base.
 //   - AsOf (asof.go) returns a table's view as it was at an earlier
-//     journal position: a view of its own, rebuilt by replaying the
-//     table's journal from its first record with the applier's checks,
-//     within limits (records per read, replays at once), and kept for a
-//     while so that the pages of an as-of query replay once.
+//     journal position: a view of its own, loaded from the newest chain at
+//     or before the position (the node's files, else the store's) and
+//     replayed from the journal after it (from its first record without
+//     one) with the applier's checks, within limits (records replayed per
+//     read, replays at once), and kept for a while so that the pages of an
+//     as-of query replay once.
 //
 // # Applying
 //
@@ -100,25 +119,30 @@
 //   - A snapshot file is never trusted: one that is damaged or truncated
 //     (CRC-32C), of a newer format, of another table or incarnation (its
 //     header's name and epoch), beyond the stream's last record or before
-//     records that were purged is passed over with a warning "snapshot
-//     ignored" naming the file and why; the next older file is tried,
-//     then the whole journal. A file that cannot be written is logged
-//     ("snapshot not written") and the view goes on. No file is used for
+//     records that were purged, or (a delta) that does not follow the
+//     position its name says or does not fit the view it is applied to
+//     (the command ids it keeps, the entities it leaves) is passed over
+//     with a warning "snapshot ignored" naming the file and why; a delta
+//     is applied to a copy (O(1) B-tree copies), so the view stays at the
+//     previous point and another delta from there, another base, then the
+//     whole journal are tried. A file that cannot be written is logged
+//     ("snapshot not written", counted in /metrics); the chain is then
+//     begun again with a base, and the view goes on. No file is used for
 //     a stream that lost records (a purge or a deleted message): the
 //     full replay faults the table at once, as without snapshots.
 //     Temporary files a crash left, and the directories of tables no
-//     longer in the catalog, are removed when the catalog is loaded.
+//     longer in the catalog, are removed when the catalog is loaded; a
+//     crash during a write leaves the chain as it was before it.
 //   - A shared snapshot is never trusted either: an object whose metadata
-//     has no usable position, or one beyond the stream's last record or
-//     before purged records, is not downloaded; one that fails a check
-//     of a file once downloaded (or whose header's position is not its
-//     metadata's) has its file removed; either way a warning "shared
-//     snapshot ignored" names the object and why, and the local files,
-//     then the journal, are used. A store that cannot be read or written
-//     is logged ("shared snapshots not read", "snapshot not shared") and
-//     the views go on with their own files. Several nodes racing to put
-//     one incarnation's object may leave the older (the next put replaces
-//     it).
+//     has no usable position or kind, or one beyond the stream's last
+//     record or (a base) before purged records, is not downloaded; one
+//     that fails a check of a file once downloaded (or whose header's
+//     position is not its metadata's) has its file removed; either way a
+//     warning "shared snapshot ignored" names the object and why, and the
+//     other candidates, then the journal, are used. A store that cannot
+//     be read or written is logged ("shared snapshots not read",
+//     "snapshot not shared", "shared snapshots not collected") and the
+//     views go on with their own files.
 //   - A catalog record that cannot be used (undecodable, on another name's
 //     subject, a bad table name, an unknown kind, a creation of a live
 //     table or a deletion of a missing one) is skipped with an error log
@@ -181,31 +205,38 @@
 //     ./cmd/cairn-bench); tables replay in parallel. With snapshot
 //     files a view replays only the records after its newest file.
 //   - Snapshot files (docs/PERFORMANCE.md; go run ./cmd/cairn-bench
-//     start): a table of 200,000 entities of four properties was ready
-//     from its file in 0.16–0.43 s whether its journal held 200,000 or
-//     1,000,000 records, against 1.9–3.0 s and 11.6–20.4 s of full
-//     replay; the file took 220 bytes per entity and 0.25–0.6 s to
-//     write. Writing reads only the published snapshot: what it costs
-//     the applier is one Publish, plus the memory that the writes made
-//     meanwhile keep alive. Loading reads the file twice (the checksum,
-//     then the decoding) and holds the decoded view beside nothing else
-//     (the table had applied nothing). The command ids' eviction list is
-//     shared with published snapshots (never modified in place), so
-//     evicted ids stay reachable until the list is next moved. Sharing
-//     a snapshot reads its file once more and sends it to the store (one
-//     metadata read first), in the goroutine that wrote it: the next
-//     file of that table waits for the upload, the applier does not; a
-//     start from a shared snapshot first downloads it whole; the upload
-//     of the snapshot written at a clean stop holds the stop for at most
-//     10 s (a larger file is then not shared). These
-//     transfers were not measured.
-//   - As-of reads (AsOf): a replay of the records 1 to the position into a
-//     view of its own, every record decoded and validated: 58,000–188,000
-//     records/s (median about 95,000 over eight runs) for records of one
-//     ~1 KB entity, about 0.1–0.35 s for 20,000 records (BenchmarkAsOf,
-//     -benchtime 10x, run eight times); the view's own position costs
-//     nothing, a kept view a map lookup. Bounds: Config.AsOfMaxRecords records per
-//     read (1,000,000: some 5–17 s at those rates), Config.AsOfReplays at
+//     start, start -kill, snapshots; BenchmarkSnapshotKinds): a start
+//     costs the chain (its base and its deltas' entities, at about the
+//     same 2.7–4.1 µs per 1 KB entity for either kind) plus the tail,
+//     at most SnapshotEvery records or SnapshotBytes bytes and what the
+//     write in progress at the crash let through. Writing costs the same
+//     per entity (2.7–4.3 µs), and a chain writes each entity its deltas
+//     hold about 1 + 1/SnapshotCompact times (3 at the default) counting
+//     the bases it makes. Writing reads only the published snapshot:
+//     what it costs the applier is one Publish and a map insert per
+//     entity written (the note of touched keys, at most
+//     max(SnapshotCompact × the base's entities, SnapshotEvery) of them,
+//     about 100 bytes each), plus the memory that the writes made
+//     meanwhile keep alive (during a base's write, every node the writes
+//     replace). Loading reads each file twice (the checksum, then the
+//     decoding). The command ids' eviction list is shared with published
+//     snapshots (never modified in place), so evicted ids stay reachable
+//     until the list is next moved. Sharing reads each file once more and
+//     sends it to the store (one or two metadata reads first, a listing
+//     and a stream-info request after a base), in the goroutine that
+//     wrote it: that kind's next file waits for the upload, the applier
+//     does not; a start from the store first downloads the chain's
+//     objects whole; the upload of the snapshot written at a clean stop
+//     holds the stop for at most 10 s.
+//   - As-of reads (AsOf): the load of the newest chain at or before the
+//     position (as a start's, a shared base downloaded first), then a
+//     replay of the records after it into a view of its own, every record
+//     decoded and validated: 58,000–188,000 records/s (median about
+//     95,000 over eight runs) for records of one ~1 KB entity, about
+//     0.1–0.35 s for 20,000 records (BenchmarkAsOf, -benchtime 10x, run
+//     eight times); the view's own position costs nothing, a kept view a
+//     map lookup. Bounds: Config.AsOfMaxRecords records replayed per read
+//     after its snapshot (1,000,000: some 5–17 s at those rates), Config.AsOfReplays at
 //     once (2, others refused with ServerBusy), Config.AsOfTimeout per
 //     replay (2 minutes). Memory: each as-of view is a full view of the
 //     table as it was (the figure per entity above, shared with nothing),

@@ -55,7 +55,7 @@ func ForgeSnapshot(src, dst, name string, epoch, seq uint64) error {
 		seq = h.Seq
 	}
 	s := &Snapshot{Table: name, Epoch: epoch, Seq: seq, rows: c.rows, parts: c.parts, ids: c.ids, expiry: c.expiry}
-	if err := encodeSnapshot(out, s, h.At); err != nil {
+	if err := encodeSnapshot(out, s, h.At, nil); err != nil {
 		out.Close()
 		return err
 	}

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/journal"
@@ -181,25 +180,65 @@ func (v *Views) restartView(ctx context.Context, e *entry, t *Table) {
 	v.broadcastLocked()
 }
 
-// SharedBases returns the positions of a table incarnation's full
-// snapshots in the shared store, ascending: the pruner cuts the journal
-// right after one of them. With no store, none.
-func (v *Views) SharedBases(ctx context.Context, table string, epoch uint64) ([]uint64, error) {
-	if v.cfg.SnapshotStore == nil {
-		return nil, nil
+// sharedBasesSpread is how many bases the shared store keeps spread
+// between where the journal may be cut next and the newest chains, for a
+// table with a retention: as the cut moves on it reaches one of them
+// every quarter of the way, so the journal holds its retention plus at
+// most about a quarter more, and the store a handful of bases.
+const sharedBasesSpread = 4
+
+// sharedKept decides which of a table incarnation's shared bases the
+// store keeps (keep, by position) and after which position it keeps the
+// deltas (those of the newest two chains), given the stream's first
+// sequence and where the pruner may cut the journal next (cut; 0: it may
+// not, the retention keeps everything or is not known yet):
+//
+//   - the newest two bases, and the deltas after the older of them: a
+//     start loads the newest chain, or the one before when it fails;
+//   - the horizon base, the newest before first (when the journal was
+//     pruned): where the journal starts, for as-of reads;
+//   - with a cut, the newest base before it (where the next prune cuts;
+//     none before it: the oldest, which the cut reaches first) and bases
+//     spread sharedBasesSpread ways between it and the newest chains
+//     (where the following prunes cut).
+//
+// ok is false when there is nothing to decide (fewer than two bases).
+func sharedKept(bases []uint64, first, cut uint64) (keep map[uint64]bool, deltasAfter uint64, ok bool) {
+	if len(bases) < 2 {
+		return nil, 0, false
 	}
-	ctx, cancel := context.WithTimeout(ctx, shareTimeout)
-	defer cancel()
-	info, err := v.cfg.SnapshotStore.GetInfo(ctx, SharedSnapshotName(table, epoch))
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, nil
+	bases = append([]uint64(nil), bases...)
+	slices.Sort(bases)
+	n := len(bases)
+	keep = map[uint64]bool{bases[n-1]: true, bases[n-2]: true}
+	deltasAfter = bases[n-2]
+	newestBefore := func(pos uint64) (uint64, bool) {
+		for i := n - 1; i >= 0; i-- {
+			if bases[i] < pos {
+				return bases[i], true
+			}
+		}
+		return 0, false
 	}
-	if err != nil {
-		return nil, err
+	if first > 1 {
+		if b, ok := newestBefore(first); ok {
+			keep[b] = true
+		}
 	}
-	seq, err := sharedSeq(info)
-	if err != nil {
-		return nil, nil // not one Cairn wrote
+	if cut == 0 {
+		return keep, deltasAfter, true
 	}
-	return []uint64{seq}, nil
+	start := bases[0] // none before the cut: the oldest comes closest
+	if b, ok := newestBefore(cut); ok {
+		start = b
+	}
+	keep[start] = true
+	step := (bases[n-2] - start) / sharedBasesSpread
+	last := start
+	for _, b := range bases[:n-2] {
+		if b > start && b-last >= max(step, 1) {
+			keep[b], last = true, b
+		}
+	}
+	return keep, deltasAfter, true
 }

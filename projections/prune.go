@@ -246,7 +246,7 @@ func (p *Pruner) prune(ctx context.Context, t *Table) (uint64, error) {
 	before, cut, why := planPrune(in)
 	t.pruneCut.Store(cut)
 	if before == 0 {
-		p.cfg.Log.Debug("history not pruned", "table", t.Name(), "why", why)
+		p.cfg.Log.Debug("history not pruned", "table", t.Name(), "why", why, "cut", cut, "bases", in.bases, "last", h.Last, "grace", in.sinceGrace, "relayed", in.relayed)
 		return 0, nil
 	}
 	start := time.Now()

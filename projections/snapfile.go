@@ -72,9 +72,24 @@ type snapshotContent struct {
 	expiry []*CommandRecord
 }
 
+// snapshotHeaderFields is how many fields a base's header has in
+// SnapshotFormat 1; maxHeaderFields bounds the fields a reader accepts in
+// any header (later versions may add some; a damaged count must not make
+// it loop for long).
+const (
+	snapshotHeaderFields = 7
+	maxHeaderFields      = 64
+)
+
+// progressEvery is how many entities a snapshot's writing or loading
+// handles between two calls of its progress function: often enough for
+// a line every Config.Progress, rarely enough to cost nothing.
+const progressEvery = 4096
+
 // encodeSnapshot writes s to w in the current format. It reads only the
-// immutable snapshot, so it runs beside the applier.
-func encodeSnapshot(w io.Writer, s *Snapshot, at int64) error {
+// immutable snapshot, so it runs beside the applier. progress, if not
+// nil, is called every progressEvery entities with the entities written.
+func encodeSnapshot(w io.Writer, s *Snapshot, at int64, progress func(n uint64)) error {
 	crc := crc32.New(castagnoli)
 	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<16)
 	if _, err := bw.WriteString(snapshotMagic); err != nil {
@@ -83,7 +98,7 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64) error {
 	enc := msgpack.NewEncoder(bw)
 	err := firstErr(
 		enc.EncodeUint(SnapshotFormat),
-		enc.EncodeMapLen(7),
+		enc.EncodeMapLen(snapshotHeaderFields),
 		enc.EncodeString("name"), enc.EncodeString(s.Table),
 		enc.EncodeString("epoch"), enc.EncodeUint(s.Epoch),
 		enc.EncodeString("seq"), enc.EncodeUint(s.Seq),
@@ -95,11 +110,11 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64) error {
 	if err != nil {
 		return err
 	}
+	var n uint64
 	s.rows.Scan(func(e *engine.Entity) bool {
-		err = firstErr(enc.EncodeArrayLen(6), enc.EncodeString(e.PartitionKey), enc.EncodeString(e.RowKey),
-			enc.EncodeInt(e.Timestamp), enc.EncodeUint(e.Version.Seq), enc.EncodeUint(uint64(e.Version.Index)))
-		if err == nil {
-			err = engine.EncodeProperties(enc, e.Properties)
+		err = encodeEntity(enc, e)
+		if n++; progress != nil && n%progressEvery == 0 {
+			progress(n)
 		}
 		return err == nil
 	})
@@ -107,17 +122,14 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64) error {
 		return err
 	}
 	s.parts.Scan(func(p *Partition) bool {
-		err = firstErr(enc.EncodeArrayLen(5), enc.EncodeString(p.Key), enc.EncodeUint(p.LastSeq),
-			enc.EncodeUint(p.Records), enc.EncodeUint(p.Writes), enc.EncodeInt(p.Entities))
+		err = encodePartition(enc, p)
 		return err == nil
 	})
 	if err != nil {
 		return err
 	}
 	for _, c := range s.expiry {
-		err = firstErr(enc.EncodeArrayLen(6), enc.EncodeString(c.PartitionKey), enc.EncodeString(c.ID),
-			enc.EncodeUint(c.Seq), enc.EncodeUint(uint64(c.First)), enc.EncodeUint(uint64(c.Count)), enc.EncodeInt(c.Time))
-		if err != nil {
+		if err := encodeCommand(enc, c); err != nil {
 			return err
 		}
 	}
@@ -128,6 +140,33 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64) error {
 	binary.BigEndian.PutUint32(sum[:], crc.Sum32())
 	_, err = w.Write(sum[:])
 	return err
+}
+
+// The elements of a base and of a delta: an entity, a partition and a
+// command id are each a msgpack array of this many elements.
+const (
+	entityFields    = 6
+	partitionFields = 5
+	commandFields   = 6
+)
+
+func encodeEntity(enc *msgpack.Encoder, e *engine.Entity) error {
+	err := firstErr(enc.EncodeArrayLen(entityFields), enc.EncodeString(e.PartitionKey), enc.EncodeString(e.RowKey),
+		enc.EncodeInt(e.Timestamp), enc.EncodeUint(e.Version.Seq), enc.EncodeUint(uint64(e.Version.Index)))
+	if err != nil {
+		return err
+	}
+	return engine.EncodeProperties(enc, e.Properties)
+}
+
+func encodePartition(enc *msgpack.Encoder, p *Partition) error {
+	return firstErr(enc.EncodeArrayLen(partitionFields), enc.EncodeString(p.Key), enc.EncodeUint(p.LastSeq),
+		enc.EncodeUint(p.Records), enc.EncodeUint(p.Writes), enc.EncodeInt(p.Entities))
+}
+
+func encodeCommand(enc *msgpack.Encoder, c *CommandRecord) error {
+	return firstErr(enc.EncodeArrayLen(commandFields), enc.EncodeString(c.PartitionKey), enc.EncodeString(c.ID),
+		enc.EncodeUint(c.Seq), enc.EncodeUint(uint64(c.First)), enc.EncodeUint(uint64(c.Count)), enc.EncodeInt(c.Time))
 }
 
 // firstErr returns the first of errs that is not nil. The encoder's calls
@@ -173,7 +212,7 @@ func (h *snapshotHeader) read(dec *msgpack.Decoder, r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("header: %w", err)
 	}
-	if n < 0 || n > 64 {
+	if n < 0 || n > maxHeaderFields {
 		return fmt.Errorf("header of %d fields", n)
 	}
 	seen := 0
@@ -206,8 +245,8 @@ func (h *snapshotHeader) read(dec *msgpack.Decoder, r io.Reader) error {
 		}
 		seen++
 	}
-	if seen != 7 {
-		return fmt.Errorf("header has %d of its 7 fields", seen)
+	if seen != snapshotHeaderFields {
+		return fmt.Errorf("header has %d of its %d fields", seen, snapshotHeaderFields)
 	}
 	return nil
 }
@@ -234,8 +273,8 @@ func checkSnapshotSum(r io.ReaderAt, size int64) error {
 }
 
 // decodeSnapshotBody reads what follows the header; progress is called
-// every 4,096 entities with the entities read. The caller has checked the
-// checksum.
+// every progressEvery entities with the entities read. The caller has
+// checked the checksum.
 func decodeSnapshotBody(dec *msgpack.Decoder, h snapshotHeader, progress func(n uint64)) (*snapshotContent, error) {
 	opts := btree.Options{NoLocks: true}
 	c := &snapshotContent{
@@ -243,37 +282,9 @@ func decodeSnapshotBody(dec *msgpack.Decoder, h snapshotHeader, progress func(n 
 		parts: btree.NewBTreeGOptions(lessPartition, opts),
 		ids:   btree.NewBTreeGOptions(lessCommand, opts),
 	}
-	tuple := func(want int) error {
-		n, err := dec.DecodeArrayLen()
-		if err == nil && n != want {
-			err = fmt.Errorf("want %d elements, got %d", want, n)
-		}
-		return err
-	}
 	var prev *engine.Entity
 	for i := uint64(0); i < h.Entities; i++ {
-		e := &engine.Entity{}
-		var index uint32
-		err := tuple(6)
-		if err == nil {
-			e.PartitionKey, err = dec.DecodeString()
-		}
-		if err == nil {
-			e.RowKey, err = dec.DecodeString()
-		}
-		if err == nil {
-			e.Timestamp, err = dec.DecodeInt64()
-		}
-		if err == nil {
-			e.Version.Seq, err = dec.DecodeUint64()
-		}
-		if err == nil {
-			index, err = dec.DecodeUint32()
-			e.Version.Index = index
-		}
-		if err == nil {
-			e.Properties, err = engine.DecodeProperties(dec)
-		}
+		e, err := decodeEntity(dec)
 		if err == nil && prev != nil && !lessEntity(prev, e) {
 			err = errors.New("entities out of key order")
 		}
@@ -285,29 +296,13 @@ func decodeSnapshotBody(dec *msgpack.Decoder, h snapshotHeader, progress func(n 
 		}
 		c.rows.Load(e)
 		prev = e
-		if progress != nil && (i+1)&4095 == 0 {
+		if progress != nil && (i+1)%progressEvery == 0 {
 			progress(i + 1)
 		}
 	}
 	var prevPart *Partition
 	for i := uint64(0); i < h.Parts; i++ {
-		p := &Partition{}
-		err := tuple(5)
-		if err == nil {
-			p.Key, err = dec.DecodeString()
-		}
-		if err == nil {
-			p.LastSeq, err = dec.DecodeUint64()
-		}
-		if err == nil {
-			p.Records, err = dec.DecodeUint64()
-		}
-		if err == nil {
-			p.Writes, err = dec.DecodeUint64()
-		}
-		if err == nil {
-			p.Entities, err = dec.DecodeInt64()
-		}
+		p, err := decodePartition(dec)
 		if err == nil && prevPart != nil && prevPart.Key >= p.Key {
 			err = errors.New("partitions out of key order")
 		}
@@ -318,26 +313,7 @@ func decodeSnapshotBody(dec *msgpack.Decoder, h snapshotHeader, progress func(n 
 		prevPart = p
 	}
 	for i := uint64(0); i < h.IDs; i++ {
-		cr := &CommandRecord{}
-		err := tuple(6)
-		if err == nil {
-			cr.PartitionKey, err = dec.DecodeString()
-		}
-		if err == nil {
-			cr.ID, err = dec.DecodeString()
-		}
-		if err == nil {
-			cr.Seq, err = dec.DecodeUint64()
-		}
-		if err == nil {
-			cr.First, err = dec.DecodeUint32()
-		}
-		if err == nil {
-			cr.Count, err = dec.DecodeUint32()
-		}
-		if err == nil {
-			cr.Time, err = dec.DecodeInt64()
-		}
+		cr, err := decodeCommand(dec)
 		if err != nil {
 			return nil, fmt.Errorf("command id %d: %w", i, err)
 		}
@@ -347,4 +323,84 @@ func decodeSnapshotBody(dec *msgpack.Decoder, h snapshotHeader, progress func(n 
 		c.expiry = append(c.expiry, cr)
 	}
 	return c, nil
+}
+
+// decodeTuple reads the length of an array that must have want elements.
+func decodeTuple(dec *msgpack.Decoder, want int) error {
+	n, err := dec.DecodeArrayLen()
+	if err == nil && n != want {
+		err = fmt.Errorf("want %d elements, got %d", want, n)
+	}
+	return err
+}
+
+func decodeEntity(dec *msgpack.Decoder) (*engine.Entity, error) {
+	e := &engine.Entity{}
+	var index uint32
+	err := decodeTuple(dec, entityFields)
+	if err == nil {
+		e.PartitionKey, err = dec.DecodeString()
+	}
+	if err == nil {
+		e.RowKey, err = dec.DecodeString()
+	}
+	if err == nil {
+		e.Timestamp, err = dec.DecodeInt64()
+	}
+	if err == nil {
+		e.Version.Seq, err = dec.DecodeUint64()
+	}
+	if err == nil {
+		index, err = dec.DecodeUint32()
+		e.Version.Index = index
+	}
+	if err == nil {
+		e.Properties, err = engine.DecodeProperties(dec)
+	}
+	return e, err
+}
+
+func decodePartition(dec *msgpack.Decoder) (*Partition, error) {
+	p := &Partition{}
+	err := decodeTuple(dec, partitionFields)
+	if err == nil {
+		p.Key, err = dec.DecodeString()
+	}
+	if err == nil {
+		p.LastSeq, err = dec.DecodeUint64()
+	}
+	if err == nil {
+		p.Records, err = dec.DecodeUint64()
+	}
+	if err == nil {
+		p.Writes, err = dec.DecodeUint64()
+	}
+	if err == nil {
+		p.Entities, err = dec.DecodeInt64()
+	}
+	return p, err
+}
+
+func decodeCommand(dec *msgpack.Decoder) (*CommandRecord, error) {
+	cr := &CommandRecord{}
+	err := decodeTuple(dec, commandFields)
+	if err == nil {
+		cr.PartitionKey, err = dec.DecodeString()
+	}
+	if err == nil {
+		cr.ID, err = dec.DecodeString()
+	}
+	if err == nil {
+		cr.Seq, err = dec.DecodeUint64()
+	}
+	if err == nil {
+		cr.First, err = dec.DecodeUint32()
+	}
+	if err == nil {
+		cr.Count, err = dec.DecodeUint32()
+	}
+	if err == nil {
+		cr.Time, err = dec.DecodeInt64()
+	}
+	return cr, err
 }

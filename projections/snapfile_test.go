@@ -102,7 +102,7 @@ func TestSnapshotGolden(t *testing.T) {
 		t.Fatalf("the golden view remembers %d ids (%d in its log), want 3 (4)", len(CommandIDs(s)), len(s.expiry))
 	}
 	var buf bytes.Buffer
-	if err := encodeSnapshot(&buf, s, 1_700_000_000_000_000_000); err != nil {
+	if err := encodeSnapshot(&buf, s, 1_700_000_000_000_000_000, nil); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join("testdata", "snapshot-v1.snap")
@@ -130,7 +130,7 @@ func TestSnapshotGolden(t *testing.T) {
 // used.
 func TestSnapshotFileChecks(t *testing.T) {
 	var buf bytes.Buffer
-	if err := encodeSnapshot(&buf, goldenTable().Snapshot(), 1); err != nil {
+	if err := encodeSnapshot(&buf, goldenTable().Snapshot(), 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	good := buf.Bytes()

@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,24 +18,37 @@ import (
 
 // Shared snapshots. With Config.SnapshotStore set (and SnapshotDir), every
 // snapshot file a view writes is also put in that JetStream object store,
-// one object per table incarnation named <lowercase full name>.<epoch>,
-// with the journal position in the object's metadata; a node starting a
-// view fetches the object when it is newer than its newest usable file,
-// so that a new node (or one that lost its data directory) starts from the
-// newest snapshot any node shared and replays only the tail.
+// bases and deltas as objects of their own, named
+// <lowercase full name>.<epoch>.<seq in 20 digits>.base or .delta, with
+// the table, epoch, position, kind and (a delta's) the position it
+// follows in the object's metadata. A node starting a view takes the
+// store's objects of the incarnation as candidates of its chain beside
+// its files (snapchain.go), so that a new node (or one that lost its data
+// directory) starts from the newest chain any node shared and replays
+// only the tail. The single object per incarnation of earlier versions,
+// <lowercase full name>.<epoch> (SharedSnapshotName), is read as a base.
 //
 // An object is a file like any other: it is downloaded into the table's
 // snapshot directory (temporary name, fsync, rename) and loaded with the
 // same checks (header name and epoch, position within the stream, nothing
-// purged, checksum), plus its position matching its metadata's. One that
-// fails is ignored with a warning naming the object and why, and removed
-// from the directory; the views fall back to the local files, then to the
-// whole journal.
+// purged, the position it follows, checksum), plus its position matching
+// its metadata's. One that fails is ignored with a warning naming the
+// object and why, and removed from the directory; the views fall back to
+// the next candidate, then to the whole journal.
 //
-// Several nodes upload the same incarnation's object: each reads the
-// object's position first and uploads only a newer one. The read and the
-// put are not one atomic step, so two uploads racing may leave the older
-// of the two; the next upload replaces it.
+// A node puts a base unless the store holds it, and a delta only when
+// the store holds what it follows (or it follows the base this node is
+// putting): a delta alone is of no use. Several nodes share one
+// incarnation's chains; since a view at a position is the same whoever
+// made it, a delta of one node may follow another's base.
+//
+// Retention, after each base put: the store keeps every base at or after
+// the horizon base — the newest base before the stream's first sequence,
+// read then with a stream-info request, for a journal pruned up to a base
+// (none while the stream starts at 1) — and the newest two bases, and the
+// deltas after the oldest base kept; the rest is removed. The journal's
+// pruning cuts the journal only at a base the store lists as complete
+// (SharedBases), so a new node always finds a base the journal follows.
 
 // SnapshotBucket is the name of the object store bucket of the shared
 // snapshots for a subject prefix.
@@ -53,191 +68,418 @@ func OpenSnapshotStore(ctx context.Context, js jetstream.JetStream, prefix strin
 	return obj, nil
 }
 
-// SharedSnapshotName is the object name of a table incarnation's shared
-// snapshot.
+// SharedSnapshotName is the name of the single object per table
+// incarnation that versions before chains wrote (one base, replaced by
+// newer ones). It is still read, as a base, and removed by the retention
+// once newer bases are there.
 func SharedSnapshotName(name string, epoch uint64) string {
 	return Lower(name) + "." + strconv.FormatUint(epoch, 10)
 }
 
-// sharedNameEpoch returns the epoch of a shared snapshot's object name.
-func sharedNameEpoch(name string) (uint64, bool) {
-	i := strings.LastIndexByte(name, '.')
-	if i < 0 {
-		return 0, false
+// sharedObjectName is the object name of a base or a delta of a table
+// incarnation at seq.
+func sharedObjectName(name string, epoch, seq uint64, base bool) string {
+	kind := sharedDelta
+	if base {
+		kind = sharedBase
 	}
-	e, err := strconv.ParseUint(name[i+1:], 10, 64)
-	return e, err == nil
+	return fmt.Sprintf("%s.%020d.%s", SharedSnapshotName(name, epoch), seq, kind)
 }
 
-// Metadata keys of a shared snapshot object.
+// Metadata keys of a shared snapshot object, and the kinds.
 const (
-	metaTable = "cairn-table"
-	metaEpoch = "cairn-epoch"
-	metaSeq   = "cairn-seq"
+	metaTable   = "cairn-table"
+	metaEpoch   = "cairn-epoch"
+	metaSeq     = "cairn-seq"
+	metaKind    = "cairn-kind"
+	metaPrev    = "cairn-prev"
+	sharedBase  = "base"
+	sharedDelta = "delta"
 )
 
 // shareTimeout bounds one upload or download of a shared snapshot, and a
-// look at the store's position of one.
+// look at the store.
 const shareTimeout = time.Minute
 
 // shareOnStopTimeout bounds the upload of the snapshot the views write
 // when they stop.
 const shareOnStopTimeout = 10 * time.Second
 
-// sharedSeq returns the position an object's metadata gives.
-func sharedSeq(info *jetstream.ObjectInfo) (uint64, error) {
-	s, ok := info.Metadata[metaSeq]
-	if !ok {
-		return 0, fmt.Errorf("no %s in its metadata", metaSeq)
-	}
-	seq, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || seq == 0 {
-		return 0, fmt.Errorf("bad %s in its metadata: %q", metaSeq, s)
-	}
-	return seq, nil
+// sharedObject is a snapshot the store holds.
+type sharedObject struct {
+	name   string
+	seq    uint64
+	prev   uint64 // a delta's
+	base   bool
+	legacy bool // the single object of earlier versions
+	size   uint64
 }
 
-// shareSnapshot puts the snapshot file at path (of t at seq) in the store
-// unless the store already holds one of this incarnation at seq or later.
-func (v *Views) shareSnapshot(ctx context.Context, t *Table, path string, seq uint64) {
+// parseShared reads an object's metadata: whether it is a snapshot of
+// the incarnation (lower, epoch), and which. An object of the incarnation
+// whose metadata is unusable is returned with an error.
+func parseShared(info *jetstream.ObjectInfo, lower string, epoch uint64) (sharedObject, bool, error) {
+	legacy := SharedSnapshotName(lower, epoch)
+	o := sharedObject{name: info.Name, size: info.Size}
+	switch {
+	case info.Deleted:
+		return o, false, nil
+	case info.Name == legacy:
+		o.base, o.legacy = true, true
+	case strings.HasPrefix(info.Name, legacy+"."):
+		switch info.Metadata[metaKind] {
+		case sharedBase:
+			o.base = true
+		case sharedDelta:
+		default:
+			return o, true, fmt.Errorf("bad %s in its metadata: %q", metaKind, info.Metadata[metaKind])
+		}
+	default:
+		return o, false, nil
+	}
+	if e := info.Metadata[metaEpoch]; e != "" && e != strconv.FormatUint(epoch, 10) {
+		return o, true, fmt.Errorf("of epoch %s by its metadata", e)
+	}
+	var err error
+	if o.seq, err = metaUint(info, metaSeq); err != nil {
+		return o, true, err
+	}
+	if !o.base {
+		if o.prev, err = metaUint(info, metaPrev); err != nil || o.prev >= o.seq {
+			return o, true, fmt.Errorf("bad %s in its metadata: %q", metaPrev, info.Metadata[metaPrev])
+		}
+	}
+	return o, true, nil
+}
+
+// metaUint reads a positive number from an object's metadata.
+func metaUint(info *jetstream.ObjectInfo, key string) (uint64, error) {
+	s, ok := info.Metadata[key]
+	if !ok {
+		return 0, fmt.Errorf("no %s in its metadata", key)
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n == 0 && key != metaPrev {
+		return 0, fmt.Errorf("bad %s in its metadata: %q", key, s)
+	}
+	return n, nil
+}
+
+// listSharedOf returns the store's snapshots of an incarnation, in
+// position order. Objects of the incarnation with unusable metadata are
+// in bad, with why.
+func (v *Views) listSharedOf(ctx context.Context, name string, epoch uint64) (objs []sharedObject, bad map[string]error, err error) {
+	ctx, cancel := context.WithTimeout(ctx, shareTimeout)
+	defer cancel()
+	infos, err := v.cfg.SnapshotStore.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	lower := Lower(name)
+	for _, info := range infos {
+		o, ours, err := parseShared(info, lower, epoch)
+		if !ours {
+			continue
+		}
+		if err != nil {
+			if bad == nil {
+				bad = map[string]error{}
+			}
+			bad[o.name] = err
+			continue
+		}
+		objs = append(objs, o)
+	}
+	sort.Slice(objs, func(i, j int) bool { return objs[i].seq < objs[j].seq })
+	return objs, bad, nil
+}
+
+// listShared returns the store's snapshots of t's incarnation; those it
+// cannot use, and a store it cannot read, are logged.
+func (v *Views) listShared(ctx context.Context, t *Table) []sharedObject {
+	objs, bad, err := v.listSharedOf(ctx, t.Name(), t.Epoch())
+	if err != nil {
+		v.log.Warn("shared snapshots not read", "table", t.Name(), "err", err)
+		return nil
+	}
+	for name, why := range bad {
+		v.log.Warn("shared snapshot ignored", "table", t.Name(), "object", name, "why", why)
+	}
+	return objs
+}
+
+// SharedBases returns the positions of the bases of the table
+// incarnation that the store holds, complete (an object is listed once
+// its upload ended) and durable as the store's stream is, in ascending
+// order: the positions the journal's pruning may cut the journal after.
+// The store keeps every base at or after the newest one before the
+// stream's first sequence (see the retention above). Without a store it
+// returns none.
+func (v *Views) SharedBases(ctx context.Context, table string, epoch uint64) ([]uint64, error) {
+	if v.cfg.SnapshotStore == nil {
+		return nil, nil
+	}
+	objs, _, err := v.listSharedOf(ctx, table, epoch)
+	if err != nil {
+		return nil, fmt.Errorf("projections: shared bases of %s: %w", table, err)
+	}
+	var out []uint64
+	for _, o := range objs {
+		if o.base && (len(out) == 0 || out[len(out)-1] != o.seq) {
+			out = append(out, o.seq)
+		}
+	}
+	return out, nil
+}
+
+// shareSnapshot puts the snapshot file at path, l of t, in the store: a
+// base unless the store holds it, a delta when the store holds what it
+// follows or it follows the base this node is putting. It returns whether
+// the store holds it now.
+func (v *Views) shareSnapshot(ctx context.Context, t *Table, path string, l *chainLink, size int64) {
 	obj := v.cfg.SnapshotStore
-	name := SharedSnapshotName(t.Name(), t.Epoch())
+	name := sharedObjectName(t.Name(), t.Epoch(), l.seq, l.base)
 	ctx, cancel := context.WithTimeout(ctx, shareTimeout)
 	defer cancel()
 	start := time.Now()
-	info, err := obj.GetInfo(ctx, name)
-	switch {
+	sb := &t.shared
+	switch _, err := obj.GetInfo(ctx, name); {
 	case err == nil:
-		if have, err := sharedSeq(info); err == nil && have >= seq {
-			v.log.Debug("snapshot not shared: the store holds one as new", "table", t.Name(), "object", name, "seq", seq, "store_seq", have)
-			return
-		}
-	case errors.Is(err, jetstream.ErrObjectNotFound):
-	default:
-		v.log.Warn("snapshot not shared", "table", t.Name(), "object", name, "seq", seq, "err", err)
+		sb.known(l.seq)
+		v.log.Debug("snapshot not shared: the store holds it", "table", t.Name(), "object", name)
+		return
+	case !errors.Is(err, jetstream.ErrObjectNotFound):
+		v.log.Warn("snapshot not shared", "table", t.Name(), "object", name, "err", err)
+		return
+	}
+	if !l.base && !sb.holds(l.prev) && !v.sharedHolds(ctx, t, l.prev) {
+		v.log.Debug("snapshot not shared: the store lacks what it follows", "table", t.Name(), "object", name, "prev", l.prev)
 		return
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		v.log.Warn("snapshot not shared", "table", t.Name(), "object", name, "seq", seq, "err", err)
+		v.log.Warn("snapshot not shared", "table", t.Name(), "object", name, "err", err)
 		return
 	}
 	defer f.Close()
+	kind := sharedDelta
+	meta := map[string]string{
+		metaTable: t.Name(),
+		metaEpoch: strconv.FormatUint(t.Epoch(), 10),
+		metaSeq:   strconv.FormatUint(l.seq, 10),
+	}
+	if l.base {
+		kind = sharedBase
+	} else {
+		meta[metaPrev] = strconv.FormatUint(l.prev, 10)
+	}
+	meta[metaKind] = kind
 	put, err := obj.Put(ctx, jetstream.ObjectMeta{
 		Name:        name,
-		Description: fmt.Sprintf("snapshot of table %s (epoch %d) at journal position %d", t.Name(), t.Epoch(), seq),
-		Metadata: map[string]string{
-			metaTable: t.Name(),
-			metaEpoch: strconv.FormatUint(t.Epoch(), 10),
-			metaSeq:   strconv.FormatUint(seq, 10),
-		},
+		Description: fmt.Sprintf("snapshot %s of table %s (epoch %d) at journal position %d", kind, t.Name(), t.Epoch(), l.seq),
+		Metadata:    meta,
 	}, f)
 	if err != nil {
-		v.log.Warn("snapshot not shared", "table", t.Name(), "object", name, "seq", seq, "err", err)
+		v.log.Warn("snapshot not shared", "table", t.Name(), "object", name, "err", err)
 		return
 	}
-	v.log.Info("snapshot shared", "table", t.Name(), "object", name, "seq", seq, "bytes", put.Size,
+	sb.known(l.seq)
+	v.stats.noteShared(l.base, int64(put.Size))
+	v.log.Info("snapshot shared", "table", t.Name(), "kind", kind, "object", name, "seq", l.seq, "bytes", put.Size,
 		"elapsed", time.Since(start).Round(time.Millisecond))
+	if l.base {
+		v.collectShared(ctx, t.Name(), t.Epoch(), t.PruneCut())
+	}
 }
 
-// sharedSnapshot is what the store holds for a table incarnation.
-type sharedSnapshot struct {
-	name string
-	seq  uint64
-}
-
-// findShared returns the store's snapshot of t if it is one worth
-// downloading: within the stream's records (first to last), by its
-// metadata. nil when there is none, the store cannot be read (logged) or
-// it is of no use (logged: the object and why).
-func (v *Views) findShared(ctx context.Context, t *Table, first, last uint64) *sharedSnapshot {
-	name := SharedSnapshotName(t.Name(), t.Epoch())
-	ctx, cancel := context.WithTimeout(ctx, shareTimeout)
-	defer cancel()
-	info, err := v.cfg.SnapshotStore.GetInfo(ctx, name)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil
-	}
-	if err != nil {
-		v.log.Warn("shared snapshots not read", "table", t.Name(), "object", name, "err", err)
-		return nil
-	}
-	seq, err := sharedSeq(info)
-	switch {
-	case err != nil:
-	case seq > last:
-		err = fmt.Errorf("at position %d, beyond the journal's last record %d", seq, last)
-	case first > seq+1:
-		err = fmt.Errorf("at position %d, but the journal starts at %d (records purged)", seq, first)
-	}
-	if err != nil {
-		v.log.Warn("shared snapshot ignored", "table", t.Name(), "object", name, "why", err)
-		return nil
-	}
-	return &sharedSnapshot{name: name, seq: seq}
-}
-
-// loadShared downloads s into t's snapshot directory and loads it into t
-// with the checks of a local file. It returns the position loaded (0:
-// none; the object is ignored with a warning and its file removed).
-func (v *Views) loadShared(ctx context.Context, t *Table, s *sharedSnapshot, first, last uint64) uint64 {
-	start := time.Now()
-	path, size, err := v.downloadShared(ctx, t, s)
-	if err == nil {
-		var c *snapshotContent
-		var h snapshotHeader
-		c, h, err = v.readSnapshotFile(path, t, first, last, s.seq)
-		if err == nil {
-			v.log.Info("shared snapshot loaded", "table", t.Name(), "object", s.name, "seq", s.seq, "bytes", size,
-				"file", path, "elapsed", time.Since(start).Round(time.Millisecond))
-			t.restore(h.Seq, c)
-			return h.Seq
+// sharedHolds looks in the store for a snapshot of t at seq, any kind
+// (the single object of earlier versions too).
+func (v *Views) sharedHolds(ctx context.Context, t *Table, seq uint64) bool {
+	obj := v.cfg.SnapshotStore
+	for _, name := range []string{sharedObjectName(t.Name(), t.Epoch(), seq, false), sharedObjectName(t.Name(), t.Epoch(), seq, true)} {
+		if info, err := obj.GetInfo(ctx, name); err == nil && !info.Deleted {
+			t.shared.known(seq)
+			return true
 		}
-		os.Remove(path)
 	}
-	v.log.Warn("shared snapshot ignored", "table", t.Name(), "object", s.name, "seq", s.seq, "why", err)
-	return 0
+	if info, err := obj.GetInfo(ctx, SharedSnapshotName(t.Name(), t.Epoch())); err == nil {
+		if s, err := metaUint(info, metaSeq); err == nil && s == seq {
+			t.shared.known(seq)
+			return true
+		}
+	}
+	return false
 }
 
-// downloadShared copies the object into t's snapshot directory as
-// <seq>.snap: a temporary file, fsynced and renamed.
-func (v *Views) downloadShared(ctx context.Context, t *Table, s *sharedSnapshot) (string, int64, error) {
+// sharedBook is what a view's writers know of the store: positions it
+// holds (put or seen), and the base this node is putting.
+type sharedBook struct {
+	mu      sync.Mutex
+	in      map[uint64]bool
+	pending uint64 // a base being written and put (0: none)
+}
+
+func (sb *sharedBook) known(seq uint64) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if sb.in == nil {
+		sb.in = map[uint64]bool{}
+	}
+	sb.in[seq] = true
+}
+
+// holds reports whether the store holds a snapshot at seq, or will once
+// this node's base there is put.
+func (sb *sharedBook) holds(seq uint64) bool {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.in[seq] || sb.pending == seq
+}
+
+// putting notes the base this node writes and puts (applier goroutine).
+func (sb *sharedBook) putting(seq uint64) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	sb.pending = seq
+}
+
+// putEnded notes that the base at seq was put, or not: when the store
+// holds it, what it knew before it goes (the deltas follow it now, and a
+// delta that follows an older position is looked up in the store).
+func (sb *sharedBook) putEnded(seq uint64) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if sb.pending == seq {
+		sb.pending = 0
+	}
+	if sb.in[seq] {
+		for s := range sb.in {
+			if s < seq {
+				delete(sb.in, s)
+			}
+		}
+	}
+}
+
+// collectShared removes the store's snapshots of an incarnation that the
+// retention does not keep (see above). The stream's first sequence is
+// read now, never from a cache: the journal's pruning may have moved it.
+func (v *Views) collectShared(ctx context.Context, name string, epoch uint64, cut uint64) {
+	objs, _, err := v.listSharedOf(ctx, name, epoch)
+	if err != nil {
+		v.log.Warn("shared snapshots not collected", "table", name, "err", err)
+		return
+	}
+	first, _, err := v.j.StreamBounds(ctx, name, epoch)
+	if err != nil {
+		v.log.Warn("shared snapshots not collected", "table", name, "err", err)
+		return
+	}
+	var bases []uint64
+	for _, o := range objs {
+		if o.base {
+			bases = append(bases, o.seq)
+		}
+	}
+	keep, deltasAfter, ok := sharedKept(bases, first, cut)
+	if !ok {
+		return
+	}
+	for _, o := range objs {
+		if o.base && keep[o.seq] || !o.base && o.seq > deltasAfter {
+			continue
+		}
+		if err := v.cfg.SnapshotStore.Delete(ctx, o.name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			v.log.Warn("shared snapshot not removed", "table", name, "object", o.name, "err", err)
+			continue
+		}
+		v.stats.removed.Add(1)
+		v.log.Debug("shared snapshot removed", "table", name, "object", o.name)
+	}
+}
+
+// downloadShared copies l's object into t's snapshot directory under its
+// file name (a temporary file, fsynced and renamed), or, for scratch, to
+// a temporary file there that the caller removes.
+func (v *Views) downloadShared(ctx context.Context, t *Table, l *chainLink, scratch bool) (string, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, shareTimeout)
 	defer cancel()
-	r, err := v.cfg.SnapshotStore.Get(ctx, s.name)
+	r, err := v.cfg.SnapshotStore.Get(ctx, l.object)
 	if err != nil {
 		return "", 0, err
 	}
 	defer r.Close()
 	var size int64
-	path, err := writeFileAtomic(v.snapDir(t), snapFileName(s.seq), func(w io.Writer) error {
+	copyTo := func(w io.Writer) error {
 		// The object store checks the object's digest at its end.
 		var err error
 		size, err = io.Copy(w, r)
 		return err
-	})
+	}
+	dir := v.snapDir(t)
+	if scratch {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", 0, err
+		}
+		f, err := os.CreateTemp(dir, ".shared-*"+tmpSuffix)
+		if err != nil {
+			return "", 0, err
+		}
+		err = copyTo(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(f.Name())
+			return "", 0, err
+		}
+		return f.Name(), size, nil
+	}
+	name := deltaFileName(l.seq)
+	if l.base {
+		name = snapFileName(l.seq)
+	}
+	path, err := writeFileAtomic(dir, name, copyTo)
 	return path, size, err
 }
 
-// removeSharedOf deletes a dropped incarnation's shared snapshot.
+// removeSharedOf deletes a dropped incarnation's shared snapshots.
 func (v *Views) removeSharedOf(ctx context.Context, name string, epoch uint64) {
-	obj := SharedSnapshotName(name, epoch)
+	objs, bad, err := v.listSharedOf(ctx, name, epoch)
+	if err != nil {
+		if ctx.Err() == nil {
+			v.log.Warn("remove the shared snapshots of a dropped table", "table", name, "err", err)
+		}
+		return
+	}
+	names := make([]string, 0, len(objs)+len(bad))
+	for _, o := range objs {
+		names = append(names, o.name)
+	}
+	for n := range bad {
+		names = append(names, n)
+	}
 	ctx, cancel := context.WithTimeout(ctx, shareTimeout)
 	defer cancel()
-	err := v.cfg.SnapshotStore.Delete(ctx, obj)
-	switch {
-	case err == nil:
-		v.log.Info("shared snapshot of a dropped table removed", "object", obj)
-	case errors.Is(err, jetstream.ErrObjectNotFound), ctx.Err() != nil:
-	default:
-		v.log.Warn("remove the shared snapshot of a dropped table", "object", obj, "err", err)
+	for _, obj := range names {
+		err := v.cfg.SnapshotStore.Delete(ctx, obj)
+		switch {
+		case err == nil:
+			v.log.Info("shared snapshot of a dropped table removed", "object", obj)
+		case errors.Is(err, jetstream.ErrObjectNotFound), ctx.Err() != nil:
+		default:
+			v.log.Warn("remove the shared snapshot of a dropped table", "object", obj, "err", err)
+		}
 	}
 }
 
 // removeSharedExcept deletes the shared snapshots of incarnations up to
 // the catalog position upTo that are not in live (by epoch): those of
 // tables dropped while no node removed them. Objects of later epochs
-// (tables created since) and names that are not Cairn's are left alone.
+// (tables created since) and objects that are not Cairn's are left alone.
 func (v *Views) removeSharedExcept(ctx context.Context, live map[uint64]bool, upTo uint64) {
 	ctx, cancel := context.WithTimeout(ctx, shareTimeout)
 	defer cancel()
@@ -249,15 +491,42 @@ func (v *Views) removeSharedExcept(ctx context.Context, live map[uint64]bool, up
 		return
 	}
 	for _, info := range infos {
-		epoch, ok := sharedNameEpoch(info.Name)
+		table, epoch, ok := sharedOwner(info)
 		if !ok || live[epoch] || epoch > upTo || info.Deleted {
 			continue
 		}
-		if _, err := sharedSeq(info); err != nil {
-			continue // not one Cairn wrote
+		err := v.cfg.SnapshotStore.Delete(ctx, info.Name)
+		switch {
+		case err == nil:
+			v.log.Info("shared snapshot of a dropped table removed", "table", table, "object", info.Name)
+		case errors.Is(err, jetstream.ErrObjectNotFound), ctx.Err() != nil:
+		default:
+			v.log.Warn("remove the shared snapshot of a dropped table", "object", info.Name, "err", err)
 		}
-		v.removeSharedOf(ctx, info.Name[:strings.LastIndexByte(info.Name, '.')], epoch)
 	}
+}
+
+// sharedOwner returns the table and epoch of a snapshot object Cairn
+// wrote, from its metadata (ok false for anything else).
+func sharedOwner(info *jetstream.ObjectInfo) (table string, epoch uint64, ok bool) {
+	table = info.Metadata[metaTable]
+	e, err := strconv.ParseUint(info.Metadata[metaEpoch], 10, 64)
+	if table == "" || err != nil {
+		// Objects of the first versions carried only the position: the
+		// epoch is their name's last part.
+		if _, err := metaUint(info, metaSeq); err != nil {
+			return "", 0, false
+		}
+		i := strings.LastIndexByte(info.Name, '.')
+		if i < 0 {
+			return "", 0, false
+		}
+		if e, err = strconv.ParseUint(info.Name[i+1:], 10, 64); err != nil {
+			return "", 0, false
+		}
+		table = info.Name[:i]
+	}
+	return table, e, true
 }
 
 // writeFileAtomic writes a file of dir named name through fill: a

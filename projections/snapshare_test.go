@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,22 +31,48 @@ func (r *rig) snapshotStore() jetstream.ObjectStore {
 	return obj
 }
 
-// sharedSeq returns the position of the store's snapshot of a table
-// incarnation (0: none).
-func (r *rig) sharedSeq(obj jetstream.ObjectStore, name string, epoch uint64) uint64 {
+// sharedObj is a snapshot object of the store, by its metadata.
+type sharedObj struct {
+	name string
+	seq  uint64
+	kind string // "base" or "delta" ("" for the single object of earlier versions)
+}
+
+// sharedOf returns the store's snapshots of a table incarnation, by position.
+func (r *rig) sharedOf(obj jetstream.ObjectStore, name string, epoch uint64) []sharedObj {
 	r.t.Helper()
-	info, err := obj.GetInfo(r.ctx, projections.SharedSnapshotName(name, epoch))
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return 0
+	infos, err := obj.List(r.ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil
 	}
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	seq, err := strconv.ParseUint(info.Metadata["cairn-seq"], 10, 64)
-	if err != nil {
-		r.t.Fatalf("object %s: %v", info.Name, err)
+	prefix := projections.SharedSnapshotName(name, epoch)
+	var out []sharedObj
+	for _, info := range infos {
+		if info.Deleted || info.Name != prefix && !strings.HasPrefix(info.Name, prefix+".") {
+			continue
+		}
+		seq, err := strconv.ParseUint(info.Metadata["cairn-seq"], 10, 64)
+		if err != nil {
+			r.t.Fatalf("object %s: %v", info.Name, err)
+		}
+		out = append(out, sharedObj{name: info.Name, seq: seq, kind: info.Metadata["cairn-kind"]})
 	}
-	return seq
+	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
+	return out
+}
+
+// sharedSeq returns the newest position of the store's snapshots of a
+// table incarnation (0: none).
+func (r *rig) sharedSeq(obj jetstream.ObjectStore, name string, epoch uint64) uint64 {
+	r.t.Helper()
+	objs := r.sharedOf(obj, name, epoch)
+	if len(objs) == 0 {
+		return 0
+	}
+	return objs[len(objs)-1].seq
 }
 
 // waitNoShared waits until the store holds no snapshot of the incarnation.
@@ -54,18 +81,19 @@ func (r *rig) waitNoShared(obj jetstream.ObjectStore, name string, epoch uint64)
 	for r.sharedSeq(obj, name, epoch) != 0 {
 		select {
 		case <-r.ctx.Done():
-			r.t.Fatalf("the shared snapshot of %s (epoch %d) was not removed", name, epoch)
+			r.t.Fatalf("the shared snapshots of %s (epoch %d) were not removed", name, epoch)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
 
 // TestSharedSnapshotNewNode: views with an empty snapshot directory
-// sharing the store of views that ran before start from the snapshot those
-// shared (their last, on stop), replay only the records after it, and are
+// sharing the store of views that ran before start from the chain those
+// shared (up to their stop), replay only the records after it, and are
 // exactly what a replay of the whole journal gives, the declared
-// projection included. A snapshot older than the store's is not uploaded
-// over it. Run it with -count=10.
+// projection included. Views whose own chain is older take the store's
+// newer delta after it. A shared object beyond the journal is refused.
+// Run it with -count=10.
 func TestSharedSnapshotNewNode(t *testing.T) {
 	r := newRig(t)
 	obj := r.snapshotStore()
@@ -79,7 +107,7 @@ func TestSharedSnapshotNewNode(t *testing.T) {
 	log1 := &logSink{}
 	r.startViews(cfg, log1, byName).stop() // the snapshot on stop at 230, shared
 	if got := r.sharedSeq(obj, "Snap", epoch); got != 230 {
-		t.Fatalf("the store holds the snapshot at %d, want 230:\n%s", got, log1)
+		t.Fatalf("the store's chain reaches %d, want 230:\n%s", got, log1)
 	}
 	h.write(20) // the tail, while no view runs
 
@@ -87,11 +115,11 @@ func TestSharedSnapshotNewNode(t *testing.T) {
 	cfg2 := cfg
 	cfg2.SnapshotDir = t.TempDir() // a new node
 	second := r.startViews(cfg2, log2, byName)
-	if len(log2.find("shared snapshot loaded", "seq=230")) != 1 ||
+	if len(log2.find("shared snapshot loaded", "kind=base")) != 1 ||
 		len(log2.find("view replayed", "table=Snap", "records=20", "from_snapshot=230")) != 1 {
-		t.Fatalf("the new views did not start from the shared snapshot at 230 and replay 20 records:\n%s", log2)
+		t.Fatalf("the new views did not start from the shared chain at 230 and replay 20 records:\n%s", log2)
 	}
-	if files := snapFiles(t, cfg2.SnapshotDir); len(files) != 1 || filepath.Base(files[0]) != fmt.Sprintf("%020d.snap", 230) {
+	if files := snapFiles(t, cfg2.SnapshotDir); len(files) == 0 || !strings.HasPrefix(filepath.Base(files[len(files)-1]), fmt.Sprintf("%020d.", 230)) {
 		t.Fatalf("files after the download: %v", files)
 	}
 	full := r.fullReplay("Snap", byName)
@@ -106,34 +134,39 @@ func TestSharedSnapshotNewNode(t *testing.T) {
 	if a, b := pGot.Snapshot(), pWant.Snapshot(); a.Seq != 250 || a.Seq != b.Seq || a.Len() != b.Len() {
 		t.Fatalf("projection at %d with %d entities, the full replay's at %d with %d", a.Seq, a.Len(), b.Seq, b.Len())
 	}
-	second.stop() // shares its snapshot at 250
+	second.stop() // shares its delta at 250
 	if got := r.sharedSeq(obj, "Snap", epoch); got != 250 {
-		t.Fatalf("the store holds the snapshot at %d, want 250", got)
+		t.Fatalf("the store's chain reaches %d, want 250", got)
 	}
 
-	// The first node's directory holds 230: it loads the store's 250,
-	// newer, and on a stop with nothing new, shares nothing.
+	// The first node's directory holds its chain to 230: it loads the
+	// store's delta at 250 after it, and on a stop with nothing new,
+	// shares nothing.
 	log3 := &logSink{}
 	cfg3 := cfg
 	cfg3.NoSnapshotOnStop = true
 	r.startViews(cfg3, log3).stop()
-	if len(log3.find("shared snapshot loaded", "seq=250")) != 1 || len(log3.find("view replayed", "records=0", "from_snapshot=250")) != 1 {
-		t.Fatalf("the first views did not take the store's newer snapshot:\n%s", log3)
+	if len(log3.find("shared snapshot loaded", "kind=delta", "seq=250")) != 1 || len(log3.find("view replayed", "records=0", "from_snapshot=250")) != 1 {
+		t.Fatalf("the first views did not take the store's newer delta:\n%s", log3)
 	}
 
-	// A snapshot older than the store's is not put over it.
-	if err := obj.UpdateMeta(r.ctx, projections.SharedSnapshotName("Snap", epoch), jetstream.ObjectMeta{
-		Name: projections.SharedSnapshotName("Snap", epoch), Metadata: map[string]string{"cairn-seq": "1000000"}}); err != nil {
+	// A base beyond the journal (one the store says is at 1,000,000) is
+	// refused, and the chain goes on after 250.
+	objs := r.sharedOf(obj, "Snap", epoch)
+	base, err := obj.GetBytes(r.ctx, objs[0].name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := fmt.Sprintf("%s.%020d.base", projections.SharedSnapshotName("Snap", epoch), 1_000_000)
+	if _, err := obj.Put(r.ctx, jetstream.ObjectMeta{Name: forged, Metadata: map[string]string{"cairn-seq": "1000000", "cairn-kind": "base"}}, bytes.NewReader(base)); err != nil {
 		t.Fatal(err)
 	}
 	h.write(10)
 	log4 := &logSink{}
 	r.startViews(cfg, log4).stop()
-	if len(log4.find("shared snapshot ignored", "beyond the journal's last record 260")) != 1 || len(log4.find("snapshot shared")) != 0 {
-		t.Fatalf("a snapshot was shared over a newer one, or the newer was not refused:\n%s", log4)
-	}
-	if got := r.sharedSeq(obj, "Snap", epoch); got != 1000000 {
-		t.Fatalf("the store's snapshot is at %d", got)
+	if len(log4.find("shared snapshot ignored", "object="+forged, "beyond the journal's last record 260")) != 1 ||
+		len(log4.find("view replayed", "records=10", "from_snapshot=250")) != 1 {
+		t.Fatalf("the forged base was not refused, or the chain to 250 not loaded:\n%s", log4)
 	}
 }
 
@@ -141,35 +174,43 @@ func TestSharedSnapshotNewNode(t *testing.T) {
 // another table, at a position other than its metadata's, beyond the
 // journal or without a position is never used: a line names the object
 // and why, the downloaded file is removed, and the views fall back to
-// their own file or the whole journal, exact either way.
+// their own file or the whole journal, exact either way. The objects are
+// the single object per incarnation that earlier versions shared, which
+// is still read as a base.
 func TestSharedSnapshotBadObjects(t *testing.T) {
 	r := newRig(t)
 	obj := r.snapshotStore()
 	r.cfg = snapConfig(t)
+	r.cfg.SnapshotEvery = 1 << 30 // only the base each run writes on stop
 	epoch := r.create("Snap")
 	other := r.create("Other")
 	h := newHistory(r, "Snap", epoch, 11)
-	h.write(230)
+	h.write(200)
 	newHistory(r, "Other", other, 12).write(60)
-	cfg := r.cfg
-	cfg.SnapshotStore = obj
-	r.startViews(cfg, nil).stop() // both shared, Snap at 230
-	name := projections.SharedSnapshotName("Snap", epoch)
-	good, err := obj.GetBytes(r.ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	foreign, err := obj.GetBytes(r.ctx, projections.SharedSnapshotName("Other", other))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r.startViews(r.cfg, nil).stop() // bases of Snap at 200 and of Other at 60
 	owns, _ := filepath.Glob(filepath.Join(r.cfg.SnapshotDir, fmt.Sprintf("Snap-%d", epoch), "*.snap"))
-	if len(owns) != 2 {
-		t.Fatalf("snapshot files %v, want two", owns)
+	foreigns, _ := filepath.Glob(filepath.Join(r.cfg.SnapshotDir, fmt.Sprintf("Other-%d", other), "*.snap"))
+	if len(owns) != 1 || len(foreigns) != 1 {
+		t.Fatalf("snapshot files %v and %v, want a base of each table", owns, foreigns)
 	}
-	own := owns[0] // the older
-	ownSeq := strings.TrimLeft(strings.TrimSuffix(filepath.Base(own), ".snap"), "0")
+	own := owns[0]
 	ownData, err := os.ReadFile(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := os.ReadFile(foreigns[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.write(30)
+	cfg := r.cfg
+	cfg.SnapshotDir = t.TempDir()
+	r.startViews(cfg, nil).stop() // a base of Snap at 230: what the store would hold
+	goods, _ := filepath.Glob(filepath.Join(cfg.SnapshotDir, fmt.Sprintf("Snap-%d", epoch), "*.snap"))
+	if len(goods) != 1 || !strings.HasSuffix(goods[0], fmt.Sprintf("%020d.snap", 230)) {
+		t.Fatalf("snapshot files %v, want a base at 230", goods)
+	}
+	good, err := os.ReadFile(goods[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +219,8 @@ func TestSharedSnapshotBadObjects(t *testing.T) {
 	want, _ := full.v.Table("Snap")
 	flipped := append([]byte(nil), good...)
 	flipped[len(flipped)/2] ^= 1
+	name := projections.SharedSnapshotName("Snap", epoch)
+	cfg.SnapshotStore = obj
 
 	for _, c := range []struct {
 		name  string
@@ -203,7 +246,7 @@ func TestSharedSnapshotBadObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := cfg // reads, writes and shares nothing
-			cfg.SnapshotDir, cfg.SnapshotEvery, cfg.NoSnapshotOnStop = t.TempDir(), 1<<30, true
+			cfg.SnapshotDir, cfg.NoSnapshotOnStop = t.TempDir(), true
 			dir := filepath.Join(cfg.SnapshotDir, fmt.Sprintf("Snap-%d", epoch))
 			if c.local {
 				os.MkdirAll(dir, 0o755)
@@ -219,7 +262,7 @@ func TestSharedSnapshotBadObjects(t *testing.T) {
 			}
 			loaded := log.find("snapshot loaded", "table=Snap ")
 			switch {
-			case c.local && (len(loaded) != 1 || len(log.find("view replayed", "table=Snap", "from_snapshot="+ownSeq)) != 1):
+			case c.local && (len(loaded) != 1 || len(log.find("view replayed", "table=Snap", "from_snapshot=200")) != 1):
 				t.Fatalf("the views' own file was not loaded:\n%s", log)
 			case !c.local && len(loaded) != 0:
 				t.Fatalf("a snapshot was loaded:\n%s", log)
@@ -263,4 +306,87 @@ func TestSharedSnapshotDroppedTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitNoShared(obj, "Beta", b)
+}
+
+// TestSharedRetentionHorizon: the store keeps the newest two bases of a
+// table whose journal starts at 1, and removes the older ones with the
+// deltas before them; once the journal is pruned after a base it lists
+// (as the journal's pruning does), that base is kept too, where the
+// journal starts, however many newer ones come (sharedKept decides the
+// bases kept for the pruner's next cuts).
+func TestSharedRetentionHorizon(t *testing.T) {
+	r := newRig(t)
+	obj := r.snapshotStore()
+	r.cfg = snapConfig(t)
+	r.cfg.SnapshotCompact = 0.1 // a base every few snapshots
+	r.cfg.HistoryCheck = time.Hour
+	kept, pruned := r.create("Kept"), r.create("Pruned")
+	hk, hp := newHistory(r, "Kept", kept, 21), newHistory(r, "Pruned", pruned, 22)
+	cfg := r.cfg
+	cfg.SnapshotStore = obj
+	run := r.startViews(cfg, nil)
+	bases := func(name string, epoch uint64) []uint64 {
+		t.Helper()
+		b, err := run.v.SharedBases(r.ctx, name, epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// waitBases writes to a table until the store lists a base past
+	// after, and returns the bases listed then.
+	waitBases := func(h *history, name string, epoch, after uint64) []uint64 {
+		t.Helper()
+		for {
+			h.write(20)
+			if b := bases(name, epoch); len(b) > 0 && b[len(b)-1] > after {
+				return b
+			}
+			if r.ctx.Err() != nil {
+				t.Fatalf("no base of %s after %d in the store", name, after)
+			}
+		}
+	}
+	b := waitBases(hp, "Pruned", pruned, 0)
+	horizon := b[0]
+	if err := r.stream("Pruned", pruned).Purge(r.ctx, jetstream.WithPurgeSequence(horizon+1)); err != nil {
+		t.Fatal(err)
+	}
+	last := horizon
+	for range 4 { // four bases more at least, each put followed by a collection
+		b = waitBases(hp, "Pruned", pruned, last)
+		last = b[len(b)-1]
+	}
+	// The collection after the newest base's put may still run: wait for it.
+	for len(bases("Pruned", pruned)) > 3 && r.ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if b = bases("Pruned", pruned); len(b) != 3 || b[0] != horizon {
+		t.Fatalf("the store lists the bases %v of a journal pruned after %d: want %d and the newest two", b, horizon, horizon)
+	}
+	for _, o := range r.sharedOf(obj, "Pruned", pruned) {
+		if o.seq < horizon || o.kind == "delta" && o.seq == horizon {
+			t.Fatalf("the store keeps %s, before the horizon base at %d", o.name, horizon)
+		}
+	}
+
+	last = 0
+	for range 4 {
+		b = waitBases(hk, "Kept", kept, last)
+		last = b[len(b)-1]
+	}
+	// The collection after the newest base's put may still run: wait for it.
+	for len(bases("Kept", kept)) > 2 {
+		select {
+		case <-r.ctx.Done():
+			t.Fatalf("the store keeps the bases %v of a journal never pruned, want two", bases("Kept", kept))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	b = bases("Kept", kept)
+	for _, o := range r.sharedOf(obj, "Kept", kept) {
+		if o.seq < b[0] || o.kind == "delta" && o.seq == b[0] {
+			t.Fatalf("the store keeps %s, before the older of its two bases %v", o.name, b)
+		}
+	}
 }

@@ -16,17 +16,20 @@ import (
 )
 
 // Snapshot files. Each table incarnation has a directory of its own under
-// Config.SnapshotDir, <name>-<epoch>, holding <seq>.snap files (seq in 20
-// digits, so that names sort by position). A file is written as
-// .<seq>.snap.tmp, fsynced, renamed and its directory fsynced: a crash
-// leaves at most a temporary file, which is never read and is removed at
-// the next start. The newest two files of an incarnation are kept; the
-// directories of incarnations the catalog no longer holds are removed.
+// Config.SnapshotDir, <name>-<epoch>, holding its chain: bases as
+// <seq>.snap and deltas as <seq>.delta (seq in 20 digits, so that names
+// sort by position). A file is written as .<name>.*.tmp, fsynced, renamed
+// and its directory fsynced: a crash leaves at most a temporary file,
+// which is never read and is removed at the next start. Once a base is
+// written, the directory keeps it, the deltas after it and the base
+// before it (a fallback should the newest be damaged); the older files
+// go. The directories of incarnations the catalog no longer holds are
+// removed.
 
 const (
-	snapSuffix = ".snap"
-	tmpSuffix  = ".tmp"
-	snapKeep   = 2
+	snapSuffix  = ".snap"
+	deltaSuffix = ".delta"
+	tmpSuffix   = ".tmp"
 )
 
 // snapDirName is the directory of a table incarnation's snapshots: the
@@ -56,7 +59,8 @@ func (v *Views) snapDir(t *Table) string {
 	return filepath.Join(v.cfg.SnapshotDir, snapDirName(t.Name(), t.Epoch()))
 }
 
-// snapshotFiles lists the snapshot files of a directory, newest first.
+// snapshotFiles lists the snapshot files of a directory, bases and
+// deltas, newest first.
 func snapshotFiles(dir string) []string {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -65,30 +69,12 @@ func snapshotFiles(dir string) []string {
 	var out []string
 	for _, e := range ents {
 		n := e.Name()
-		if e.Type().IsRegular() && strings.HasSuffix(n, snapSuffix) && !strings.HasPrefix(n, ".") {
+		if e.Type().IsRegular() && (strings.HasSuffix(n, snapSuffix) || strings.HasSuffix(n, deltaSuffix)) && !strings.HasPrefix(n, ".") {
 			out = append(out, n)
 		}
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(out)))
 	return out
-}
-
-// writeSnapshot writes s to the table's directory (temporary file, fsync,
-// rename, fsync of the directory) and removes all but the newest files.
-func (v *Views) writeSnapshot(t *Table, s *Snapshot) (string, error) {
-	dir := v.snapDir(t)
-	path, err := writeFileAtomic(dir, snapFileName(s.Seq), func(w io.Writer) error {
-		return encodeSnapshot(w, s, time.Now().UnixNano())
-	})
-	if err != nil {
-		return "", err
-	}
-	for i, old := range snapshotFiles(dir) {
-		if i >= snapKeep {
-			os.Remove(filepath.Join(dir, old))
-		}
-	}
-	return path, nil
 }
 
 // removeSnapshotsExcept removes the snapshot directories of incarnations
@@ -133,53 +119,37 @@ func (v *Views) removeSnapshotsOf(ctx context.Context, name string, epoch uint64
 	}
 }
 
-// loadSnapshot loads into t (which has applied nothing) the newest of its
-// snapshot files that is whole, of this incarnation, of a format this code
-// reads, and within the stream's records (first to last: the journal
-// still has every record after it). With a shared store, the store's
-// snapshot of the incarnation takes its place among the files by its
-// position (a local file of the same position first) and is downloaded
-// only when its turn comes. Each file or object it passes over is logged
-// with the reason. It returns the position loaded (0: none).
-func (v *Views) loadSnapshot(ctx context.Context, t *Table, first, last uint64) uint64 {
-	dir := v.snapDir(t)
-	var shared *sharedSnapshot
-	if v.cfg.SnapshotStore != nil {
-		shared = v.findShared(ctx, t, first, last)
+// loadSnapshot loads into t (which has applied nothing) the best chain
+// of its snapshots (snapchain.go) within the stream's records (first to
+// last: the journal still has every record after it), from its files and,
+// with a store, the store's objects of the incarnation. It returns the
+// chain loaded (nil: none).
+func (v *Views) loadSnapshot(ctx context.Context, t *Table, first, last uint64) *loadedChain {
+	lc := v.loadChain(ctx, t, chainScope{first: first, last: last, upTo: last})
+	if lc != nil {
+		t.restore(lc.seq, lc.content)
 	}
-	files := snapshotFiles(dir)
-	for i := 0; ; i++ {
-		if shared != nil && (i == len(files) || shared.seq > fileSeq(files[i])) {
-			if seq := v.loadShared(ctx, t, shared, first, last); seq > 0 {
-				return seq
-			}
-			shared = nil
-		}
-		if i == len(files) {
-			return 0
-		}
-		name := files[i]
-		path := filepath.Join(dir, name)
-		c, h, err := v.readSnapshotFile(path, t, first, last, 0)
-		if err != nil {
-			v.log.Warn("snapshot ignored", "table", t.Name(), "file", path, "why", err)
-			continue
-		}
-		t.restore(h.Seq, c)
-		return h.Seq
-	}
+	return lc
 }
 
-// snapFileName is the name of the snapshot file at seq: the position in
-// 20 digits, so that names sort by position. fileSeq reads it back.
-func snapFileName(seq uint64) string {
-	return fmt.Sprintf("%020d%s", seq, snapSuffix)
-}
+// snapFileName is the name of the base file at seq, deltaFileName the
+// delta's: the position in 20 digits, so that names sort by position.
+// fileSeqKind reads them back.
+func snapFileName(seq uint64) string  { return fmt.Sprintf("%020d%s", seq, snapSuffix) }
+func deltaFileName(seq uint64) string { return fmt.Sprintf("%020d%s", seq, deltaSuffix) }
 
-// fileSeq returns the position a snapshot file's name gives (0 if none).
-func fileSeq(name string) uint64 {
-	seq, _ := strconv.ParseUint(strings.TrimSuffix(name, snapSuffix), 10, 64)
-	return seq
+// fileSeqKind returns the position a snapshot file's name gives (0 if
+// none) and whether it is a base.
+func fileSeqKind(name string) (seq uint64, base bool) {
+	rest, base := strings.CutSuffix(name, snapSuffix)
+	if !base {
+		var ok bool
+		if rest, ok = strings.CutSuffix(name, deltaSuffix); !ok {
+			return 0, false
+		}
+	}
+	seq, _ = strconv.ParseUint(rest, 10, 64)
+	return seq, base
 }
 
 // readSnapshotFile reads the snapshot file at path for t after checking
@@ -256,79 +226,132 @@ func (t *Table) restore(seq uint64, c *snapshotContent) {
 	}
 }
 
-// snapshotter decides when an applier writes its view's snapshot: after
-// Config.SnapshotEvery records since the last one, at most every
-// Config.SnapshotInterval, one at a time, in a goroutine of its own.
-type snapshotter struct {
-	v       *Views
-	t       *Table
-	lastSeq uint64    // the position of the last snapshot written or loaded
-	lastAt  time.Time // when the last write started
-	running chan struct{}
+// writeBase writes snap as the table's base file, shares it when the
+// views share snapshots, and removes the local files it makes useless:
+// the deltas up to it and the bases before the one before it. It logs
+// the outcome, with progress lines during a long write.
+func (s *snapshotter) writeBase(ctx context.Context, snap *Snapshot) error {
+	v, t := s.v, s.t
+	start := time.Now()
+	t.snapInfo.writing.Store(start.UnixNano())
+	defer t.snapInfo.writing.Store(0)
+	defer t.shared.putEnded(snap.Seq)
+	lastLog := start
+	total := uint64(snap.Len())
+	dir := v.snapDir(t)
+	var size int64
+	path, err := writeFileAtomic(dir, snapFileName(snap.Seq), func(w io.Writer) error {
+		cw := &countingWriter{w: w}
+		err := encodeSnapshot(cw, snap, start.UnixNano(), func(n uint64) {
+			if time.Since(lastLog) >= v.cfg.Progress {
+				lastLog = time.Now()
+				v.log.Info("writing snapshot", "table", t.Name(), "kind", "base", "seq", snap.Seq, "entities", n, "of", total,
+					"percent", fmt.Sprintf("%.1f", 100*float64(n)/float64(max(total, 1))),
+					"entities_per_s", int(float64(n)/time.Since(start).Seconds()))
+			}
+		})
+		size = cw.n
+		if err == nil {
+			v.failpoint("snapshot.base-write")
+		}
+		return err
+	})
+	el := time.Since(start)
+	v.stats.noteWrite(true, size, el, err)
+	if err != nil {
+		t.snapInfo.writeFail.Add(1)
+		v.log.Warn("snapshot not written", "table", t.Name(), "kind", "base", "seq", snap.Seq, "err", err)
+		return err
+	}
+	if dropped(t) {
+		os.RemoveAll(dir) // written after the drop removed the table's files
+		return nil
+	}
+	t.snapInfo.noteWritten(snap.Seq, start)
+	v.log.Info("snapshot written", "table", t.Name(), "kind", "base", "file", path, "seq", snap.Seq, "entities", total,
+		"bytes", size, "elapsed", el.Round(time.Millisecond))
+	pruneLocal(dir, snap.Seq)
+	if v.cfg.SnapshotStore != nil {
+		v.shareSnapshot(ctx, t, path, chainLinkOf(snap.Seq, 0, true), size)
+	}
+	return nil
 }
 
-// maybe starts a write if one is due (applier goroutine).
-func (s *snapshotter) maybe() {
-	if s.v.cfg.SnapshotDir == "" || s.t.seq-s.lastSeq < uint64(s.v.cfg.SnapshotEvery) ||
-		time.Since(s.lastAt) < s.v.cfg.SnapshotInterval {
-		return
+// writeDelta writes the delta from the view at prev to snap, made of what
+// the applier noted in ts, and shares it when the views share snapshots.
+func (s *snapshotter) writeDelta(ctx context.Context, snap *Snapshot, prev uint64, ts *touchedSet) error {
+	v, t := s.v, s.t
+	start := time.Now()
+	d := makeDelta(snap, prev, ts)
+	var size int64
+	path, err := writeFileAtomic(v.snapDir(t), deltaFileName(snap.Seq), func(w io.Writer) error {
+		cw := &countingWriter{w: w}
+		err := encodeDelta(cw, snap, prev, d, start.UnixNano())
+		size = cw.n
+		if err == nil {
+			v.failpoint("snapshot.delta-write")
+		}
+		return err
+	})
+	el := time.Since(start)
+	v.stats.noteWrite(false, size, el, err)
+	if err != nil {
+		t.snapInfo.writeFail.Add(1)
+		v.log.Warn("snapshot not written", "table", t.Name(), "kind", "delta", "seq", snap.Seq, "prev", prev, "err", err)
+		return err
 	}
-	if s.running != nil {
-		select {
-		case <-s.running:
-			s.running = nil
-		default:
-			return // the previous one is still being written
+	if dropped(t) {
+		os.RemoveAll(v.snapDir(t)) // written after the drop removed the table's files
+		return nil
+	}
+	t.snapInfo.noteWritten(snap.Seq, start)
+	v.log.Info("snapshot written", "table", t.Name(), "kind", "delta", "file", path, "seq", snap.Seq, "prev", prev,
+		"upserts", len(d.upserts), "deletes", len(d.deletes), "bytes", size, "elapsed", el.Round(time.Millisecond))
+	if v.cfg.SnapshotStore != nil {
+		v.shareSnapshot(ctx, t, path, chainLinkOf(snap.Seq, prev, false), size)
+	}
+	return nil
+}
+
+// dropped reports whether t's table was dropped. A drop fails the view
+// before its files are removed, so a write that ends after the removal
+// sees it, and removes what it wrote.
+func dropped(t *Table) bool {
+	return engine.ErrorCode(t.Err()) == engine.CodeTableNotFound
+}
+
+// chainLinkOf is the link of a snapshot this node wrote.
+func chainLinkOf(seq, prev uint64, base bool) *chainLink {
+	return &chainLink{seq: seq, prev: prev, base: base}
+}
+
+// pruneLocal removes from dir, once the base at baseSeq is written, what
+// no chain needs: the deltas up to it and every base but it and the one
+// before it.
+func pruneLocal(dir string, baseSeq uint64) {
+	var before uint64
+	for _, name := range snapshotFiles(dir) { // newest first
+		if seq, base := fileSeqKind(name); base && seq < baseSeq {
+			before = seq
+			break
 		}
 	}
-	s.t.Publish()
-	snap := s.t.Snapshot()
-	s.lastSeq, s.lastAt = snap.Seq, time.Now()
-	done := make(chan struct{})
-	s.running = done
-	s.v.wg.Add(1)
-	go func() {
-		defer s.v.wg.Done()
-		defer close(done)
-		s.write(s.v.baseContext(), snap)
-	}()
-}
-
-// write writes snap, shares it when the views share snapshots (ctx bounds
-// the upload) and logs the outcome.
-func (s *snapshotter) write(ctx context.Context, snap *Snapshot) {
-	start := time.Now()
-	path, err := s.v.writeSnapshot(s.t, snap)
-	if err != nil {
-		s.v.log.Warn("snapshot not written", "table", s.t.Name(), "seq", snap.Seq, "err", err)
-		return
-	}
-	s.v.log.Info("snapshot written", "table", s.t.Name(), "file", path, "seq", snap.Seq, "entities", snap.Len(),
-		"elapsed", time.Since(start).Round(time.Millisecond))
-	if s.v.cfg.SnapshotStore != nil {
-		s.v.shareSnapshot(ctx, s.t, path, snap.Seq)
+	for _, name := range snapshotFiles(dir) {
+		seq, base := fileSeqKind(name)
+		if base && seq != baseSeq && seq != before || !base && seq <= baseSeq {
+			os.Remove(filepath.Join(dir, name))
+		}
 	}
 }
 
-// final writes a last snapshot when the views stop cleanly and the view
-// applied records since its last one (after the applier returned).
-func (s *snapshotter) final() {
-	if s.v.cfg.SnapshotDir == "" || s.v.cfg.NoSnapshotOnStop || s.t.Fault() != nil || s.t.Err() != nil {
-		return
-	}
-	if s.running != nil {
-		<-s.running
-	}
-	s.t.Publish()
-	snap := s.t.Snapshot()
-	if snap.Seq <= s.lastSeq {
-		return
-	}
-	// The views are stopping (Run's context has ended): the upload of
-	// this last snapshot has a bound of its own, short, so that a store
-	// out of reach (a cluster going down with the node) does not hold
-	// the stop.
-	ctx, cancel := context.WithTimeout(context.Background(), shareOnStopTimeout)
-	defer cancel()
-	s.write(ctx, snap)
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -230,16 +230,16 @@ func TestSnapshotRestart(t *testing.T) {
 	}
 	first.stop() // and writes the snapshot at 400
 	files := snapFiles(t, r.cfg.SnapshotDir)
-	if len(files) != 2 || !strings.HasSuffix(files[1], fmt.Sprintf("%020d.snap", 400)) {
-		t.Fatalf("snapshot files %v, want two, the newest at 400", files)
+	if len(files) == 0 || !strings.HasPrefix(filepath.Base(files[len(files)-1]), fmt.Sprintf("%020d.", 400)) {
+		t.Fatalf("snapshot files %v, want the newest at 400", files)
 	}
 	before := h.ids
 	h.write(20) // the tail, while no view runs
 
 	log := &logSink{}
 	again := r.startViews(r.cfg, log, byName)
-	if len(log.find("snapshot loaded", "seq=400")) != 1 || len(log.find("view replayed", "records=20", "from_snapshot=400")) != 1 {
-		t.Fatalf("the restarted view did not load the snapshot at 400 and replay 20 records:\n%s", log)
+	if len(log.find("snapshot loaded")) != 1 || len(log.find("view replayed", "records=20", "from_snapshot=400")) != 1 {
+		t.Fatalf("the restarted view did not load its chain to 400 and replay 20 records:\n%s", log)
 	}
 	full := r.fullReplay("Snap", byName)
 	tAgain, _ := again.v.Table("Snap")

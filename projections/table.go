@@ -79,6 +79,9 @@ type Table struct {
 	behind atomic.Uint64
 	// afterHead, in tests, runs under dmu when a build has done its head.
 	afterHead func(*attached)
+
+	snapInfo snapInfo   // its snapshots, for /metrics (snapshotter.go)
+	shared   sharedBook // what its snapshot writers know of the store (snapshare.go)
 }
 
 // Partition is a view's summary of one partition: the journal position of

@@ -39,6 +39,7 @@ type Views struct {
 
 	runCtx atomic.Pointer[context.Context] // Run's context, which bounds the as-of replays and the builds
 	asOf   asOfCache                       // as-of views: replays running and views kept (asof.go)
+	stats  snapStats                       // snapshot figures (snapmetrics.go)
 }
 
 // Config tunes the views.
@@ -64,12 +65,27 @@ type Config struct {
 	// loads them from on start (snapstore.go); empty: no snapshots, every
 	// view is rebuilt from its whole journal.
 	SnapshotDir string
-	// SnapshotEvery is how many records a view applies after its last
-	// snapshot before it writes the next (100,000).
+	// SnapshotEvery and SnapshotBytes bound a view's tail, the records
+	// it applied after its last snapshot (what a start after a crash
+	// replays): a snapshot is written once the tail holds SnapshotEvery
+	// records (DefaultSnapshotEvery) or SnapshotBytes bytes of them
+	// (DefaultSnapshotBytes), whichever comes first, whatever the time
+	// (snapshotter.go).
 	SnapshotEvery int
-	// SnapshotInterval is the least time between two snapshots of a view
-	// (5 minutes; negative: none).
+	SnapshotBytes int64
+	// SnapshotInterval is the longest a view's records go without a
+	// snapshot: a view with a smaller tail writes one once its last is
+	// this old (5 minutes; negative: never by time). It is checked as
+	// records are applied. (It was the least time between two snapshots
+	// before the tail was bounded; the flag keeps its name.)
 	SnapshotInterval time.Duration
+	// SnapshotCompact and SnapshotBaseAge decide when a chain of deltas
+	// is compacted into a new base: once its deltas hold more entities
+	// than SnapshotCompact times its base's (DefaultSnapshotCompact), or
+	// its base is SnapshotBaseAge old (1 hour; the journal's pruning cuts
+	// it at a base, so bases come at least that often on a written table).
+	SnapshotCompact float64
+	SnapshotBaseAge time.Duration
 	// SnapshotStore, with SnapshotDir, is the JetStream object store the
 	// views share their snapshots through (snapshare.go;
 	// OpenSnapshotStore): each file written is also put there unless the
@@ -80,6 +96,11 @@ type Config struct {
 	// NoSnapshotOnStop skips the snapshot each view otherwise writes when
 	// the views stop cleanly and it applied records since its last one.
 	NoSnapshotOnStop bool
+	// Failpoint, for crash tests, kills the process with SIGKILL at a
+	// named step: "snapshot.base-write" or "snapshot.delta-write", once
+	// a snapshot's content is in its temporary file, before it is
+	// fsynced and renamed.
+	Failpoint string
 
 	// AsOfMaxRecords bounds the journal records one as-of read replays
 	// (1,000,000): a read as of a later position is refused (AsOfTooFar).
@@ -112,10 +133,19 @@ func (c *Config) defaults() {
 		c.HistoryCheck = 30 * time.Second
 	}
 	if c.SnapshotEvery <= 0 {
-		c.SnapshotEvery = 100_000
+		c.SnapshotEvery = DefaultSnapshotEvery
+	}
+	if c.SnapshotBytes <= 0 {
+		c.SnapshotBytes = DefaultSnapshotBytes
 	}
 	if c.SnapshotInterval == 0 {
-		c.SnapshotInterval = 5 * time.Minute
+		c.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if c.SnapshotCompact <= 0 {
+		c.SnapshotCompact = DefaultSnapshotCompact
+	}
+	if c.SnapshotBaseAge <= 0 {
+		c.SnapshotBaseAge = DefaultSnapshotBaseAge
 	}
 	if c.AsOfMaxRecords == 0 {
 		c.AsOfMaxRecords = 1_000_000

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -27,12 +28,18 @@ import (
 // -updates times. The views run in this process on the host's server (the
 // host itself writes no snapshots).
 func benchStart(args []string) error {
+	for _, a := range args {
+		if a == "-kill" || a == "--kill" || a == "-kill=true" {
+			return benchKill(args)
+		}
+	}
 	fs := flag.NewFlagSet("start", flag.ContinueOnError)
 	entities := fs.Int("entities", 200_000, "entities in the table")
 	updates := fs.Int("updates", 5, "times each entity is written in the longest history")
 	rounds := fs.Int("rounds", 3, "starts of each kind per history; the median is reported")
 	valueBytes := fs.Int("value-bytes", 0, "pad each entity's Notes property so that its values take about this many bytes (0: about 150, unpadded)")
 	dir := fs.String("dir", "", "data directory (default: a new temporary directory, removed afterwards)")
+	fs.Bool("kill", false, "measure a node's start after SIGKILL under a write load instead (benchkill.go; -h with -kill for its flags)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -147,8 +154,9 @@ type historyWriter struct {
 	table    string
 	epoch    uint64
 	entities int
-	last     []uint64 // each partition's last sequence
-	pad      string   // appended to each entity's Notes
+	last     []uint64      // each partition's last sequence
+	pad      string        // appended to each entity's Notes
+	appended atomic.Uint64 // records appended so far
 }
 
 // round writes every entity once more (its u-th version).
@@ -176,6 +184,7 @@ func (w *historyWriter) round(ctx context.Context, u int) error {
 					return
 				}
 				w.last[p] = seq
+				w.appended.Add(1)
 			}
 		}()
 	}

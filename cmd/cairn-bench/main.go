@@ -8,6 +8,8 @@
 //	go run ./cmd/cairn-bench functions       # the function runner (from the repository's root)
 //	go run ./cmd/cairn-bench projections     # what declared projections cost
 //	go run ./cmd/cairn-bench start           # a view's start from the journal and from a snapshot
+//	go run ./cmd/cairn-bench start -kill     # a node's start after SIGKILL under a write load
+//	go run ./cmd/cairn-bench snapshots       # what writing snapshots costs the inserts
 //
 // It is a binary of its own so that the host links neither the Azure SDK
 // nor the Azurite installer. Flags can be set as CAIRN_<NAME> too. A
@@ -42,6 +44,8 @@ func usage() {
        cairn-bench outbox [flags]    writes with outbox messages: to visible, to delivered, delay at half load
        cairn-bench projections [flags] declared indexes: write rate with 0, 1, 3, lag on a second node, build speed
        cairn-bench start [flags]     a view's start: from the whole journal and from a snapshot, as history grows
+       cairn-bench start -kill [flags] a node's start after SIGKILL under a write load, beside its start after a clean stop
+       cairn-bench snapshots [flags] many-partition inserts on a node writing snapshots and on one that does not
 
 Run "cairn-bench <name> -h" for the flags.
 `)
@@ -65,8 +69,12 @@ func run(args []string) error {
 		return benchProjections(args)
 	case "start":
 		return benchStart(args)
+	case "snapshots":
+		return benchSnapshotCost(args)
 	case "host-child": // the HTTP benchmark's Cairn process (cairnchild.go)
 		return hostChild(args)
+	case "node-child": // the node that start -kill kills (benchkill.go)
+		return nodeChildMain(args)
 	case "http-floor-child": // the HTTP benchmark's net/http floor (cairnchild.go)
 		return floorChild(args)
 	case "help":

@@ -32,7 +32,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/cairn-dev/cairn/cmd/internal/cli"
 	"github.com/cairn-dev/cairn/cmd/internal/cors"
@@ -41,6 +40,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/projections"
 )
 
 func main() {
@@ -121,8 +121,11 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.Var(invertedBool{&cfg.NoSnapshots}, "snapshots", "write snapshots of the views to <data>/snapshots and start from the newest, replaying only the journal after it (default true)")
 	fs.Var(invertedBool{&cfg.NoSharedSnapshots}, "snapshots-shared", "with -snapshots, also put each snapshot in the JetStream object store <PREFIX>_SNAPSHOTS (-replicas), and start a table's view from the store's when it is newer than this node's, so that a new node replays only the journal after it (default true)")
 	fs.StringVar(&cfg.History, "history", "all", "how much of its journal a table keeps when it has no retention of its own (host history): all, a duration (7d, 36h) or a number of records (1000000); records are pruned only right after a shared snapshot (docs/OPERATIONS.md, History)")
-	fs.IntVar(&cfg.Views.SnapshotEvery, "snapshot-every", 100_000, "records a table's view applies after its last snapshot before it writes the next")
-	fs.DurationVar(&cfg.Views.SnapshotInterval, "snapshot-interval", 5*time.Minute, "least time between two snapshots of a table's view (negative: none)")
+	fs.IntVar(&cfg.Views.SnapshotEvery, "snapshot-every", projections.DefaultSnapshotEvery, "records a table's view applies after its last snapshot before it writes the next, whatever the time: what a start after a crash replays at most")
+	fs.Int64Var(&cfg.Views.SnapshotBytes, "snapshot-bytes", projections.DefaultSnapshotBytes, "bytes of records a table's view applies after its last snapshot before it writes the next, whichever of -snapshot-every and this comes first")
+	fs.DurationVar(&cfg.Views.SnapshotInterval, "snapshot-interval", projections.DefaultSnapshotInterval, "the longest a table's records go without a snapshot: a view with fewer records than the bounds since its last snapshot writes one once that is this old (negative: never by time). Before bounded tails it was the least time between two snapshots")
+	fs.Float64Var(&cfg.Views.SnapshotCompact, "snapshot-compact", projections.DefaultSnapshotCompact, "a table's snapshots are deltas after a full base; a new base is written once the deltas hold more entities than this fraction of the base's (a start then loads at most 1+this times the base)")
+	fs.DurationVar(&cfg.Views.SnapshotBaseAge, "snapshot-base-age", projections.DefaultSnapshotBaseAge, "a new full base is written once a written table's base is this old, so that bases, where the journal may be pruned, come at regular positions")
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "fsync every journal write before acknowledging it (embedded server)")
 	fs.Var(invertedBool{&cfg.Functions.NoBuiltins}, "builtins", "run the built-in functions (archive on the queue \"archive\") (default true)")
 	fs.IntVar(&cfg.Functions.MemoryMB, "functions-memory", 0, "memory budget of the function sandbox in MiB: the loaded functions' memoryMB × concurrency must fit, or a deploy is refused (default 2048)")

@@ -51,101 +51,23 @@ func TestCrashRecovery(t *testing.T) {
 	if _, err := cl.CreateTable(ctx, "Crash"); err != nil {
 		t.Fatal(err)
 	}
-
-	const workers = 8
-	var stop atomic.Bool
-	var mu sync.Mutex
-	var acked []ackedCommand
-	var duplicates atomic.Int64
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pk := fmt.Sprintf("p%d", w)
-			for k := 0; !stop.Load(); k++ {
-				a := ackedCommand{pk: pk, id: fmt.Sprintf("w%d-%d", w, k)}
-				ops := make([]engine.Operation, 3)
-				for i := range ops {
-					a.rows[i] = fmt.Sprintf("%06d-%c", k, 'a'+i)
-					ops[i] = engine.Operation{Op: engine.OpInsert, Entity: engine.NewEntity(pk, a.rows[i],
-						engine.Property{Name: "Cmd", Value: engine.String(a.id)})}
-				}
-				rep, err := cl.Batch(ctx, "Crash", ops, client.WithID(a.id))
-				if err != nil {
-					errs <- fmt.Errorf("command %s: %w", a.id, err)
-					return
-				}
-				if rep.Duplicate {
-					duplicates.Add(1)
-				}
-				for i := range a.etags {
-					a.etags[i] = rep.Results[i].ETag
-				}
-				mu.Lock()
-				acked = append(acked, a)
-				mu.Unlock()
-			}
-		}()
-	}
+	load := startCrashLoad(ctx, cl, "Crash")
 	time.Sleep(time.Duration(300+r.IntN(900)) * time.Millisecond)
-	mu.Lock()
-	before := len(acked)
-	mu.Unlock()
+	before := load.count()
 	c1.Kill(t)
 	t.Logf("killed the host after %d acknowledged commands", before)
 	c2 := nodetest.StartChild(t, cc)
 	time.Sleep(700 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("%v\nhost log:\n%s", err, c2.Tail())
-	}
-	t.Logf("%d commands acknowledged, %d answered as duplicates of a first attempt", len(acked), duplicates.Load())
+	acked := load.stop(t, c2)
 	if len(acked) <= before {
 		t.Fatalf("no command was acknowledged after the restart (%d before, %d after)", before, len(acked))
 	}
-
-	check := func(phase string) {
-		perPK := map[string]int{}
-		for _, a := range acked {
-			perPK[a.pk]++
-			for i, rk := range a.rows {
-				e, rep, err := cl.Retrieve(ctx, "Crash", a.pk, rk)
-				if err != nil {
-					t.Fatalf("%s: acknowledged command %s: row %s: %v", phase, a.id, rk, err)
-				}
-				if rep.ETag != a.etags[i] {
-					t.Fatalf("%s: row %s/%s has ETag %s, acknowledged %s", phase, a.pk, rk, rep.ETag, a.etags[i])
-				}
-				if v, _ := e.Get("Cmd"); v.Str() != a.id {
-					t.Fatalf("%s: row %s/%s written by %q, want %q", phase, a.pk, rk, v.Str(), a.id)
-				}
-			}
-		}
-		// Nothing beyond the acknowledged commands: each worker's next rows
-		// are absent (a half-applied or phantom command would show here).
-		for pk, n := range perPK {
-			for k := n; k < n+3; k++ {
-				for i := 0; i < 3; i++ {
-					rk := fmt.Sprintf("%06d-%c", k, 'a'+i)
-					_, _, err := cl.Retrieve(ctx, "Crash", pk, rk)
-					var ce *engine.Error
-					if !errors.As(err, &ce) || ce.Code != engine.CodeResourceNotFound {
-						t.Fatalf("%s: row %s/%s of an unacknowledged command: %v", phase, pk, rk, err)
-					}
-				}
-			}
-		}
-	}
 	t.Logf("restart: %s", firstLine(c2.Tail(), "snapshot loaded", "view replayed table=Crash"))
-	check("after crash")
+	checkAcked(ctx, t, cl, "Crash", acked, "after crash")
 	c2.Kill(t)
 	c3 := nodetest.StartChild(t, cc)
 	t.Logf("second restart: %s", firstLine(c3.Tail(), "snapshot loaded", "view replayed table=Crash"))
-	check("after second restart")
+	checkAcked(ctx, t, cl, "Crash", acked, "after second restart")
 	// No new record since the start: c3 wrote no snapshot, and the
 	// temporary files of the kills are gone.
 	if tmp, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*", ".*")); len(tmp) > 0 {
@@ -153,6 +75,111 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	if !strings.Contains(c2.Tail(), "cairn host ready") {
 		t.Logf("host log:\n%s", c2.Tail())
+	}
+}
+
+// crashLoad is a write load of eight workers, each sending three-row
+// batches with command ids to its own partition until stopped, keeping
+// the commands acknowledged.
+type crashLoad struct {
+	stopped    atomic.Bool
+	mu         sync.Mutex
+	acked      []ackedCommand
+	duplicates atomic.Int64
+	errs       chan error
+	wg         sync.WaitGroup
+}
+
+func startCrashLoad(ctx context.Context, cl *client.Client, table string) *crashLoad {
+	const workers = 8
+	l := &crashLoad{errs: make(chan error, workers)}
+	for w := 0; w < workers; w++ {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			pk := fmt.Sprintf("p%d", w)
+			for k := 0; !l.stopped.Load(); k++ {
+				a := ackedCommand{pk: pk, id: fmt.Sprintf("w%d-%d", w, k)}
+				ops := make([]engine.Operation, 3)
+				for i := range ops {
+					a.rows[i] = fmt.Sprintf("%06d-%c", k, 'a'+i)
+					ops[i] = engine.Operation{Op: engine.OpInsert, Entity: engine.NewEntity(pk, a.rows[i],
+						engine.Property{Name: "Cmd", Value: engine.String(a.id)})}
+				}
+				rep, err := cl.Batch(ctx, table, ops, client.WithID(a.id))
+				if err != nil {
+					l.errs <- fmt.Errorf("command %s: %w", a.id, err)
+					return
+				}
+				if rep.Duplicate {
+					l.duplicates.Add(1)
+				}
+				for i := range a.etags {
+					a.etags[i] = rep.Results[i].ETag
+				}
+				l.mu.Lock()
+				l.acked = append(l.acked, a)
+				l.mu.Unlock()
+			}
+		}()
+	}
+	return l
+}
+
+// count is the commands acknowledged so far.
+func (l *crashLoad) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.acked)
+}
+
+// stop stops the workers and returns the commands acknowledged; a worker
+// that failed fails the test with the host's log.
+func (l *crashLoad) stop(t *testing.T, host *nodetest.Child) []ackedCommand {
+	t.Helper()
+	l.stopped.Store(true)
+	l.wg.Wait()
+	close(l.errs)
+	for err := range l.errs {
+		t.Fatalf("%v\nhost log:\n%s", err, host.Tail())
+	}
+	t.Logf("%d commands acknowledged, %d answered as duplicates of a first attempt", len(l.acked), l.duplicates.Load())
+	return l.acked
+}
+
+// checkAcked checks that every acknowledged command is in the table with
+// the ETags it was acknowledged with, and nothing beyond them: each
+// worker's next rows are absent (a half-applied or phantom command would
+// show there).
+func checkAcked(ctx context.Context, t *testing.T, cl *client.Client, table string, acked []ackedCommand, phase string) {
+	t.Helper()
+	perPK := map[string]int{}
+	for _, a := range acked {
+		perPK[a.pk]++
+		for i, rk := range a.rows {
+			e, rep, err := cl.Retrieve(ctx, table, a.pk, rk)
+			if err != nil {
+				t.Fatalf("%s: acknowledged command %s: row %s: %v", phase, a.id, rk, err)
+			}
+			if rep.ETag != a.etags[i] {
+				t.Fatalf("%s: row %s/%s has ETag %s, acknowledged %s", phase, a.pk, rk, rep.ETag, a.etags[i])
+			}
+			if v, _ := e.Get("Cmd"); v.Str() != a.id {
+				t.Fatalf("%s: row %s/%s written by %q, want %q", phase, a.pk, rk, v.Str(), a.id)
+			}
+		}
+	}
+	for pk, n := range perPK {
+		for k := n; k < n+3; k++ {
+			for i := 0; i < 3; i++ {
+				rk := fmt.Sprintf("%06d-%c", k, 'a'+i)
+				_, _, err := cl.Retrieve(ctx, table, pk, rk)
+				var ce *engine.Error
+				if !errors.As(err, &ce) || ce.Code != engine.CodeResourceNotFound {
+					t.Fatalf("%s: row %s/%s of an unacknowledged command: %v", phase, pk, rk, err)
+				}
+			}
+		}
 	}
 }
 

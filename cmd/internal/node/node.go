@@ -338,6 +338,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		n.relay.WriteMetrics(w)
 		n.pruner.WriteMetrics(w)
 		n.views.WriteProjectionMetrics(w)
+		n.views.WriteSnapshotMetrics(w)
 		build.WriteMetric(w)
 	}
 	api.Outbox = cfg.outbox

@@ -43,15 +43,20 @@ type ChildConfig struct {
 	NATSCreds string
 	// HTTP is the HTTP API's address ("off" when empty).
 	HTTP string
-	// Failpoint kills the child at a named step.
+	// Failpoint kills the child at a named step (the functions' and the
+	// snapshots': functions.invoke, snapshot.base-write, …).
 	Failpoint string
 	// NoBuiltins leaves the built-in functions off (nothing takes the
 	// archive queue's messages).
 	NoBuiltins bool
-	// SnapshotEvery, when set, has the views write a snapshot every so
-	// many records with no least interval (crash tests kill the node
-	// while it writes one).
-	SnapshotEvery int
+	// SnapshotEvery, when set, bounds the views' tail: a snapshot every
+	// so many records (crash tests kill the node while it writes one).
+	// SnapshotCompact, when set, is the views' compaction fraction.
+	SnapshotEvery   int
+	SnapshotCompact float64
+	// NoSnapshots turns the views' snapshots off: every view replays its
+	// whole journal.
+	NoSnapshots bool
 	// Replicas is the replica count of the node's streams (with NATSURL
 	// naming a cluster).
 	Replicas int
@@ -97,26 +102,23 @@ func Main(m *testing.M) {
 	if cc.ServerOnly {
 		os.Exit(serverMain(cc))
 	}
-	var views projections.Config
-	if cc.SnapshotEvery > 0 {
-		views.SnapshotEvery, views.SnapshotInterval = cc.SnapshotEvery, -1
-	}
-	views.DedupWindow = cc.DedupWindow
+	views := projections.Config{SnapshotEvery: cc.SnapshotEvery, SnapshotCompact: cc.SnapshotCompact, Failpoint: cc.Failpoint, DedupWindow: cc.DedupWindow}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	err := node.Run(ctx, node.Config{
-		DataDir:    cc.DataDir,
-		NATSListen: cc.NATSListen,
-		NATSURL:    cc.NATSURL,
-		NATSCreds:  cc.NATSCreds,
-		HTTP:       cc.HTTP,
-		Functions:  node.FunctionsConfig{Failpoint: cc.Failpoint, NoBuiltins: cc.NoBuiltins},
-		Replicas:   cc.Replicas,
-		Views:      views,
-		History:    cc.History,
-		PruneEvery: cc.PruneEvery,
-		PruneGrace: cc.PruneGrace,
-		Log:        slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		DataDir:     cc.DataDir,
+		NATSListen:  cc.NATSListen,
+		NATSURL:     cc.NATSURL,
+		NATSCreds:   cc.NATSCreds,
+		HTTP:        cc.HTTP,
+		Functions:   node.FunctionsConfig{Failpoint: cc.Failpoint, NoBuiltins: cc.NoBuiltins},
+		NoSnapshots: cc.NoSnapshots,
+		Replicas:    cc.Replicas,
+		Views:       views,
+		History:     cc.History,
+		PruneEvery:  cc.PruneEvery,
+		PruneGrace:  cc.PruneGrace,
+		Log:         slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}, func(n *node.Node) {
 		if cc.MarkerQueue == "" {
 			fmt.Println("READY")
