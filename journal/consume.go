@@ -308,10 +308,13 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 	lastDelivery := time.Now() // a consumer delivering is alive: a probe then reads nothing
 	next := max(from, 1)       // the stream sequence due next
 	// fill reads the records from next up to until (0: as long as there
-	// are some) from any replica, and hands them to fn. The consumer is
-	// fine, so it goes on after them; making a new consumer instead would
-	// need the meta leader, which may be what was lost.
-	fill := func(until, pending uint64) (restart bool, err error) {
+	// are some) from any replica, and hands them to fn, each with the
+	// records known to follow it: those up to until, and after more
+	// (the delivery at until and what its consumer has pending; 0 when
+	// nothing is known to come). The consumer is fine, so it goes on after
+	// them; making a new consumer instead would need the meta leader,
+	// which may be what was lost.
+	fill := func(until, after uint64) (restart bool, err error) {
 		first := next
 		defer func() {
 			if next > first {
@@ -332,9 +335,9 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 				}
 				continue // removed behind Cairn's back: as the consumer would skip it
 			}
-			p := pending
-			if until > s {
-				p += until - s
+			p := after // a record's pending holds back its view's publish
+			if until > s+1 {
+				p += until - s - 1
 			}
 			if err := fn(s, subj, data, p); err != nil {
 				return false, &fnError{err}
@@ -409,7 +412,7 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 		seq := md.Sequence.Stream
 		if md.Sequence.Consumer != delivered+1 && seq > next {
 			// Deliveries lost in transit (while the connection moved).
-			if restart, err := fill(seq, md.NumPending); err != nil {
+			if restart, err := fill(seq, 1+md.NumPending); err != nil {
 				drop()
 				if fnErr := (*fnError)(nil); errors.As(err, &fnErr) {
 					return last, true, false, fnErr.err

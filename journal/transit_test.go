@@ -32,6 +32,9 @@ type transit struct {
 
 	seqs chan uint64 // delivered to the reader
 
+	pmu     sync.Mutex
+	pending map[uint64]uint64 // the pending the reader was handed with each record
+
 	electing atomic.Bool // no consumer can be made meanwhile
 	first    []string    // the reader's consumer, once it read records 1 to 3
 }
@@ -57,7 +60,8 @@ func newTransit(t *testing.T) *transit {
 	if err := j.EnsureTableStream(ctx, "T", 1); err != nil {
 		t.Fatal(err)
 	}
-	tr := &transit{t: t, ctx: ctx, j: j, nc: rc, lose: map[uint64]bool{}, lost: make(chan uint64, 100), seqs: make(chan uint64, 1000)}
+	tr := &transit{t: t, ctx: ctx, j: j, nc: rc, lose: map[uint64]bool{}, lost: make(chan uint64, 100), seqs: make(chan uint64, 1000),
+		pending: map[uint64]uint64{}}
 	j.LoseInTransit(func(_ string, seq uint64) bool {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
@@ -72,7 +76,10 @@ func newTransit(t *testing.T) *transit {
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- j.Consume(rctx, "T", 1, 1, func(seq uint64, rec *engine.Record, _ uint64) error {
+		done <- j.Consume(rctx, "T", 1, 1, func(seq uint64, rec *engine.Record, pending uint64) error {
+			tr.pmu.Lock()
+			tr.pending[seq] = pending
+			tr.pmu.Unlock()
 			if want := fmt.Sprintf("r%d", seq); rec.Events[0].RowKey != want {
 				return fmt.Errorf("record %d holds %s", seq, rec.Events[0].RowKey)
 			}
@@ -135,6 +142,13 @@ func (tr *transit) loseNext(seqs ...uint64) {
 	for _, s := range seqs {
 		tr.lose[s] = true
 	}
+}
+
+// pendingOf returns the pending the reader was handed with record seq.
+func (tr *transit) pendingOf(seq uint64) uint64 {
+	tr.pmu.Lock()
+	defer tr.pmu.Unlock()
+	return tr.pending[seq]
 }
 
 // take expects the records from..to, each once, in order.
@@ -226,6 +240,11 @@ func TestConsumeProbe(t *testing.T) {
 	<-tr.lost
 	tr.j.Probe("T", 1, 4)
 	tr.take(4, 4)
+	// Nothing is known to follow it: a view given a pending would hold
+	// its publish back for a record that may never come.
+	if p := tr.pendingOf(4); p != 0 {
+		t.Fatalf("the probed record came with %d pending, want 0", p)
+	}
 	tr.append(1)
 	tr.take(5, 5)
 	tr.j.Probe("T", 1, 5) // delivered already
