@@ -139,8 +139,11 @@ func (j *Journal) Read(ctx context.Context, table string, epoch uint64, r ReadRa
 		}
 		return nil, fmt.Errorf("journal: read %s: %w", table, err)
 	}
-	head := s.CachedInfo().State.LastSeq
-	if first := s.CachedInfo().State.FirstSeq; r.From < first && head > 0 {
+	// Records below the recorded horizon are as good as gone (a prune's
+	// purge after it may not have run yet): refused, as they will be.
+	h := HistoryOf(s.CachedInfo())
+	head := h.Last
+	if first := max(h.First, h.Horizon); r.From < first && head > 0 {
 		return nil, fmt.Errorf("journal: read %s: %w", table, engine.Errorf(engine.CodeHistoryTruncated,
 			"the journal of table %s starts at position %d (its retention pruned what was before): position %d is no longer there; read the table for its state, then its changes from %d",
 			engine.ShownTable(table), first, r.From, first))

@@ -261,7 +261,11 @@ func (v *Views) replayAsOf(ctx context.Context, t *Table, seq uint64, def *Defin
 		t = t.source
 	}
 	shown := engine.ShownTable(t.Name())
-	first, last, err := v.j.StreamBounds(ctx, t.Name(), t.Epoch())
+	// The history from the recorded horizon on: records a prune was
+	// about to remove (a crash between its two steps) are as good as
+	// gone, so that a read refused once is refused again.
+	h, err := v.j.History(ctx, t.Name(), t.Epoch())
+	first, last := max(h.First, h.Horizon), h.Last
 	if errors.Is(err, engine.ErrTableGone) {
 		return nil, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", shown)
 	}
