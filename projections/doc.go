@@ -71,10 +71,12 @@
 //     On start the store's objects are candidates of the chain beside the
 //     files, downloaded into the table's directory (temporary name, fsync,
 //     rename) when their turn comes. After a base is put, the store keeps
-//     the newest two bases, every base from the horizon base (the newest
-//     before the stream's first sequence, read then) and the deltas after
-//     the oldest kept, and removes the rest; SharedBases lists the bases,
-//     where the journal's pruning may cut. A dropped table's objects go
+//     the newest two bases with the deltas after the older, the horizon
+//     base (the newest before the stream's first sequence, read then),
+//     and with a retention the newest base before the pruner's next cut
+//     and a few spread towards the newest (sharedKept); it removes the
+//     rest. SharedBases lists the bases, where the journal's pruning may
+//     cut. A dropped table's objects go
 //     with its files; on start the objects of incarnations the catalog no
 //     longer holds are removed. The single object per incarnation that
 //     earlier versions shared (SharedSnapshotName) is read as a base.
