@@ -184,13 +184,28 @@ func planPrune(in pruneInputs) (before, cut uint64, why string) {
 			base = b
 		}
 	}
+	// A purge a crash left undone (the horizon recorded, records below it
+	// still there) is finished once the store lists a base at or after
+	// the horizon's: a new node starts from it without those records. The
+	// other bounds held when the horizon was recorded, and only move on.
+	var finish uint64
+	if h.Horizon > h.First {
+		for _, b := range in.bases {
+			if b+1 >= h.Horizon {
+				finish = h.Horizon
+				break
+			}
+		}
+	}
 	switch {
+	case base+1 <= h.First && finish > 0:
+		return finish, limit, ""
 	case base == 0:
 		return 0, limit, "no shared snapshot at or below the cut"
 	case base+1 <= h.First:
 		return 0, limit, "pruned up to the newest shared snapshot below the cut"
 	}
-	return base + 1, limit, ""
+	return max(base+1, finish), limit, ""
 }
 
 // PruneTable looks at one table and prunes what its retention lets go,

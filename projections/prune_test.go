@@ -55,6 +55,12 @@ func TestPlanPrune(t *testing.T) {
 		{"already pruned there", func(in *pruneInputs) { in.history.First, in.history.Horizon = 6001, 6001 }, 0},
 		{"pruned below, and further now", func(in *pruneInputs) { in.history.First, in.history.Horizon = 3001, 3001 }, 6001},
 		{"a base right at the cut", func(in *pruneInputs) { in.bases = []uint64{7999} }, 8000},
+		// A crash between the horizon's record and the purge.
+		{"a purge left undone, finished", func(in *pruneInputs) { in.history.Horizon = 3001; in.bases = []uint64{9000} }, 3001},
+		{"a purge left undone, and further now", func(in *pruneInputs) { in.history.Horizon = 3001 }, 6001},
+		{"a purge left undone, beyond the cut now", func(in *pruneInputs) { in.history.Horizon = 7001; in.bases = []uint64{7000, 9000} }, 7001},
+		{"a purge left undone, its base gone", func(in *pruneInputs) { in.history.Horizon = 7001; in.bases = []uint64{3000} }, 3001},
+		{"a purge left undone, no base", func(in *pruneInputs) { in.history.Horizon = 3001; in.bases = nil }, 0},
 		{"no record", func(in *pruneInputs) { in.history = journal.History{First: 1, Horizon: 1} }, 0},
 	} {
 		in := base

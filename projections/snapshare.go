@@ -373,11 +373,14 @@ func (v *Views) collectShared(ctx context.Context, name string, epoch uint64, cu
 		v.log.Warn("shared snapshots not collected", "table", name, "err", err)
 		return
 	}
-	first, _, err := v.j.StreamBounds(ctx, name, epoch)
+	h, err := v.j.History(ctx, name, epoch)
 	if err != nil {
 		v.log.Warn("shared snapshots not collected", "table", name, "err", err)
 		return
 	}
+	// The journal starts at its recorded horizon even while a purge a
+	// crash left undone keeps the records below it.
+	first := max(h.First, h.Horizon)
 	var bases []uint64
 	for _, o := range objs {
 		if o.base {
