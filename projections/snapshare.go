@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -55,17 +57,111 @@ import (
 func SnapshotBucket(prefix string) string { return strings.ToUpper(prefix) + "_SNAPSHOTS" }
 
 // OpenSnapshotStore creates or opens the bucket of the shared snapshots.
-func OpenSnapshotStore(ctx context.Context, js jetstream.JetStream, prefix string, replicas int) (jetstream.ObjectStore, error) {
+func OpenSnapshotStore(ctx context.Context, js jetstream.JetStream, prefix string, replicas int) (*SnapshotStore, error) {
+	bucket := SnapshotBucket(prefix)
 	obj, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket:      SnapshotBucket(prefix),
+		Bucket:      bucket,
 		Description: "Cairn view snapshots shared by the nodes, one per table incarnation",
 		Replicas:    max(replicas, 1),
 		Storage:     jetstream.FileStorage,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("projections: bucket %s: %w", SnapshotBucket(prefix), err)
+		return nil, fmt.Errorf("projections: bucket %s: %w", bucket, err)
 	}
-	return obj, nil
+	return &SnapshotStore{ObjectStore: obj, nc: js.Conn(), bucket: bucket}, nil
+}
+
+// SnapshotStore is the object store of the shared snapshots, with a
+// List that ends.
+type SnapshotStore struct {
+	jetstream.ObjectStore
+	nc     *nats.Conn
+	bucket string
+}
+
+// List returns the descriptions of the store's objects that are not
+// deleted, or jetstream.ErrNoObjectsFound, as the client library's List.
+//
+// The library's List watches the descriptions and ends at the one
+// delivered with nothing pending after it. When a put or a delete races
+// the watch's start, the server's count of what is pending can stay above
+// zero until the next change, and that one never comes: List waits for
+// its context (measured: 7 lists in 1,000 racing a put and a delete, and
+// a watch made again met the same count; a view's start, an as-of read
+// or a collection then waited a minute). Here one batch direct get reads
+// the last description of every object, as of one position of the
+// stream, and the server ends it with an end-of-batch mark: nothing is
+// counted. A store of more objects than the server returns in one batch
+// (1,024) is listed by the library's List, each try bounded (listTry,
+// doubled each time).
+func (s *SnapshotStore) List(ctx context.Context, opts ...jetstream.ListObjectsOpt) ([]*jetstream.ObjectInfo, error) {
+	infos, err := s.listDirect(ctx)
+	if !errors.Is(err, errTooManyObjects) {
+		return infos, err
+	}
+	for bound := listTry; ; bound *= 2 {
+		tctx, cancel := context.WithTimeout(ctx, bound)
+		infos, err := s.ObjectStore.List(tctx, opts...)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return infos, err
+		}
+	}
+}
+
+// listTry is the first bound of a try of the library's List.
+const listTry = 2 * time.Second
+
+// errTooManyObjects is a store with more objects than one batch returns.
+var errTooManyObjects = errors.New("more objects than a batch direct get returns")
+
+// listDirect lists the store with one batch direct get of the last
+// message of each description subject.
+func (s *SnapshotStore) listDirect(ctx context.Context) ([]*jetstream.ObjectInfo, error) {
+	req, err := json.Marshal(struct {
+		MultiLast []string `json:"multi_last"`
+	}{[]string{"$O." + s.bucket + ".M.>"}})
+	if err != nil {
+		return nil, err
+	}
+	inbox := s.nc.NewRespInbox()
+	sub, err := s.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET.OBJ_"+s.bucket, inbox, req); err != nil {
+		return nil, err
+	}
+	var infos []*jetstream.ObjectInfo
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("projections: list %s: %w", s.bucket, err)
+		}
+		switch status := m.Header.Get("Status"); status {
+		case "":
+		case "204": // the end of the batch
+			if len(infos) == 0 {
+				return nil, jetstream.ErrNoObjectsFound
+			}
+			return infos, nil
+		case "404":
+			return nil, jetstream.ErrNoObjectsFound
+		case "413":
+			return nil, errTooManyObjects
+		default:
+			return nil, fmt.Errorf("projections: list %s: status %s %s", s.bucket, status, m.Header.Get("Description"))
+		}
+		var info jetstream.ObjectInfo
+		if err := json.Unmarshal(m.Data, &info); err != nil || info.Deleted {
+			continue // a removed object, or not a description: as the library's List
+		}
+		if ts, err := time.Parse(time.RFC3339Nano, m.Header.Get("Nats-Time-Stamp")); err == nil {
+			info.ModTime = ts
+		}
+		infos = append(infos, &info)
+	}
 }
 
 // SharedSnapshotName is the name of the single object per table

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/cairn-dev/cairn/journal"
 )
 
@@ -92,7 +90,7 @@ type Config struct {
 	// store holds a newer one of the table incarnation, and a view starts
 	// from the store's when it is newer than its newest usable file. nil:
 	// the files are the node's own.
-	SnapshotStore jetstream.ObjectStore
+	SnapshotStore *SnapshotStore
 	// NoSnapshotOnStop skips the snapshot each view otherwise writes when
 	// the views stop cleanly and it applied records since its last one.
 	NoSnapshotOnStop bool
