@@ -29,6 +29,10 @@ func benchSnapshotCost(args []string) error {
 	n := fs.Int("n", 200_000, "commands per round")
 	window := fs.Int("window", 512, "commands in flight")
 	rounds := fs.Int("rounds", 3, "rounds on each node; the medians are reported")
+	shared := fs.Bool("shared", true, "the node with snapshots shares them through the object store (-snapshots-shared)")
+	every := fs.Int("snapshot-every", 0, "the node's -snapshot-every (0: the default)")
+	bytes := fs.Int64("snapshot-bytes", 0, "the node's -snapshot-bytes (0: the default)")
+	compact := fs.Float64("snapshot-compact", 0, "the node's -snapshot-compact (0: the default)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -47,7 +51,10 @@ func benchSnapshotCost(args []string) error {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		h, stop, err := startCairnConfig(ctx, dir, func(c *nodeConfig) { c.NoSnapshots = !snapshots })
+		h, stop, err := startCairnConfig(ctx, dir, func(c *nodeConfig) {
+			c.NoSnapshots, c.NoSharedSnapshots = !snapshots, !*shared
+			c.Views.SnapshotEvery, c.Views.SnapshotBytes, c.Views.SnapshotCompact = *every, *bytes, *compact
+		})
 		if err != nil {
 			return err
 		}
@@ -63,8 +70,8 @@ func benchSnapshotCost(args []string) error {
 		}
 		targets = append(targets, &target{name: name, dir: dir, b: &bencher{nc: nc, cl: client.New(nc), n: *n, window: *window}})
 	}
-	fmt.Printf("# cairn bench snapshots: GOMAXPROCS=%d, %s/%s, %s, n=%d, window=%d, rounds=%d (median)\n\n",
-		runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *n, *window, *rounds)
+	fmt.Printf("# cairn bench snapshots: GOMAXPROCS=%d, %s/%s, %s, n=%d, window=%d, rounds=%d (median), shared %v, snapshot-every %d, snapshot-bytes %d, snapshot-compact %g (0: the defaults)\n\n",
+		runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *n, *window, *rounds, *shared, *every, *bytes, *compact)
 	for r := 0; r < *rounds; r++ {
 		order := []*target{targets[0], targets[1]}
 		if r%2 == 1 {
