@@ -228,27 +228,10 @@ func readDeltaHeader(r *bufio.Reader) (deltaHeader, *msgpack.Decoder, error) {
 }
 
 func (h *deltaHeader) read(dec *msgpack.Decoder, r io.Reader) error {
-	magic := make([]byte, len(deltaMagic))
-	if _, err := io.ReadFull(r, magic); err != nil {
-		return fmt.Errorf("no header: %w", err)
-	}
-	if string(magic) != deltaMagic {
-		return errors.New("not a delta file (bad magic)")
-	}
-	v, err := dec.DecodeUint64()
-	if err != nil {
-		return fmt.Errorf("version: %w", err)
-	}
+	v, n, err := readPreamble(dec, r, deltaMagic, "delta", DeltaFormat)
 	h.Version = v
-	if v == 0 || v > DeltaFormat {
-		return fmt.Errorf("%w: delta version %d, this Cairn reads up to %d", errNewerSnapshot, v, DeltaFormat)
-	}
-	n, err := dec.DecodeMapLen()
 	if err != nil {
-		return fmt.Errorf("header: %w", err)
-	}
-	if n < 0 || n > maxHeaderFields {
-		return fmt.Errorf("header of %d fields", n)
+		return err
 	}
 	seen := 0
 	for i := 0; i < n; i++ {

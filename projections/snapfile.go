@@ -192,28 +192,40 @@ func readSnapshotHeader(r *bufio.Reader) (snapshotHeader, *msgpack.Decoder, erro
 	return h, dec, err
 }
 
-func (h *snapshotHeader) read(dec *msgpack.Decoder, r io.Reader) error {
-	magic := make([]byte, len(snapshotMagic))
-	if _, err := io.ReadFull(r, magic); err != nil {
-		return fmt.Errorf("no header: %w", err)
+// readPreamble reads what every snapshot file starts with, a base's or a
+// delta's: the magic (kind names the file in errors), the format version
+// (at most newest: a newer one wraps errNewerSnapshot) and the number of
+// the header's fields.
+func readPreamble(dec *msgpack.Decoder, r io.Reader, magic, kind string, newest uint64) (version uint64, fields int, err error) {
+	got := make([]byte, len(magic))
+	if _, err := io.ReadFull(r, got); err != nil {
+		return 0, 0, fmt.Errorf("no header: %w", err)
 	}
-	if string(magic) != snapshotMagic {
-		return errors.New("not a snapshot file (bad magic)")
+	if string(got) != magic {
+		return 0, 0, fmt.Errorf("not a %s file (bad magic)", kind)
 	}
 	v, err := dec.DecodeUint64()
 	if err != nil {
-		return fmt.Errorf("version: %w", err)
+		return 0, 0, fmt.Errorf("version: %w", err)
 	}
-	h.Version = v
-	if v == 0 || v > SnapshotFormat {
-		return fmt.Errorf("%w: version %d, this Cairn reads up to %d", errNewerSnapshot, v, SnapshotFormat)
+	if v == 0 || v > newest {
+		return v, 0, fmt.Errorf("%w: %s version %d, this Cairn reads up to %d", errNewerSnapshot, kind, v, newest)
 	}
 	n, err := dec.DecodeMapLen()
 	if err != nil {
-		return fmt.Errorf("header: %w", err)
+		return v, 0, fmt.Errorf("header: %w", err)
 	}
 	if n < 0 || n > maxHeaderFields {
-		return fmt.Errorf("header of %d fields", n)
+		return v, 0, fmt.Errorf("header of %d fields", n)
+	}
+	return v, n, nil
+}
+
+func (h *snapshotHeader) read(dec *msgpack.Decoder, r io.Reader) error {
+	v, n, err := readPreamble(dec, r, snapshotMagic, "snapshot", SnapshotFormat)
+	h.Version = v
+	if err != nil {
+		return err
 	}
 	seen := 0
 	for i := 0; i < n; i++ {
