@@ -353,16 +353,18 @@ func TestSharedRetentionHorizon(t *testing.T) {
 	if err := r.stream("Pruned", pruned).Purge(r.ctx, jetstream.WithPurgeSequence(horizon+1)); err != nil {
 		t.Fatal(err)
 	}
+	hp.purged(horizon + 1)
 	last := horizon
 	for range 4 { // four bases more at least, each put followed by a collection
 		b = waitBases(hp, "Pruned", pruned, last)
 		last = b[len(b)-1]
 	}
-	// The collection after the newest base's put may still run: wait for it.
-	for len(bases("Pruned", pruned)) > 3 && r.ctx.Err() == nil {
+	// The collection after the newest base's put may still run (and a
+	// base of the tail come after it): wait for a listing it ended.
+	for b = bases("Pruned", pruned); len(b) > 3 && r.ctx.Err() == nil; b = bases("Pruned", pruned) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if b = bases("Pruned", pruned); len(b) != 3 || b[0] != horizon {
+	if len(b) != 3 || b[0] != horizon {
 		t.Fatalf("the store lists the bases %v of a journal pruned after %d: want %d and the newest two", b, horizon, horizon)
 	}
 	for _, o := range r.sharedOf(obj, "Pruned", pruned) {

@@ -158,6 +158,17 @@ func (h *history) write(n int) {
 	}
 }
 
+// purged notes that the journal lost its records below before: a
+// partition whose last record went has none to expect in its appends
+// (JetStream's last sequence of a subject with no message is 0).
+func (h *history) purged(before uint64) {
+	for pk, seq := range h.last {
+		if seq < before {
+			h.last[pk] = 0
+		}
+	}
+}
+
 // sameView fails unless two snapshots hold the same entities (all their
 // fields), partitions and command ids, in the same eviction order.
 func sameView(t *testing.T, what string, got, want *projections.Snapshot) {
