@@ -330,25 +330,18 @@ func (v *Views) readDeltaFile(path string, t *Table, sc chainScope, l *chainLink
 	}
 	defer f.Close()
 	h, dec, err := readDeltaHeader(bufio.NewReaderSize(f, 1<<16))
+	if err == nil {
+		err = checkFileOf(t, h.Name, h.Epoch, h.Seq, sc.last)
+	}
 	switch {
 	case err != nil:
 		return nil, h, err
-	case h.Name != t.Name():
-		return nil, h, fmt.Errorf("of another table: %q", h.Name)
-	case h.Epoch != t.Epoch():
-		return nil, h, fmt.Errorf("of another incarnation of the table: epoch %d, the table's is %d", h.Epoch, t.Epoch())
-	case h.Seq > sc.last:
-		return nil, h, fmt.Errorf("at position %d, beyond the journal's last record %d", h.Seq, sc.last)
 	case h.Seq != l.seq:
 		return nil, h, fmt.Errorf("at position %d, its name says %d", h.Seq, l.seq)
 	case h.Prev != l.prev:
 		return nil, h, fmt.Errorf("follows position %d, its name or metadata says %d", h.Prev, l.prev)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, h, err
-	}
-	if err := checkSnapshotSum(f, fi.Size()); err != nil {
+	if err := checkFileSum(f); err != nil {
 		return nil, h, err
 	}
 	d, err := decodeDeltaBody(dec, h)

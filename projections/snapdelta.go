@@ -2,10 +2,8 @@ package projections
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"sort"
 
@@ -166,12 +164,11 @@ func keepOf(s *Snapshot, prev uint64) uint64 {
 // encodeDelta writes the delta d from the view at prev to s in the
 // current format.
 func encodeDelta(w io.Writer, s *Snapshot, prev uint64, d *deltaContent, at int64) error {
-	crc := crc32.New(castagnoli)
-	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<16)
-	if _, err := bw.WriteString(deltaMagic); err != nil {
+	sw := newSummedWriter(w)
+	if _, err := sw.WriteString(deltaMagic); err != nil {
 		return err
 	}
-	enc := msgpack.NewEncoder(bw)
+	enc := msgpack.NewEncoder(sw)
 	err := firstErr(
 		enc.EncodeUint(DeltaFormat),
 		enc.EncodeMapLen(deltaHeaderFields),
@@ -210,13 +207,7 @@ func encodeDelta(w io.Writer, s *Snapshot, prev uint64, d *deltaContent, at int6
 			return err
 		}
 	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	var sum [4]byte
-	binary.BigEndian.PutUint32(sum[:], crc.Sum32())
-	_, err = w.Write(sum[:])
-	return err
+	return sw.finish()
 }
 
 // readDeltaHeader reads the magic, the version and the header of a delta

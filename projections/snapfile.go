@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 
@@ -86,16 +87,40 @@ const (
 // a line every Config.Progress, rarely enough to cost nothing.
 const progressEvery = 4096
 
+// summedWriter writes a snapshot file through a buffer, keeping the
+// CRC-32C of everything written, which finish appends: the trailer of a
+// base and of a delta.
+type summedWriter struct {
+	*bufio.Writer
+	w   io.Writer
+	crc hash.Hash32
+}
+
+func newSummedWriter(w io.Writer) *summedWriter {
+	crc := crc32.New(castagnoli)
+	return &summedWriter{Writer: bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<16), w: w, crc: crc}
+}
+
+// finish flushes what is buffered and appends the checksum.
+func (sw *summedWriter) finish() error {
+	if err := sw.Flush(); err != nil {
+		return err
+	}
+	var sum [4]byte
+	binary.BigEndian.PutUint32(sum[:], sw.crc.Sum32())
+	_, err := sw.w.Write(sum[:])
+	return err
+}
+
 // encodeSnapshot writes s to w in the current format. It reads only the
 // immutable snapshot, so it runs beside the applier. progress, if not
 // nil, is called every progressEvery entities with the entities written.
 func encodeSnapshot(w io.Writer, s *Snapshot, at int64, progress func(n uint64)) error {
-	crc := crc32.New(castagnoli)
-	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<16)
-	if _, err := bw.WriteString(snapshotMagic); err != nil {
+	sw := newSummedWriter(w)
+	if _, err := sw.WriteString(snapshotMagic); err != nil {
 		return err
 	}
-	enc := msgpack.NewEncoder(bw)
+	enc := msgpack.NewEncoder(sw)
 	err := firstErr(
 		enc.EncodeUint(SnapshotFormat),
 		enc.EncodeMapLen(snapshotHeaderFields),
@@ -133,13 +158,7 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64, progress func(n uint64))
 			return err
 		}
 	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	var sum [4]byte
-	binary.BigEndian.PutUint32(sum[:], crc.Sum32())
-	_, err = w.Write(sum[:])
-	return err
+	return sw.finish()
 }
 
 // The elements of a base and of a delta: an entity, a partition and a

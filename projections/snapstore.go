@@ -166,25 +166,18 @@ func (v *Views) readSnapshotFile(path string, t *Table, first, last, seq uint64)
 	// ReadAt, which leaves the header's decoder where it was), then the
 	// body with that decoder.
 	h, dec, err := readSnapshotHeader(bufio.NewReaderSize(f, 1<<16))
+	if err == nil {
+		err = checkFileOf(t, h.Name, h.Epoch, h.Seq, last)
+	}
 	switch {
 	case err != nil:
 		return nil, h, err
-	case h.Name != t.Name():
-		return nil, h, fmt.Errorf("of another table: %q", h.Name)
-	case h.Epoch != t.Epoch():
-		return nil, h, fmt.Errorf("of another incarnation of the table: epoch %d, the table's is %d", h.Epoch, t.Epoch())
-	case h.Seq > last:
-		return nil, h, fmt.Errorf("at position %d, beyond the journal's last record %d", h.Seq, last)
 	case first > h.Seq+1:
 		return nil, h, fmt.Errorf("at position %d, but the journal starts at %d (records purged)", h.Seq, first)
 	case seq != 0 && h.Seq != seq:
 		return nil, h, fmt.Errorf("at position %d, its metadata says %d", h.Seq, seq)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, h, err
-	}
-	if err := checkSnapshotSum(f, fi.Size()); err != nil {
+	if err := checkFileSum(f); err != nil {
 		return nil, h, err
 	}
 	lastLog := time.Now()
@@ -202,6 +195,30 @@ func (v *Views) readSnapshotFile(path string, t *Table, first, last, seq uint64)
 	v.log.Info("snapshot loaded", "table", t.Name(), "file", path, "seq", h.Seq, "entities", h.Entities,
 		"elapsed", time.Since(start).Round(time.Millisecond))
 	return c, h, nil
+}
+
+// checkFileOf checks that a snapshot file's header (a base's or a
+// delta's) names t's incarnation at a position its journal holds (last:
+// the journal's last record).
+func checkFileOf(t *Table, name string, epoch, seq, last uint64) error {
+	switch {
+	case name != t.Name():
+		return fmt.Errorf("of another table: %q", name)
+	case epoch != t.Epoch():
+		return fmt.Errorf("of another incarnation of the table: epoch %d, the table's is %d", epoch, t.Epoch())
+	case seq > last:
+		return fmt.Errorf("at position %d, beyond the journal's last record %d", seq, last)
+	}
+	return nil
+}
+
+// checkFileSum checks the checksum of the snapshot file f, read whole.
+func checkFileSum(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return checkSnapshotSum(f, fi.Size())
 }
 
 // restore sets the view (which has applied nothing) to a snapshot's

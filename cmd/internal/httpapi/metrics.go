@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -212,10 +211,7 @@ func (c *call) load() {
 			out[i].Fault = &g
 		}
 	}
-	body, _ := json.Marshal(struct {
+	c.json(http.StatusOK, struct {
 		Tables []projections.Load `json:"tables"`
 	}{out})
-	c.w.Header().Set("Content-Type", "application/json")
-	c.w.WriteHeader(http.StatusOK)
-	_, _ = c.w.Write(body)
 }
