@@ -38,13 +38,6 @@ type chainLink struct {
 	bad    bool   // failed to load: not tried again
 }
 
-func (l *chainLink) kind() string {
-	if l.base {
-		return "base"
-	}
-	return "delta"
-}
-
 // chainCandidates is what a table incarnation's chain can be made of.
 type chainCandidates struct {
 	links  map[[2]uint64]*chainLink // by position and kind (1: base)

@@ -175,11 +175,16 @@ func SharedSnapshotName(name string, epoch uint64) string {
 // sharedObjectName is the object name of a base or a delta of a table
 // incarnation at seq.
 func sharedObjectName(name string, epoch, seq uint64, base bool) string {
-	kind := sharedDelta
+	return fmt.Sprintf("%s.%020d.%s", SharedSnapshotName(name, epoch), seq, sharedKind(base))
+}
+
+// sharedKind is the kind of a shared snapshot, as its name and metadata
+// say it.
+func sharedKind(base bool) string {
 	if base {
-		kind = sharedBase
+		return sharedBase
 	}
-	return fmt.Sprintf("%s.%020d.%s", SharedSnapshotName(name, epoch), seq, kind)
+	return sharedDelta
 }
 
 // Metadata keys of a shared snapshot object, and the kinds.
@@ -361,18 +366,16 @@ func (v *Views) shareSnapshot(ctx context.Context, t *Table, path string, l *cha
 		return
 	}
 	defer f.Close()
-	kind := sharedDelta
+	kind := sharedKind(l.base)
 	meta := map[string]string{
 		metaTable: t.Name(),
 		metaEpoch: strconv.FormatUint(t.Epoch(), 10),
 		metaSeq:   strconv.FormatUint(l.seq, 10),
+		metaKind:  kind,
 	}
-	if l.base {
-		kind = sharedBase
-	} else {
+	if !l.base {
 		meta[metaPrev] = strconv.FormatUint(l.prev, 10)
 	}
-	meta[metaKind] = kind
 	put, err := obj.Put(ctx, jetstream.ObjectMeta{
 		Name:        name,
 		Description: fmt.Sprintf("snapshot %s of table %s (epoch %d) at journal position %d", kind, t.Name(), t.Epoch(), l.seq),
