@@ -138,7 +138,7 @@ func deploy(args []string) error {
 	fs.IntVar(&m.MaxDequeueCount, "max-dequeue-count", 0, "deliveries before a failing message moves to the poison queue (5)")
 	timeout := fs.Duration("timeout", 0, "limit of one invocation (30s)")
 	fs.IntVar(&m.Concurrency, "concurrency", 0, "invocations at once per host (4)")
-	wait := fs.Duration("wait", 30*time.Second, "how long to wait for every host to load the new version (a host compiles a module it has not seen before, which takes a while on a busy machine); 0: do not wait")
+	wait := fs.Duration("wait", 2*time.Minute, "how long to wait for every host to load the new version (a host compiles a module it has not seen before: a second or two on an idle machine, far longer on a busy one); 0: do not wait")
 	cli.Usage(fs, deployUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
