@@ -26,6 +26,7 @@ func (v *Views) startLocked(ctx context.Context, e *entry) {
 	go func() {
 		defer v.wg.Done()
 		defer cancel()
+		defer snaps.shares.stop()
 		err := v.followTable(tctx, e, t, snaps)
 		if ctx.Err() != nil {
 			// The views stop (not this table alone, dropped).

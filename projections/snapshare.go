@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -361,6 +362,12 @@ func (v *Views) shareSnapshot(ctx context.Context, t *Table, path string, l *cha
 		return
 	}
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) && !l.base {
+		// A base written since removed it: the store's chain goes on
+		// from that base once it is put.
+		v.log.Debug("snapshot not shared: a newer base replaced it", "table", t.Name(), "object", name)
+		return
+	}
 	if err != nil {
 		v.log.Warn("snapshot not shared", "table", t.Name(), "object", name, "err", err)
 		return

@@ -182,10 +182,12 @@ type snapshotter struct {
 	deltaBusy   bool
 	baseBusy    bool
 	outcomes    chan snapOutcome // a write's end; room for one of each kind
+
+	shares *shareQueue // the deltas written, to be put in the shared store
 }
 
 func newSnapshotter(v *Views, t *Table) *snapshotter {
-	return &snapshotter{v: v, t: t, touched: newTouchedSet(), lastAt: time.Now(), outcomes: make(chan snapOutcome, 2)}
+	return &snapshotter{v: v, t: t, touched: newTouchedSet(), lastAt: time.Now(), outcomes: make(chan snapOutcome, 2), shares: newShareQueue()}
 }
 
 // loaded sets the chain the view was loaded from (applier goroutine,
@@ -289,7 +291,7 @@ func (s *snapshotter) maybe() {
 		s.book.chainEnts += len(touched.keys)
 		s.book.deltas++
 		s.deltaBusy = true
-		s.start(func() error { return s.writeDelta(ctx, snap, prev, touched) }, false, snap.Seq)
+		s.start(func() error { return s.writeDelta(snap, prev, touched) }, false, snap.Seq)
 	}
 	if kind == snapBase || kind == snapCompacted {
 		s.old, s.bridged = s.book, kind == snapCompacted
@@ -332,11 +334,15 @@ func (s *snapshotter) final() {
 	// the stop.
 	ctx, cancel := context.WithTimeout(context.Background(), shareOnStopTimeout)
 	defer cancel()
+	// The deltas written before are put first (within the same bound):
+	// the last of them is what this one follows.
+	s.shares.wait(ctx)
 	// A delta when it follows the chain, on disk and in the store (a
 	// delta the store cannot chain is not shared): the store then holds
 	// a chain up to the stop, as the file on disk does.
 	if s.book.intact && s.touched != nil && (s.v.cfg.SnapshotStore == nil || s.t.shared.holds(s.lastSeq) || s.v.sharedHolds(ctx, s.t, s.lastSeq)) {
-		_ = s.writeDelta(ctx, snap, s.lastSeq, s.touched)
+		_ = s.writeDelta(snap, s.lastSeq, s.touched)
+		s.shares.wait(ctx)
 	} else {
 		_ = s.writeBase(ctx, snap)
 	}
@@ -345,14 +351,15 @@ func (s *snapshotter) final() {
 // snapInfo is a view's snapshot figures, for /metrics: written by its
 // snapshotter's goroutines, read by anyone.
 type snapInfo struct {
-	seq       atomic.Uint64 // position of the last snapshot written or loaded
-	at        atomic.Int64  // when it was written (Unix nanoseconds; a loaded one's file says)
-	baseSeq   atomic.Uint64 // position of its chain's base
-	deltas    atomic.Uint64 // deltas after the base in the chain
-	tail      atomic.Uint64 // records applied since the last snapshot was taken
-	replayed  atomic.Uint64 // records replayed after the loaded snapshot at the last start
-	writing   atomic.Int64  // a base being written: when it started (0: none)
-	writeFail atomic.Uint64 // writes that failed
+	seq        atomic.Uint64 // position of the last snapshot written or loaded
+	at         atomic.Int64  // when it was written (Unix nanoseconds; a loaded one's file says)
+	baseSeq    atomic.Uint64 // position of its chain's base
+	deltas     atomic.Uint64 // deltas after the base in the chain
+	tail       atomic.Uint64 // records applied since the last snapshot was taken
+	replayed   atomic.Uint64 // records replayed after the loaded snapshot at the last start
+	writing    atomic.Int64  // a base being written: when it started (0: none)
+	writeFail  atomic.Uint64 // writes that failed
+	shareQueue atomic.Int64  // deltas written and not yet put in the shared store
 }
 
 func (si *snapInfo) noteLoaded(c *loadedChain) {

@@ -295,8 +295,9 @@ func (s *snapshotter) writeBase(ctx context.Context, snap *Snapshot) error {
 }
 
 // writeDelta writes the delta from the view at prev to snap, made of what
-// the applier noted in ts, and shares it when the views share snapshots.
-func (s *snapshotter) writeDelta(ctx context.Context, snap *Snapshot, prev uint64, ts *touchedSet) error {
+// the applier noted in ts, and queues it to be shared when the views share
+// snapshots (sharequeue.go).
+func (s *snapshotter) writeDelta(snap *Snapshot, prev uint64, ts *touchedSet) error {
 	v, t := s.v, s.t
 	start := time.Now()
 	d := makeDelta(snap, prev, ts)
@@ -325,7 +326,7 @@ func (s *snapshotter) writeDelta(ctx context.Context, snap *Snapshot, prev uint6
 	v.log.Info("snapshot written", "table", t.Name(), "kind", "delta", "file", path, "seq", snap.Seq, "prev", prev,
 		"upserts", len(d.upserts), "deletes", len(d.deletes), "bytes", size, "elapsed", el.Round(time.Millisecond))
 	if v.cfg.SnapshotStore != nil {
-		v.shareSnapshot(ctx, t, path, chainLinkOf(snap.Seq, prev, false), size)
+		s.share(shareItem{path: path, link: chainLinkOf(snap.Seq, prev, false), size: size})
 	}
 	return nil
 }
