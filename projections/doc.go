@@ -36,7 +36,8 @@
 //     CAIRN_PROJECTIONS, hands the set to Views.Declare before the views
 //     replay, reports the node's state every 2 s while anything is
 //     declared, and serves /$cairn/projections.
-//   - Snapshot files (snapfile.go: the base format, SnapshotFormat 1;
+//   - Snapshot files (snapfile.go: the base format, SnapshotFormat 2,
+//     its entities in blocks that snapblocks.go decodes on every core;
 //     snapdelta.go: the delta format, DeltaFormat 1; golden files of both
 //     in testdata/; snapshotter.go: when and which kind; snapstore.go:
 //     writing, loading, removing; snapchain.go: choosing and loading a

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/cairn-dev/cairn/engine"
 )
@@ -81,8 +84,13 @@ func sameContent(t *testing.T, s *Snapshot, h snapshotHeader, c *snapshotContent
 	var ga, wa []engine.Entity
 	got.Scan(func(e *engine.Entity) bool { ga = append(ga, *e); return true })
 	s.Scan(func(e *engine.Entity) bool { wa = append(wa, *e); return true })
-	if !reflect.DeepEqual(ga, wa) {
-		t.Fatalf("entities %+v, want %+v", ga, wa)
+	if len(ga) != len(wa) {
+		t.Fatalf("%d entities, want %d", len(ga), len(wa))
+	}
+	for i := range ga {
+		if !reflect.DeepEqual(ga[i], wa[i]) {
+			t.Fatalf("entity %d: %.300s, want %.300s", i, fmt.Sprintf("%+v", ga[i]), fmt.Sprintf("%+v", wa[i]))
+		}
 	}
 	var gp, wp []Partition
 	got.Partitions(func(p Partition) bool { gp = append(gp, p); return true })
@@ -92,10 +100,11 @@ func sameContent(t *testing.T, s *Snapshot, h snapshotHeader, c *snapshotContent
 	}
 }
 
-// TestSnapshotGolden: the golden snapshot file of format version 1 still
-// decodes to the view it was written from, and this code still writes it
-// byte for byte (a change of the format must raise SnapshotFormat and add
-// a golden file, never rewrite one).
+// TestSnapshotGolden: the golden snapshot file of every format version
+// ever written still decodes to the view it was written from, and this
+// code still writes the file of the current version byte for byte (a
+// change of the format must raise SnapshotFormat and add a golden file,
+// never rewrite one).
 func TestSnapshotGolden(t *testing.T) {
 	s := goldenTable().Snapshot()
 	if len(s.expiry) != 4 || len(CommandIDs(s)) != 3 {
@@ -105,23 +114,142 @@ func TestSnapshotGolden(t *testing.T) {
 	if err := encodeSnapshot(&buf, s, 1_700_000_000_000_000_000, nil); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "snapshot-v1.snap")
-	want, err := os.ReadFile(path)
-	if os.IsNotExist(err) && *goldenAdd {
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	for v := uint64(1); v <= SnapshotFormat; v++ {
+		path := filepath.Join("testdata", fmt.Sprintf("snapshot-v%d.snap", v))
+		want, err := os.ReadFile(path)
+		if os.IsNotExist(err) && *goldenAdd && v == SnapshotFormat {
+			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want = buf.Bytes()
+		} else if err != nil {
+			t.Fatalf("%v (run with -golden-add to create a missing golden file)", err)
+		}
+		h, c := readSnapshotBytes(t, want)
+		if h.Version != v || h.At != 1_700_000_000_000_000_000 {
+			t.Fatalf("%s: header %+v", path, h)
+		}
+		sameContent(t, s, h, c)
+		if v == SnapshotFormat && !bytes.Equal(buf.Bytes(), want) {
+			t.Fatalf("this code no longer writes %s byte for byte: a format change needs a new version", path)
+		}
+	}
+}
+
+// TestSnapshotBlocks: a base of more entities than a block holds, some
+// of them large, decodes to its view, written in blocks within their
+// bounds.
+func TestSnapshotBlocks(t *testing.T) {
+	tb := NewTable("Blocks", 1, time.Minute)
+	seq := uint64(0)
+	big := strings.Repeat("x", 60<<10)
+	for i := 0; i < 3*blockEntities+17; i++ {
+		seq++
+		var props []engine.Property // in name order, as commands give them
+		if i%700 == 0 {
+			props = append(props, engine.Property{Name: "Big", Value: engine.String(big)})
+		}
+		props = append(props, engine.Property{Name: "N", Value: engine.Int64(int64(i))})
+		tb.Apply(seq, &engine.Record{PartitionKey: fmt.Sprintf("p%d", i%7), Events: []engine.Event{{Kind: engine.EventPut, RowKey: fmt.Sprintf("r%06d", i), Properties: props}}})
+	}
+	tb.Publish()
+	s := tb.Snapshot()
+	var buf bytes.Buffer
+	if err := encodeSnapshot(&buf, s, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	h, c := readSnapshotBytes(t, buf.Bytes())
+	sameContent(t, s, h, c)
+
+	_, dec, err := readSnapshotHeader(bufio.NewReader(bytes.NewReader(buf.Bytes())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counts []uint64
+	for sum := uint64(0); sum < h.Entities; {
+		n, err := dec.DecodeUint64()
+		if err != nil {
 			t.Fatal(err)
 		}
-		want = buf.Bytes()
-	} else if err != nil {
-		t.Fatalf("%v (run with -golden-add to create a missing golden file)", err)
+		data, err := dec.DecodeBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > blockEntities || len(data) > blockBytes+len(big)+64 {
+			t.Fatalf("a block of %d entities in %d bytes", n, len(data))
+		}
+		counts = append(counts, n)
+		sum += n
 	}
-	h, c := readSnapshotBytes(t, want)
-	if h.Version != 1 || h.At != 1_700_000_000_000_000_000 {
-		t.Fatalf("header %+v", h)
+	if len(counts) < 4 || counts[0] == blockEntities {
+		t.Fatalf("blocks of %v entities: the large entities should have cut some short", counts)
 	}
-	sameContent(t, s, h, c)
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Fatal("this code no longer writes the golden file byte for byte: a format change needs a new version")
+}
+
+// TestSnapshotBlocksRefused: a block that holds fewer or more entities
+// than it says, one that says more than the file has left, an empty one,
+// and a failure of the load are each an error, and nothing after them is
+// loaded.
+func TestSnapshotBlocksRefused(t *testing.T) {
+	entity := func(i int) *engine.Entity {
+		return &engine.Entity{PartitionKey: "p", RowKey: fmt.Sprintf("r%03d", i), Properties: []engine.Property{{Name: "N", Value: engine.Int64(int64(i))}}}
+	}
+	// blocks encodes blocks of the given counts, holding the given
+	// numbers of entities.
+	blocks := func(says, holds []int) *msgpack.Decoder {
+		var out bytes.Buffer
+		enc := msgpack.NewEncoder(&out)
+		next := 0
+		for k := range says {
+			var blk bytes.Buffer
+			benc := msgpack.NewEncoder(&blk)
+			for range holds[k] {
+				if err := encodeEntity(benc, entity(next)); err != nil {
+					t.Fatal(err)
+				}
+				next++
+			}
+			if err := firstErr(enc.EncodeUint(uint64(says[k])), enc.EncodeBytes(blk.Bytes())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return msgpack.NewDecoder(&out)
+	}
+	for _, tc := range []struct {
+		name        string
+		says, holds []int
+		total       uint64
+		failAt      int // load fails at this entity (0: never)
+		want        string
+		loaded      int
+	}{
+		{"whole", []int{2, 3}, []int{2, 3}, 5, 0, "", 5},
+		{"fewer than it says", []int{2, 3}, []int{2, 2}, 5, 0, "entity 4", 2},
+		{"more than it says", []int{2, 2}, []int{2, 3}, 4, 0, "bytes after its 2 entities", 2},
+		{"more than the file has", []int{2, 4}, []int{2, 4}, 5, 0, "a block of 4 entities, 3 of 5 left", 2},
+		{"empty", []int{2, 0}, []int{2, 0}, 3, 0, "a block of 0 entities", 2},
+		{"cut short", []int{2}, []int{2}, 5, 0, "the block at entity 2", 2},
+		{"the load fails", []int{2, 3}, []int{2, 3}, 5, 3, "load failed at 3", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			loaded := 0
+			err := decodeEntityBlocks(blocks(tc.says, tc.holds), tc.total, func(e *engine.Entity) error {
+				if e.RowKey != fmt.Sprintf("r%03d", loaded) {
+					t.Fatalf("entity %d is %s", loaded, e.RowKey)
+				}
+				if tc.failAt != 0 && loaded == tc.failAt {
+					return fmt.Errorf("load failed at %d", loaded)
+				}
+				loaded++
+				return nil
+			})
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+			if loaded != tc.loaded {
+				t.Fatalf("loaded %d entities, want %d", loaded, tc.loaded)
+			}
+		})
 	}
 }
 
