@@ -182,7 +182,7 @@ func killRound(entities, u, valueBytes int, killAt float64, childArgs []string) 
 	}
 	res.ready = time.Since(start)
 	res.replayed = replayedLine(child.log())
-	fmt.Fprintf(os.Stderr, "after the kill: %s\n", startPhases(child.log()))
+	fmt.Fprintf(os.Stderr, "after the kill: %s\n", startPhases(start, child.log()))
 
 	if err := child.stop(); err != nil {
 		return res, err
@@ -196,7 +196,7 @@ func killRound(entities, u, valueBytes int, killAt float64, childArgs []string) 
 		return res, fmt.Errorf("%w\n%s", err, child.tail())
 	}
 	res.floor = time.Since(start)
-	fmt.Fprintf(os.Stderr, "after a clean stop: %s\n", startPhases(child.log()))
+	fmt.Fprintf(os.Stderr, "after a clean stop: %s\n", startPhases(start, child.log()))
 	fmt.Fprintf(os.Stderr, "kill round: %d× %d entities, %d records at the kill: ready %v after the kill (%s), %v after a clean stop\n",
 		u, entities, res.records, res.ready.Round(time.Millisecond), res.replayed, res.floor.Round(time.Millisecond))
 	return res, child.stop()
@@ -258,9 +258,10 @@ var phaseLines = []struct{ name, msg string }{
 }
 
 // startPhases says when each phase of a start ended, from the times of
-// the child's log lines, counted from its first line.
-func startPhases(log string) string {
-	var t0 time.Time
+// the child's log lines, counted from start, when the child was started:
+// "JetStream up" includes the embedded server's recovery of its store,
+// which grows with the journal, what follows is the views'.
+func startPhases(start time.Time, log string) string {
 	var out []string
 	lineTime := func(line string) (time.Time, bool) {
 		f, ok := strings.CutPrefix(line, "time=")
@@ -271,14 +272,11 @@ func startPhases(log string) string {
 		return ts, err == nil
 	}
 	lines := strings.Split(log, "\n")
-	if len(lines) > 0 {
-		t0, _ = lineTime(lines[0])
-	}
 	for _, p := range phaseLines {
 		for _, line := range lines {
 			if strings.Contains(line, p.msg) {
 				if ts, ok := lineTime(line); ok {
-					out = append(out, fmt.Sprintf("%s +%.2f s", p.name, ts.Sub(t0).Seconds()))
+					out = append(out, fmt.Sprintf("%s +%.2f s", p.name, ts.Sub(start).Seconds()))
 				}
 				break
 			}
