@@ -38,7 +38,7 @@
 //     declared, and serves /$cairn/projections.
 //   - Snapshot files (snapfile.go: the base format, SnapshotFormat 2,
 //     its entities in blocks that snapblocks.go decodes on every core;
-//     snapdelta.go: the delta format, DeltaFormat 1; golden files of both
+//     snapdelta.go: the delta format, DeltaFormat 2; golden files of both
 //     in testdata/; snapshotter.go: when and which kind; snapstore.go:
 //     writing, loading, removing; snapchain.go: choosing and loading a
 //     chain): with Config.SnapshotDir set, a view's snapshots are a chain,

@@ -55,9 +55,13 @@ import (
 //	          were applied; each seq after prev
 //	checksum  4 bytes, big-endian CRC-32C (Castagnoli) of every byte before
 //
+// Format version 2 is version 1 with the upserts in blocks, as a base's
+// entities are in SnapshotFormat 2 (a count, then the entities' bytes),
+// so that a start decodes them on every core.
+//
 // A reader checks the magic, the version and the header, then the
 // checksum, and only then decodes the rest, as for a base.
-const DeltaFormat = 1
+const DeltaFormat = 2
 
 const deltaMagic = "CAIRNDLT"
 
@@ -187,10 +191,15 @@ func encodeDelta(w io.Writer, s *Snapshot, prev uint64, d *deltaContent, at int6
 	if err != nil {
 		return err
 	}
-	for _, e := range d.upserts {
-		if err := encodeEntity(enc, e); err != nil {
-			return err
+	upserts := func(fn func(*engine.Entity) bool) {
+		for _, e := range d.upserts {
+			if !fn(e) {
+				return
+			}
 		}
+	}
+	if err := encodeEntityBlocks(sw, enc, upserts, nil); err != nil {
+		return err
 	}
 	for _, k := range d.deletes {
 		if err := firstErr(enc.EncodeArrayLen(2), enc.EncodeString(k.pk), enc.EncodeString(k.rk)); err != nil {
@@ -278,21 +287,32 @@ func (h *deltaHeader) read(dec *msgpack.Decoder, r io.Reader) error {
 // decodeDeltaBody reads what follows a delta's header. The caller has
 // checked the checksum.
 func decodeDeltaBody(dec *msgpack.Decoder, h deltaHeader) (*deltaContent, error) {
-	d := &deltaContent{}
+	d := &deltaContent{upserts: make([]*engine.Entity, 0, min(h.Upserts, 1<<20))}
 	var prev *engine.Entity
-	for i := uint64(0); i < h.Upserts; i++ {
-		e, err := decodeEntity(dec)
-		if err == nil && prev != nil && !lessEntity(prev, e) {
-			err = errors.New("entities out of key order")
+	add := func(e *engine.Entity) error {
+		i := len(d.upserts)
+		if prev != nil && !lessEntity(prev, e) {
+			return fmt.Errorf("entity %d: entities out of key order", i)
 		}
-		if err == nil && (e.Version.Seq <= h.Prev || e.Version.Seq > h.Seq) {
-			err = fmt.Errorf("version %d outside the delta's positions %d to %d", e.Version.Seq, h.Prev+1, h.Seq)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("entity %d: %w", i, err)
+		if e.Version.Seq <= h.Prev || e.Version.Seq > h.Seq {
+			return fmt.Errorf("entity %d: version %d outside the delta's positions %d to %d", i, e.Version.Seq, h.Prev+1, h.Seq)
 		}
 		d.upserts = append(d.upserts, e)
 		prev = e
+		return nil
+	}
+	if h.Version == 1 {
+		for i := uint64(0); i < h.Upserts; i++ {
+			e, err := decodeEntity(dec)
+			if err != nil {
+				return nil, fmt.Errorf("entity %d: %w", i, err)
+			}
+			if err := add(e); err != nil {
+				return nil, err
+			}
+		}
+	} else if err := decodeEntityBlocks(dec, h.Upserts, add); err != nil {
+		return nil, err
 	}
 	var prevKey *engine.Entity
 	for i := uint64(0); i < h.Deletes; i++ {

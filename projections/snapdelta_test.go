@@ -48,11 +48,11 @@ func goldenDelta() (*Snapshot, *Table, *touchedSet) {
 	return at4, t, ts
 }
 
-// TestDeltaGolden: the golden delta file of format version 1 still
-// decodes, applied to the golden view at 4, to the view at 6 it was
-// written from, and this code still writes it byte for byte (a change of
-// the format must raise DeltaFormat and add a golden file, never rewrite
-// one).
+// TestDeltaGolden: the golden delta file of every format version ever
+// written still decodes, applied to the golden view at 4, to the view at
+// 6 it was written from, and this code still writes the current one byte
+// for byte (a change of the format must raise DeltaFormat and add a
+// golden file, never rewrite one).
 func TestDeltaGolden(t *testing.T) {
 	at4, tb, ts := goldenDelta()
 	s := tb.Snapshot()
@@ -65,23 +65,25 @@ func TestDeltaGolden(t *testing.T) {
 	if err := encodeDelta(&buf, s, 4, d, 1_700_000_000_000_000_000); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "delta-v1.delta")
-	want, err := os.ReadFile(path)
-	if os.IsNotExist(err) && *goldenAdd {
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
+	for v := uint64(1); v <= DeltaFormat; v++ {
+		path := filepath.Join("testdata", fmt.Sprintf("delta-v%d.delta", v))
+		want, err := os.ReadFile(path)
+		if os.IsNotExist(err) && *goldenAdd && v == DeltaFormat {
+			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want = buf.Bytes()
+		} else if err != nil {
+			t.Fatalf("%v (run with -golden-add to create a missing golden file)", err)
 		}
-		want = buf.Bytes()
-	} else if err != nil {
-		t.Fatalf("%v (run with -golden-add to create a missing golden file)", err)
-	}
-	h, got := readDeltaBytes(t, want, contentOf(at4))
-	if h.Version != 1 || h.At != 1_700_000_000_000_000_000 || h.Prev != 4 || h.Seq != 6 || h.Total != uint64(s.Len()) {
-		t.Fatalf("header %+v", h)
-	}
-	sameContent(t, s, snapshotHeader{Name: h.Name, Epoch: h.Epoch, Seq: h.Seq, Entities: uint64(got.rows.Len())}, got)
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Fatal("this code no longer writes the golden delta byte for byte: a format change needs a new version")
+		h, got := readDeltaBytes(t, want, contentOf(at4))
+		if h.Version != v || h.At != 1_700_000_000_000_000_000 || h.Prev != 4 || h.Seq != 6 || h.Total != uint64(s.Len()) {
+			t.Fatalf("%s: header %+v", path, h)
+		}
+		sameContent(t, s, snapshotHeader{Name: h.Name, Epoch: h.Epoch, Seq: h.Seq, Entities: uint64(got.rows.Len())}, got)
+		if v == DeltaFormat && !bytes.Equal(buf.Bytes(), want) {
+			t.Fatalf("this code no longer writes %s byte for byte: a format change needs a new version", path)
+		}
 	}
 	// The view at 4 it was applied to is as it was.
 	sameContent(t, at4, snapshotHeader{Name: at4.Table, Epoch: at4.Epoch, Seq: 4, Entities: uint64(at4.Len())}, contentOf(at4))

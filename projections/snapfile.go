@@ -148,7 +148,7 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64, progress func(n uint64))
 	if err != nil {
 		return err
 	}
-	if err := encodeEntityBlocks(sw, enc, s, progress); err != nil {
+	if err := encodeEntityBlocks(sw, enc, s.rows.Scan, progress); err != nil {
 		return err
 	}
 	s.parts.Scan(func(p *Partition) bool {
@@ -174,9 +174,9 @@ const (
 	blockBytes    = 256 << 10
 )
 
-// encodeEntityBlocks writes s's entities in blocks through enc, which
-// writes to sw.
-func encodeEntityBlocks(sw *summedWriter, enc *msgpack.Encoder, s *Snapshot, progress func(n uint64)) error {
+// encodeEntityBlocks writes the entities scan gives, in blocks, through
+// enc, which writes to sw: a base's entities, and a delta's upserts.
+func encodeEntityBlocks(sw *summedWriter, enc *msgpack.Encoder, scan func(func(*engine.Entity) bool), progress func(n uint64)) error {
 	var blk bytes.Buffer
 	benc := msgpack.NewEncoder(&blk)
 	inBlock := 0
@@ -194,7 +194,7 @@ func encodeEntityBlocks(sw *summedWriter, enc *msgpack.Encoder, s *Snapshot, pro
 	}
 	var n uint64
 	var err error
-	s.rows.Scan(func(e *engine.Entity) bool {
+	scan(func(e *engine.Entity) bool {
 		if err = encodeEntity(benc, e); err != nil {
 			return false
 		}
