@@ -25,6 +25,26 @@ type entityBlock struct {
 	done  chan struct{} // closed once decoded
 }
 
+// decodeEntities reads total entities from dec, as a file of the given
+// format version holds them (a base's and a delta's formats number their
+// entities alike: one after another in version 1, in blocks since 2), and
+// hands them to load in the file's order.
+func decodeEntities(dec *msgpack.Decoder, version, total uint64, load func(*engine.Entity) error) error {
+	if version >= 2 {
+		return decodeEntityBlocks(dec, total, load)
+	}
+	for i := uint64(0); i < total; i++ {
+		e, err := decodeEntity(dec)
+		if err != nil {
+			return fmt.Errorf("entity %d: %w", i, err)
+		}
+		if err := load(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // decodeEntityBlocks reads from dec the blocks that hold total entities,
 // decodes them on every core, and hands the entities to load one at a
 // time, in the file's order, on the calling goroutine: the tree they go

@@ -301,17 +301,7 @@ func decodeDeltaBody(dec *msgpack.Decoder, h deltaHeader) (*deltaContent, error)
 		prev = e
 		return nil
 	}
-	if h.Version == 1 {
-		for i := uint64(0); i < h.Upserts; i++ {
-			e, err := decodeEntity(dec)
-			if err != nil {
-				return nil, fmt.Errorf("entity %d: %w", i, err)
-			}
-			if err := add(e); err != nil {
-				return nil, err
-			}
-		}
-	} else if err := decodeEntityBlocks(dec, h.Upserts, add); err != nil {
+	if err := decodeEntities(dec, h.Version, h.Upserts, add); err != nil {
 		return nil, err
 	}
 	var prevKey *engine.Entity

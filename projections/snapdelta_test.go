@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,15 +66,7 @@ func TestDeltaGolden(t *testing.T) {
 	}
 	for v := uint64(1); v <= DeltaFormat; v++ {
 		path := filepath.Join("testdata", fmt.Sprintf("delta-v%d.delta", v))
-		want, err := os.ReadFile(path)
-		if os.IsNotExist(err) && *goldenAdd && v == DeltaFormat {
-			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			want = buf.Bytes()
-		} else if err != nil {
-			t.Fatalf("%v (run with -golden-add to create a missing golden file)", err)
-		}
+		want := goldenFile(t, path, buf.Bytes(), v == DeltaFormat)
 		h, got := readDeltaBytes(t, want, contentOf(at4))
 		if h.Version != v || h.At != 1_700_000_000_000_000_000 || h.Prev != 4 || h.Seq != 6 || h.Total != uint64(s.Len()) {
 			t.Fatalf("%s: header %+v", path, h)

@@ -380,17 +380,7 @@ func decodeSnapshotBody(dec *msgpack.Decoder, h snapshotHeader, progress func(n 
 		}
 		return nil
 	}
-	if h.Version == 1 {
-		for i < h.Entities {
-			e, err := decodeEntity(dec)
-			if err != nil {
-				return nil, fmt.Errorf("entity %d: %w", i, err)
-			}
-			if err := load(e); err != nil {
-				return nil, err
-			}
-		}
-	} else if err := decodeEntityBlocks(dec, h.Entities, load); err != nil {
+	if err := decodeEntities(dec, h.Version, h.Entities, load); err != nil {
 		return nil, err
 	}
 	var prevPart *Partition

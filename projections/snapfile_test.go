@@ -116,15 +116,7 @@ func TestSnapshotGolden(t *testing.T) {
 	}
 	for v := uint64(1); v <= SnapshotFormat; v++ {
 		path := filepath.Join("testdata", fmt.Sprintf("snapshot-v%d.snap", v))
-		want, err := os.ReadFile(path)
-		if os.IsNotExist(err) && *goldenAdd && v == SnapshotFormat {
-			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			want = buf.Bytes()
-		} else if err != nil {
-			t.Fatalf("%v (run with -golden-add to create a missing golden file)", err)
-		}
+		want := goldenFile(t, path, buf.Bytes(), v == SnapshotFormat)
 		h, c := readSnapshotBytes(t, want)
 		if h.Version != v || h.At != 1_700_000_000_000_000_000 {
 			t.Fatalf("%s: header %+v", path, h)
@@ -134,6 +126,24 @@ func TestSnapshotGolden(t *testing.T) {
 			t.Fatalf("this code no longer writes %s byte for byte: a format change needs a new version", path)
 		}
 	}
+}
+
+// goldenFile returns the golden file at path. A missing one is written
+// from current with -golden-add, when it is the current version's; a
+// golden file is never overwritten.
+func goldenFile(t *testing.T, path string, current []byte, isCurrent bool) []byte {
+	t.Helper()
+	want, err := os.ReadFile(path)
+	if os.IsNotExist(err) && *goldenAdd && isCurrent {
+		if err := os.WriteFile(path, current, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return current
+	}
+	if err != nil {
+		t.Fatalf("%v (run with -golden-add to create a missing golden file)", err)
+	}
+	return want
 }
 
 // TestSnapshotBlocks: a base of more entities than a block holds, some
