@@ -2,7 +2,6 @@ package projections
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -72,7 +71,7 @@ func decodeEntityBlocks(dec *msgpack.Decoder, total uint64, load func(*engine.En
 		for read := uint64(0); read < total; {
 			n, err := dec.DecodeUint64()
 			var data []byte
-			if err == nil && (n == 0 || n > total-read) {
+			if err == nil && (n == 0 || n > blockEntities || n > total-read) {
 				err = fmt.Errorf("a block of %d entities, %d of %d left", n, total-read, total)
 			}
 			if err == nil {
@@ -137,6 +136,13 @@ func decodeEntityBlocks(dec *msgpack.Decoder, total uint64, load func(*engine.En
 	return err
 }
 
+// maxBlockBytes bounds the bytes of a block a reader accepts: a writer
+// ends a block once it holds blockBytes, so one entity (at most 1 MiB
+// encoded, with room to spare) past that. A file is checked against its
+// checksum before it is decoded, so only a file written wrong can say
+// more, and it must not make the reader allocate what it says.
+const maxBlockBytes = blockBytes + 2<<20
+
 // readBlock reads a block's bytes from dec into a buffer of free, if one
 // is there and large enough, else into a new one.
 func readBlock(dec *msgpack.Decoder, free chan []byte) ([]byte, error) {
@@ -144,8 +150,8 @@ func readBlock(dec *msgpack.Decoder, free chan []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n < 0 {
-		return nil, errors.New("a block of no bytes")
+	if n < 0 || n > maxBlockBytes {
+		return nil, fmt.Errorf("a block of %d bytes", n)
 	}
 	var buf []byte
 	select {

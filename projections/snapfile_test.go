@@ -197,8 +197,9 @@ func TestSnapshotBlocks(t *testing.T) {
 }
 
 // TestSnapshotBlocksRefused: a block that holds fewer or more entities
-// than it says, one that says more than the file has left, an empty one,
-// and a failure of the load are each an error, and nothing after them is
+// than it says, one that says more than the file has left or a block
+// holds, an empty one, one that says it is larger than any block, and a
+// failure of the load are each an error, and nothing after them is
 // loaded.
 func TestSnapshotBlocksRefused(t *testing.T) {
 	entity := func(i int) *engine.Entity {
@@ -225,6 +226,16 @@ func TestSnapshotBlocksRefused(t *testing.T) {
 		}
 		return msgpack.NewDecoder(&out)
 	}
+	// A block that says it is larger than any a writer makes is refused
+	// before anything of its size is allocated.
+	var huge bytes.Buffer
+	if err := firstErr(msgpack.NewEncoder(&huge).EncodeUint(1), msgpack.NewEncoder(&huge).EncodeBytesLen(1<<30)); err != nil {
+		t.Fatal(err)
+	}
+	err := decodeEntityBlocks(msgpack.NewDecoder(&huge), 1, func(*engine.Entity) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("a block of %d bytes", 1<<30)) {
+		t.Fatalf("a block of 1 GiB: %v", err)
+	}
 	for _, tc := range []struct {
 		name        string
 		says, holds []int
@@ -237,6 +248,7 @@ func TestSnapshotBlocksRefused(t *testing.T) {
 		{"fewer than it says", []int{2, 3}, []int{2, 2}, 5, 0, "entity 4", 2},
 		{"more than it says", []int{2, 2}, []int{2, 3}, 4, 0, "bytes after its 2 entities", 2},
 		{"more than the file has", []int{2, 4}, []int{2, 4}, 5, 0, "a block of 4 entities, 3 of 5 left", 2},
+		{"more than a block holds", []int{2, blockEntities + 1}, []int{2, 1}, blockEntities + 10, 0, fmt.Sprintf("a block of %d entities", blockEntities+1), 2},
 		{"empty", []int{2, 0}, []int{2, 0}, 3, 0, "a block of 0 entities", 2},
 		{"cut short", []int{2}, []int{2}, 5, 0, "the block at entity 2", 2},
 		{"the load fails", []int{2, 3}, []int{2, 3}, 5, 3, "load failed at 3", 3},
