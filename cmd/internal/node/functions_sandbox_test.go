@@ -42,11 +42,17 @@ func TestSandboxLimits(t *testing.T) {
 	th := startHost(t, "")
 	ctx := ctxT(t)
 	mustTable(t, th.c, "Processed")
-	// One module, two functions: a short timeout for the loop, a small
-	// memory cap and time enough to reach it for the bomb.
+	// One module, three functions: a short timeout for the loop, a small
+	// memory cap and time enough to reach it for the bomb, time enough
+	// for the panic. A function's timeout counts the start of the
+	// instance it runs on, when it needs a new one (the loop's is
+	// discarded at its timeout): under the race detector on a busy
+	// machine that start alone took more than 300 ms, so the panic has a
+	// function of its own.
 	module := buildGuest(t, "testdata/guest", "")
 	deploy(t, th, fast(functions.Manifest{Name: "guest", Trigger: functions.Trigger{Queue: "guest"}, Timeout: functions.Duration(300 * time.Millisecond), MaxDequeueCount: 2}), module)
 	deploy(t, th, fast(functions.Manifest{Name: "greedy", Trigger: functions.Trigger{Queue: "greedy"}, Timeout: functions.Duration(20 * time.Second), MemoryMB: 16, MaxDequeueCount: 2}), module)
+	deploy(t, th, fast(functions.Manifest{Name: "crashy", Trigger: functions.Trigger{Queue: "crashy"}, Timeout: functions.Duration(20 * time.Second), MaxDequeueCount: 2}), module)
 
 	svc, err := aztables.NewServiceClientFromConnectionString(httpapi.DevConnectionString(th.h.HTTPURL()), nil)
 	if err != nil {
@@ -76,7 +82,7 @@ func TestSandboxLimits(t *testing.T) {
 			n++
 		}
 	}()
-	for queue, bodies := range map[string][]string{"guest": {"loop", "panic"}, "greedy": {"bomb"}} {
+	for queue, bodies := range map[string][]string{"guest": {"loop"}, "greedy": {"bomb"}, "crashy": {"panic"}} {
 		for _, body := range bodies {
 			if err := th.h.Functions().Queues().Enqueue(ctx, queue, []byte(body)); err != nil {
 				t.Fatal(err)
@@ -85,9 +91,11 @@ func TestSandboxLimits(t *testing.T) {
 	}
 	var ps []functions.PoisonMessage
 	eventually(t, 90*time.Second, "loop, bomb and panic poisoned", func() bool {
-		a, _ := th.h.Functions().Queues().Poison(ctx, "guest", 0, 10)
-		b, _ := th.h.Functions().Queues().Poison(ctx, "greedy", 0, 10)
-		ps = append(a, b...)
+		ps = nil
+		for _, q := range []string{"guest", "greedy", "crashy"} {
+			p, _ := th.h.Functions().Queues().Poison(ctx, q, 0, 10)
+			ps = append(ps, p...)
+		}
 		return len(ps) == 3
 	})
 	close(stop)
@@ -107,7 +115,7 @@ func TestSandboxLimits(t *testing.T) {
 		}
 	}
 	// The function still works after its instances were discarded.
-	if err := th.h.Functions().Queues().Enqueue(ctx, "guest", []byte("after")); err != nil {
+	if err := th.h.Functions().Queues().Enqueue(ctx, "crashy", []byte("after")); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, "a message processed after the crashes", func() bool { return exists(t, th.c, "Processed", "m", "after") })
