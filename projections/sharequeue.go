@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // shareQueue puts a view's deltas in the shared store after they are
@@ -20,25 +21,25 @@ import (
 // store's chain stays whole.
 type shareQueue struct {
 	mu      sync.Mutex
-	items   []shareItem
-	running bool
+	items   []shareItem   // the first is being put while running
+	running bool          // a goroutine puts them
 	drained chan struct{} // closed when the queue empties; a new one each time it runs
 	ctx     context.Context
 	cancel  context.CancelFunc
+	queued  *atomic.Int64 // len(items), for /metrics
 }
 
 // shareItem is a delta file to put.
 type shareItem struct {
 	path string
 	link *chainLink
-	size int64
 }
 
-func newShareQueue() *shareQueue {
+func newShareQueue(queued *atomic.Int64) *shareQueue {
 	ctx, cancel := context.WithCancel(context.Background())
 	drained := make(chan struct{})
 	close(drained)
-	return &shareQueue{ctx: ctx, cancel: cancel, drained: drained}
+	return &shareQueue{ctx: ctx, cancel: cancel, drained: drained, queued: queued}
 }
 
 // share queues a delta file of the view's, and starts the queue's
@@ -47,36 +48,45 @@ func (s *snapshotter) share(it shareItem) {
 	q := s.shares
 	q.mu.Lock()
 	q.items = append(q.items, it)
-	s.t.snapInfo.shareQueue.Store(int64(len(q.items)))
-	if q.running {
-		q.mu.Unlock()
+	q.queued.Store(int64(len(q.items)))
+	start := !q.running
+	if start {
+		q.running = true
+		q.drained = make(chan struct{})
+	}
+	q.mu.Unlock()
+	if !start {
 		return
 	}
-	q.running = true
-	q.drained = make(chan struct{})
-	q.mu.Unlock()
 	s.v.wg.Add(1)
 	go func() {
 		defer s.v.wg.Done()
-		for {
-			q.mu.Lock()
-			if len(q.items) == 0 || q.ctx.Err() != nil {
-				q.items = nil
-				q.running = false
-				close(q.drained)
-				q.mu.Unlock()
-				s.t.snapInfo.shareQueue.Store(0)
+		for put := false; ; put = true {
+			it, ok := q.next(put)
+			if !ok {
 				return
 			}
-			it := q.items[0]
-			q.items = q.items[1:]
-			q.mu.Unlock()
-			s.v.shareSnapshot(q.ctx, s.t, it.path, it.link, it.size)
-			q.mu.Lock()
-			s.t.snapInfo.shareQueue.Store(int64(len(q.items)))
-			q.mu.Unlock()
+			s.v.shareSnapshot(q.ctx, s.t, it.path, it.link)
 		}
 	}()
+}
+
+// next drops the item just put (put), and returns the one to put now, or
+// false once the queue is empty or stopped: the goroutine then ends.
+func (q *shareQueue) next(put bool) (shareItem, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if put {
+		q.items = q.items[1:]
+	}
+	if len(q.items) == 0 || q.ctx.Err() != nil {
+		q.items, q.running = nil, false
+		close(q.drained)
+		q.queued.Store(0)
+		return shareItem{}, false
+	}
+	q.queued.Store(int64(len(q.items)))
+	return q.items[0], true
 }
 
 // wait returns once the queued deltas are put (or given up), or ctx ends.

@@ -106,7 +106,7 @@ func (v *Views) WriteSnapshotMetrics(w io.Writer) {
 	gauge("cairn_snapshot_replayed_records", "Records the table's view replayed after its snapshot at the node's start.", func(si *snapInfo) (float64, bool) {
 		return float64(si.replayed.Load()), true
 	})
-	gauge("cairn_snapshot_share_queue", "Deltas of the table written and waiting to be put in the shared store.", func(si *snapInfo) (float64, bool) {
+	gauge("cairn_snapshot_share_queue", "Deltas of the table written and not yet put in the shared store, the one being put included.", func(si *snapInfo) (float64, bool) {
 		return float64(si.shareQueue.Load()), true
 	})
 	gauge("cairn_snapshot_base_writing_seconds", "Seconds the base being written has taken so far (absent: none being written).", func(si *snapInfo) (float64, bool) {

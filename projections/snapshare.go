@@ -339,9 +339,9 @@ func (v *Views) SharedBases(ctx context.Context, table string, epoch uint64) ([]
 
 // shareSnapshot puts the snapshot file at path, l of t, in the store: a
 // base unless the store holds it, a delta when the store holds what it
-// follows or it follows the base this node is putting. It returns whether
-// the store holds it now.
-func (v *Views) shareSnapshot(ctx context.Context, t *Table, path string, l *chainLink, size int64) {
+// follows or it follows the base this node is putting. What it could not
+// do is logged; nothing waits for it.
+func (v *Views) shareSnapshot(ctx context.Context, t *Table, path string, l *chainLink) {
 	obj := v.cfg.SnapshotStore
 	name := sharedObjectName(t.Name(), t.Epoch(), l.seq, l.base)
 	ctx, cancel := context.WithTimeout(ctx, shareTimeout)

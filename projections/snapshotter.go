@@ -187,7 +187,7 @@ type snapshotter struct {
 }
 
 func newSnapshotter(v *Views, t *Table) *snapshotter {
-	return &snapshotter{v: v, t: t, touched: newTouchedSet(), lastAt: time.Now(), outcomes: make(chan snapOutcome, 2), shares: newShareQueue()}
+	return &snapshotter{v: v, t: t, touched: newTouchedSet(), lastAt: time.Now(), outcomes: make(chan snapOutcome, 2), shares: newShareQueue(&t.snapInfo.shareQueue)}
 }
 
 // loaded sets the chain the view was loaded from (applier goroutine,
@@ -359,7 +359,7 @@ type snapInfo struct {
 	replayed   atomic.Uint64 // records replayed after the loaded snapshot at the last start
 	writing    atomic.Int64  // a base being written: when it started (0: none)
 	writeFail  atomic.Uint64 // writes that failed
-	shareQueue atomic.Int64  // deltas written and not yet put in the shared store
+	shareQueue atomic.Int64  // deltas written and not yet put in the shared store, the one being put included
 }
 
 func (si *snapInfo) noteLoaded(c *loadedChain) {

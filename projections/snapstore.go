@@ -289,7 +289,7 @@ func (s *snapshotter) writeBase(ctx context.Context, snap *Snapshot) error {
 		"bytes", size, "elapsed", el.Round(time.Millisecond))
 	pruneLocal(dir, snap.Seq)
 	if v.cfg.SnapshotStore != nil {
-		v.shareSnapshot(ctx, t, path, chainLinkOf(snap.Seq, 0, true), size)
+		v.shareSnapshot(ctx, t, path, chainLinkOf(snap.Seq, 0, true))
 	}
 	return nil
 }
@@ -326,7 +326,7 @@ func (s *snapshotter) writeDelta(snap *Snapshot, prev uint64, ts *touchedSet) er
 	v.log.Info("snapshot written", "table", t.Name(), "kind", "delta", "file", path, "seq", snap.Seq, "prev", prev,
 		"upserts", len(d.upserts), "deletes", len(d.deletes), "bytes", size, "elapsed", el.Round(time.Millisecond))
 	if v.cfg.SnapshotStore != nil {
-		s.share(shareItem{path: path, link: chainLinkOf(snap.Seq, prev, false), size: size})
+		s.share(shareItem{path: path, link: chainLinkOf(snap.Seq, prev, false)})
 	}
 	return nil
 }
