@@ -52,8 +52,10 @@
 //     is Config.SnapshotInterval old (5 minutes) with a smaller tail, and
 //     once more when the views stop cleanly (checked as records are
 //     applied). It is a delta when it can follow the chain, a base
-//     otherwise; a chain whose deltas hold more entities than
-//     Config.SnapshotCompact times its base's (0.5), or whose base is
+//     otherwise; a chain that would load more than Config.SnapshotCompact
+//     (0.5) times the view's entities beyond the view (rewrites and
+//     deletions: a chain that only grew the table is not compacted for
+//     it), that holds 256 deltas, or whose base is
 //     Config.SnapshotBaseAge old (1 hour), gets a new base, written beside
 //     the deltas after a delta at its position (one base and one delta
 //     at a time per table). Each file is written to a temporary name,
@@ -213,12 +215,13 @@
 //     same 2.7–4.1 µs per 1 KB entity for either kind) plus the tail,
 //     at most SnapshotEvery records or SnapshotBytes bytes and what the
 //     write in progress at the crash let through. Writing costs the same
-//     per entity (2.7–4.3 µs), and a chain writes each entity its deltas
-//     hold about 1 + 1/SnapshotCompact times (3 at the default) counting
-//     the bases it makes. Writing reads only the published snapshot:
+//     per entity (2.7–4.3 µs), and a chain of rewrites writes each entity
+//     its deltas hold about 1 + 1/SnapshotCompact times (3 at the
+//     default) counting the bases it makes; a chain of inserts, once and
+//     the hourly base. Writing reads only the published snapshot:
 //     what it costs the applier is one Publish and a map insert per
 //     entity written (the note of touched keys, at most
-//     max(SnapshotCompact × the base's entities, SnapshotEvery) of them,
+//     max(SnapshotCompact × the view's entities, SnapshotEvery) of them,
 //     about 100 bytes each), plus the memory that the writes made
 //     meanwhile keep alive (during a base's write, every node the writes
 //     replace). Loading reads each file twice (the checksum, then the

@@ -23,9 +23,16 @@ import (
 //     the chain on disk, and a full base otherwise: the first one, after
 //     a write failed, or when the tail touched more entities than the
 //     applier keeps note of.
-//   - A chain is compacted into a new base when its deltas hold more
-//     entities than Config.SnapshotCompact times its base's, or its base
-//     is Config.SnapshotBaseAge old. The base is written beside the
+//   - A chain is compacted into a new base when what a start would load
+//     beyond the view (the base's entities and the deltas', less the
+//     view's: keys written again, and deletions) exceeds
+//     Config.SnapshotCompact times the view's entities, when it holds
+//     maxChainDeltas deltas, or when its base is Config.SnapshotBaseAge
+//     old. A chain that only grew the table (inserts) loads what a new
+//     base would, so it is not compacted for its size: rewriting the
+//     whole table each time it grew by half cost a table under inserts
+//     more than the deltas themselves (docs/PERFORMANCE.md, Snapshot
+//     writing). The base is written beside the
 //     deltas (one of each kind at a time): a delta at the base's position
 //     is written first, so that a crash during the long base write
 //     leaves the old chain reaching that position, and the deltas after
@@ -43,10 +50,11 @@ const (
 	// DefaultSnapshotInterval is how old a snapshot gets on a table
 	// whose tail stays under the bounds.
 	DefaultSnapshotInterval = 5 * time.Minute
-	// DefaultSnapshotCompact is the chain's deltas, in entities, at
-	// which a new base is written, as a fraction of the base's: a start
-	// loads at most 1+f times the base, and the writes cost 1+1/f times
-	// what the deltas hold (docs/ARCHITECTURE.md, Decisions, has the
+	// DefaultSnapshotCompact is what a start would load beyond the
+	// view, in entities, at which a new base is written, as a fraction
+	// of the view's: a start loads at most 1+f times the view, and a
+	// table rewritten in place writes each entity its deltas hold about
+	// 1+1/f times (docs/ARCHITECTURE.md, Decisions, has the
 	// measurements).
 	DefaultSnapshotCompact = 0.5
 	// DefaultSnapshotBaseAge is the oldest a chain's base gets on a
@@ -54,6 +62,14 @@ const (
 	// journal's pruning may cut it.
 	DefaultSnapshotBaseAge = time.Hour
 )
+
+// maxChainDeltas is the most deltas a chain holds before it is
+// compacted, whatever they hold: each is a file and an object in the
+// shared store, which a start opens (or fetches) one after another. At
+// the default tail bound a table under inserts writes this many in a
+// few minutes at the most; a start then pays some milliseconds a delta
+// beside the seconds its entities take.
+const maxChainDeltas = 256
 
 // snapKind is the kind of a snapshot to write.
 type snapKind int
@@ -90,6 +106,8 @@ type snapState struct {
 	baseAge     time.Duration // since the chain's base was taken
 	baseEnts    int           // entities of the chain's base
 	chainEnts   int           // entities of the chain's deltas
+	deltas      int           // deltas in the chain
+	ents        int           // entities in the view now
 }
 
 // decideSnapshot is the snapshot to write now, if any: a pure function
@@ -109,8 +127,11 @@ func decideSnapshot(cfg *Config, st snapState) snapKind {
 	if st.deltaBusy {
 		return snapNone
 	}
-	compact := st.baseAge >= cfg.SnapshotBaseAge ||
-		float64(st.chainEnts+st.touched) > cfg.SnapshotCompact*float64(st.baseEnts)
+	// What a start would load beyond the view: entities written again
+	// since the base, and the deletions.
+	extra := st.baseEnts + st.chainEnts + st.touched - st.ents
+	compact := st.baseAge >= cfg.SnapshotBaseAge || st.deltas >= maxChainDeltas ||
+		float64(extra) > cfg.SnapshotCompact*float64(st.ents)
 	if compact && !st.baseBusy {
 		return snapCompacted
 	}
@@ -118,12 +139,12 @@ func decideSnapshot(cfg *Config, st snapState) snapKind {
 }
 
 // touchedCap is how many entities the applier notes in a tail before it
-// gives up (overflow) and writes a base instead: a delta of more would be
-// compacted at once anyway, so the note never holds more than a fraction
-// of the view (about 100 bytes an entity), or SnapshotEvery entities for
-// a small view.
-func touchedCap(cfg *Config, baseEnts int) int {
-	return max(int(cfg.SnapshotCompact*float64(baseEnts)), cfg.SnapshotEvery)
+// gives up (overflow) and writes a base instead: the note never holds
+// more than a fraction of the view (about 100 bytes an entity), or
+// SnapshotEvery entities for a small view. A tail that rewrote more of
+// the view than that would be compacted at once anyway.
+func touchedCap(cfg *Config, ents int) int {
+	return max(int(cfg.SnapshotCompact*float64(ents)), cfg.SnapshotEvery)
 }
 
 // recordSize is a record's size as the tail counts it: its keys, and its
@@ -208,7 +229,7 @@ func (s *snapshotter) applied(rec *engine.Record) {
 	s.tailBytes += recordSize(rec)
 	if s.touched != nil {
 		s.touched.note(rec)
-		if len(s.touched.keys) > touchedCap(&s.v.cfg, s.book.baseEnts) || len(s.touched.parts) > touchedCap(&s.v.cfg, s.book.baseEnts) {
+		if c := touchedCap(&s.v.cfg, max(s.book.baseEnts, s.t.rows.Len())); len(s.touched.keys) > c || len(s.touched.parts) > c {
 			s.touched = nil // the next snapshot is a base
 		}
 	}
@@ -266,6 +287,7 @@ func (s *snapshotter) state() snapState {
 		intact: s.book.intact, overflow: s.touched == nil,
 		deltaBusy: s.deltaBusy, baseBusy: s.baseBusy,
 		baseAge: time.Since(s.book.baseAt), baseEnts: s.book.baseEnts, chainEnts: s.book.chainEnts,
+		deltas: s.book.deltas, ents: s.t.rows.Len(),
 	}
 	if s.touched != nil {
 		st.touched = len(s.touched.keys)

@@ -1,6 +1,8 @@
 package projections
 
 import (
+	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -15,8 +17,9 @@ func TestDecideSnapshot(t *testing.T) {
 	cfg := Config{SnapshotDir: "x"}
 	cfg.defaults()
 	// A chain that is neither due for compaction nor old: a base of a
-	// million entities, deltas of 100,000, a tail of 1,000 entities.
-	chain := snapState{intact: true, baseEnts: 1_000_000, chainEnts: 100_000, touched: 1_000, baseAge: time.Minute}
+	// million entities, deltas of 100,000, a tail of 1,000 entities, all
+	// of them rewriting entities of the base.
+	chain := snapState{intact: true, baseEnts: 1_000_000, chainEnts: 100_000, touched: 1_000, deltas: 10, ents: 1_000_000, baseAge: time.Minute}
 	with := func(f func(*snapState)) snapState {
 		st := chain
 		f(&st)
@@ -46,7 +49,20 @@ func TestDecideSnapshot(t *testing.T) {
 		{"base old, small tail, old", with(func(s *snapState) {
 			s.tailRecords, s.tailAge, s.baseAge = 1, DefaultSnapshotInterval, 2*DefaultSnapshotBaseAge
 		}), snapCompacted},
-		{"empty base", with(func(s *snapState) { s.tailRecords, s.baseEnts, s.chainEnts = DefaultSnapshotEvery, 0, 0 }), snapCompacted},
+		{"inserts only, the chain twice the base", with(func(s *snapState) {
+			s.tailRecords, s.chainEnts, s.touched, s.ents = DefaultSnapshotEvery, 2_000_000, 50_000, 3_050_000
+		}), snapDelta},
+		{"inserts, some rewritten past the fraction", with(func(s *snapState) {
+			s.tailRecords, s.chainEnts, s.touched, s.ents = DefaultSnapshotEvery, 2_000_000, 50_000, 2_000_000
+		}), snapCompacted},
+		{"deletions past the fraction", with(func(s *snapState) { s.tailRecords, s.ents = DefaultSnapshotEvery, 700_000 }), snapCompacted},
+		{"deletions within the fraction", with(func(s *snapState) { s.tailRecords, s.ents = DefaultSnapshotEvery, 800_000 }), snapDelta},
+		{"empty base, the table filled since", with(func(s *snapState) {
+			s.tailRecords, s.baseEnts, s.chainEnts, s.touched, s.ents = DefaultSnapshotEvery, 0, 0, 1_000, 1_000
+		}), snapDelta},
+		{"table emptied", with(func(s *snapState) { s.tailRecords, s.ents = DefaultSnapshotEvery, 0 }), snapCompacted},
+		{"deltas at the bound", with(func(s *snapState) { s.tailRecords, s.deltas = DefaultSnapshotEvery, maxChainDeltas }), snapCompacted},
+		{"deltas below the bound", with(func(s *snapState) { s.tailRecords, s.deltas = DefaultSnapshotEvery, maxChainDeltas-1 }), snapDelta},
 	} {
 		if got := decideSnapshot(&cfg, c.st); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
@@ -56,6 +72,72 @@ func TestDecideSnapshot(t *testing.T) {
 	never.SnapshotInterval = -1
 	if got := decideSnapshot(&never, with(func(s *snapState) { s.tailRecords, s.tailAge = 1, 1000*time.Hour })); got != snapNone {
 		t.Errorf("no time-based snapshot: %v", got)
+	}
+}
+
+// TestSnapshotterCompaction: a view's snapshotter, each write waited
+// for before the next record (so that no decision finds one in
+// progress), keeps one base and a chain of deltas while the table only
+// grows, every record a new entity: loading them costs what a new base
+// would. Once the chain holds more than half the view's entities beyond
+// the view (the same entities written again), it writes a new base; and
+// a table whose entities are deleted is compacted the same way.
+func TestSnapshotterCompaction(t *testing.T) {
+	cfg := Config{SnapshotDir: t.TempDir(), SnapshotEvery: 50, SnapshotInterval: -1}
+	v := NewViews(nil, slog.New(slog.DiscardHandler), cfg)
+	tb := NewTable("Grow", 1, time.Minute)
+	s := newSnapshotter(v, tb)
+	var seq uint64
+	var bases []uint64
+	write := func(pk int, kind engine.EventKind) {
+		t.Helper()
+		seq++
+		rec := &engine.Record{Time: int64(seq), PartitionKey: fmt.Sprint(pk), Nonce: fmt.Sprint(seq), Events: []engine.Event{{Kind: kind, RowKey: "r"}}}
+		tb.Apply(seq, rec)
+		s.applied(rec)
+		s.collect(true)
+		if seq < uint64(cfg.SnapshotEvery) {
+			return // no snapshot yet
+		}
+		if !s.book.intact {
+			t.Fatalf("at %d: the chain is broken (a write failed)", seq)
+		}
+		if len(bases) == 0 || bases[len(bases)-1] != s.book.baseSeq {
+			bases = append(bases, s.book.baseSeq)
+		}
+	}
+	const n = 1000
+	for i := range n {
+		write(i, engine.EventPut)
+	}
+	if len(bases) != 1 || s.book.deltas != n/cfg.SnapshotEvery-1 {
+		t.Fatalf("after %d inserts: bases at %v and %d deltas, want one base and a delta every %d records", n, bases, s.book.deltas, cfg.SnapshotEvery)
+	}
+	for i := range n {
+		write(i, engine.EventPut)
+		if len(bases) > 1 {
+			// Past 500 entities in the chain beyond the view's 1,000,
+			// at the first snapshot due after it.
+			if i+1 != 550 {
+				t.Fatalf("a base after %d entities written again, want 550", i+1)
+			}
+			break
+		}
+	}
+	if len(bases) != 2 {
+		t.Fatalf("after %d entities written again: bases at %v, want a second one", n, bases)
+	}
+	// Deleting entities: the view shrinks, and the chain's deltas hold
+	// the deletions; past half of the view's entities (which the
+	// deletions leave at about 700), a base.
+	for i := range n {
+		write(i, engine.EventDelete)
+		if len(bases) > 2 {
+			break
+		}
+	}
+	if len(bases) != 3 || tb.rows.Len() < 600 {
+		t.Fatalf("after deletions: bases at %v, %d entities left", bases, tb.rows.Len())
 	}
 }
 

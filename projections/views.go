@@ -78,10 +78,12 @@ type Config struct {
 	// before the tail was bounded; the flag keeps its name.)
 	SnapshotInterval time.Duration
 	// SnapshotCompact and SnapshotBaseAge decide when a chain of deltas
-	// is compacted into a new base: once its deltas hold more entities
-	// than SnapshotCompact times its base's (DefaultSnapshotCompact), or
-	// its base is SnapshotBaseAge old (1 hour; the journal's pruning cuts
-	// it at a base, so bases come at least that often on a written table).
+	// is compacted into a new base: once what a start would load beyond
+	// the view (entities written again since the base, and deletions)
+	// exceeds SnapshotCompact times the view's entities
+	// (DefaultSnapshotCompact), or its base is SnapshotBaseAge old (1
+	// hour; the journal's pruning cuts it at a base, so bases come at
+	// least that often on a written table); and at maxChainDeltas.
 	SnapshotCompact float64
 	SnapshotBaseAge time.Duration
 	// SnapshotStore, with SnapshotDir, is the JetStream object store the
