@@ -59,15 +59,15 @@ func benchKill(args []string) error {
 	}
 	fmt.Printf("# cairn bench start -kill: GOMAXPROCS=%d, %s/%s, %s, entities=%d of about %d bytes of values, killed at %.0f%% of the last round, rounds=%d (median), child flags %q\n\n",
 		runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *entities, max(*valueBytes, 150), 100**killAt, *rounds, *childArgs)
-	fmt.Println("| history | records at the kill | ready after SIGKILL | replayed after the snapshot | floor: ready after a clean stop | ratio to the floor |")
-	fmt.Println("|---|---|---|---|---|---|")
+	fmt.Println("| history | records at the kill | ready after SIGKILL | of which JetStream up (the server's recovery) | views' part | replayed after the snapshot | floor: ready after a clean stop | ratio to the floor |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	histories := []int{1}
 	if *updates > 1 {
 		histories = append(histories, *updates)
 	}
-	var byHistory []float64
+	var byHistory, viewsByHistory []float64
 	for _, u := range histories {
-		var ready, floor []float64
+		var ready, jsUp, views, floor []float64
 		var replayed []string
 		var records uint64
 		for r := 0; r < *rounds; r++ {
@@ -76,16 +76,20 @@ func benchKill(args []string) error {
 				return err
 			}
 			ready = append(ready, res.ready.Seconds())
+			jsUp = append(jsUp, res.jsUp.Seconds())
+			views = append(views, (res.ready - res.jsUp).Seconds())
 			floor = append(floor, res.floor.Seconds())
 			replayed = append(replayed, res.replayed)
 			records = res.records
 		}
-		fmt.Printf("| %d× (%d entities) | %d | %.2f s | %s | %.2f s | %.2f |\n",
-			u, *entities, records, median(ready), strings.Join(replayed, ", "), median(floor), median(ready)/median(floor))
+		fmt.Printf("| %d× (%d entities) | %d | %.2f s | %.2f s | %.2f s | %s | %.2f s | %.2f |\n",
+			u, *entities, records, median(ready), median(jsUp), median(views), strings.Join(replayed, ", "), median(floor), median(ready)/median(floor))
 		byHistory = append(byHistory, median(ready))
+		viewsByHistory = append(viewsByHistory, median(views))
 	}
 	if len(byHistory) == 2 {
-		fmt.Printf("\nready after SIGKILL, %d× against 1×: %.2f\n", *updates, byHistory[1]/byHistory[0])
+		fmt.Printf("\nready after SIGKILL, %d× against 1×: %.2f; the views' part (ready less JetStream up), %d× against 1×: %.2f\n",
+			*updates, byHistory[1]/byHistory[0], *updates, viewsByHistory[1]/viewsByHistory[0])
 	}
 	return nil
 }
@@ -98,6 +102,7 @@ const loaderAppendTimeout = time.Minute
 type killResult struct {
 	records  uint64        // journal records when the child was killed
 	ready    time.Duration // from the start after the kill to the first read answered
+	jsUp     time.Duration // of which until the node had JetStream (the server's recovery of its store)
 	replayed string        // what the child's log says it replayed after its snapshot
 	floor    time.Duration // the same after a clean stop
 }
@@ -182,6 +187,9 @@ func killRound(entities, u, valueBytes int, killAt float64, childArgs []string) 
 	}
 	res.ready = time.Since(start)
 	res.replayed = replayedLine(child.log())
+	if at, ok := phaseAt(start, child.log(), phaseLines[0].msg); ok {
+		res.jsUp = at
+	}
 	fmt.Fprintf(os.Stderr, "after the kill: %s\n", startPhases(start, child.log()))
 
 	if err := child.stop(); err != nil {
@@ -263,26 +271,29 @@ var phaseLines = []struct{ name, msg string }{
 // which grows with the journal, what follows is the views'.
 func startPhases(start time.Time, log string) string {
 	var out []string
-	lineTime := func(line string) (time.Time, bool) {
-		f, ok := strings.CutPrefix(line, "time=")
-		if !ok {
-			return time.Time{}, false
-		}
-		ts, err := time.Parse(time.RFC3339Nano, strings.Fields(f)[0])
-		return ts, err == nil
-	}
-	lines := strings.Split(log, "\n")
 	for _, p := range phaseLines {
-		for _, line := range lines {
-			if strings.Contains(line, p.msg) {
-				if ts, ok := lineTime(line); ok {
-					out = append(out, fmt.Sprintf("%s +%.2f s", p.name, ts.Sub(start).Seconds()))
-				}
-				break
-			}
+		if at, ok := phaseAt(start, log, p.msg); ok {
+			out = append(out, fmt.Sprintf("%s +%.2f s", p.name, at.Seconds()))
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// phaseAt is the time of the first log line holding msg, counted from
+// start.
+func phaseAt(start time.Time, log, msg string) (time.Duration, bool) {
+	for line := range strings.Lines(log) {
+		if !strings.Contains(line, msg) {
+			continue
+		}
+		f, ok := strings.CutPrefix(line, "time=")
+		if !ok {
+			return 0, false
+		}
+		ts, err := time.Parse(time.RFC3339Nano, strings.Fields(f)[0])
+		return ts.Sub(start), err == nil
+	}
+	return 0, false
 }
 
 // nodeChild is a node of benchKill in a child process.
