@@ -46,6 +46,7 @@ func usage() {
        cairn-bench start [flags]     a view's start: from the whole journal and from a snapshot, as history grows
        cairn-bench start -kill [flags] a node's start after SIGKILL under a write load, beside its start after a clean stop
        cairn-bench snapshots [flags] many-partition inserts on a node writing snapshots and on one that does not
+       cairn-bench placement [flags] a simulation of view shards placed on 3 to 1,000 hosts: balance, moves on a join and a death
 
 Run "cairn-bench <name> -h" for the flags.
 `)
@@ -71,6 +72,8 @@ func run(args []string) error {
 		return benchStart(args)
 	case "snapshots":
 		return benchSnapshotCost(args)
+	case "placement":
+		return benchPlacement(args)
 	case "host-child": // the HTTP benchmark's Cairn process (cairnchild.go)
 		return hostChild(args)
 	case "node-child": // the node that start -kill kills (benchkill.go)
