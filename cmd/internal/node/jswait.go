@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/outbox"
 	"github.com/cairn-dev/cairn/projections"
+	"github.com/cairn-dev/cairn/projections/members"
 )
 
 // A node may start before its NATS servers, or while a cluster is still
@@ -109,6 +110,7 @@ type resources struct {
 	queues       *functions.Queues
 	registry     *functions.Registry
 	outbox       jetstream.KeyValue
+	hosts        jetstream.KeyValue
 }
 
 // openResources creates or opens every stream and bucket the components
@@ -135,6 +137,10 @@ func openResources(ctx context.Context, log *slog.Logger, js jetstream.JetStream
 		}},
 		{"open the outbox's bucket", func(ctx context.Context) (err error) {
 			res.outbox, err = outbox.Bucket(ctx, js, cfg.Prefix, cfg.Replicas)
+			return err
+		}},
+		{"open the hosts' bucket", func(ctx context.Context) (err error) {
+			res.hosts, err = members.Open(ctx, js, cfg.Prefix, cfg.Replicas)
 			return err
 		}},
 	}

@@ -52,6 +52,10 @@ func TestTwoHosts(t *testing.T) {
 	a := startHost(t, "")
 	b := startSecondHost(t, a)
 	ctx := ctxT(t)
+	// Each host sees both live (their heartbeats in the hosts' bucket).
+	for _, h := range []*node.Node{a.h, b} {
+		eventually(t, 30*time.Second, "both hosts live", func() bool { return len(h.Members().Live()) == 2 })
+	}
 	const tb, workers, perWorker = "Shared", 6, 30
 	if _, err := a.c.CreateTable(ctx, tb); err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ import (
 	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/outbox"
 	"github.com/cairn-dev/cairn/projections"
+	"github.com/cairn-dev/cairn/projections/members"
 )
 
 // Node is a running Cairn node.
@@ -49,6 +50,7 @@ type Node struct {
 	api     *natsapi.Service
 	fns     *functions.Runner
 	relay   *outbox.Relay
+	members *members.Members
 	pruner  *projections.Pruner
 	decls   *projections.Declarations
 	// secret is known to every node of the system and to no client: the
@@ -89,6 +91,9 @@ func (n *Node) Functions() *functions.Runner { return n.fns }
 
 // Views returns the node's views (for in-process readers and tests).
 func (n *Node) Views() *projections.Views { return n.views }
+
+// Members returns the node's view of the cluster's live hosts.
+func (n *Node) Members() *members.Members { return n.members }
 
 // CommitStats returns the committer's counters.
 func (n *Node) CommitStats() commit.Stats { return n.comm.Stats() }
@@ -199,8 +204,10 @@ func Run(ctx context.Context, cfg Config, ready func(*Node)) error {
 }
 
 // start starts the components in the order of the data flow, each once the
-// one before serves: the views (once they have replayed the journal), the
-// committer, the NATS front door, the function runner, the HTTP front door.
+// one before serves: the cluster's membership, the declared projections,
+// the views (once they have replayed the journal), the committer, the NATS
+// front door, the function runner, the outbox relay, the history pruner,
+// the HTTP front door.
 func (n *Node) start(ctx context.Context, g *group) error {
 	cfg, log := n.cfg, n.cfg.Log
 	vcfg := cfg.Views
@@ -235,9 +242,15 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	n.views = projections.NewViews(n.j, log, vcfg)
 	n.health.views.Store(n.views)
 	name := nodeName(cfg.DataDir)
+	// The live hosts, for the operators now and the views' placement
+	// (docs/SCALE.md).
+	n.members = members.New(res.hosts, members.Config{Host: nodeKey(name), Name: name, Log: log})
+	if err := g.Start(ctx, "cluster members", n.members); err != nil {
+		return fmt.Errorf("node: cluster members: %w", err)
+	}
 	// The declared projections before the views replay, so that every
 	// table follows its projections from its first record.
-	n.decls = projections.NewDeclarations(res.declarations, cfg.Prefix, n.views, log, outboxNodeID(name))
+	n.decls = projections.NewDeclarations(res.declarations, cfg.Prefix, n.views, log, nodeKey(name))
 	if err := g.Start(ctx, "projections", n.decls); err != nil {
 		return fmt.Errorf("node: projections: %w", err)
 	}
@@ -288,7 +301,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	// The relay after the runner, which made the queues' stream.
 	n.relay, err = outbox.New(n.nc, n.j, n.views, outbox.Config{
 		Prefix:   cfg.Prefix,
-		NodeID:   outboxNodeID(name),
+		NodeID:   nodeKey(name),
 		IDKey:    n.secret,
 		Replicas: cfg.Replicas,
 		Bucket:   res.outbox,
@@ -337,6 +350,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		n.fns.WriteMetrics(w)
 		n.relay.WriteMetrics(w)
 		n.pruner.WriteMetrics(w)
+		n.members.WriteMetrics(w)
 		n.views.WriteProjectionMetrics(w)
 		n.views.WriteSnapshotMetrics(w)
 		build.WriteMetric(w)
@@ -373,10 +387,11 @@ func (n *Node) readyAttrs() []any {
 	return attrs
 }
 
-// outboxNodeID is the node's name as the relay's leases spell it (letters
-// and digits: a key of the bucket): stable across restarts, so that a
-// restarted node takes its own leases back at once.
-func outboxNodeID(name string) string {
+// nodeKey is the node's name as the buckets' keys spell it (letters and
+// digits): its heartbeat, the relay's leases, its projection reports.
+// Stable across restarts, so that a restarted node takes its own leases
+// back at once and counts as the host it was.
+func nodeKey(name string) string {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(name))
 	return fmt.Sprintf("n%016x", h.Sum64())
