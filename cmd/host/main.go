@@ -79,6 +79,8 @@ func run(args []string) error {
 		return outboxCmd(args)
 	case "history":
 		return historyCmd(args)
+	case "cluster":
+		return clusterCmd(args)
 	case "projections":
 		return projectionsCmd(args)
 	case "nats-password":

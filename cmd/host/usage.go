@@ -18,6 +18,7 @@ Commands:
   enqueue        send messages to a queue
   outbox         where the outbox relay stands; retry or skip a blocked message
   history        how much of its journal each table keeps; set a table's retention
+  cluster        the hosts of the cluster, from their heartbeats: which are live
   projections    list, deploy, rebuild or drop declared indexes and aggregates
   nats-password  print the bcrypt hash of a NATS service user's password (-nats-users)
   version        print the version, revision and Go version of this binary (also -version)
@@ -92,6 +93,14 @@ const outboxUsage = `usage: host outbox [flags] status
        host outbox [flags] skip <table> <seq> <index>    never send the message at that journal position
 
 <table> is the table's name ("Orders"; "contoso.Orders" for account contoso's).
+
+`
+
+const clusterUsage = `usage: host cluster [flags]
+
+Lists the hosts whose heartbeat the cluster's bucket holds, live ones first.
+Every host puts one every 2 s; a host whose last is 10 s behind the newest
+has left (it died: a host that stops cleanly removes its own at once).
 
 `
 

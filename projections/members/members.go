@@ -87,10 +87,10 @@ type beat struct {
 // New returns the membership of the node cfg names on bucket kv.
 func New(kv jetstream.KeyValue, cfg Config) *Members {
 	if cfg.Beat <= 0 {
-		cfg.Beat = 2 * time.Second
+		cfg.Beat = DefaultBeat
 	}
 	if cfg.TTL < 3*cfg.Beat {
-		cfg.TTL = max(10*time.Second, 3*cfg.Beat)
+		cfg.TTL = max(DefaultTTL, 3*cfg.Beat)
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
