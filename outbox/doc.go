@@ -29,7 +29,10 @@
 //   - Shared work: the tables are hashed into Config.Shards shards, and
 //     each shard is relayed by the one node holding its lease (a key of the
 //     same bucket renewed every Config.Renew by compare-and-set, free once
-//     not renewed for Config.LeaseTTL). Live nodes heartbeat there too, and
+//     not renewed for Config.LeaseTTL, as each node measures it on its own
+//     clock from when it received the last renewal: never against the
+//     server's timestamps, so that clocks that disagree cannot make a
+//     live lease look free). Live nodes heartbeat there too, and
 //     each takes at most its share of the shards, so a node that joins
 //     gets work and a node that dies has its shards taken over. Two nodes
 //     publish the same message only while a lease changes hands (a node

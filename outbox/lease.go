@@ -27,8 +27,20 @@ type leases struct {
 	cfg *Config
 
 	mu     sync.Mutex
-	mirror map[string]jetstream.KeyValueEntry // lease.* and node.* as last seen
+	mirror map[string]seenEntry // lease.* and node.* as last seen
 	held   map[int]heldLease
+}
+
+// seenEntry is a key's last value and when this node received it. The
+// age of a lease or a heartbeat is measured from its receipt, on this
+// node's clock alone: the server stamps entries with its own, and a node
+// whose clock ran ahead of the server's by more than the lease's life
+// took every live lease for abandoned, and relayed beside its holder.
+// A value read at the watch's start counts as just received: an
+// abandoned lease is then taken one LeaseTTL later than it could be.
+type seenEntry struct {
+	jetstream.KeyValueEntry
+	seen time.Time
 }
 
 type heldLease struct {
@@ -37,7 +49,7 @@ type heldLease struct {
 }
 
 func newLeases(kv jetstream.KeyValue, cfg *Config) *leases {
-	return &leases{kv: kv, cfg: cfg, mirror: map[string]jetstream.KeyValueEntry{}, held: map[int]heldLease{}}
+	return &leases{kv: kv, cfg: cfg, mirror: map[string]seenEntry{}, held: map[int]heldLease{}}
 }
 
 // watch mirrors the lease and heartbeat keys until ctx ends. ready is
@@ -67,14 +79,19 @@ func (l *leases) watch(ctx context.Context, ready chan<- struct{}) error {
 				}
 				continue
 			}
-			l.mu.Lock()
-			if e.Operation() == jetstream.KeyValuePut {
-				l.mirror[e.Key()] = e
-			} else {
-				delete(l.mirror, e.Key())
-			}
-			l.mu.Unlock()
+			l.note(e, time.Now())
 		}
+	}
+}
+
+// note takes an update of the watch, received at now.
+func (l *leases) note(e jetstream.KeyValueEntry, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e.Operation() == jetstream.KeyValuePut {
+		l.mirror[e.Key()] = seenEntry{e, now}
+	} else {
+		delete(l.mirror, e.Key())
 	}
 }
 
@@ -96,7 +113,7 @@ func (l *leases) Held(now time.Time) map[int]bool {
 func (l *leases) liveLocked(now time.Time) int {
 	n := 0
 	for k, e := range l.mirror {
-		if len(k) > 5 && k[:5] == "node." && now.Sub(e.Created()) < l.cfg.LeaseTTL {
+		if len(k) > 5 && k[:5] == "node." && now.Sub(e.seen) < l.cfg.LeaseTTL {
 			n++
 		}
 	}
@@ -162,7 +179,7 @@ func (l *leases) tick(ctx context.Context, release func(shard int)) {
 		switch {
 		case !known:
 			rev, err = l.kv.Create(ctx, leaseKey(s), []byte(cfg.NodeID))
-		case string(e.Value()) == cfg.NodeID || now.Sub(e.Created()) >= cfg.LeaseTTL:
+		case string(e.Value()) == cfg.NodeID || now.Sub(e.seen) >= cfg.LeaseTTL:
 			// Ours from before a restart, or abandoned.
 			rev, err = l.kv.Update(ctx, leaseKey(s), []byte(cfg.NodeID), e.Revision())
 		default:
