@@ -148,7 +148,9 @@ func (m *Members) Run(ctx context.Context) error {
 		if w == nil {
 			var err error
 			if w, err = m.kv.Watch(ctx, keyPrefix+"*"); err != nil {
-				m.cfg.Log.Warn("members: watching the heartbeats failed", "err", err)
+				if ctx.Err() == nil {
+					m.cfg.Log.Warn("members: watching the heartbeats failed", "err", err)
+				}
 				w = nil
 			} else {
 				updates = w.Updates()
@@ -156,7 +158,9 @@ func (m *Members) Run(ctx context.Context) error {
 		}
 		if !beaten {
 			if _, err := m.kv.Put(ctx, key, []byte(m.cfg.Name)); err != nil {
-				m.cfg.Log.Warn("members: heartbeat failed", "err", err)
+				if ctx.Err() == nil { // not the stop's cancellation
+					m.cfg.Log.Warn("members: heartbeat failed", "err", err)
+				}
 			} else {
 				beaten = true
 			}
