@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"github.com/tidwall/btree"
@@ -191,14 +192,7 @@ func encodeDelta(w io.Writer, s *Snapshot, prev uint64, d *deltaContent, at int6
 	if err != nil {
 		return err
 	}
-	upserts := func(fn func(*engine.Entity) bool) {
-		for _, e := range d.upserts {
-			if !fn(e) {
-				return
-			}
-		}
-	}
-	if err := encodeEntityBlocks(sw, enc, upserts, nil); err != nil {
+	if err := encodeEntityBlocks(sw, enc, slices.Values(d.upserts), nil); err != nil {
 		return err
 	}
 	for _, k := range d.deletes {

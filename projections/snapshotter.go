@@ -65,10 +65,8 @@ const (
 
 // maxChainDeltas is the most deltas a chain holds before it is
 // compacted, whatever they hold: each is a file and an object in the
-// shared store, which a start opens (or fetches) one after another. At
-// the default tail bound a table under inserts writes this many in a
-// few minutes at the most; a start then pays some milliseconds a delta
-// beside the seconds its entities take.
+// shared store, which a start opens (or fetches) one after another, and
+// the shared store keeps the deltas of two chains.
 const maxChainDeltas = 256
 
 // snapKind is the kind of a snapshot to write.

@@ -5,7 +5,10 @@
 // than TTL older than the newest heartbeat of any host, both stamped by
 // the server that stores the bucket, so that no two machines' clocks are
 // compared. A node that stops cleanly deletes its key and leaves at once;
-// one that dies leaves after TTL.
+// one that dies leaves after TTL. (When the bucket's stream changes leader
+// between servers whose clocks differ by more than TTL, the hosts whose
+// last heartbeat the old leader stamped may look gone until their next
+// one, a Beat later.)
 package members
 
 import (
@@ -20,8 +23,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/cairn-dev/cairn/projections/placement"
 )
 
 // BucketName is the bucket of the heartbeats: <PREFIX>_HOSTS.
@@ -109,9 +110,6 @@ func (m *Members) Live() []string {
 	defer m.mu.Unlock()
 	return slices.Clone(m.live)
 }
-
-// Placement returns the live hosts prepared for placement.
-func (m *Members) Placement() *placement.Members { return placement.NewMembers(m.Live()) }
 
 // Changed returns a channel closed at the next change of the live hosts.
 func (m *Members) Changed() <-chan struct{} {
@@ -225,7 +223,7 @@ func (m *Members) refresh() {
 	m.mu.Lock()
 	var live []string
 	for host, b := range m.seen {
-		if m.newest.Sub(b.at) < m.cfg.TTL {
+		if isLive(m.newest, b.at, m.cfg.TTL) {
 			live = append(live, host)
 		}
 	}

@@ -28,10 +28,15 @@ type Host struct {
 	Live      bool          // Behind < DefaultTTL
 }
 
-// Hosts reads every heartbeat of the bucket of prefix, live hosts first,
-// each group by name: what the operators' "host cluster" shows. A host
-// that stopped cleanly has no key; one that died keeps its key for an
-// hour, not live.
+// isLive is the rule of who is live: a host whose last heartbeat is less
+// than ttl older than the newest of any host's (both the server's times).
+func isLive(newest, beat time.Time, ttl time.Duration) bool { return newest.Sub(beat) < ttl }
+
+// Hosts reads every heartbeat of the bucket of prefix (through one watch
+// of the keys' values, which ends at the last), live hosts first, each
+// group by name: what the operators' "host cluster" shows. A host that
+// stopped cleanly has no key; one that died keeps its key for an hour,
+// not live.
 func Hosts(ctx context.Context, js jetstream.JetStream, prefix string) ([]Host, error) {
 	kv, err := js.KeyValue(ctx, BucketName(prefix))
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
@@ -40,28 +45,28 @@ func Hosts(ctx context.Context, js jetstream.JetStream, prefix string) ([]Host, 
 	if err != nil {
 		return nil, err
 	}
-	keys, err := kv.ListKeysFiltered(ctx, keyPrefix+"*")
+	w, err := kv.Watch(ctx, keyPrefix+"*", jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, err
 	}
+	defer func() { _ = w.Stop() }()
 	var hosts []Host
 	var newest time.Time
-	for k := range keys.Keys() {
-		e, err := kv.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue // deleted since it was listed
+	for e := range w.Updates() {
+		if e == nil {
+			break // every key's value is in
 		}
-		if err != nil {
-			return nil, err
-		}
-		hosts = append(hosts, Host{Key: strings.TrimPrefix(k, keyPrefix), Name: string(e.Value()), Beat: e.Created()})
+		hosts = append(hosts, Host{Key: strings.TrimPrefix(e.Key(), keyPrefix), Name: string(e.Value()), Beat: e.Created()})
 		if e.Created().After(newest) {
 			newest = e.Created()
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	for i := range hosts {
 		hosts[i].Behind = newest.Sub(hosts[i].Beat)
-		hosts[i].Live = hosts[i].Behind < DefaultTTL
+		hosts[i].Live = isLive(newest, hosts[i].Beat, DefaultTTL)
 	}
 	slices.SortFunc(hosts, func(a, b Host) int {
 		if a.Live != b.Live {

@@ -16,6 +16,7 @@ package placement
 
 import (
 	"cmp"
+	"encoding/binary"
 	"hash/fnv"
 	"math"
 	"slices"
@@ -53,16 +54,15 @@ func (id ShardID) String() string {
 func (id ShardID) key() uint64 {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(id.Table))
-	var b [17]byte
-	b[0] = 0 // the name ends: "a"+epoch 12 never equals "a1"+epoch 2
-	put64(b[1:], id.Epoch)
-	put64(b[9:], uint64(id.Index))
+	var b [17]byte // b[0] = 0 ends the name: "a"+epoch 12 never equals "a1"+epoch 2
+	binary.BigEndian.PutUint64(b[1:], id.Epoch)
+	binary.BigEndian.PutUint64(b[9:], uint64(id.Index))
 	_, _ = h.Write(b[:])
 	return mix(h.Sum64())
 }
 
-// HostKey is a host's hash, computed once per member list.
-func HostKey(host string) uint64 {
+// hostKey is a host's hash, computed once per member list.
+func hostKey(host string) uint64 {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(host))
 	return mix(h.Sum64())
@@ -83,12 +83,6 @@ func mix(x uint64) uint64 {
 	return x
 }
 
-func put64(b []byte, v uint64) {
-	for i := range 8 {
-		b[i] = byte(v >> (56 - 8*i))
-	}
-}
-
 // Members is a member list prepared for placement: the hosts' names and
 // their hashes, sorted by name so that its order never decides anything.
 type Members struct {
@@ -103,16 +97,10 @@ func NewMembers(hosts []string) *Members {
 	names = slices.Compact(names)
 	m := &Members{names: names, keys: make([]uint64, len(names))}
 	for i, n := range names {
-		m.keys[i] = HostKey(n)
+		m.keys[i] = hostKey(n)
 	}
 	return m
 }
-
-// Len is the number of hosts.
-func (m *Members) Len() int { return len(m.names) }
-
-// Names returns the hosts, sorted.
-func (m *Members) Names() []string { return slices.Clone(m.names) }
 
 // Owners returns the hosts that hold a shard, most preferred first (the
 // first is its primary): the r hosts of the highest weight, or every
