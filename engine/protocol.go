@@ -63,4 +63,8 @@ type TableInfo struct {
 	Epoch uint64
 	// Created is the creation time in ticks.
 	Created int64
+	// Shards is the number of view shards the table's partitions are cut
+	// into (CatalogRecord.Shards; 0: none, a table of the layout before
+	// shards).
+	Shards uint32
 }

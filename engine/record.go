@@ -59,9 +59,13 @@ type CatalogRecord struct {
 	Kind CatalogKind
 	// Name is the table's full name (FullTableName: the account and the
 	// table), the table part as its creator spelled it.
-	Name  string
-	Time  int64 // ticks
-	Extra map[string]msgpack.RawMessage
+	Name string
+	Time int64 // ticks
+	// Shards is the number of view shards a created table's partitions
+	// are cut into (Shard), 1 to MaxShards; 0 for a table created before
+	// shards, or in their absence, whose journal subjects name no shard.
+	Shards uint32
+	Extra  map[string]msgpack.RawMessage
 }
 
 // PrevVersion returns the version the entity of event i had before the

@@ -74,7 +74,19 @@ package journal
 // entry of four elements is refused too (no version 1 writer ever wrote
 // one). A host that knew version 2 before subjects refuses a four-element
 // entry as well (it reads exactly three), so no host misreads one.
-const FormatVersion = 2
+//
+// Format version 3 adds to the catalog record of a created table
+//
+//	"shards" uint  the number of view shards the table's partitions are
+//	               cut into (engine.Shard), 1 to engine.MaxShards
+//
+// A table with shards has every partition's records on a subject naming
+// its shard (PartitionSubject): a host that does not know shards would
+// read and write them on subjects of its own, so the record is version 3
+// and every older host refuses it. A table created without shards (a
+// node run with -table-shards 0, as on a cluster not yet upgraded
+// throughout) is written as before.
+const FormatVersion = 3
 
 // Record versions this code writes.
 const (
@@ -84,6 +96,8 @@ const (
 	// versionSubjects is the first version with outbox messages to NATS
 	// subjects.
 	versionSubjects = 2
+	// versionShards is the first version with tables cut into shards.
+	versionShards = 3
 )
 
 // Record types, written as the envelope's "t" field.
@@ -97,5 +111,5 @@ const (
 // one of them (it would be written twice).
 var (
 	commitFields  = map[string]bool{"v": true, "t": true, "ts": true, "pk": true, "n": true, "cmds": true, "ev": true, "out": true, "prev": true}
-	catalogFields = map[string]bool{"v": true, "t": true, "name": true, "ts": true, "acct": true}
+	catalogFields = map[string]bool{"v": true, "t": true, "name": true, "ts": true, "acct": true, "shards": true}
 )

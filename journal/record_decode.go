@@ -28,6 +28,7 @@ const (
 	fName
 	fAccount
 	fPrev
+	fShards
 )
 
 // Smallest encodings of the array elements, which bound an array's length
@@ -307,6 +308,15 @@ func (d *decoder) catalog() (*engine.CatalogRecord, error) {
 		case "acct":
 			bit = fAccount
 			account, err = d.dec.DecodeRaw()
+		case "shards":
+			bit = fShards
+			var n uint64
+			if n, err = d.dec.DecodeUint64(); err == nil {
+				if n == 0 || n > engine.MaxShards {
+					err = fmt.Errorf("%d shards (1 to %d)", n, engine.MaxShards)
+				}
+				r.Shards = uint32(n)
+			}
 		default:
 			if err := d.extra(&r.Extra, key); err != nil {
 				return nil, err
@@ -333,6 +343,14 @@ func (d *decoder) catalog() (*engine.CatalogRecord, error) {
 			return nil, err
 		}
 	}
+	// No writer before version 3 wrote shards, and none writes them on a
+	// deletion: such a record is refused rather than read.
+	if seen&fShards != 0 && version < versionShards {
+		return nil, fmt.Errorf("field \"shards\" in a version %d record (shards came with version %d)", version, versionShards)
+	}
+	if seen&fShards != 0 && r.Kind != engine.CatalogTableCreated {
+		return nil, errors.New("field \"shards\" in a record that creates no table")
+	}
 	return r, nil
 }
 
@@ -357,7 +375,7 @@ func catalogAccount(r *engine.CatalogRecord, version uint64, raw msgpack.RawMess
 
 // missing names the first field of a set of field bits.
 func missing(bits uint) string {
-	names := []string{"v", "t", "ts", "pk", "n", "cmds", "ev", "out", "name", "acct", "prev"}
+	names := []string{"v", "t", "ts", "pk", "n", "cmds", "ev", "out", "name", "acct", "prev", "shards"}
 	for i, name := range names {
 		if bits&(1<<i) != 0 {
 			return fmt.Sprintf("%q", name)

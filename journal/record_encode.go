@@ -106,22 +106,34 @@ func EncodeCatalogRecord(r *engine.CatalogRecord) ([]byte, error) {
 	if err := checkExtra(r.Extra, catalogFields); err != nil {
 		return nil, fmt.Errorf("journal: encode catalog record: %w", err)
 	}
+	if r.Shards != 0 && (r.Kind != engine.CatalogTableCreated || r.Shards > engine.MaxShards) {
+		return nil, fmt.Errorf("journal: encode catalog record: %d shards in a record of kind %d", r.Shards, r.Kind)
+	}
 	account, name := engine.SplitTableName(r.Name)
+	// The oldest version that holds the record: a host of that version
+	// reads it as before.
+	version, fields := uint64(version1), 4+len(r.Extra)
+	if account != engine.DevAccount {
+		version, fields = versionAccounts, fields+1
+	}
+	if r.Shards != 0 {
+		version, fields = versionShards, fields+1
+	}
 	s := getEncoder(64 + len(r.Name) + extraSize(r.Extra))
 	enc := s.enc
-	var err error
-	if account == engine.DevAccount {
-		err = first(enc.EncodeMapLen(4+len(r.Extra)), enc.EncodeString("v"), enc.EncodeUint(version1))
-	} else {
-		err = first(enc.EncodeMapLen(5+len(r.Extra)), enc.EncodeString("v"), enc.EncodeUint(versionAccounts),
-			enc.EncodeString("acct"), enc.EncodeString(account))
+	err := first(enc.EncodeMapLen(fields), enc.EncodeString("v"), enc.EncodeUint(version))
+	if account != engine.DevAccount {
+		err = first(err, enc.EncodeString("acct"), enc.EncodeString(account))
 	}
 	err = first(err,
 		enc.EncodeString("t"), enc.EncodeString(t),
 		enc.EncodeString("name"), enc.EncodeString(name),
 		enc.EncodeString("ts"), enc.EncodeInt(r.Time),
-		s.writeExtra(r.Extra),
 	)
+	if r.Shards != 0 {
+		err = first(err, enc.EncodeString("shards"), enc.EncodeUint(uint64(r.Shards)))
+	}
+	err = first(err, s.writeExtra(r.Extra))
 	data := s.finish()
 	if err != nil {
 		return nil, fmt.Errorf("journal: encode catalog record: %w", err)

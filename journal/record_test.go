@@ -93,6 +93,13 @@ func sampleAccountCatalog(kind engine.CatalogKind) *engine.CatalogRecord {
 	return &engine.CatalogRecord{Kind: kind, Name: engine.FullTableName("contoso", "Employees"), Time: engine.TimeToTicks(time.Date(2026, 11, 23, 15, 0, 0, 100, time.UTC))}
 }
 
+// sampleShardedCatalog is the creation of a table cut into shards, which
+// format v3 added; with an account, both fields.
+func sampleShardedCatalog(account string, shards uint32) *engine.CatalogRecord {
+	return &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: engine.FullTableName(account, "Employees"), Shards: shards,
+		Time: engine.TimeToTicks(time.Date(2026, 11, 27, 6, 0, 0, 100, time.UTC))}
+}
+
 func equalRecords(t *testing.T, got, want *engine.Record) {
 	t.Helper()
 	if got.Time != want.Time || got.PartitionKey != want.PartitionKey || got.Nonce != want.Nonce {
@@ -172,6 +179,12 @@ func TestEncodeMatchesGolden(t *testing.T) {
 		},
 		"table-deleted-v2.msgpack": func() ([]byte, error) {
 			return EncodeCatalogRecord(sampleAccountCatalog(engine.CatalogTableDeleted))
+		},
+		"table-created-v3.msgpack": func() ([]byte, error) {
+			return EncodeCatalogRecord(sampleShardedCatalog(engine.DevAccount, engine.DefaultShards))
+		},
+		"table-created-v3-acct.msgpack": func() ([]byte, error) {
+			return EncodeCatalogRecord(sampleShardedCatalog("contoso", engine.MaxShards))
 		},
 	} {
 		want, err := os.ReadFile(filepath.Join("testdata", "golden", file))
@@ -276,13 +289,13 @@ func TestRecordRejects(t *testing.T) {
 		t.Fatal("commit decoded as a catalog record")
 	}
 	newerCat, _ := msgpack.Marshal(map[string]any{"v": 7, "t": "table.created", "name": "T", "ts": 1})
-	if _, err := DecodeCatalogRecord(newerCat); err == nil || !strings.Contains(err.Error(), "record version 7 is newer than this host understands (max 2)") {
+	if _, err := DecodeCatalogRecord(newerCat); err == nil || !strings.Contains(err.Error(), "record version 7 is newer than this host understands (max 3)") {
 		t.Fatalf("v7 catalog record: %v", err)
 	}
 
-	newer, _ := msgpack.Marshal(map[string]any{"v": 3, "t": "commit", "ts": 1, "pk": "", "cmds": []any{}, "ev": []any{}})
+	newer, _ := msgpack.Marshal(map[string]any{"v": 4, "t": "commit", "ts": 1, "pk": "", "cmds": []any{}, "ev": []any{}})
 	if _, err := DecodeRecord(newer); err == nil || !strings.Contains(err.Error(), "newer than this host understands") {
-		t.Fatalf("v3 record: %v", err)
+		t.Fatalf("v4 record: %v", err)
 	}
 	missing, _ := msgpack.Marshal(map[string]any{"v": 1, "t": "commit", "pk": ""})
 	if _, err := DecodeRecord(missing); err == nil {
@@ -383,6 +396,27 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("got %+v, want %+v", got, w)
 			}
 		}},
+		{"table-created-v3.msgpack", func(t *testing.T, data []byte) {
+			got, err := DecodeCatalogRecord(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := sampleShardedCatalog(engine.DevAccount, engine.DefaultShards); !reflect.DeepEqual(got, w) {
+				t.Fatalf("got %+v, want %+v", got, w)
+			}
+			if !bytes.HasPrefix(data[1:], []byte{0xa1, 'v', 0x03}) {
+				t.Fatalf("not a version 3 record: %x", data[:4])
+			}
+		}},
+		{"table-created-v3-acct.msgpack", func(t *testing.T, data []byte) {
+			got, err := DecodeCatalogRecord(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := sampleShardedCatalog("contoso", engine.MaxShards); !reflect.DeepEqual(got, w) {
+				t.Fatalf("got %+v, want %+v", got, w)
+			}
+		}},
 	}
 	writers := map[string]func() ([]byte, error){
 		"commit-v1.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleRecord()) },
@@ -395,6 +429,12 @@ func TestGolden(t *testing.T) {
 		},
 		"table-deleted-v2.msgpack": func() ([]byte, error) {
 			return EncodeCatalogRecord(sampleAccountCatalog(engine.CatalogTableDeleted))
+		},
+		"table-created-v3.msgpack": func() ([]byte, error) {
+			return EncodeCatalogRecord(sampleShardedCatalog(engine.DevAccount, engine.DefaultShards))
+		},
+		"table-created-v3-acct.msgpack": func() ([]byte, error) {
+			return EncodeCatalogRecord(sampleShardedCatalog("contoso", engine.MaxShards))
 		},
 	}
 	// Every golden file is decoded by a case: none can be added and left
@@ -539,7 +579,7 @@ func TestPeekNonce(t *testing.T) {
 		t.Fatalf("PeekNonce = %q, %v", n, ok)
 	}
 	cat, _ := EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated))
-	newer, _ := msgpack.Marshal(map[string]any{"v": 3, "n": "x"})
+	newer, _ := msgpack.Marshal(map[string]any{"v": FormatVersion + 1, "n": "x"})
 	for _, b := range [][]byte{nil, cat, newer, {0xc1}} {
 		if n, ok := PeekNonce(b); ok {
 			t.Fatalf("%x: nonce %q", b, n)
@@ -576,7 +616,7 @@ func TestCatalogAccountField(t *testing.T) {
 		"dotted name":      enc("v", 2, "acct", "contoso", "t", "table.created", "name", "x.Employees", "ts", 1),
 		"account not text": enc("v", 2, "acct", 7, "t", "table.created", "name", "Employees", "ts", 1),
 		"acct twice":       enc("v", 2, "acct", "contoso", "acct", "fabrikam", "t", "table.created", "name", "Employees", "ts", 1),
-		"version 3":        enc("v", 3, "t", "table.created", "name", "Employees", "ts", 1),
+		"version 4":        enc("v", 4, "t", "table.created", "name", "Employees", "ts", 1),
 		"version 0":        enc("v", 0, "t", "table.created", "name", "Employees", "ts", 1),
 	} {
 		if r, err := DecodeCatalogRecord(data); err == nil {
@@ -588,6 +628,51 @@ func TestCatalogAccountField(t *testing.T) {
 	data, err := EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated))
 	if err != nil || !bytes.HasPrefix(data[1:], []byte{0xa1, 'v', 0x01}) {
 		t.Fatalf("development account record %x, %v: not version 1", data, err)
+	}
+}
+
+// TestCatalogShardsField: "shards" is read only where version 3 put it (a
+// created table's record) and only within its bounds; a table without
+// shards is written as before, readable by older hosts.
+func TestCatalogShardsField(t *testing.T) {
+	enc := func(fields ...any) []byte {
+		var buf bytes.Buffer
+		e := msgpack.NewEncoder(&buf)
+		_ = e.EncodeMapLen(len(fields) / 2)
+		for _, f := range fields {
+			_ = e.Encode(f)
+		}
+		return buf.Bytes()
+	}
+	if r, err := DecodeCatalogRecord(enc("v", 3, "t", "table.created", "name", "T", "ts", 1, "shards", 7)); err != nil || r.Shards != 7 || r.Name != "T" {
+		t.Fatalf("got %+v, %v", r, err)
+	}
+	for name, data := range map[string][]byte{
+		"shards in v2":       enc("v", 2, "t", "table.created", "name", "T", "ts", 1, "shards", 7),
+		"shards in v1":       enc("v", 1, "t", "table.created", "name", "T", "ts", 1, "shards", 7),
+		"zero shards":        enc("v", 3, "t", "table.created", "name", "T", "ts", 1, "shards", 0),
+		"too many shards":    enc("v", 3, "t", "table.created", "name", "T", "ts", 1, "shards", engine.MaxShards+1),
+		"negative shards":    enc("v", 3, "t", "table.created", "name", "T", "ts", 1, "shards", -1),
+		"shards not number":  enc("v", 3, "t", "table.created", "name", "T", "ts", 1, "shards", "7"),
+		"shards twice":       enc("v", 3, "t", "table.created", "name", "T", "ts", 1, "shards", 7, "shards", 8),
+		"shards on deletion": enc("v", 3, "t", "table.deleted", "name", "T", "ts", 1, "shards", 7),
+	} {
+		if r, err := DecodeCatalogRecord(data); err == nil {
+			t.Errorf("%s: decoded as %+v", name, r)
+		}
+	}
+	for _, r := range []*engine.CatalogRecord{
+		{Kind: engine.CatalogTableDeleted, Name: "T", Shards: 7},
+		{Kind: engine.CatalogTableCreated, Name: "T", Shards: engine.MaxShards + 1},
+	} {
+		if data, err := EncodeCatalogRecord(r); err == nil {
+			t.Errorf("%+v encoded as %x", r, data)
+		}
+	}
+	// Without shards a record is what an older host reads.
+	data, err := EncodeCatalogRecord(sampleShardedCatalog("contoso", 0))
+	if err != nil || !bytes.HasPrefix(data[1:], []byte{0xa1, 'v', 0x02}) {
+		t.Fatalf("an account's table without shards %x, %v: not version 2", data, err)
 	}
 }
 

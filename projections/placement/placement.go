@@ -1,6 +1,6 @@
 // Package placement decides which hosts materialise which view shards
 // (docs/SCALE.md): a table's partitions are cut into a fixed number of
-// shards by a hash of the PartitionKey (Shard), and each shard is held by
+// shards by a hash of the PartitionKey (engine.Shard), and each shard is held by
 // R of the live hosts, chosen by rendezvous hashing (highest random
 // weight, Owners): every host computes the same owners from the same
 // member list, with no directory and no planner, a join moves about
@@ -22,20 +22,6 @@ import (
 	"slices"
 	"strconv"
 )
-
-// Shard returns the view shard of a partition key among n shards (n ≥ 1):
-// the 64-bit FNV-1a hash of the key's bytes modulo n. It names where every
-// partition's records and entities live, on disk and in the journal's
-// subjects of a sharded table: never change it (TestShardGolden keeps
-// its values).
-func Shard(pk string, n int) int {
-	if n <= 1 {
-		return 0
-	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(pk))
-	return int(h.Sum64() % uint64(n))
-}
 
 // ShardID names one view shard: a table incarnation (its full name, as
 // the catalog spells it in lower case, and its epoch) and the shard's

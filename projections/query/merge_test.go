@@ -9,12 +9,11 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/projections"
-	"github.com/cairn-dev/cairn/projections/placement"
 )
 
 // shardedTable writes n random entities over many partitions into one
 // view and into shards views, each partition in the shard
-// placement.Shard names.
+// engine.Shard names.
 func shardedTable(r *rand.Rand, n, shards int) (*projections.Snapshot, []*projections.Snapshot) {
 	whole := projections.NewTable("T", 1, 0)
 	parts := make([]*projections.Table, shards)
@@ -31,7 +30,7 @@ func shardedTable(r *rand.Rand, n, shards int) (*projections.Snapshot, []*projec
 		rec := &engine.Record{Time: int64(i + 1), PartitionKey: pk, Events: []engine.Event{
 			{Kind: engine.EventPut, RowKey: fmt.Sprintf("%03d", r.IntN(40)), Properties: engine.NewEntity("", "", props...).Properties}}}
 		whole.Apply(uint64(i+1), rec)
-		s := placement.Shard(pk, shards)
+		s := engine.Shard(pk, shards)
 		seqs[s]++
 		parts[s].Apply(seqs[s], rec)
 	}
