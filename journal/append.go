@@ -20,12 +20,12 @@ import (
 // engine.ErrTableGone and engine.ErrNotSent mean nothing was stored; any
 // other error leaves the outcome unknown (see NextRecord). Appends to
 // different partitions run concurrently over one connection.
-func (j *Journal) Append(ctx context.Context, table string, epoch uint64, rec *engine.Record, expectLast uint64) (uint64, error) {
+func (j *Journal) Append(ctx context.Context, table string, epoch uint64, shards uint32, rec *engine.Record, expectLast uint64) (uint64, error) {
 	data, err := EncodeRecord(rec)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", engine.ErrNotSent, err)
 	}
-	subj := j.PartitionSubject(table, epoch, rec.PartitionKey)
+	subj := j.PartitionSubject(table, epoch, shards, rec.PartitionKey)
 	stream := StreamName(j.cfg.Prefix, table, epoch)
 	seq, err := j.publish(ctx, subj, data, expectLast, j.cfg.AppendTimeout, j.leaderChanged(stream))
 	if err != nil {
@@ -80,7 +80,7 @@ func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectL
 }
 
 // LastSeq returns the sequence of the partition's last record (0: none).
-func (j *Journal) LastSeq(ctx context.Context, table string, epoch uint64, pk string) (uint64, error) {
+func (j *Journal) LastSeq(ctx context.Context, table string, epoch uint64, shards uint32, pk string) (uint64, error) {
 	s, err := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -88,7 +88,7 @@ func (j *Journal) LastSeq(ctx context.Context, table string, epoch uint64, pk st
 		}
 		return 0, fmt.Errorf("journal: last sequence of %s/%q: %w", table, pk, err)
 	}
-	m, err := s.GetLastMsgForSubject(ctx, j.PartitionSubject(table, epoch, pk))
+	m, err := s.GetLastMsgForSubject(ctx, j.PartitionSubject(table, epoch, shards, pk))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -158,9 +158,9 @@ func (j *Journal) RemovedRecords(ctx context.Context, table string, epoch uint64
 // one. A replica may lag behind the leader and answer "none yet" for a
 // record already stored; the committer then sends the identical append
 // again, which cannot be stored twice, and looks again.
-func (j *Journal) NextRecord(ctx context.Context, table string, epoch uint64, pk string, after uint64) (seq uint64, nonce string, err error) {
+func (j *Journal) NextRecord(ctx context.Context, table string, epoch uint64, shards uint32, pk string, after uint64) (seq uint64, nonce string, err error) {
 	stream := StreamName(j.cfg.Prefix, table, epoch)
-	req, err := json.Marshal(directGet{Seq: after + 1, NextBySubject: j.PartitionSubject(table, epoch, pk)})
+	req, err := json.Marshal(directGet{Seq: after + 1, NextBySubject: j.PartitionSubject(table, epoch, shards, pk)})
 	if err != nil {
 		return 0, "", err
 	}

@@ -2,7 +2,6 @@ package journal
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,17 +23,16 @@ import (
 // key is not the one its subject names (published there by something
 // other than Cairn) stops Consume as an undecodable one does: a
 // *CorruptError, wrapping ErrCorrupt, with its sequence.
-func (j *Journal) Consume(ctx context.Context, table string, epoch uint64, from uint64, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
-	return j.ConsumeKnown(ctx, table, epoch, from, nil, fn)
+func (j *Journal) Consume(ctx context.Context, table string, epoch uint64, shards uint32, from uint64, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
+	return j.ConsumeKnown(ctx, table, epoch, shards, from, nil, fn)
 }
 
 // ConsumeKnown is Consume with a shortcut for records this host appended:
 // known(nonce) may return the record with that nonce, still decoded in
 // memory, which is then used instead of decoding the message. Nonces are
 // unique, so the record is exactly the one stored.
-func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
-	prefix := j.PartitionSubject(table, epoch, "")
-	prefix = prefix[:len(prefix)-len(EncodePartition(""))]
+func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, shards uint32, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
+	prefix := j.incarnationPrefix(table, epoch)
 	var tok []byte
 	return j.consume(ctx, StreamName(j.cfg.Prefix, table, epoch), from, func(seq uint64, subj string, data []byte, pending uint64) error {
 		var rec *engine.Record
@@ -52,8 +50,7 @@ func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, 
 		// The subject names the partition: a record on another
 		// partition's subject would escape that partition's
 		// concurrency check.
-		tok = append(tok[:0], 'k')
-		tok = base64.RawURLEncoding.AppendEncode(tok, []byte(rec.PartitionKey))
+		tok = appendPartitionToken(tok[:0], shards, rec.PartitionKey)
 		if len(subj) != len(prefix)+len(tok) || subj[:len(prefix)] != prefix || subj[len(prefix):] != string(tok) {
 			return &CorruptError{What: table, Seq: seq, Subject: subj, Err: fmt.Errorf("partition key %q does not belong on subject %q", rec.PartitionKey, subj)}
 		}

@@ -15,13 +15,20 @@
 //     cairn.catalog.<lowercase name>, with table.created and table.deleted
 //     records. Table names are case-insensitive, hence lower case in
 //     subjects; the record keeps the name as its creator spelled it. The
-//     sequence of a table.created record is the table's epoch.
+//     sequence of a table.created record is the table's epoch. The record
+//     also fixes the number of view shards the table's partitions are cut
+//     into (engine.CatalogRecord.Shards; 0 for a table created before
+//     shards).
 //   - Each table incarnation has its own stream,
 //     CAIRN_T_<lowercase name>_<epoch>, with subjects
 //     cairn.j.<lowercase name>.<epoch>.>; a partition's journal is the
-//     subject cairn.j.<lowercase name>.<epoch>.<token>, where the token is
-//     EncodePartition(PartitionKey): "k" and the key in unpadded base64url,
-//     so that '.', '*', '>', whitespace and the empty key are safe.
+//     subject cairn.j.<lowercase name>.<epoch>.s<shard>.<token>
+//     (PartitionSubject), where the shard is engine.Shard(PartitionKey,
+//     shards) in decimal and the token is EncodePartition(PartitionKey):
+//     "k" and the key in unpadded base64url, so that '.', '*', '>',
+//     whitespace and the empty key are safe. A table without shards has
+//     no "s<shard>" token. One shard's partitions are one filter subject,
+//     cairn.j.<lowercase name>.<epoch>.s<shard>.* (ShardSubjects).
 //     Deleting a table deletes its stream, at a cost independent of the
 //     number of entities; a table created again under the same name gets a
 //     new epoch and a new, empty stream.

@@ -3,6 +3,8 @@ package journal_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,22 +46,55 @@ func TestForgedRecords(t *testing.T) {
 	if err := j.EnsureTableStream(ctx, "Emp", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Append(ctx, "Emp", 1, put("a", "r", 1), 0); err != nil {
+	if _, err := j.Append(ctx, "Emp", 1, 0, put("a", "r", 1), 0); err != nil {
 		t.Fatal(err)
 	}
 	data, err := journal.EncodeRecord(put("a", "s", 2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw(j.PartitionSubject("Emp", 1, "b"), data)
+	raw(j.PartitionSubject("Emp", 1, 0, "b"), data)
 	var applied []uint64
-	err = j.Consume(ctx, "Emp", 1, 1, func(seq uint64, rec *engine.Record, pending uint64) error {
+	err = j.Consume(ctx, "Emp", 1, 0, 1, func(seq uint64, rec *engine.Record, pending uint64) error {
 		applied = append(applied, seq)
 		return nil
 	})
 	var ce *journal.CorruptError
 	if !errors.As(err, &ce) || ce.Seq != 2 || !errors.Is(err, journal.ErrCorrupt) || len(applied) != 1 {
 		t.Fatalf("Consume applied %v and returned %v; want record 1, then a CorruptError at 2", applied, err)
+	}
+
+	// A table with shards: a good record on its partition's subject in
+	// another shard, or without the shard's token, is refused as well.
+	const shards = 8
+	if err := j.EnsureTableStream(ctx, "Sh", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Append(ctx, "Sh", 1, shards, put("a", "r", 1), 0); err != nil {
+		t.Fatal(err)
+	}
+	other := "b"
+	for engine.Shard(other, shards) == engine.Shard("a", shards) {
+		other += "b"
+	}
+	wrongShard := strings.Replace(j.PartitionSubject("Sh", 1, shards, "a"),
+		fmt.Sprintf(".s%d.", engine.Shard("a", shards)), fmt.Sprintf(".s%d.", engine.Shard(other, shards)), 1)
+	for i, subj := range []string{wrongShard, j.PartitionSubject("Sh", 1, 0, "a")} {
+		raw(subj, data)
+		applied = nil
+		// From the start, then from the record just published.
+		from := []uint64{1, 3}[i]
+		err = j.Consume(ctx, "Sh", 1, shards, from, func(seq uint64, rec *engine.Record, pending uint64) error {
+			applied = append(applied, seq)
+			return nil
+		})
+		if want := uint64(i + 2); !errors.As(err, &ce) || ce.Seq != want || len(applied) != 1-i {
+			t.Fatalf("%s: Consume applied %v and returned %v; want a CorruptError at %d", subj, applied, err, want)
+		}
+	}
+	// Read by a layout it is not: the first record is refused.
+	if _, err := j.Read(ctx, "Sh", 1, 0, journal.ReadRange{From: 1, Max: 10}); !errors.As(err, &ce) || ce.Seq != 1 {
+		t.Fatalf("a table with shards read as one without: %v", err)
 	}
 
 	// The catalog: a 1-byte record, a good record on another name's

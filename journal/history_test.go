@@ -25,8 +25,8 @@ func TestHistoryPruneAndRetention(t *testing.T) {
 		if i == 1 {
 			pk = "cold"
 		}
-		last, _ := j.LastSeq(ctx, "Hist", 1, pk)
-		if _, err := j.Append(ctx, "Hist", 1, put(pk, fmt.Sprint(i), int32(i)), last); err != nil {
+		last, _ := j.LastSeq(ctx, "Hist", 1, 0, pk)
+		if _, err := j.Append(ctx, "Hist", 1, 0, put(pk, fmt.Sprint(i), int32(i)), last); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,20 +63,20 @@ func TestHistoryPruneAndRetention(t *testing.T) {
 	if removed, _, err := j.RemovedRecords(ctx, "Hist", 1); err != nil || removed {
 		t.Fatalf("Cairn's own prune taken for a removal: %v %v", removed, err)
 	}
-	if _, err := j.Read(ctx, "Hist", 1, journal.ReadRange{From: 2, Max: 10}); engine.ErrorCode(err) != engine.CodeHistoryTruncated {
+	if _, err := j.Read(ctx, "Hist", 1, 0, journal.ReadRange{From: 2, Max: 10}); engine.ErrorCode(err) != engine.CodeHistoryTruncated {
 		t.Fatalf("a read from 2: %v, want HistoryTruncated", err)
 	}
-	if page, err := j.Read(ctx, "Hist", 1, journal.ReadRange{From: 6, Max: 10}); err != nil || len(page.Records) != 5 {
+	if page, err := j.Read(ctx, "Hist", 1, 0, journal.ReadRange{From: 6, Max: 10}); err != nil || len(page.Records) != 5 {
 		t.Fatalf("a read from the horizon: %v %v", page, err)
 	}
 	// The cold partition's only record went: JetStream knows none.
-	if last, err := j.LastSeq(ctx, "Hist", 1, "cold"); err != nil || last != 0 {
+	if last, err := j.LastSeq(ctx, "Hist", 1, 0, "cold"); err != nil || last != 0 {
 		t.Fatalf("the cold partition's last: %d %v", last, err)
 	}
-	if _, err := j.Append(ctx, "Hist", 1, put("cold", "11", 11), 1); err == nil {
+	if _, err := j.Append(ctx, "Hist", 1, 0, put("cold", "11", 11), 1); err == nil {
 		t.Fatal("an append expecting the pruned record was stored")
 	}
-	if _, err := j.Append(ctx, "Hist", 1, put("cold", "11", 11), 0); err != nil {
+	if _, err := j.Append(ctx, "Hist", 1, 0, put("cold", "11", 11), 0); err != nil {
 		t.Fatalf("an append expecting none: %v", err)
 	}
 	if err := j.SetRetention(ctx, "Hist", 1, ""); err != nil {

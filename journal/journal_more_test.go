@@ -25,7 +25,7 @@ func TestConsumeDecodesEverything(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		r := journal.SampleRecord()
 		r.Nonce = fmt.Sprint("nonce-", i)
-		seq, err := j.Append(ctx, "Emp", 3, r, last)
+		seq, err := j.Append(ctx, "Emp", 3, 0, r, last)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +34,7 @@ func TestConsumeDecodesEverything(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	i := 0
-	err := j.Consume(cctx, "Emp", 3, 1, func(seq uint64, rec *engine.Record, pending uint64) error {
+	err := j.Consume(cctx, "Emp", 3, 0, 1, func(seq uint64, rec *engine.Record, pending uint64) error {
 		if seq != uint64(i+1) || pending != uint64(len(want)-i-1) {
 			t.Errorf("record %d: seq %d, pending %d", i, seq, pending)
 		}
@@ -55,11 +55,11 @@ func TestConsumeStopsOnCallbackError(t *testing.T) {
 	if err := j.EnsureTableStream(ctx, "T", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Append(ctx, "T", 1, put("p", "r", 1), 0); err != nil {
+	if _, err := j.Append(ctx, "T", 1, 0, put("p", "r", 1), 0); err != nil {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
-	if err := j.Consume(ctx, "T", 1, 1, func(uint64, *engine.Record, uint64) error { return boom }); !errors.Is(err, boom) {
+	if err := j.Consume(ctx, "T", 1, 0, 1, func(uint64, *engine.Record, uint64) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("Consume returned %v", err)
 	}
 }
@@ -82,7 +82,7 @@ func TestConcurrentAppends(t *testing.T) {
 			pk := fmt.Sprint("p", w)
 			var last uint64
 			for i := 0; i < each; i++ {
-				seq, err := j.Append(ctx, "Hot", 1, put(pk, fmt.Sprint(i), int32(i)), last)
+				seq, err := j.Append(ctx, "Hot", 1, 0, put(pk, fmt.Sprint(i), int32(i)), last)
 				if err != nil {
 					errs <- fmt.Errorf("%s #%d: %w", pk, i, err)
 					return
@@ -106,7 +106,7 @@ func TestConcurrentAppends(t *testing.T) {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			_, err := j.Append(ctx, "Hot", 1, put("race", fmt.Sprint(w), 1), 0)
+			_, err := j.Append(ctx, "Hot", 1, 0, put("race", fmt.Sprint(w), 1), 0)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -129,26 +129,26 @@ func TestConcurrentAppends(t *testing.T) {
 // reads with ErrTableGone.
 func TestTableGone(t *testing.T) {
 	j, ctx := newJournal(t)
-	if _, err := j.Append(ctx, "Never", 1, put("p", "r", 1), 0); !errors.Is(err, engine.ErrTableGone) {
+	if _, err := j.Append(ctx, "Never", 1, 0, put("p", "r", 1), 0); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("append: %v", err)
 	}
-	if _, err := j.LastSeq(ctx, "Never", 1, "p"); !errors.Is(err, engine.ErrTableGone) {
+	if _, err := j.LastSeq(ctx, "Never", 1, 0, "p"); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("LastSeq: %v", err)
 	}
 	if _, err := j.LastStreamSeq(ctx, "Never", 1); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("LastStreamSeq: %v", err)
 	}
-	if _, _, err := j.NextRecord(ctx, "Never", 1, "p", 0); !errors.Is(err, engine.ErrTableGone) {
+	if _, _, err := j.NextRecord(ctx, "Never", 1, 0, "p", 0); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("NextRecord: %v", err)
 	}
 	// Another incarnation of the same name is another stream.
 	if err := j.EnsureTableStream(ctx, "Never", 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Append(ctx, "Never", 1, put("p", "r", 1), 0); !errors.Is(err, engine.ErrTableGone) {
+	if _, err := j.Append(ctx, "Never", 1, 0, put("p", "r", 1), 0); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("append to epoch 1 beside epoch 2: %v", err)
 	}
-	if _, err := j.Append(ctx, "never", 2, put("p", "r", 1), 0); err != nil {
+	if _, err := j.Append(ctx, "never", 2, 0, put("p", "r", 1), 0); err != nil {
 		t.Fatalf("append in another case of the name: %v", err)
 	}
 }
@@ -200,7 +200,7 @@ func TestRestart(t *testing.T) {
 	if err := j.EnsureTableStream(ctx, "Employees", 1); err != nil {
 		t.Fatal(err)
 	}
-	seq, err := j.Append(ctx, "Employees", 1, journal.SampleRecord(), 0)
+	seq, err := j.Append(ctx, "Employees", 1, 0, journal.SampleRecord(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,10 +213,10 @@ func TestRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	pk := journal.SampleRecord().PartitionKey
-	if last, err := j.LastSeq(ctx, "Employees", 1, pk); err != nil || last != seq {
+	if last, err := j.LastSeq(ctx, "Employees", 1, 0, pk); err != nil || last != seq {
 		t.Fatalf("LastSeq after restart = %d, %v; want %d", last, err, seq)
 	}
-	if _, err := j.Append(ctx, "Employees", 1, journal.SampleRecord(), 0); !errors.Is(err, engine.ErrConflict) {
+	if _, err := j.Append(ctx, "Employees", 1, 0, journal.SampleRecord(), 0); !errors.Is(err, engine.ErrConflict) {
 		t.Fatalf("stale append after restart: %v", err)
 	}
 	if last, err := j.LastCatalogSeq(ctx); err != nil || last != 1 {
@@ -248,11 +248,22 @@ func TestConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := j.PartitionSubject("Employees", 42, ""); got != "cairn.j.employees.42.k" {
+	if got := j.PartitionSubject("Employees", 42, 0, ""); got != "cairn.j.employees.42.k" {
 		t.Errorf("PartitionSubject = %q", got)
 	}
-	if got := j.PartitionSubject("Employees", 42, "a.b"); got != "cairn.j.employees.42.kYS5i" {
+	if got := j.PartitionSubject("Employees", 42, 0, "a.b"); got != "cairn.j.employees.42.kYS5i" {
 		t.Errorf("PartitionSubject = %q", got)
+	}
+	// A table with shards: the shard's token before the partition's
+	// (engine.Shard("Sales", 64) is 23, TestShardGolden).
+	if got := j.PartitionSubject("Employees", 42, 64, "Sales"); got != "cairn.j.employees.42.s23.kU2FsZXM" {
+		t.Errorf("PartitionSubject = %q", got)
+	}
+	if got := j.PartitionSubject("acme.Employees", 42, 1, ""); got != "cairn.j.acme.employees.42.s0.k" {
+		t.Errorf("PartitionSubject = %q", got)
+	}
+	if got := j.ShardSubjects("Employees", 42, 23); got != "cairn.j.employees.42.s23.*" {
+		t.Errorf("ShardSubjects = %q", got)
 	}
 }
 

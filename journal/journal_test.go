@@ -3,6 +3,7 @@ package journal_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,15 @@ func put(pk, rk string, n int32) *engine.Record {
 		Events:   []engine.Event{{Kind: engine.EventPut, RowKey: rk, Properties: []engine.Property{{Name: "N", Value: engine.Int32(n)}}}}}
 }
 
+// TestAppendConcurrencyCheck, for a table of each journal layout: without
+// shards (tables created before them) and with.
 func TestAppendConcurrencyCheck(t *testing.T) {
+	for _, shards := range []uint32{0, 8} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { testAppendConcurrencyCheck(t, shards) })
+	}
+}
+
+func testAppendConcurrencyCheck(t *testing.T, shards uint32) {
 	j, ctx := newJournal(t)
 	if err := j.EnsureTableStream(ctx, "Emp", 7); err != nil {
 		t.Fatal(err)
@@ -41,27 +50,27 @@ func TestAppendConcurrencyCheck(t *testing.T) {
 	if err := j.EnsureTableStream(ctx, "Emp", 7); err != nil {
 		t.Fatalf("EnsureTableStream is not idempotent: %v", err)
 	}
-	s1, err := j.Append(ctx, "Emp", 7, put("Sales", "1", 1), 0)
+	s1, err := j.Append(ctx, "Emp", 7, shards, put("Sales", "1", 1), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Another partition is independent of the first.
-	s2, err := j.Append(ctx, "Emp", 7, put("HR", "1", 1), 0)
+	s2, err := j.Append(ctx, "Emp", 7, shards, put("HR", "1", 1), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A stale expectation fails and stores nothing.
-	if _, err := j.Append(ctx, "Emp", 7, put("Sales", "2", 2), 0); !errors.Is(err, engine.ErrConflict) {
+	if _, err := j.Append(ctx, "Emp", 7, shards, put("Sales", "2", 2), 0); !errors.Is(err, engine.ErrConflict) {
 		t.Fatalf("stale append: %v", err)
 	}
-	s3, err := j.Append(ctx, "Emp", 7, put("Sales", "2", 2), s1)
+	s3, err := j.Append(ctx, "Emp", 7, shards, put("Sales", "2", 2), s1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last, err := j.LastSeq(ctx, "Emp", 7, "Sales"); err != nil || last != s3 {
+	if last, err := j.LastSeq(ctx, "Emp", 7, shards, "Sales"); err != nil || last != s3 {
 		t.Fatalf("LastSeq = %d, %v; want %d", last, err, s3)
 	}
-	if last, err := j.LastSeq(ctx, "Emp", 7, "nobody"); err != nil || last != 0 {
+	if last, err := j.LastSeq(ctx, "Emp", 7, shards, "nobody"); err != nil || last != 0 {
 		t.Fatalf("LastSeq of an empty partition = %d, %v", last, err)
 	}
 	if last, err := j.LastStreamSeq(ctx, "Emp", 7); err != nil || last != 3 {
@@ -73,7 +82,7 @@ func TestAppendConcurrencyCheck(t *testing.T) {
 		after, seq uint64
 		nonce      string
 	}{{0, s1, "Sales1"}, {s1, s3, "Sales2"}, {s2, s3, "Sales2"}, {s3, 0, ""}} {
-		if seq, nonce, err := j.NextRecord(ctx, "Emp", 7, "Sales", c.after); err != nil || seq != c.seq || nonce != c.nonce {
+		if seq, nonce, err := j.NextRecord(ctx, "Emp", 7, shards, "Sales", c.after); err != nil || seq != c.seq || nonce != c.nonce {
 			t.Fatalf("NextRecord after %d = %d %q %v; want %d %q", c.after, seq, nonce, err, c.seq, c.nonce)
 		}
 	}
@@ -82,7 +91,7 @@ func TestAppendConcurrencyCheck(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		var seqs []uint64
 		var lastPending uint64 = 99
-		err := j.Consume(cctx, "Emp", 7, from, func(seq uint64, rec *engine.Record, pending uint64) error {
+		err := j.Consume(cctx, "Emp", 7, shards, from, func(seq uint64, rec *engine.Record, pending uint64) error {
 			seqs = append(seqs, seq)
 			lastPending = pending
 			if seq == 3 {
@@ -107,12 +116,19 @@ func TestAppendConcurrencyCheck(t *testing.T) {
 	if err := j.DeleteTableStream(ctx, "Emp", 7); err != nil {
 		t.Fatalf("DeleteTableStream is not idempotent: %v", err)
 	}
-	if _, err := j.Append(ctx, "Emp", 7, put("Sales", "3", 3), s3); !errors.Is(err, engine.ErrTableGone) {
+	if _, err := j.Append(ctx, "Emp", 7, shards, put("Sales", "3", 3), s3); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("append to a deleted table: %v", err)
 	}
 }
 
+// TestPartitionKeysAsSubjects, in both layouts: without shards and with.
 func TestPartitionKeysAsSubjects(t *testing.T) {
+	for _, shards := range []uint32{0, 16} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { testPartitionKeysAsSubjects(t, shards) })
+	}
+}
+
+func testPartitionKeysAsSubjects(t *testing.T, shards uint32) {
 	j, ctx := newJournal(t)
 	if err := j.EnsureTableStream(ctx, "Keys", 1); err != nil {
 		t.Fatal(err)
@@ -126,17 +142,17 @@ func TestPartitionKeysAsSubjects(t *testing.T) {
 		if strings.ContainsAny(tok, ". *>\t") || tok == "" {
 			t.Fatalf("%q: token %q is not a single subject token", k, tok)
 		}
-		if _, err := j.Append(ctx, "Keys", 1, put(k, "r", 1), 0); err != nil {
+		if _, err := j.Append(ctx, "Keys", 1, shards, put(k, "r", 1), 0); err != nil {
 			t.Fatalf("append %q: %v", k, err)
 		}
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	i := 0
-	err := j.Consume(cctx, "Keys", 1, 1, func(seq uint64, rec *engine.Record, pending uint64) error {
+	err := j.Consume(cctx, "Keys", 1, shards, 1, func(seq uint64, rec *engine.Record, pending uint64) error {
 		if rec.PartitionKey != keys[i] {
 			t.Errorf("record %d: partition %q, want %q", seq, rec.PartitionKey, keys[i])
 		}
-		if last, err := j.LastSeq(ctx, "Keys", 1, keys[i]); err != nil || last != seq {
+		if last, err := j.LastSeq(ctx, "Keys", 1, shards, keys[i]); err != nil || last != seq {
 			t.Errorf("%q: LastSeq %d, %v; want %d (a key leaking into another's subject?)", keys[i], last, err, seq)
 		}
 		i++
@@ -160,12 +176,12 @@ func TestLargeRecord(t *testing.T) {
 		rec.Events = append(rec.Events, engine.Event{Kind: engine.EventPut, RowKey: string(rune('a' + i%26)),
 			Properties: []engine.Property{{Name: "B", Value: engine.Binary(make([]byte, 45_000))}}})
 	}
-	if _, err := j.Append(ctx, "Big", 1, rec, 0); err != nil {
+	if _, err := j.Append(ctx, "Big", 1, 0, rec, 0); err != nil {
 		t.Fatalf("append of a 4.5 MB record: %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	err := j.Consume(cctx, "Big", 1, 1, func(seq uint64, got *engine.Record, pending uint64) error {
+	err := j.Consume(cctx, "Big", 1, 0, 1, func(seq uint64, got *engine.Record, pending uint64) error {
 		if len(got.Events) != 100 || len(got.Events[99].Properties[0].Value.Bytes()) != 45_000 {
 			t.Errorf("the large record came back with %d events", len(got.Events))
 		}
@@ -178,7 +194,7 @@ func TestLargeRecord(t *testing.T) {
 	// Beyond the server's maximum payload the append fails at once.
 	huge := &engine.Record{Time: 1, PartitionKey: "p", Events: []engine.Event{{Kind: engine.EventPut, RowKey: "r",
 		Properties: []engine.Property{{Name: "B", Value: engine.Binary(make([]byte, 9<<20))}}}}}
-	if _, err := j.Append(ctx, "Big", 1, huge, 1); !errors.Is(err, engine.ErrNotSent) {
+	if _, err := j.Append(ctx, "Big", 1, 0, huge, 1); !errors.Is(err, engine.ErrNotSent) {
 		t.Fatalf("append of a 9 MiB record: %v", err)
 	} else {
 		t.Logf("9 MiB record: %v", err)

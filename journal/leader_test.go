@@ -35,10 +35,10 @@ func TestConsumeLeaderElected(t *testing.T) {
 			// An announcement makes an append's outcome unknown: it is
 			// settled by the first record after last, as the committer
 			// does (and a conflict after that proves nothing).
-			s, err := j.Append(ctx, "T", 1, rec, last)
+			s, err := j.Append(ctx, "T", 1, 0, rec, last)
 			for try := 0; err != nil && try < 50; try++ {
 				var nonce string
-				s, nonce, err = j.NextRecord(ctx, "T", 1, "p", last)
+				s, nonce, err = j.NextRecord(ctx, "T", 1, 0, "p", last)
 				switch {
 				case err != nil:
 				case s != 0 && nonce == rec.Nonce:
@@ -46,7 +46,7 @@ func TestConsumeLeaderElected(t *testing.T) {
 					t.Fatalf("another record at %d", s)
 				default:
 					time.Sleep(10 * time.Millisecond)
-					s, err = j.Append(ctx, "T", 1, rec, last)
+					s, err = j.Append(ctx, "T", 1, 0, rec, last)
 				}
 			}
 			if err != nil {
@@ -60,7 +60,7 @@ func TestConsumeLeaderElected(t *testing.T) {
 	cctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- j.Consume(cctx, "T", 1, 1, func(seq uint64, _ *engine.Record, _ uint64) error {
+		done <- j.Consume(cctx, "T", 1, 0, 1, func(seq uint64, _ *engine.Record, _ uint64) error {
 			seqs <- seq
 			return nil
 		})

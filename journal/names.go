@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/cairn-dev/cairn/engine"
 )
 
 // CatalogStreamName returns the name of the catalog stream.
@@ -45,9 +47,38 @@ func (j *Journal) tableSubjects(table string, epoch uint64) string {
 	return j.cfg.Prefix + ".j." + strings.ToLower(table) + "." + strconv.FormatUint(epoch, 10) + ".>"
 }
 
-// PartitionSubject returns the subject of a partition's journal.
-func (j *Journal) PartitionSubject(table string, epoch uint64, pk string) string {
-	return j.cfg.Prefix + ".j." + strings.ToLower(table) + "." + strconv.FormatUint(epoch, 10) + "." + EncodePartition(pk)
+// PartitionSubject returns the subject of a partition's journal in a table
+// incarnation cut into shards view shards (0: a table created before
+// shards, whose subjects name none).
+func (j *Journal) PartitionSubject(table string, epoch uint64, shards uint32, pk string) string {
+	return string(appendPartitionToken([]byte(j.incarnationPrefix(table, epoch)), shards, pk))
+}
+
+// ShardSubjects returns the subject filter of one shard's partitions in a
+// table incarnation cut into shards: "<prefix>.j.<table>.<epoch>.s<shard>.*".
+func (j *Journal) ShardSubjects(table string, epoch uint64, shard uint32) string {
+	return j.incarnationPrefix(table, epoch) + "s" + strconv.FormatUint(uint64(shard), 10) + ".*"
+}
+
+// incarnationPrefix is how every subject of a table incarnation starts,
+// up to and with the dot after its epoch.
+func (j *Journal) incarnationPrefix(table string, epoch uint64) string {
+	return j.cfg.Prefix + ".j." + strings.ToLower(table) + "." + strconv.FormatUint(epoch, 10) + "."
+}
+
+// appendPartitionToken appends what follows the incarnation's prefix in a
+// partition's subject: EncodePartition(pk), after "s<shard>." when the
+// table has shards (engine.Shard). A shard's token is decimal and starts
+// with "s", so it is never a partition's token (which starts with "k").
+// Never change this: it names every journal ever written.
+func appendPartitionToken(b []byte, shards uint32, pk string) []byte {
+	if shards > 0 {
+		b = append(b, 's')
+		b = strconv.AppendUint(b, uint64(engine.Shard(pk, int(shards))), 10)
+		b = append(b, '.')
+	}
+	b = append(b, 'k')
+	return base64.RawURLEncoding.AppendEncode(b, []byte(pk))
 }
 
 // EncodePartition encodes a partition key as one subject token: "k" and the

@@ -124,7 +124,7 @@ type Page struct {
 // Cost: one request (stream info) when nothing is there from r.From on,
 // otherwise four (stream info, consumer create, fetch, consumer delete);
 // the records are decoded.
-func (j *Journal) Read(ctx context.Context, table string, epoch uint64, r ReadRange) (*Page, error) {
+func (j *Journal) Read(ctx context.Context, table string, epoch uint64, shards uint32, r ReadRange) (*Page, error) {
 	if r.From == 0 {
 		r.From = 1
 	}
@@ -163,7 +163,7 @@ func (j *Journal) Read(ctx context.Context, table string, epoch uint64, r ReadRa
 	}
 	var subjects []string
 	for _, pk := range r.Partitions {
-		if subj := j.PartitionSubject(table, epoch, pk); !slices.Contains(subjects, subj) {
+		if subj := j.PartitionSubject(table, epoch, shards, pk); !slices.Contains(subjects, subj) {
 			subjects = append(subjects, subj)
 		}
 	}
@@ -187,8 +187,8 @@ func (j *Journal) Read(ctx context.Context, table string, epoch uint64, r ReadRa
 		_ = s.DeleteConsumer(dctx, cons.CachedInfo().Name)
 	}()
 
-	prefix := j.PartitionSubject(table, epoch, "")
-	prefix = prefix[:len(prefix)-len(EncodePartition(""))]
+	prefix := j.incarnationPrefix(table, epoch)
+	var tok []byte
 	size := 0
 	full := false    // stopped by Max or MaxBytes
 	caughtUp := true // nothing matching was left when the last fetch ended
@@ -210,7 +210,8 @@ func (j *Journal) Read(ctx context.Context, table string, epoch uint64, r ReadRa
 			if err != nil {
 				return &CorruptError{What: table, Seq: seq, Subject: m.Subject(), Err: err}
 			}
-			if m.Subject() != prefix+EncodePartition(rec.PartitionKey) {
+			tok = appendPartitionToken(append(tok[:0], prefix...), shards, rec.PartitionKey)
+			if m.Subject() != string(tok) {
 				return &CorruptError{What: table, Seq: seq, Subject: m.Subject(), Err: fmt.Errorf("partition key %q does not belong on subject %q", rec.PartitionKey, m.Subject())}
 			}
 			size += len(data)

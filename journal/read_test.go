@@ -33,7 +33,7 @@ func equalSeqs(a, b []uint64) bool {
 // TestRead: pages of a table's records by sequence, with next and head,
 // filtered by partition, at most MaxReadsPerTable at once, and nothing
 // left on the server afterwards.
-func TestRead(t *testing.T) {
+func TestRead(t *testing.T) { // a table with shards; TestHistoryPruneAndRetention reads one without
 	j, ctx := newJournal(t)
 	if err := j.EnsureTableStream(ctx, "Emp", 3); err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestRead(t *testing.T) {
 	last := map[string]uint64{}
 	appendTo := func(pk, rk string) uint64 {
 		t.Helper()
-		s, err := j.Append(ctx, "Emp", 3, put(pk, rk, 1), last[pk])
+		s, err := j.Append(ctx, "Emp", 3, 4, put(pk, rk, 1), last[pk])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func TestRead(t *testing.T) {
 	}
 	read := func(r journal.ReadRange) *journal.Page {
 		t.Helper()
-		p, err := j.Read(ctx, "Emp", 3, r)
+		p, err := j.Read(ctx, "Emp", 3, 4, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestRead(t *testing.T) {
 		gives = append(gives, give)
 	}
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	_, err := j.Read(short, "Emp", 3, journal.ReadRange{From: 1, Max: 1})
+	_, err := j.Read(short, "Emp", 3, 4, journal.ReadRange{From: 1, Max: 1})
 	cancel()
 	if !errors.Is(err, journal.ErrReadsBusy) {
 		t.Fatalf("a read beyond the bound: %v", err)
@@ -114,7 +114,7 @@ func TestRead(t *testing.T) {
 	}
 	got := make(chan *journal.Page, 1)
 	go func() {
-		p, err := j.Read(ctx, "Emp", 3, journal.ReadRange{From: 1, Max: 1})
+		p, err := j.Read(ctx, "Emp", 3, 4, journal.ReadRange{From: 1, Max: 1})
 		if err != nil {
 			t.Error(err)
 		}
@@ -140,7 +140,7 @@ func TestRead(t *testing.T) {
 	if names != 0 {
 		t.Fatalf("%d consumers left on the stream", names)
 	}
-	if _, err := j.Read(ctx, "Gone", 1, journal.ReadRange{From: 1, Max: 1}); !errors.Is(err, engine.ErrTableGone) {
+	if _, err := j.Read(ctx, "Gone", 1, 0, journal.ReadRange{From: 1, Max: 1}); !errors.Is(err, engine.ErrTableGone) {
 		t.Fatalf("a missing table: %v", err)
 	}
 }

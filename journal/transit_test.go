@@ -76,7 +76,7 @@ func newTransit(t *testing.T) *transit {
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- j.Consume(rctx, "T", 1, 1, func(seq uint64, rec *engine.Record, pending uint64) error {
+		done <- j.Consume(rctx, "T", 1, 0, 1, func(seq uint64, rec *engine.Record, pending uint64) error {
 			tr.pmu.Lock()
 			tr.pending[seq] = pending
 			tr.pmu.Unlock()
@@ -114,7 +114,7 @@ func (tr *transit) append(n int) {
 	for range n {
 		rec := put("p", fmt.Sprintf("r%d", tr.last+1), 1)
 		rec.Nonce = fmt.Sprintf("n%d", tr.last+1)
-		s, err := tr.j.Append(tr.ctx, "T", 1, rec, tr.last)
+		s, err := tr.j.Append(tr.ctx, "T", 1, 0, rec, tr.last)
 		if err != nil {
 			tr.t.Fatal(err)
 		}

@@ -152,7 +152,7 @@ func (r *Relay) syncWorkers(ctx context.Context) {
 		_, ok := r.workers[stream]
 		r.mu.Unlock()
 		if !ok {
-			r.startWorker(ctx, t.Name, t.Epoch, stream, shard)
+			r.startWorker(ctx, t, stream, shard)
 		}
 	}
 	r.mu.Lock()
@@ -173,11 +173,11 @@ func (r *Relay) syncWorkers(ctx context.Context) {
 	}
 }
 
-func (r *Relay) startWorker(ctx context.Context, table string, epoch uint64, stream string, shard int) {
+func (r *Relay) startWorker(ctx context.Context, t engine.TableInfo, stream string, shard int) {
 	wctx, cancel := context.WithCancel(ctx)
 	st := &tableStatus{}
-	st.set(TableStatus{Table: table, Epoch: epoch})
-	w := &worker{r: r, table: table, epoch: epoch, stream: stream, parts: map[string]*partition{}, status: st}
+	st.set(TableStatus{Table: t.Name, Epoch: t.Epoch})
+	w := &worker{r: r, table: t.Name, epoch: t.Epoch, shards: t.Shards, stream: stream, parts: map[string]*partition{}, status: st}
 	rn := &running{shard: shard, cancel: cancel, done: make(chan struct{})}
 	r.mu.Lock()
 	r.workers[stream] = rn
@@ -196,13 +196,13 @@ func (r *Relay) startWorker(ctx context.Context, table string, epoch uint64, str
 			case errors.Is(err, engine.ErrTableGone):
 				// Its stream is not there yet (the table is being created)
 				// or any more (dropped: the next sync stops this worker).
-				r.cfg.Log.Debug("outbox: the table's journal is not there; trying again", "table", table)
+				r.cfg.Log.Debug("outbox: the table's journal is not there; trying again", "table", t.Name)
 				wait = 250 * time.Millisecond
 			case errors.As(err, &ce):
-				r.cfg.Log.Warn("outbox: the table's journal holds a record that cannot be read; its messages wait", "table", table, "err", err)
+				r.cfg.Log.Warn("outbox: the table's journal holds a record that cannot be read; its messages wait", "table", t.Name, "err", err)
 				wait = 30 * time.Second // a faulted journal: its messages wait for an operator
 			default:
-				r.cfg.Log.Warn("outbox: relaying a table failed; trying again", "table", table, "err", err)
+				r.cfg.Log.Warn("outbox: relaying a table failed; trying again", "table", t.Name, "err", err)
 			}
 			if !sleep(wctx, wait) {
 				return

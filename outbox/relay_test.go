@@ -70,9 +70,12 @@ func newRig(t *testing.T, queue jetstream.StreamConfig) *rig {
 	return &rig{t: t, ctx: ctx, nc: nc, js: js, j: j, views: views, out: out, epoch: map[string]uint64{}, last: map[string]uint64{}}
 }
 
+// rigShards is the shard count of every table the rig creates.
+const rigShards = 8
+
 func (r *rig) create(table string) {
 	r.t.Helper()
-	epoch, err := r.j.AppendCatalog(r.ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: table, Time: 1}, 0)
+	epoch, err := r.j.AppendCatalog(r.ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: table, Time: 1, Shards: rigShards}, 0)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -99,7 +102,7 @@ func (r *rig) commit(table, pk string, queues ...string) uint64 {
 		r.last["n/"+table+"/"+pk]++
 		rec.Messages = append(rec.Messages, engine.Message{Queue: q, Body: []byte(pk + ":" + strconv.FormatUint(r.last["n/"+table+"/"+pk], 10))})
 	}
-	seq, err := r.j.Append(r.ctx, table, r.epoch[table], rec, r.last[table+"/"+pk])
+	seq, err := r.j.Append(r.ctx, table, r.epoch[table], rigShards, rec, r.last[table+"/"+pk])
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -117,7 +120,7 @@ func (r *rig) commitBodies(table, pk, queue string, bodies ...string) uint64 {
 	for _, b := range bodies {
 		rec.Messages = append(rec.Messages, engine.Message{Queue: queue, Body: []byte(b)})
 	}
-	seq, err := r.j.Append(r.ctx, table, r.epoch[table], rec, r.last[table+"/"+pk])
+	seq, err := r.j.Append(r.ctx, table, r.epoch[table], rigShards, rec, r.last[table+"/"+pk])
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -402,7 +405,7 @@ func TestRelaySubjects(t *testing.T) {
 		{Subject: "notify.sales", Body: []byte("hello")},
 		{Subject: "orders.created", ID: "order-7", Body: []byte("7 again")}, // the same id: one copy
 	}}
-	if _, err := r.j.Append(r.ctx, "Orders", r.epoch["Orders"], rec, 0); err != nil {
+	if _, err := r.j.Append(r.ctx, "Orders", r.epoch["Orders"], rigShards, rec, 0); err != nil {
 		t.Fatal(err)
 	}
 	m, err := sub.NextMsgWithContext(r.ctx)

@@ -47,6 +47,7 @@ type worker struct {
 	r      *Relay
 	table  string
 	epoch  uint64
+	shards uint32
 	stream string
 
 	pos     uint64 // stored: every message of records ≤ pos is delivered
@@ -86,7 +87,7 @@ func (w *worker) run(ctx context.Context) error {
 	rctx, stopRead := context.WithCancel(ctx)
 	defer stopRead()
 	go func() {
-		readErr <- r.j.Consume(rctx, w.table, w.epoch, w.pos+1, func(seq uint64, rec *engine.Record, pending uint64) error {
+		readErr <- r.j.Consume(rctx, w.table, w.epoch, w.shards, w.pos+1, func(seq uint64, rec *engine.Record, pending uint64) error {
 			select {
 			case recs <- record{seq: seq, head: seq + pending, rec: rec}:
 				return nil
@@ -369,5 +370,5 @@ const (
 
 // journalReader is what a worker reads of the journal.
 type journalReader interface {
-	Consume(ctx context.Context, table string, epoch uint64, from uint64, fn func(seq uint64, rec *engine.Record, pending uint64) error) error
+	Consume(ctx context.Context, table string, epoch uint64, shards uint32, from uint64, fn func(seq uint64, rec *engine.Record, pending uint64) error) error
 }

@@ -190,7 +190,7 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 	}()
 	err = v.retry(fctx, "follow the journal", t.Name(), func() error {
 		// After an interruption, resume right after the last record applied.
-		err := v.j.ConsumeKnown(fctx, t.Name(), t.Epoch(), t.Seq()+1, t.appendedRecord, apply)
+		err := v.j.ConsumeKnown(fctx, t.Name(), t.Epoch(), t.Shards(), t.Seq()+1, t.appendedRecord, apply)
 		if errors.Is(err, engine.ErrTableGone) {
 			return v.streamGone(fctx, t)
 		}

@@ -273,6 +273,7 @@ func (v *Views) replayAsOf(ctx context.Context, t *Table, seq uint64, def *Defin
 		return nil, err
 	}
 	nt := NewTable(t.Name(), t.Epoch(), v.cfg.DedupWindow)
+	nt.shards = t.shards
 	if def != nil {
 		nt.attach(def)
 	}
@@ -312,7 +313,7 @@ func (v *Views) replayAsOf(ctx context.Context, t *Table, seq uint64, def *Defin
 		// No shortcut for the records this host appended (ConsumeKnown's
 		// known): those are the live view's, and applying interns their
 		// property names in place.
-		err = v.j.ConsumeKnown(ctx, t.Name(), t.Epoch(), from+1, nil, apply)
+		err = v.j.ConsumeKnown(ctx, t.Name(), t.Epoch(), t.Shards(), from+1, nil, apply)
 		var fe *faultError
 		switch {
 		case errors.Is(err, errAsOfReached):

@@ -27,7 +27,7 @@ func (r *rig) history(table string) {
 	del := &engine.Record{Time: 3, PartitionKey: "p", Nonce: "n3", Events: []engine.Event{{Kind: engine.EventDelete, RowKey: "r"}}}
 	last := map[string]uint64{}
 	for _, rec := range []*engine.Record{put("p", 1), put("p", 2), del, put("q", 4)} {
-		seq, err := r.j.Append(r.ctx, table, epoch, rec, last[rec.PartitionKey])
+		seq, err := r.j.Append(r.ctx, table, epoch, rigShards, rec, last[rec.PartitionKey])
 		last[rec.PartitionKey] = seq
 		if err != nil {
 			r.t.Fatal(err)

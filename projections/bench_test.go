@@ -95,7 +95,7 @@ func BenchmarkAsOf(b *testing.B) {
 	for i := 1; i <= n; i++ {
 		rec := &engine.Record{Time: int64(i), PartitionKey: fmt.Sprintf("p%06d", i), Nonce: fmt.Sprint("n", i),
 			Events: []engine.Event{{Kind: engine.EventPut, RowKey: "r", Properties: props}}}
-		if _, err := r.j.Append(r.ctx, "Bench", epoch, rec, 0); err != nil {
+		if _, err := r.j.Append(r.ctx, "Bench", epoch, rigShards, rec, 0); err != nil {
 			b.Fatal(err)
 		}
 	}

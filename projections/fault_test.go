@@ -29,7 +29,7 @@ func TestViewsFaultedTables(t *testing.T) {
 	}
 	raw := func(table string, pk string, data []byte) {
 		t.Helper()
-		if _, err := js.Publish(r.ctx, r.j.PartitionSubject(table, r.catalog[table], pk), data); err != nil {
+		if _, err := js.Publish(r.ctx, r.j.PartitionSubject(table, r.catalog[table], rigShards, pk), data); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -150,7 +150,7 @@ func (h *history) write(n int) {
 			rec.Commands = []engine.CommandRef{{ID: id, Count: uint32(len(rec.Events))}}
 			h.ids = append(h.ids, [2]string{pk, id})
 		}
-		seq, err := h.r.j.Append(h.r.ctx, h.name, h.epoch, rec, h.last[pk])
+		seq, err := h.r.j.Append(h.r.ctx, h.name, h.epoch, rigShards, rec, h.last[pk])
 		if err != nil {
 			h.r.t.Fatal(err)
 		}
@@ -407,7 +407,7 @@ func TestSnapshotDroppedTable(t *testing.T) {
 		t.Fatal("no snapshot written")
 	}
 	dropped := r.drop("Snap")
-	epoch, err := r.j.AppendCatalog(r.ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: "Snap", Time: 3}, dropped)
+	epoch, err := r.j.AppendCatalog(r.ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: "Snap", Time: 3, Shards: rigShards}, dropped)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,9 @@ const DefaultDedupWindow = 2 * time.Minute
 // the applier, writes it (Apply, Publish); any number of readers use the
 // immutable snapshots returned by Snapshot and are never blocked by writes.
 type Table struct {
-	name  string
-	epoch uint64
+	name   string
+	epoch  uint64
+	shards uint32 // the incarnation's view shards (engine.TableInfo.Shards)
 
 	// Writer state, owned by the applier goroutine.
 	rows        *btree.BTreeG[*engine.Entity]
@@ -144,6 +145,10 @@ func (t *Table) Name() string { return t.name }
 
 // Epoch returns the table's incarnation.
 func (t *Table) Epoch() uint64 { return t.epoch }
+
+// Shards is the number of view shards the table's partitions are cut
+// into (0: a table of the layout before shards).
+func (t *Table) Shards() uint32 { return t.shards }
 
 // Apply applies the journal record at seq. Records must come in journal
 // order; a record at or below the applied position is ignored (so a

@@ -46,10 +46,13 @@ func newRig(t testing.TB) *rig {
 	return &rig{t: t, nc: nc, j: j, ctx: ctx, catalog: map[string]uint64{}}
 }
 
+// rigShards is the shard count of every table the rig creates.
+const rigShards = 8
+
 // create creates a table with its stream and returns its epoch.
 func (r *rig) create(name string) uint64 {
 	r.t.Helper()
-	epoch, err := r.j.AppendCatalog(r.ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: name, Time: 1}, 0)
+	epoch, err := r.j.AppendCatalog(r.ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: name, Time: 1, Shards: rigShards}, 0)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -94,7 +97,7 @@ func record(i int) *engine.Record {
 }
 
 func (r *rig) append(ctx context.Context, table string, epoch uint64, i int) error {
-	_, err := r.j.Append(ctx, table, epoch, record(i), 0)
+	_, err := r.j.Append(ctx, table, epoch, rigShards, record(i), 0)
 	return err
 }
 

@@ -466,7 +466,7 @@ func (b *bencher) replay(ctx context.Context, h *node.Node, table string) (rawRa
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- j.Consume(rctx, table, tv.Epoch(), 1, func(seq uint64, rec *engine.Record, pending uint64) error {
+		errc <- j.Consume(rctx, table, tv.Epoch(), tv.Shards(), 1, func(seq uint64, rec *engine.Record, pending uint64) error {
 			vt.Apply(seq, rec)
 			if pending == 0 || seq >= records {
 				vt.Publish()

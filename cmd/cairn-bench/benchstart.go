@@ -60,7 +60,7 @@ func benchStart(args []string) error {
 		return err
 	}
 	const table = "StartBench"
-	epoch, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: table, Time: engine.TimeToTicks(time.Now())}, 0)
+	epoch, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: table, Time: engine.TimeToTicks(time.Now()), Shards: engine.DefaultShards}, 0)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func benchStart(args []string) error {
 		runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *entities, max(*valueBytes, 150), *rounds)
 	fmt.Println("| history | records | full replay to ready | from the snapshot to ready | ratio | snapshot write | file |")
 	fmt.Println("|---|---|---|---|---|---|---|")
-	w := &historyWriter{j: j, table: table, epoch: epoch, entities: *entities, last: make([]uint64, historyPartitions), pad: strings.Repeat("x", max(*valueBytes-150, 0))}
+	w := &historyWriter{j: j, table: table, epoch: epoch, shards: engine.DefaultShards, entities: *entities, last: make([]uint64, historyPartitions), pad: strings.Repeat("x", max(*valueBytes-150, 0))}
 	for u := 1; u <= *updates; u++ {
 		if err := w.round(ctx, u); err != nil {
 			return err
@@ -153,6 +153,7 @@ type historyWriter struct {
 	j        *journal.Journal
 	table    string
 	epoch    uint64
+	shards   uint32
 	entities int
 	last     []uint64      // each partition's last sequence
 	pad      string        // appended to each entity's Notes
@@ -178,7 +179,7 @@ func (w *historyWriter) round(ctx context.Context, u int) error {
 						{Name: "Notes", Value: engine.String(fmt.Sprintf("version %d of entity %d, with some text to make it longer: %s%s", u, i, "lorem ipsum dolor sit amet", w.pad))},
 						{Name: "Version", Value: engine.Int64(int64(u))},
 					}}}}
-				seq, err := w.j.Append(ctx, w.table, w.epoch, rec, w.last[p])
+				seq, err := w.j.Append(ctx, w.table, w.epoch, w.shards, rec, w.last[p])
 				if err != nil {
 					errs <- err
 					return

@@ -38,6 +38,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/hostcheck"
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
+	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/projections"
@@ -112,6 +113,7 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.IntVar(&cfg.HTTPMaxConns, "http-max-conns", node.DefaultHTTPMaxConns, "HTTP connections open at once; at the cap a new one takes the place of the one idle longest, else of one that has not sent its request header, else of the busiest client address's oldest request, else it is closed")
 	fs.Var((*accountsFlag)(&cfg.API.Accounts), "accounts", "further storage accounts for the HTTP API, as name:base64key,… (the development account "+httpapi.DevAccountName+" is served too unless -dev-account=false)")
 	fs.Var(invertedBool{&cfg.API.NoDevAccount}, "dev-account", "serve the development account "+httpapi.DevAccountName+" with its well-known key, and let NATS clients without credentials send commands, queue messages and function calls (default true)")
+	fs.Var(tableShardsFlag{&cfg.TableShards}, "table-shards", fmt.Sprintf("view shards a table created on this node is cut into, fixed for its life: the most hosts that can share its entities, times the replicas (docs/SCALE.md), at most %d; 0 for none, the journal layout older hosts read, while a cluster is being upgraded (default %d)", engine.MaxShards, engine.DefaultShards))
 	fs.IntVar(&cfg.Commit.MaxTablesPerAccount, "max-tables-per-account", commit.DefaultMaxTablesPerAccount, "tables one storage account may have; creating one more fails with TableQuotaExceeded")
 	fs.StringVar(&cfg.OperatorToken, "operator-token", "", "secret the operators' API (/$cairn/) and /metrics require as Authorization: Bearer <token>, at least 16 characters (default: the token of <data>/operator.token, created on first start); prefer CAIRN_OPERATOR_TOKEN to the command line")
 	fs.Var(&hostsFlag{n: &cfg.API.Hosts}, "http-hosts", "DNS names the HTTP API answers (tables.example.com), comma-separated, besides IP addresses and localhost; a request with another name in its Host is refused (DNS rebinding): the development account's, the operators' API's, /metrics' and the console's, and once names are listed every request's; none by default")
@@ -136,6 +138,34 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.StringVar(&cfg.Functions.Failpoint, "failpoint", "", "for crash tests: kill the process at this step (functions.invoke, functions.between-commits, history.between-horizon-and-purge)")
 	cli.Hide(fs, "failpoint") // tests only
 	return cfg
+}
+
+// tableShardsFlag is -table-shards: the number, or 0 for none (stored as
+// node.Config's -1; its 0 is the default).
+type tableShardsFlag struct{ n *int }
+
+func (f tableShardsFlag) String() string {
+	switch {
+	case f.n == nil || *f.n == 0:
+		return strconv.Itoa(engine.DefaultShards)
+	case *f.n < 0:
+		return "0"
+	}
+	return strconv.Itoa(*f.n)
+}
+
+func (f tableShardsFlag) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		return err
+	case n < 0 || n > engine.MaxShards:
+		return fmt.Errorf("must be between 0 (none) and %d", engine.MaxShards)
+	case n == 0:
+		n = -1
+	}
+	*f.n = n
+	return nil
 }
 
 // invertedBool is a boolean flag stored negated (-dev-account sets

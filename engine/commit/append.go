@@ -86,7 +86,7 @@ var errOutcomeUnknown = errors.New("outcome unknown")
 func (c *Committer) appendRecord(tbl Table, rec *engine.Record, expect uint64, deadline time.Time) (uint64, error) {
 	settling := false
 	for try := 1; ; try++ {
-		seq, err := c.j.Append(c.ctx, tbl.Name(), tbl.Epoch(), rec, expect)
+		seq, err := c.j.Append(c.ctx, tbl.Name(), tbl.Epoch(), tbl.Shards(), rec, expect)
 		f := fateOf(err, settling)
 		switch f {
 		case fateStored:
@@ -131,7 +131,7 @@ func (c *Committer) appendRecord(tbl Table, rec *engine.Record, expect uint64, d
 func (c *Committer) nextRecord(tbl Table, pk string, after uint64) (uint64, string, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SettleTimeout)
 	defer cancel()
-	return c.j.NextRecord(ctx, tbl.Name(), tbl.Epoch(), pk, after)
+	return c.j.NextRecord(ctx, tbl.Name(), tbl.Epoch(), tbl.Shards(), pk, after)
 }
 
 // catchUp lets the view reach the partition's last record in the journal,
@@ -139,7 +139,7 @@ func (c *Committer) nextRecord(tbl Table, pk string, after uint64) (uint64, stri
 func (c *Committer) catchUp(tbl Table, pk string) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
 	defer cancel()
-	last, err := c.j.LastSeq(ctx, tbl.Name(), tbl.Epoch(), pk)
+	last, err := c.j.LastSeq(ctx, tbl.Name(), tbl.Epoch(), tbl.Shards(), pk)
 	if err != nil {
 		c.log.Warn("cannot read the partition's last sequence", "table", tbl.Name(), "err", err)
 		return

@@ -38,6 +38,11 @@ type Config struct {
 	// CreateTable past it fails with TableQuotaExceeded. Two creations
 	// racing on different nodes at the bound may both pass.
 	MaxTablesPerAccount int
+	// TableShards is the number of view shards a table created here is
+	// cut into (engine.DefaultShards is the node's default), at most
+	// engine.MaxShards; 0 creates tables of the layout before shards,
+	// which hosts older than journal format 3 read.
+	TableShards uint32
 	// Now is the clock (server Timestamps); time.Now when nil.
 	Now func() time.Time
 }

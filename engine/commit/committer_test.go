@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/commit"
@@ -49,10 +50,11 @@ func newRig(t *testing.T) *rig {
 	return &rig{nc: nc, j: j, views: views, log: log, ctx: ctx}
 }
 
-// committer runs a committer on j until the test ends.
+// committer runs a committer on j until the test ends, creating tables
+// with shards as a node does by default.
 func (r *rig) committer(t *testing.T, j commit.Journal) *commit.Committer {
 	t.Helper()
-	return r.committerWith(t, j, commit.Config{})
+	return r.committerWith(t, j, commit.Config{TableShards: engine.DefaultShards})
 }
 
 func (r *rig) committerWith(t *testing.T, j commit.Journal, cfg commit.Config) *commit.Committer {
@@ -75,6 +77,67 @@ func submit(c *commit.Committer, cmd *engine.Command) *engine.Reply {
 	ch := make(chan *engine.Reply, 1)
 	c.Submit(cmd, func(r *engine.Reply) { ch <- r })
 	return <-ch
+}
+
+// TestTableLayouts: a table is created with the committer's shard count
+// (none: the layout before shards) and keeps it; its records land on its
+// partitions' subjects in that layout, and writes that depend on the
+// journal's per-partition check (a second write of a partition, a stale
+// ETag) work in both.
+func TestTableLayouts(t *testing.T) {
+	r := newRig(t)
+	js, err := jetstream.New(r.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		table  string
+		shards uint32
+	}{{"Before", 0}, {"Sharded", 8}} {
+		cm := r.committerWith(t, r.j, commit.Config{TableShards: c.shards})
+		info, err := cm.CreateTable(r.ctx, c.table)
+		if err != nil || info.Shards != c.shards {
+			t.Fatalf("%s: created %+v, %v", c.table, info, err)
+		}
+		tv, _ := r.views.Table(c.table)
+		if tv.Shards() != c.shards {
+			t.Fatalf("%s: the view has %d shards, want %d", c.table, tv.Shards(), c.shards)
+		}
+		var etags []string
+		for i := range 6 {
+			rep := submit(cm, &engine.Command{Table: c.table, Ops: []engine.Operation{
+				{Op: engine.OpInsert, Entity: engine.NewEntity(fmt.Sprintf("p%d", i%3), fmt.Sprint(i))}}})
+			if rep.Error != nil {
+				t.Fatalf("%s: insert %d: %v", c.table, i, rep.Error)
+			}
+			etags = append(etags, rep.ETag)
+		}
+		rep := submit(cm, &engine.Command{Table: c.table, Ops: []engine.Operation{
+			{Op: engine.OpReplace, IfMatch: etags[0], Entity: engine.NewEntity("p0", "0")}}})
+		if rep.Error != nil {
+			t.Fatalf("%s: replace: %v", c.table, rep.Error)
+		}
+		rep = submit(cm, &engine.Command{Table: c.table, Ops: []engine.Operation{
+			{Op: engine.OpReplace, IfMatch: etags[0], Entity: engine.NewEntity("p0", "0")}}})
+		if engine.ErrorCode(rep.Error) != engine.CodeUpdateConditionNotSatisfied {
+			t.Fatalf("%s: replace with a stale ETag: %v", c.table, rep.Error)
+		}
+		s, err := js.Stream(r.ctx, journal.StreamName("cairn", c.table, info.Epoch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		si, err := s.Info(r.ctx, jetstream.WithSubjectFilter(">"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			pk := fmt.Sprintf("p%d", i)
+			want := uint64(2 + map[int]uint64{0: 1}[i])
+			if got := si.State.Subjects[r.j.PartitionSubject(c.table, info.Epoch, c.shards, pk)]; got != want {
+				t.Errorf("%s: partition %s has %d records on its subject, want %d (subjects %v)", c.table, pk, got, want, si.State.Subjects)
+			}
+		}
+	}
 }
 
 // TestUnknownOutcome makes every append give up waiting for its

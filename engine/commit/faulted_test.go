@@ -26,7 +26,7 @@ func TestTableFaulted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ack, err := js.Publish(r.ctx, r.j.PartitionSubject("Faulty", info.Epoch, "p"), []byte("nineteen junk bytes"))
+	ack, err := js.Publish(r.ctx, r.j.PartitionSubject("Faulty", info.Epoch, info.Shards, "p"), []byte("nineteen junk bytes"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,12 +17,15 @@ import (
 type Journal interface {
 	// Append stores rec on its partition if the partition's last sequence
 	// is still expectLast (0: no record yet) and returns its sequence.
-	Append(ctx context.Context, table string, epoch uint64, rec *engine.Record, expectLast uint64) (uint64, error)
+	// A table incarnation is named by its full name, its epoch and its
+	// number of shards (engine.TableInfo), which together name its
+	// partitions' subjects.
+	Append(ctx context.Context, table string, epoch uint64, shards uint32, rec *engine.Record, expectLast uint64) (uint64, error)
 	// LastSeq returns the sequence of the partition's last record (0: none).
-	LastSeq(ctx context.Context, table string, epoch uint64, pk string) (uint64, error)
+	LastSeq(ctx context.Context, table string, epoch uint64, shards uint32, pk string) (uint64, error)
 	// NextRecord returns the sequence and nonce of the partition's first
 	// record after sequence after (seq 0: none yet).
-	NextRecord(ctx context.Context, table string, epoch uint64, pk string, after uint64) (seq uint64, nonce string, err error)
+	NextRecord(ctx context.Context, table string, epoch uint64, shards uint32, pk string, after uint64) (seq uint64, nonce string, err error)
 
 	// AppendCatalog stores a catalog record if the name's last catalog
 	// sequence is still expectLast and returns its sequence (a created

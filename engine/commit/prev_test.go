@@ -17,13 +17,13 @@ type gateJournal struct {
 	first         bool
 }
 
-func (j *gateJournal) Append(ctx context.Context, table string, epoch uint64, rec *engine.Record, expectLast uint64) (uint64, error) {
+func (j *gateJournal) Append(ctx context.Context, table string, epoch uint64, shards uint32, rec *engine.Record, expectLast uint64) (uint64, error) {
 	if !j.first {
 		j.first = true // appends of one partition come from one goroutine
 		close(j.entered)
 		<-j.open
 	}
-	return j.Journal.Append(ctx, table, epoch, rec, expectLast)
+	return j.Journal.Append(ctx, table, epoch, shards, rec, expectLast)
 }
 
 // TestRecordsCarryPreviousVersions: every event of a record names the
@@ -74,7 +74,7 @@ func TestRecordsCarryPreviousVersions(t *testing.T) {
 	}
 	var recs []rec
 	ctx, cancel := context.WithCancel(r.ctx)
-	err := r.j.Consume(ctx, "Prev", tv.Epoch(), 1, func(seq uint64, rc *engine.Record, pending uint64) error {
+	err := r.j.Consume(ctx, "Prev", tv.Epoch(), tv.Shards(), 1, func(seq uint64, rc *engine.Record, pending uint64) error {
 		recs = append(recs, rec{seq, rc})
 		if pending == 0 {
 			cancel()

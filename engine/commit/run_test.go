@@ -71,7 +71,7 @@ type stuckJournal struct {
 	entered chan struct{}
 }
 
-func (j *stuckJournal) Append(ctx context.Context, table string, epoch uint64, rec *engine.Record, expectLast uint64) (uint64, error) {
+func (j *stuckJournal) Append(ctx context.Context, table string, epoch uint64, _ uint32, rec *engine.Record, expectLast uint64) (uint64, error) {
 	j.once.Do(func() { close(j.entered) })
 	<-ctx.Done()
 	return 0, ctx.Err()

@@ -29,22 +29,23 @@ type heldJournal struct {
 type held struct {
 	table  string
 	epoch  uint64
+	shards uint32
 	rec    *engine.Record
 	expect uint64
 }
 
-func (j *heldJournal) Append(ctx context.Context, table string, epoch uint64, rec *engine.Record, expectLast uint64) (uint64, error) {
+func (j *heldJournal) Append(ctx context.Context, table string, epoch uint64, shards uint32, rec *engine.Record, expectLast uint64) (uint64, error) {
 	j.mu.Lock()
 	if j.held == nil {
-		j.held = &held{table: table, epoch: epoch, rec: rec, expect: expectLast}
+		j.held = &held{table: table, epoch: epoch, shards: shards, rec: rec, expect: expectLast}
 		j.mu.Unlock()
 		return 0, errors.New("no acknowledgement (lost by the test)")
 	}
 	j.mu.Unlock()
-	return j.Journal.Append(ctx, table, epoch, rec, expectLast)
+	return j.Journal.Append(ctx, table, epoch, shards, rec, expectLast)
 }
 
-func (j *heldJournal) NextRecord(ctx context.Context, table string, epoch uint64, pk string, after uint64) (uint64, string, error) {
+func (j *heldJournal) NextRecord(ctx context.Context, table string, epoch uint64, shards uint32, pk string, after uint64) (uint64, string, error) {
 	j.mu.Lock()
 	j.looks++
 	first, h := j.looks == 1, j.held
@@ -52,7 +53,7 @@ func (j *heldJournal) NextRecord(ctx context.Context, table string, epoch uint64
 	if first && j.beforeLook != nil {
 		j.beforeLook(ctx, h)
 	}
-	seq, nonce, err := j.Journal.NextRecord(ctx, table, epoch, pk, after)
+	seq, nonce, err := j.Journal.NextRecord(ctx, table, epoch, shards, pk, after)
 	if first && j.afterLook != nil {
 		j.afterLook(ctx, h)
 	}
@@ -72,7 +73,7 @@ func TestUnknownOutcomeLandsLate(t *testing.T) {
 			var stored *held
 			j := &heldJournal{Journal: r.j}
 			j.afterLook = func(ctx context.Context, h *held) {
-				if _, err := r.j.Append(ctx, h.table, h.epoch, h.rec, h.expect); err != nil {
+				if _, err := r.j.Append(ctx, h.table, h.epoch, h.shards, h.rec, h.expect); err != nil {
 					t.Errorf("the held append: %v", err)
 				}
 				stored = h
@@ -122,7 +123,7 @@ func TestUnknownOutcomeLosesToAnotherWriter(t *testing.T) {
 		other := &engine.Record{Time: h.rec.Time, PartitionKey: "p", Nonce: "another-writer",
 			Commands: []engine.CommandRef{{Count: 1}},
 			Events:   []engine.Event{{Kind: engine.EventPut, RowKey: "other"}}}
-		if _, err := r.j.Append(ctx, h.table, h.epoch, other, h.expect); err != nil {
+		if _, err := r.j.Append(ctx, h.table, h.epoch, h.shards, other, h.expect); err != nil {
 			t.Errorf("the other writer's append: %v", err)
 		}
 	}
@@ -149,7 +150,7 @@ func TestUnknownOutcomeLosesToAnotherWriter(t *testing.T) {
 		t.Fatalf("%d records, want the other writer's and ours", recs)
 	}
 	h := j.held
-	if _, err := r.j.Append(r.ctx, h.table, h.epoch, h.rec, h.expect); !errors.Is(err, engine.ErrConflict) {
+	if _, err := r.j.Append(r.ctx, h.table, h.epoch, h.shards, h.rec, h.expect); !errors.Is(err, engine.ErrConflict) {
 		t.Fatalf("the lost append, sent late: %v; want a conflict", err)
 	}
 	if st := c.Stats(); st.Unknown == 0 || st.Conflicts == 0 {

@@ -40,6 +40,9 @@ type Table interface {
 	// incarnation.
 	Name() string
 	Epoch() uint64
+	// Shards is the number of view shards its partitions are cut into
+	// (engine.TableInfo.Shards).
+	Shards() uint32
 	// Err is the error that stopped the view, if it stopped.
 	Err() error
 	// Partition returns the partition pk as the view shows it now, frozen:

@@ -55,7 +55,7 @@ func TestFaultedTableServesTheRest(t *testing.T) {
 	_, purged, _ := h.Views().CatalogEntry("Purged")
 	publish("cairn.catalog.x", []byte("1"))
 	last := publish("cairn.catalog.junk", []byte("nineteen junk bytes"))
-	junk := publish(j.PartitionSubject("Bad", bad.Epoch, "p"), []byte("nineteen junk bytes"))
+	junk := publish(j.PartitionSubject("Bad", bad.Epoch, bad.Shards, "p"), []byte("nineteen junk bytes"))
 	if err := h.Views().WaitCatalog(ctx, last); err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ const (
 // Journal is what the change feed needs of the journal: a page of a
 // table's records. Package journal implements it.
 type Journal interface {
-	Read(ctx context.Context, table string, epoch uint64, r journal.ReadRange) (*journal.Page, error)
+	Read(ctx context.Context, table string, epoch uint64, shards uint32, r journal.ReadRange) (*journal.Page, error)
 }
 
 // ChangesSubject returns the subject of a table's change feed; table is
@@ -273,7 +273,7 @@ func (s *Service) readPage(ctx context.Context, t *projections.Table, req *wire.
 	if mp := s.nc.MaxPayload(); mp > 0 {
 		maxBytes = int(mp) / pageJSONGrowth
 	}
-	page, err := s.journal.Read(ctx, t.Name(), t.Epoch(), journal.ReadRange{
+	page, err := s.journal.Read(ctx, t.Name(), t.Epoch(), t.Shards(), journal.ReadRange{
 		From: from, Max: req.Max, MaxBytes: maxBytes, Partitions: req.Partitions})
 	switch {
 	case err == nil:

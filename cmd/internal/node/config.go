@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/operator"
 	"github.com/cairn-dev/cairn/cmd/internal/outboxsubjects"
+	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/journal"
@@ -101,6 +102,12 @@ type Config struct {
 	// PruneEvery and PruneGrace tune the pruner (projections.PrunerConfig;
 	// zero values are defaults).
 	PruneEvery, PruneGrace time.Duration
+	// TableShards is the number of view shards a table created on this
+	// node is cut into, fixed for the table's life (docs/SCALE.md): 0 is
+	// engine.DefaultShards, -1 none (the journal layout before shards,
+	// which hosts older than journal format 3 read: for creating tables
+	// while a cluster is being upgraded). It overrides Commit.TableShards.
+	TableShards int
 	// Views and Commit tune those components; zero values are defaults.
 	Views  projections.Config
 	Commit commit.Config
@@ -197,6 +204,16 @@ func (c *Config) Validate() error {
 	}
 	if b := c.Functions.QueueMaxBytes; b != 0 && b < functions.MinQueueMaxBytes {
 		return fmt.Errorf("node: queue-max-bytes must be 0 (the default, %d) or at least %d (one message of the largest size), got %d", functions.DefaultQueueMaxBytes, functions.MinQueueMaxBytes, b)
+	}
+	switch {
+	case c.TableShards == 0:
+		c.Commit.TableShards = engine.DefaultShards
+	case c.TableShards == -1:
+		c.Commit.TableShards = 0
+	case c.TableShards < 1 || c.TableShards > engine.MaxShards:
+		return fmt.Errorf("node: -table-shards must be between 1 and %d, or 0 for none, got %d", engine.MaxShards, c.TableShards)
+	default:
+		c.Commit.TableShards = uint32(c.TableShards)
 	}
 	history, err := projections.ParseRetention(c.History)
 	if err != nil {

@@ -30,7 +30,7 @@ func TestUndecodableRecord(t *testing.T) {
 	}
 	js, _ := jetstream.New(th.nc)
 	j, _ := journal.New(th.nc, journal.Config{})
-	ack, err := js.Publish(ctx, j.PartitionSubject("Bad", bad.Epoch, "p"), []byte{0x81, 0xa1, 'v', 0x09})
+	ack, err := js.Publish(ctx, j.PartitionSubject("Bad", bad.Epoch, engine.DefaultShards, "p"), []byte{0x81, 0xa1, 'v', 0x09})
 	if err != nil {
 		t.Fatal(err)
 	}

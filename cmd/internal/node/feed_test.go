@@ -213,7 +213,7 @@ func TestChangeFeedRefuses(t *testing.T) {
 	}
 	js, _ := jetstream.New(th.nc)
 	j, _ := journal.New(th.nc, journal.Config{})
-	ack, err := js.Publish(ctx, j.PartitionSubject("Ref", info.Epoch, "p"), []byte{0x81, 0xa1, 'v', 0x09})
+	ack, err := js.Publish(ctx, j.PartitionSubject("Ref", info.Epoch, engine.DefaultShards, "p"), []byte{0x81, 0xa1, 'v', 0x09})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,14 +69,14 @@ func TestChangeTriggerPreviousState(t *testing.T) {
 	put := func(rk string, n int32) engine.Event {
 		return engine.Event{Kind: engine.EventPut, RowKey: rk, Properties: []engine.Property{{Name: "N", Value: engine.Int32(n)}}}
 	}
-	old, err := j.Append(ctx, "Items", items.Epoch(), &engine.Record{Time: 1, PartitionKey: "q", Nonce: "old",
+	old, err := j.Append(ctx, "Items", items.Epoch(), items.Shards(), &engine.Record{Time: 1, PartitionKey: "q", Nonce: "old",
 		Commands: []engine.CommandRef{{Count: 1}}, Events: []engine.Event{put("1", 7)}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	chained := []engine.Event{put("2", 8), put("2", 9)}
 	chained[1].Prev = &engine.Version{Index: 0}
-	group, err := j.Append(ctx, "Items", items.Epoch(), &engine.Record{Time: 2, PartitionKey: "q", Nonce: "group", HasPrev: true,
+	group, err := j.Append(ctx, "Items", items.Epoch(), items.Shards(), &engine.Record{Time: 2, PartitionKey: "q", Nonce: "group", HasPrev: true,
 		Commands: []engine.CommandRef{{Count: 1}, {First: 1, Count: 1}}, Events: chained}, old)
 	if err != nil {
 		t.Fatal(err)

@@ -85,7 +85,7 @@ func TestKillReplayBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	epoch, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: table, Time: engine.TimeToTicks(time.Now())}, 0)
+	epoch, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: table, Time: engine.TimeToTicks(time.Now()), Shards: engine.DefaultShards}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestKillReplayBounded(t *testing.T) {
 							{Name: "Round", Value: engine.Int64(int64(r))},
 							{Name: "Text", Value: engine.String("some text to make the entity a hundred bytes long, as a small entity is")},
 						}}}}
-					seq, err := j.Append(wctx, table, epoch, rec, last)
+					seq, err := j.Append(wctx, table, epoch, engine.DefaultShards, rec, last)
 					if err != nil {
 						return // killed with the node's server, or stopped
 					}
