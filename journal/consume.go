@@ -32,9 +32,27 @@ func (j *Journal) Consume(ctx context.Context, table string, epoch uint64, shard
 // memory, which is then used instead of decoding the message. Nonces are
 // unique, so the record is exactly the one stored.
 func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, shards uint32, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
+	return j.consumeTable(ctx, table, epoch, shards, "", from, known, fn)
+}
+
+// ConsumeShard is ConsumeKnown for the records of one shard of a table
+// with shards (shard < shards): those on its partitions' subjects
+// (ShardSubjects), which a consumer filters on the server. Sequences are
+// the stream's, with gaps where other shards' records are; pending
+// counts only this shard's records.
+func (j *Journal) ConsumeShard(ctx context.Context, table string, epoch uint64, shards, shard uint32, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
+	if shard >= shards {
+		return fmt.Errorf("journal: consume shard %d of %s, which has %d", shard, table, shards)
+	}
+	return j.consumeTable(ctx, table, epoch, shards, j.ShardSubjects(table, epoch, shard), from, known, fn)
+}
+
+// consumeTable reads a table's records, those matching filter when it is
+// not "", and checks each against its subject.
+func (j *Journal) consumeTable(ctx context.Context, table string, epoch uint64, shards uint32, filter string, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
 	prefix := j.incarnationPrefix(table, epoch)
 	var tok []byte
-	return j.consume(ctx, StreamName(j.cfg.Prefix, table, epoch), from, func(seq uint64, subj string, data []byte, pending uint64) error {
+	return j.consume(ctx, StreamName(j.cfg.Prefix, table, epoch), filter, from, func(seq uint64, subj string, data []byte, pending uint64) error {
 		var rec *engine.Record
 		if known != nil {
 			if nonce, ok := PeekNonce(data); ok {
@@ -80,7 +98,10 @@ func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, 
 // was on) is noticed by two missed heartbeats, or by a gap in its delivery
 // sequence. A connection not allowed to subscribe to the announcement (an
 // external server's restricted user) falls back to the heartbeats.
-func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn func(seq uint64, subj string, data []byte, pending uint64) error) error {
+//
+// With a filter other than "" only the records on matching subjects are
+// read, by the consumer and from the replicas alike.
+func (j *Journal) consume(ctx context.Context, stream, filter string, from uint64, fn func(seq uint64, subj string, data []byte, pending uint64) error) error {
 	defer j.watchLeader(stream)()
 	// The consumers left behind are deleted on the side (on a live server
 	// they would linger until their inactivity threshold, 5 minutes).
@@ -95,7 +116,7 @@ func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn fu
 	}
 	var bound time.Duration // of the consumer's creation: none at first
 	for try := 0; ; {
-		last, made, restart, err := j.consumeFrom(ctx, stream, from, bound, &deletes, deliver)
+		last, made, restart, err := j.consumeFrom(ctx, stream, filter, from, bound, &deletes, deliver)
 		if fnErr != nil {
 			return fnErr
 		}
@@ -128,7 +149,7 @@ func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn fu
 			// places consumers, may be electing. Meanwhile the records
 			// are read from any replica, so that the view, and the
 			// writes waiting to be seen, go on.
-			swept := j.sweep(ctx, stream, from, deliver)
+			swept := j.sweep(ctx, stream, filter, from, deliver)
 			if swept > from {
 				j.logf("journal: no consumer could be made; read from a replica meanwhile", "stream", stream, "from", from, "to", swept-1)
 			}
@@ -145,20 +166,21 @@ func (j *Journal) consume(ctx context.Context, stream string, from uint64, fn fu
 	}
 }
 
-// sweep hands fn the records of stream from sequence from on, read with
-// direct gets from any replica, until there is none (or an error, or
-// maxGapFill of them), and returns the sequence due next.
-func (j *Journal) sweep(ctx context.Context, stream string, from uint64, fn func(seq uint64, subj string, data []byte, pending uint64) error) uint64 {
+// sweep hands fn the records of stream (matching filter) from sequence
+// from on, read with direct gets from any replica, until there is none
+// (or an error, or maxGapFill of them), and returns the sequence due
+// next.
+func (j *Journal) sweep(ctx context.Context, stream, filter string, from uint64, fn func(seq uint64, subj string, data []byte, pending uint64) error) uint64 {
 	from = max(from, 1)
 	for range maxGapFill {
-		subj, data, found, err := j.directGet(ctx, stream, from)
+		seq, subj, data, found, err := j.directGet(ctx, stream, filter, from)
 		if err != nil || !found {
 			return from // the next consumer, when there is one, says more
 		}
-		if err := fn(from, subj, data, 0); err != nil {
+		if err := fn(seq, subj, data, 0); err != nil {
 			return from
 		}
-		from++
+		from = seq + 1
 	}
 	return from
 }
@@ -172,7 +194,7 @@ const readerHeartbeat = time.Second
 // made says the consumer was made. A bound other than 0 limits the wait
 // for the consumer's creation, which a leader announcement also ends
 // (restart).
-func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, bound time.Duration, deletes *sync.WaitGroup, fn func(seq uint64, subj string, data []byte, pending uint64) error) (last uint64, made, restart bool, err error) {
+func (j *Journal) consumeFrom(ctx context.Context, stream, filter string, from uint64, bound time.Duration, deletes *sync.WaitGroup, fn func(seq uint64, subj string, data []byte, pending uint64) error) (last uint64, made, restart bool, err error) {
 	elected := j.leaderChanged(stream) // before the consumer: none is missed
 	// What the client's ordered consumer makes: an ephemeral consumer in
 	// memory, one replica, nothing to acknowledge; the server removes it
@@ -183,6 +205,7 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 		MemoryStorage:     true,
 		Replicas:          1,
 		InactiveThreshold: 5 * time.Minute,
+		FilterSubject:     filter,
 	}
 	if from > 1 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
@@ -318,22 +341,26 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, from uint64, b
 				j.logf("journal: deliveries lost in transit read from a replica", "stream", stream, "from", first, "to", next-1)
 			}
 		}()
-		for s := next; until == 0 || s < until; s++ {
-			if s-next >= maxGapFill {
+		for s, n := next, 0; until == 0 || s < until; s, n = s+1, n+1 {
+			if n >= maxGapFill {
 				return true, fmt.Errorf("journal: consume %s: more than %d deliveries lost from %d", stream, maxGapFill, next)
 			}
-			subj, data, found, err := j.directGet(ctx, stream, s)
+			got, subj, data, found, err := j.directGet(ctx, stream, filter, s)
 			if err != nil {
 				return true, fmt.Errorf("journal: consume %s: record %d, lost in transit: %w", stream, s, err)
 			}
+			if filter != "" && found && until > 0 && got >= until {
+				break // none of the filter's lost before until
+			}
 			if !found {
-				if until == 0 {
+				if until == 0 || filter != "" {
 					return false, nil // nothing more was lost
 				}
 				continue // removed behind Cairn's back: as the consumer would skip it
 			}
+			s = got
 			p := after // a record's pending holds back its view's publish
-			if until > s+1 {
+			if until > s+1 && filter == "" {
 				p += until - s - 1
 			}
 			if err := fn(s, subj, data, p); err != nil {
@@ -442,15 +469,15 @@ const maxGapFill = 4096
 
 // directGet reads the record at seq of stream from any replica (a direct
 // get: no consumer, no leader needed); found is false when the stream
-// has no message there. A replica answers in a millisecond or not at all
+// has no message there. With a filter other than "", it reads the first
+// record at or after seq on a matching subject instead, and got is its
+// sequence. A replica answers in a millisecond or not at all
 // (it died, and the request went to it before its interest was gone):
 // each try waits 250 ms, and another is sent, three in all.
-func (j *Journal) directGet(ctx context.Context, stream string, seq uint64) (subj string, data []byte, found bool, err error) {
-	req, err := json.Marshal(struct {
-		Seq uint64 `json:"seq"`
-	}{seq})
+func (j *Journal) directGet(ctx context.Context, stream, filter string, seq uint64) (got uint64, subj string, data []byte, found bool, err error) {
+	req, err := json.Marshal(directGet{Seq: seq, NextBySubject: filter})
 	if err != nil {
-		return "", nil, false, err
+		return 0, "", nil, false, err
 	}
 	var m *nats.Msg
 	for try := 0; try < 3; try++ {
@@ -462,15 +489,17 @@ func (j *Journal) directGet(ctx context.Context, stream string, seq uint64) (sub
 		}
 	}
 	if err != nil {
-		return "", nil, false, err
+		return 0, "", nil, false, err
 	}
 	if found, err := directFound(m); err != nil || !found {
-		return "", nil, false, err
+		return 0, "", nil, false, err
 	}
-	if got := m.Header.Get(jetstream.SequenceHeader); got != strconv.FormatUint(seq, 10) {
-		return "", nil, false, fmt.Errorf("direct get of %d answered %q", seq, got)
+	hdr := m.Header.Get(jetstream.SequenceHeader)
+	got, perr := strconv.ParseUint(hdr, 10, 64)
+	if perr != nil || got < seq || filter == "" && got != seq {
+		return 0, "", nil, false, fmt.Errorf("direct get of %d answered %q", seq, hdr)
 	}
-	return m.Header.Get(jetstream.SubjectHeader), m.Data, true, nil
+	return got, m.Header.Get(jetstream.SubjectHeader), m.Data, true, nil
 }
 
 // consumeErr wraps a consumer's failure; a stream that does not exist

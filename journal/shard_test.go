@@ -1,0 +1,126 @@
+package journal_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/journal/jstest"
+)
+
+// TestConsumeShard: a reader of one shard gets exactly that shard's
+// records, in order, with the stream's sequences; deliveries lost on
+// their way are read again from a replica, and only the shard's. The
+// shard's last record is known without reading it.
+func TestConsumeShard(t *testing.T) {
+	_, nc := jstest.Server(t)
+	j, err := journal.New(nc, journal.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	if err := j.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const shards = 4
+	if err := j.EnsureTableStream(ctx, "S", 1); err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint32][]uint64{} // each shard's records
+	last := map[string]uint64{}
+	for i := range 60 {
+		pk := fmt.Sprintf("p%d", i%13)
+		seq, err := j.Append(ctx, "S", 1, shards, put(pk, fmt.Sprint(i), int32(i)), last[pk])
+		if err != nil {
+			t.Fatal(err)
+		}
+		last[pk] = seq
+		sh := uint32(engine.Shard(pk, shards))
+		want[sh] = append(want[sh], seq)
+	}
+	// Lose one delivery in the middle of each shard's records.
+	var mu sync.Mutex
+	lose := map[uint64]bool{}
+	for _, seqs := range want {
+		lose[seqs[len(seqs)/2]] = true
+	}
+	var lost int
+	j.LoseInTransit(func(_ string, seq uint64) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if lose[seq] {
+			delete(lose, seq)
+			lost++
+			return true
+		}
+		return false
+	})
+	read := func(shard uint32, from uint64) []uint64 {
+		t.Helper()
+		cctx, stop := context.WithCancel(ctx)
+		defer stop()
+		var got []uint64
+		err := j.ConsumeShard(cctx, "S", 1, shards, shard, from, nil, func(seq uint64, rec *engine.Record, pending uint64) error {
+			if s := uint32(engine.Shard(rec.PartitionKey, shards)); s != shard {
+				return fmt.Errorf("record %d of partition %q (shard %d) read as shard %d's", seq, rec.PartitionKey, s, shard)
+			}
+			got = append(got, seq)
+			if pending == 0 {
+				stop()
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for shard := range uint32(shards) {
+		if len(want[shard]) < 3 {
+			t.Fatalf("shard %d has %d records: choose other keys", shard, len(want[shard]))
+		}
+		if got := read(shard, 1); !slices.Equal(got, want[shard]) {
+			t.Errorf("shard %d: read %v, want %v", shard, got, want[shard])
+		}
+		from := want[shard][1] // from one of its records
+		if got := read(shard, from); !slices.Equal(got, want[shard][1:]) {
+			t.Errorf("shard %d from %d: read %v, want %v", shard, from, got, want[shard][1:])
+		}
+		if got := read(shard, want[shard][1]-1); !slices.Equal(got, want[shard][1:]) && want[shard][1]-1 != want[shard][0] {
+			t.Errorf("shard %d from before its second record: read %v", shard, got)
+		}
+		if head, err := j.ShardLast(ctx, "S", 1, shard); err != nil || head != want[shard][len(want[shard])-1] {
+			t.Errorf("ShardLast(%d) = %d, %v; want %d", shard, head, err, want[shard][len(want[shard])-1])
+		}
+	}
+	mu.Lock()
+	if lost != shards {
+		t.Errorf("%d deliveries lost, want %d (one per shard)", lost, shards)
+	}
+	mu.Unlock()
+	// A shard without records; a shard the table does not have.
+	if err := j.EnsureTableStream(ctx, "Few", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Append(ctx, "Few", 1, 64, put("Sales", "1", 1), 0); err != nil {
+		t.Fatal(err)
+	}
+	if head, err := j.ShardLast(ctx, "Few", 1, uint32(engine.Shard("Sales", 64))); err != nil || head != 1 {
+		t.Errorf("ShardLast of Sales's shard = %d, %v", head, err)
+	}
+	if head, err := j.ShardLast(ctx, "Few", 1, uint32(engine.Shard("Sales", 64)+1)%64); err != nil || head != 0 {
+		t.Errorf("ShardLast of an empty shard = %d, %v", head, err)
+	}
+	if _, err := j.ShardLast(ctx, "Never", 1, 0); err == nil {
+		t.Error("ShardLast of a table without a stream succeeded")
+	}
+	if err := j.ConsumeShard(ctx, "Few", 1, 64, 64, 1, nil, nil); err == nil {
+		t.Error("ConsumeShard of shard 64 of 64 succeeded")
+	}
+}
