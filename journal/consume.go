@@ -32,7 +32,15 @@ func (j *Journal) Consume(ctx context.Context, table string, epoch uint64, shard
 // memory, which is then used instead of decoding the message. Nonces are
 // unique, so the record is exactly the one stored.
 func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, shards uint32, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
-	return j.consumeTable(ctx, table, epoch, shards, "", from, known, fn)
+	return j.consumeTable(ctx, table, epoch, shards, "", nil, from, known, fn)
+}
+
+// ConsumeHeld is ConsumeKnown for a reader that holds some shards of a
+// table with shards: a record on a subject of a shard not held is handed
+// to fn as nil, without being decoded, so that the reader's position
+// still moves past it. Every record is read (pending counts them all).
+func (j *Journal) ConsumeHeld(ctx context.Context, table string, epoch uint64, shards uint32, held func(shard uint32) bool, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
+	return j.consumeTable(ctx, table, epoch, shards, "", held, from, known, fn)
 }
 
 // ConsumeShard is ConsumeKnown for the records of one shard of a table
@@ -44,15 +52,21 @@ func (j *Journal) ConsumeShard(ctx context.Context, table string, epoch uint64, 
 	if shard >= shards {
 		return fmt.Errorf("journal: consume shard %d of %s, which has %d", shard, table, shards)
 	}
-	return j.consumeTable(ctx, table, epoch, shards, j.ShardSubjects(table, epoch, shard), from, known, fn)
+	return j.consumeTable(ctx, table, epoch, shards, j.ShardSubjects(table, epoch, shard), nil, from, known, fn)
 }
 
 // consumeTable reads a table's records, those matching filter when it is
-// not "", and checks each against its subject.
-func (j *Journal) consumeTable(ctx context.Context, table string, epoch uint64, shards uint32, filter string, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
+// not "", and checks each against its subject; with held, those of shards
+// not held are handed over as nil.
+func (j *Journal) consumeTable(ctx context.Context, table string, epoch uint64, shards uint32, filter string, held func(uint32) bool, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
 	prefix := j.incarnationPrefix(table, epoch)
 	var tok []byte
 	return j.consume(ctx, StreamName(j.cfg.Prefix, table, epoch), filter, from, func(seq uint64, subj string, data []byte, pending uint64) error {
+		if held != nil && shards > 0 {
+			if shard, ok := subjectShard(subj, prefix); ok && shard < shards && !held(shard) {
+				return fn(seq, nil, pending)
+			}
+		}
 		var rec *engine.Record
 		if known != nil {
 			if nonce, ok := PeekNonce(data); ok {
@@ -74,6 +88,27 @@ func (j *Journal) consumeTable(ctx context.Context, table string, epoch uint64, 
 		}
 		return fn(seq, rec, pending)
 	})
+}
+
+// subjectShard reads the shard a partition's subject names after prefix
+// ("s<shard>."); ok is false for a subject of another shape, which the
+// record's own check then refuses.
+func subjectShard(subj, prefix string) (shard uint32, ok bool) {
+	if len(subj) <= len(prefix)+2 || subj[:len(prefix)] != prefix || subj[len(prefix)] != 's' {
+		return 0, false
+	}
+	var n uint64
+	i := len(prefix) + 1
+	for ; i < len(subj) && subj[i] >= '0' && subj[i] <= '9'; i++ {
+		n = n*10 + uint64(subj[i]-'0')
+		if n > engine.MaxShards {
+			return 0, false
+		}
+	}
+	if i == len(prefix)+1 || i >= len(subj) || subj[i] != '.' {
+		return 0, false
+	}
+	return uint32(n), true
 }
 
 // consume reads stream in order from sequence from, through consumers of

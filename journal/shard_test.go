@@ -2,6 +2,7 @@ package journal_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -122,5 +123,68 @@ func TestConsumeShard(t *testing.T) {
 	}
 	if err := j.ConsumeShard(ctx, "Few", 1, 64, 64, 1, nil, nil); err == nil {
 		t.Error("ConsumeShard of shard 64 of 64 succeeded")
+	}
+}
+
+// TestConsumeHeld: a reader holding some shards gets every record's
+// sequence, the records of its shards decoded and checked, the others as
+// nil and never decoded (junk on another shard's subject is not its
+// fault; junk on its own shard's is).
+func TestConsumeHeld(t *testing.T) {
+	j, ctx := newJournal(t)
+	const shards = 4
+	if err := j.EnsureTableStream(ctx, "H", 1); err != nil {
+		t.Fatal(err)
+	}
+	held := func(s uint32) bool { return s%2 == 0 }
+	last := map[string]uint64{}
+	var pks []string
+	for i := range 20 {
+		pk := fmt.Sprintf("p%d", i%7)
+		seq, err := j.Append(ctx, "H", 1, shards, put(pk, fmt.Sprint(i), int32(i)), last[pk])
+		if err != nil {
+			t.Fatal(err)
+		}
+		last[pk] = seq
+		pks = append(pks, pk)
+	}
+	var other, mine string // a partition of a shard not held, and of one held
+	for _, pk := range pks {
+		if held(uint32(engine.Shard(pk, shards))) {
+			mine = pk
+		} else {
+			other = pk
+		}
+	}
+	if other == "" || mine == "" {
+		t.Fatal("choose other keys: every partition is on one side")
+	}
+	js := j.JetStream()
+	junk := func(pk string) uint64 {
+		t.Helper()
+		ack, err := js.Publish(ctx, j.PartitionSubject("H", 1, shards, pk), []byte("junk"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pks = append(pks, pk)
+		return ack.Sequence
+	}
+	junk(other)
+	bad := junk(mine)
+	var seqs []uint64
+	err := j.ConsumeHeld(ctx, "H", 1, shards, held, 1, nil, func(seq uint64, rec *engine.Record, pending uint64) error {
+		seqs = append(seqs, seq)
+		pk := pks[seq-1]
+		switch {
+		case held(uint32(engine.Shard(pk, shards))) && (rec == nil || rec.PartitionKey != pk):
+			return fmt.Errorf("record %d of held partition %q handed as %+v", seq, pk, rec)
+		case !held(uint32(engine.Shard(pk, shards))) && rec != nil:
+			return fmt.Errorf("record %d of partition %q, not held, was decoded", seq, pk)
+		}
+		return nil
+	})
+	var ce *journal.CorruptError
+	if !errors.As(err, &ce) || ce.Seq != bad || len(seqs) != int(bad-1) {
+		t.Fatalf("read %v, then %v; want every record to %d, then a CorruptError at %d", seqs, err, bad-1, bad)
 	}
 }

@@ -48,6 +48,13 @@ func (v *Views) startLocked(ctx context.Context, e *entry) {
 	}()
 }
 
+// placeLocked asks the placement which shards of t this host holds.
+func (v *Views) placeLocked(t *Table) {
+	if v.cfg.Placement != nil && t.shards > 0 {
+		t.hold(v.cfg.Placement(t.name, t.epoch, t.shards))
+	}
+}
+
 // followTable replays and then tails one table's journal into its view. It
 // returns only when ctx ends or the journal holds what the view cannot
 // apply (see permanent): a record that cannot be decoded, is invalid or is
@@ -190,7 +197,12 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 	}()
 	err = v.retry(fctx, "follow the journal", t.Name(), func() error {
 		// After an interruption, resume right after the last record applied.
-		err := v.j.ConsumeKnown(fctx, t.Name(), t.Epoch(), t.Shards(), t.Seq()+1, t.appendedRecord, apply)
+		var err error
+		if t.Partial() {
+			err = v.j.ConsumeHeld(fctx, t.Name(), t.Epoch(), t.Shards(), t.holdsShard, t.Seq()+1, t.appendedRecord, apply)
+		} else {
+			err = v.j.ConsumeKnown(fctx, t.Name(), t.Epoch(), t.Shards(), t.Seq()+1, t.appendedRecord, apply)
+		}
 		if errors.Is(err, engine.ErrTableGone) {
 			return v.streamGone(fctx, t)
 		}

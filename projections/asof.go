@@ -274,6 +274,7 @@ func (v *Views) replayAsOf(ctx context.Context, t *Table, seq uint64, def *Defin
 	}
 	nt := NewTable(t.Name(), t.Epoch(), v.cfg.DedupWindow)
 	nt.shards = t.shards
+	nt.held = t.held
 	if def != nil {
 		nt.attach(def)
 	}

@@ -127,6 +127,7 @@ func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *engine.Catalo
 		e.live = true
 		e.table = NewTable(rec.Name, seq, v.cfg.DedupWindow)
 		e.table.shards = rec.Shards
+		v.placeLocked(e.table)
 		v.attachDeclaredLocked(e.table)
 		e.started, e.ready = false, false
 		if v.catalogLoaded {

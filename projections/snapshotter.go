@@ -205,6 +205,11 @@ type snapshotter struct {
 	shares *shareQueue // the deltas written, to be put in the shared store
 }
 
+// off reports whether the view writes no snapshots: none are kept, or
+// it holds only some shards of its table (whose snapshots would look
+// whole to another host).
+func (s *snapshotter) off() bool { return s.v.cfg.SnapshotDir == "" || s.t.Partial() }
+
 func newSnapshotter(v *Views, t *Table) *snapshotter {
 	return &snapshotter{v: v, t: t, touched: newTouchedSet(), lastAt: time.Now(), outcomes: make(chan snapOutcome, 2), shares: newShareQueue(&t.snapInfo.shareQueue)}
 }
@@ -220,7 +225,7 @@ func (s *snapshotter) loaded(c *loadedChain) {
 // applied notes a record the view applied and writes a snapshot if one
 // is due (applier goroutine).
 func (s *snapshotter) applied(rec *engine.Record) {
-	if s.v.cfg.SnapshotDir == "" {
+	if s.off() || rec == nil {
 		return
 	}
 	s.tailRecords++
@@ -336,7 +341,7 @@ func (s *snapshotter) start(write func() error, base bool, seq uint64) {
 // applied records since its last one (after the applier returned): a
 // delta when the chain allows one, else a base.
 func (s *snapshotter) final() {
-	if s.v.cfg.SnapshotDir == "" {
+	if s.off() {
 		return
 	}
 	s.collect(true)

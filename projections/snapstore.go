@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -231,6 +232,9 @@ func (t *Table) restore(seq uint64, c *snapshotContent) {
 	defer t.dmu.Unlock()
 	t.rows, t.parts, t.ids, t.expiry, t.seq = c.rows, c.parts, c.ids, c.expiry, seq
 	t.dirty, t.touchAll = true, true
+	if t.Partial() {
+		t.dropUnheld()
+	}
 	c.rows.Scan(func(e *engine.Entity) bool {
 		t.intern(e.Properties)
 		return true
@@ -241,6 +245,43 @@ func (t *Table) restore(seq uint64, c *snapshotContent) {
 			return true
 		})
 	}
+}
+
+// dropUnheld removes from a loaded view the partitions of the shards it
+// does not hold: their entities, their partitions' counts and their
+// command ids (dmu held).
+func (t *Table) dropUnheld() {
+	var rows []*engine.Entity
+	t.rows.Scan(func(e *engine.Entity) bool {
+		if !t.Holds(e.PartitionKey) {
+			rows = append(rows, e)
+		}
+		return true
+	})
+	for _, e := range rows {
+		t.rows.Delete(e)
+	}
+	var parts []*Partition
+	t.parts.Scan(func(p *Partition) bool {
+		if !t.Holds(p.Key) {
+			parts = append(parts, p)
+		}
+		return true
+	})
+	for _, p := range parts {
+		t.parts.Delete(p)
+	}
+	var ids []*CommandRecord
+	t.ids.Scan(func(c *CommandRecord) bool {
+		if !t.Holds(c.PartitionKey) {
+			ids = append(ids, c)
+		}
+		return true
+	})
+	for _, c := range ids {
+		t.ids.Delete(c)
+	}
+	t.expiry = slices.DeleteFunc(slices.Clone(t.expiry), func(c *CommandRecord) bool { return !t.Holds(c.PartitionKey) })
 }
 
 // writeBase writes snap as the table's base file, shares it when the

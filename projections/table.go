@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,7 @@ type Table struct {
 	name   string
 	epoch  uint64
 	shards uint32 // the incarnation's view shards (engine.TableInfo.Shards)
+	held   []bool // the shards this view holds, by number; nil: all
 
 	// Writer state, owned by the applier goroutine.
 	rows        *btree.BTreeG[*engine.Entity]
@@ -150,16 +152,46 @@ func (t *Table) Epoch() uint64 { return t.epoch }
 // into (0: a table of the layout before shards).
 func (t *Table) Shards() uint32 { return t.shards }
 
+// Holds reports whether the view holds the partition pk: whether its
+// shard is one of those the view materialises (every partition, unless
+// the host holds only some shards of the table: Config.Placement).
+func (t *Table) Holds(pk string) bool {
+	return t.held == nil || t.held[engine.Shard(pk, int(t.shards))]
+}
+
+// holdsShard reports whether the view holds shard s.
+func (t *Table) holdsShard(s uint32) bool { return t.held == nil || int(s) < len(t.held) && t.held[s] }
+
+// Partial reports whether the view holds only some of the table's shards.
+func (t *Table) Partial() bool { return t.held != nil }
+
+// hold makes the view hold only the shards held says (nil: all); a slice
+// that holds every shard, or one of the wrong length, holds all. Before
+// the view applies anything.
+func (t *Table) hold(held []bool) {
+	t.held = nil
+	if t.shards == 0 || len(held) != int(t.shards) || !slices.Contains(held, false) {
+		return
+	}
+	t.held = slices.Clone(held)
+}
+
 // Apply applies the journal record at seq. Records must come in journal
 // order; a record at or below the applied position is ignored (so a
 // redelivered record is harmless). The change becomes visible to readers at
-// the next Publish.
+// the next Publish. A record of a partition the view does not hold, or a
+// nil one (such a record, not decoded: journal.ConsumeHeld), only moves
+// its position.
 func (t *Table) Apply(seq uint64, rec *engine.Record) {
 	if seq <= t.seq {
 		return
 	}
 	t.dmu.Lock()
 	defer t.dmu.Unlock()
+	if rec == nil || !t.Holds(rec.PartitionKey) {
+		t.seq, t.dirty = seq, true
+		return
+	}
 	derived := len(t.derived) > 0
 	t.seq = seq
 	t.dirty = true

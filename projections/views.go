@@ -114,6 +114,18 @@ type Config struct {
 	AsOfCacheTTL time.Duration
 	// AsOfTimeout bounds one as-of replay (2 minutes).
 	AsOfTimeout time.Duration
+
+	// Placement says which view shards of a table incarnation with shards
+	// this host holds (docs/SCALE.md): held[s] for shard s, nil (or a
+	// slice holding every shard) for all of them. A view that holds only
+	// some materialises only their partitions' entities; it still reads
+	// the table's whole journal, decoding only its shards' records
+	// (journal.ConsumeHeld), so its position means what a whole view's
+	// does. Such a view writes no snapshots, and starts from the table's
+	// whole snapshots, keeping its shards' entities. nil: every host holds
+	// every table whole. It is asked once per view, when the table's view
+	// starts.
+	Placement func(table string, epoch uint64, shards uint32) (held []bool)
 }
 
 func (c *Config) defaults() {

@@ -28,6 +28,12 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
+	return newRigWith(t, projections.Config{})
+}
+
+// newRigWith is newRig with views configured by vcfg.
+func newRigWith(t *testing.T, vcfg projections.Config) *rig {
+	t.Helper()
 	_, nc := jstest.Server(t)
 	j, err := journal.New(nc, journal.Config{})
 	if err != nil {
@@ -39,7 +45,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	views := projections.NewViews(j, log, projections.Config{})
+	views := projections.NewViews(j, log, vcfg)
 	vctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- views.Run(vctx) }()
@@ -137,6 +143,39 @@ func TestTableLayouts(t *testing.T) {
 				t.Errorf("%s: partition %s has %d records on its subject, want %d (subjects %v)", c.table, pk, got, want, si.State.Subjects)
 			}
 		}
+	}
+}
+
+// TestHeldShards: a host whose view holds only some shards of a table
+// decides the commands of their partitions only; the others are refused
+// with ServerBusy (another host holds them) and nothing is appended.
+func TestHeldShards(t *testing.T) {
+	held := func(_ string, _ uint64, shards uint32) []bool {
+		h := make([]bool, shards)
+		h[engine.Shard("mine", int(shards))] = true
+		return h
+	}
+	r := newRigWith(t, projections.Config{Placement: held})
+	c := r.committer(t, r.j)
+	info, err := c.CreateTable(r.ctx, "Held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "theirs"
+	for engine.Shard(other, int(info.Shards)) == engine.Shard("mine", int(info.Shards)) {
+		other += "s"
+	}
+	insert := func(pk string) *engine.Reply {
+		return submit(c, &engine.Command{Table: "Held", Ops: []engine.Operation{{Op: engine.OpInsert, Entity: engine.NewEntity(pk, "1")}}})
+	}
+	if rep := insert("mine"); rep.Error != nil {
+		t.Fatal(rep.Error)
+	}
+	if rep := insert(other); engine.ErrorCode(rep.Error) != engine.CodeServerBusy {
+		t.Fatalf("a partition of a shard not held: %v", rep.Error)
+	}
+	if last, err := r.j.LastStreamSeq(r.ctx, "Held", info.Epoch); err != nil || last != 1 {
+		t.Fatalf("the journal holds %d records, %v; want the held partition's one", last, err)
 	}
 }
 

@@ -49,6 +49,13 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 			failAll(group, stopped(tbl, err))
 			return
 		}
+		if !tbl.Holds(key.pk) {
+			// Its view is not here: deciding on an empty one would
+			// refuse writes the journal's check would catch only after
+			// a round trip, and answer reads wrongly.
+			failAll(group, engine.Errorf(engine.CodeServerBusy, "this host does not hold the shard of partition %q of table %s; another host does: retry", key.pk, engine.ShownTable(tbl.Name())))
+			return
+		}
 		group = c.dropExpired(group)
 		if len(group) == 0 {
 			return

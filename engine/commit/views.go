@@ -45,6 +45,10 @@ type Table interface {
 	Shards() uint32
 	// Err is the error that stopped the view, if it stopped.
 	Err() error
+	// Holds reports whether the view holds partition pk: a host that
+	// holds only some shards of the table decides only for theirs
+	// (docs/SCALE.md).
+	Holds(pk string) bool
 	// Partition returns the partition pk as the view shows it now, frozen:
 	// what a round is decided against.
 	Partition(pk string) Partition
