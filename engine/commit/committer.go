@@ -47,6 +47,10 @@ type Config struct {
 	Now func() time.Time
 }
 
+// DefaultTimeout bounds a command's stay in the committer unless
+// Config.Timeout says otherwise.
+const DefaultTimeout = 30 * time.Second
+
 func (c *Config) defaults() {
 	if c.MaxGroup <= 0 {
 		c.MaxGroup = 1000
@@ -58,7 +62,7 @@ func (c *Config) defaults() {
 		c.MaxAttempts = 10
 	}
 	if c.Timeout <= 0 {
-		c.Timeout = 30 * time.Second
+		c.Timeout = DefaultTimeout
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 10 * time.Second

@@ -41,6 +41,24 @@ func ToCommand(r *engine.Request, table string) (*engine.Command, error) {
 	return cmd, nil
 }
 
+// FromCommand is the inverse of ToCommand: the request that names cmd, for
+// a host that sends a command to another (the table travels apart).
+func FromCommand(cmd *engine.Command) *engine.Request {
+	op := func(o *engine.Operation) engine.Request {
+		return engine.Request{Op: o.Op.String(), IfMatch: o.IfMatch, Entity: o.Entity}
+	}
+	if !cmd.Batch && len(cmd.Ops) == 1 {
+		r := op(&cmd.Ops[0])
+		r.ID, r.Messages = cmd.ID, cmd.Messages
+		return &r
+	}
+	r := &engine.Request{Op: "Batch", ID: cmd.ID, Messages: cmd.Messages, Ops: make([]engine.Request, len(cmd.Ops))}
+	for i := range cmd.Ops {
+		r.Ops[i] = op(&cmd.Ops[i])
+	}
+	return r
+}
+
 // readOnly refuses a write that names read positions: "asOf" and
 // "position" are a Retrieve's.
 func readOnly(r *engine.Request) error {

@@ -138,6 +138,12 @@ type Assignment struct {
 	Primaries map[string]int
 }
 
+// keyed is a shard and its hash, the order Assign places shards in.
+type keyed struct {
+	id  ShardID
+	key uint64
+}
+
 // Assign places every shard on r hosts. With bound > 0 no host holds more
 // than ⌈(1+bound) × the mean⌉ replicas: shards are placed one after
 // another in the order of their hashes, each on its r hosts of the
@@ -150,10 +156,6 @@ func (m *Members) Assign(shards []ShardID, r int, bound float64) *Assignment {
 		return a
 	}
 	r = min(r, len(m.names))
-	type keyed struct {
-		id  ShardID
-		key uint64
-	}
 	order := make([]keyed, len(shards))
 	for i, id := range shards {
 		order[i] = keyed{id, id.key()}
@@ -164,12 +166,14 @@ func (m *Members) Assign(shards []ShardID, r int, bound float64) *Assignment {
 	})
 	var full func(int) bool
 	load := make([]int, len(m.names))
+	limit := 0
 	if bound > 0 {
 		total := len(shards) * r
-		limit := int(math.Ceil(float64(total) * (1 + bound) / float64(len(m.names))))
+		limit = int(math.Ceil(float64(total) * (1 + bound) / float64(len(m.names))))
 		full = func(i int) bool { return load[i] >= limit }
 	}
-	for _, s := range order {
+	placed := make([][]int, len(order)) // each shard's owners, by index
+	for k, s := range order {
 		idx := m.top(s.key, r, full)
 		if len(idx) < r {
 			// Fewer hosts with room than replicas: the rest go to the
@@ -180,10 +184,18 @@ func (m *Members) Assign(shards []ShardID, r int, bound float64) *Assignment {
 				}
 			}
 		}
-		owners := make([]string, len(idx))
-		for i, j := range idx {
-			owners[i] = m.names[j]
+		for _, j := range idx {
 			load[j]++
+		}
+		placed[k] = idx
+	}
+	if bound > 0 {
+		m.relieve(order, placed, load, limit)
+	}
+	for k, s := range order {
+		owners := make([]string, len(placed[k]))
+		for i, j := range placed[k] {
+			owners[i] = m.names[j]
 		}
 		a.Owners[s.id] = owners
 		a.Primaries[owners[0]]++
@@ -194,6 +206,31 @@ func (m *Members) Assign(shards []ShardID, r int, bound float64) *Assignment {
 		}
 	}
 	return a
+}
+
+// relieve moves replicas off the hosts the greedy pass left over the
+// limit (its last shards found fewer hosts with room than replicas): for
+// each such host, in the shards' order, a shard it holds goes to the host
+// of the highest weight for it that has room and does not hold it. There
+// always is one while a host is over: the others then hold fewer shards
+// than it does, and the limit leaves room for every replica.
+func (m *Members) relieve(order []keyed, placed [][]int, load []int, limit int) {
+	for h := range load {
+		for k := 0; k < len(order) && load[h] > limit; k++ {
+			at := slices.Index(placed[k], h)
+			if at < 0 {
+				continue
+			}
+			for _, g := range m.top(order[k].key, len(m.names), nil) {
+				if load[g] < limit && !slices.Contains(placed[k], g) {
+					placed[k][at] = g
+					load[h]--
+					load[g]++
+					break
+				}
+			}
+		}
+	}
 }
 
 // Moves compares two assignments of the same shards: Added counts the

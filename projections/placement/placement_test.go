@@ -98,10 +98,18 @@ func TestJoinAndDeath(t *testing.T) {
 // the mean⌉ replicas, every shard still has r distinct owners, and the
 // assignment does not depend on the order the shards are given in.
 func TestBoundedLoad(t *testing.T) {
-	for _, c := range []struct{ hosts, tables, per, r int }{{3, 1, 64, 2}, {6, 1, 64, 2}, {7, 20, 16, 3}, {3, 2, 8, 3}, {2, 1, 4, 3}} {
+	for _, c := range []struct {
+		hosts, tables, per, r int
+		bound                 float64
+	}{
+		{3, 1, 64, 2, 0.05}, {6, 1, 64, 2, 0.05}, {7, 20, 16, 3, 0.05}, {3, 2, 8, 3, 0.05}, {2, 1, 4, 3, 0.05},
+		// Tight bounds, where the greedy pass's last shards find too few
+		// hosts with room.
+		{3, 1, 64, 2, 0.01}, {3, 1, 64, 2, 1e-9}, {5, 1, 64, 2, 1e-9}, {6, 1, 64, 3, 1e-9}, {4, 3, 64, 2, 0.01},
+	} {
 		all := shards(c.tables, c.per)
 		m := NewMembers(hosts(c.hosts))
-		const bound = 0.05
+		bound := c.bound
 		a := m.Assign(all, c.r, bound)
 		r := min(c.r, c.hosts)
 		limit := int(math.Ceil(float64(len(all)*r) * (1 + bound) / float64(c.hosts)))

@@ -108,6 +108,12 @@ type Config struct {
 	// which hosts older than journal format 3 read: for creating tables
 	// while a cluster is being upgraded). It overrides Commit.TableShards.
 	TableShards int
+	// ViewReplicas is how many live hosts hold each shard of a table with
+	// shards (docs/SCALE.md): each host materialises only the shards the
+	// placement gives it, and sends a command for another shard's
+	// partition to one of its holders. 0: every host holds every table
+	// whole, as a single host does.
+	ViewReplicas int
 	// Views and Commit tune those components; zero values are defaults.
 	Views  projections.Config
 	Commit commit.Config
@@ -214,6 +220,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("node: -table-shards must be between 1 and %d, or 0 for none, got %d", engine.MaxShards, c.TableShards)
 	default:
 		c.Commit.TableShards = uint32(c.TableShards)
+	}
+	if c.ViewReplicas < 0 || c.ViewReplicas > 16 {
+		return fmt.Errorf("node: view replicas must be between 0 (every host holds everything) and 16, got %d", c.ViewReplicas)
 	}
 	history, err := projections.ParseRetention(c.History)
 	if err != nil {

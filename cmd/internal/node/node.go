@@ -47,6 +47,7 @@ type Node struct {
 	j       *journal.Journal
 	views   *projections.Views
 	comm    *commit.Committer
+	submit  httpapi.Committer // the committer, or the router in front of it
 	api     *natsapi.Service
 	fns     *functions.Runner
 	relay   *outbox.Relay
@@ -239,14 +240,21 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	if err != nil {
 		return err
 	}
+	name := nodeName(cfg.DataDir)
+	var pl *placer // the placement of the views' shards, on the members below
+	if cfg.ViewReplicas > 0 {
+		vcfg.Placement = func(table string, epoch uint64, shards uint32) []bool { return pl.held(table, epoch, shards) }
+	}
 	n.views = projections.NewViews(n.j, log, vcfg)
 	n.health.views.Store(n.views)
-	name := nodeName(cfg.DataDir)
 	// The live hosts, for the operators now and the views' placement
 	// (docs/SCALE.md).
 	n.members = members.New(res.hosts, members.Config{Host: nodeKey(name), Name: name, Log: log})
 	if err := g.Start(ctx, "cluster members", n.members); err != nil {
 		return fmt.Errorf("node: cluster members: %w", err)
+	}
+	if cfg.ViewReplicas > 0 {
+		pl = newPlacer(nodeKey(name), cfg.ViewReplicas, n.members)
 	}
 	// The declared projections before the views replay, so that every
 	// table follows its projections from its first record.
@@ -265,7 +273,26 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	if err := g.Start(ctx, "committer", n.comm); err != nil {
 		return err
 	}
-	n.api = natsapi.New(n.serve, n.comm, n.views, n.j, log, natsapi.Config{Prefix: cfg.Prefix, Outbox: cfg.outbox, Replies: n.replies, PositionWait: cfg.API.PositionWait,
+	// What the doors and the functions submit to: the committer, or on a
+	// placed cluster the router in front of it.
+	var submit interface {
+		natsapi.Committer
+		httpapi.Committer
+		functions.Committer
+	} = n.comm
+	if pl != nil {
+		timeout := cfg.Commit.Timeout
+		if timeout <= 0 {
+			timeout = commit.DefaultTimeout
+		}
+		rt := newRouter(n.nc, cfg.Prefix, nodeKey(name), n.views, n.comm, pl, timeout+5*time.Second, log)
+		if err := g.Start(ctx, "router", rt); err != nil {
+			return err
+		}
+		submit = rt
+	}
+	n.submit = submit
+	n.api = natsapi.New(n.serve, submit, n.views, n.j, log, natsapi.Config{Prefix: cfg.Prefix, Outbox: cfg.outbox, Replies: n.replies, PositionWait: cfg.API.PositionWait,
 		PageBudget: cfg.API.PageBudget, HoldSnapshot: cfg.API.HoldSnapshot, HeldSnapshots: cfg.API.HeldSnapshots})
 	if err := g.Start(ctx, "nats api", n.api); err != nil {
 		return err
@@ -274,7 +301,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	if err != nil {
 		return err
 	}
-	n.fns, err = functions.NewRunner(n.nc, n.views, n.comm, functions.Config{
+	n.fns, err = functions.NewRunner(n.nc, n.views, submit, functions.Config{
 		Prefix:     cfg.Prefix,
 		Replicas:   cfg.Replicas,
 		Sandbox:    sb,
@@ -357,7 +384,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	}
 	api.Outbox = cfg.outbox
 	api.History, api.DefaultRetention = n.j, cfg.history
-	tables := httpapi.New(n.views, n.comm, log, api)
+	tables := httpapi.New(n.views, n.submit, log, api)
 	mux.Handle("/metrics", guard.Wrap(tables.MetricsHandler()))
 	// The web console: its page and scripts hold no data and are served
 	// to anyone; every call they make sends the operator token.

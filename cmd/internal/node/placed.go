@@ -1,0 +1,83 @@
+package node
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/cairn-dev/cairn/projections"
+	"github.com/cairn-dev/cairn/projections/members"
+	"github.com/cairn-dev/cairn/projections/placement"
+)
+
+// placeBound is how far above the mean of its table's replicas a host
+// may hold (placement.Assign): each table is placed on its own, and with
+// its 64 shards a tight bound is what keeps the fullest of 3 hosts at
+// 44 of 64 (0.69 of the table) rather than 46 (0.72).
+const placeBound = 0.01
+
+// placer decides which shards of each table this node holds and who
+// holds the others: every table with shards is placed on replicas of
+// the live hosts (docs/SCALE.md), the same on every host that sees the
+// same members. The assignment of a table is computed once per member
+// list.
+type placer struct {
+	self     string // this node's key among the members
+	replicas int
+	members  *members.Members
+
+	mu     sync.Mutex
+	live   []string
+	list   *placement.Members
+	tables map[placement.ShardID]*placement.Assignment // by table incarnation (Index 0)
+}
+
+func newPlacer(self string, replicas int, m *members.Members) *placer {
+	return &placer{self: self, replicas: replicas, members: m, tables: map[placement.ShardID]*placement.Assignment{}}
+}
+
+// assignment returns the placement of a table incarnation's shards on the
+// current members, most preferred owner first.
+func (p *placer) assignment(table string, epoch uint64, shards uint32) *placement.Assignment {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if live := p.members.Live(); p.list == nil || !slices.Equal(live, p.live) {
+		if !slices.Contains(live, p.self) {
+			// Not yet (or no longer) seen by its own watch: it holds
+			// its share all the same.
+			live = append(slices.Clone(live), p.self)
+			slices.Sort(live)
+		}
+		p.live, p.list = live, placement.NewMembers(live)
+		clear(p.tables)
+	}
+	table = projections.Lower(table)
+	key := placement.ShardID{Table: table, Epoch: epoch}
+	a := p.tables[key]
+	if a == nil {
+		ids := make([]placement.ShardID, shards)
+		for i := range ids {
+			ids[i] = placement.ShardID{Table: table, Epoch: epoch, Index: int(i)}
+		}
+		a = p.list.Assign(ids, p.replicas, placeBound)
+		p.tables[key] = a
+	}
+	return a
+}
+
+// held says which shards of a table this node holds (projections
+// Config.Placement).
+func (p *placer) held(table string, epoch uint64, shards uint32) []bool {
+	a := p.assignment(table, epoch, shards)
+	table = projections.Lower(table)
+	out := make([]bool, shards)
+	for i := range out {
+		out[i] = slices.Contains(a.Owners[placement.ShardID{Table: table, Epoch: epoch, Index: i}], p.self)
+	}
+	return out
+}
+
+// owners returns the hosts that hold a shard, most preferred first.
+func (p *placer) owners(table string, epoch uint64, shards, shard uint32) []string {
+	a := p.assignment(table, epoch, shards)
+	return a.Owners[placement.ShardID{Table: projections.Lower(table), Epoch: epoch, Index: int(shard)}]
+}

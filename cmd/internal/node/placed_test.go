@@ -1,0 +1,130 @@
+package node_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/cmd/internal/node"
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/projections"
+)
+
+// startPlaced starts n hosts on one NATS server, each shard of a table
+// held by replicas of them, and waits until each sees them all.
+func startPlaced(t *testing.T, n, replicas int) []*testHost {
+	t.Helper()
+	first := startNode(t, node.Config{ViewReplicas: replicas})
+	hosts := []*testHost{first}
+	for range n - 1 {
+		hosts = append(hosts, startNode(t, node.Config{NATSURL: first.h.ClientURL(), NATSCreds: first.h.NATSCredsFile(), ViewReplicas: replicas}))
+	}
+	for _, h := range hosts {
+		eventually(t, 30*time.Second, "every host live", func() bool { return len(h.h.Members().Live()) == n })
+	}
+	return hosts
+}
+
+// placedViews waits until every host's view of table holds only its
+// shards and has caught up with the journal, and returns them.
+func placedViews(t *testing.T, hosts []*testHost, table string) []*projections.Table {
+	t.Helper()
+	ctx := ctxT(t)
+	views := make([]*projections.Table, len(hosts))
+	for i, h := range hosts {
+		eventually(t, 30*time.Second, "a view of some shards", func() bool {
+			tv, ok := h.h.Views().Table(table)
+			if !ok || !tv.Partial() || h.h.Views().WaitTableReady(ctx, tv.Name(), tv.Epoch()) != nil {
+				return false
+			}
+			views[i] = tv
+			return true
+		})
+	}
+	return views
+}
+
+// TestPlacedWrites: on 3 hosts with 2 replicas, every host takes every
+// command whatever the shard of its partition (the NATS queue group
+// spreads them): one that does not hold the partition sends it to a
+// holder. Each host's view holds only its shards, every shard is held
+// by two hosts, and a write decided by a holder is seen by the other.
+func TestPlacedWrites(t *testing.T) {
+	hosts := startPlaced(t, 3, 2)
+	ctx := ctxT(t)
+	info, err := hosts[0].c.CreateTable(ctx, "Placed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Epoch == 0 {
+		t.Fatal("no epoch")
+	}
+	views := placedViews(t, hosts, "Placed")
+	const n = 240
+	var last uint64
+	for i := range n {
+		h := hosts[i%len(hosts)]
+		rep, err := h.c.Insert(ctx, "Placed", engine.NewEntity(fmt.Sprintf("p%02d", i%80), fmt.Sprint(i), engine.Property{Name: "N", Value: engine.Int64(int64(i))}))
+		if err != nil {
+			t.Fatalf("insert %d: %v", i, err)
+		}
+		last = max(last, rep.Seq)
+	}
+	// A stale ETag is refused by the holder, whichever host took it.
+	first, err := hosts[1].c.InsertOrReplace(ctx, "Placed", engine.NewEntity("p00", "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hosts[2].c.Replace(ctx, "Placed", engine.NewEntity("p00", "x"), first.ETag); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hosts[0].c.Replace(ctx, "Placed", engine.NewEntity("p00", "x"), first.ETag); engine.ErrorCode(err) != engine.CodeUpdateConditionNotSatisfied {
+		t.Fatalf("a stale ETag: %v", err)
+	}
+	held := map[string]int{} // partition: hosts holding it
+	for i, tv := range views {
+		if _, err := tv.WaitSeq(ctx, last); err != nil {
+			t.Fatal(err)
+		}
+		snap := tv.Snapshot()
+		count := 0
+		for j := range n {
+			pk := fmt.Sprintf("p%02d", j%80)
+			_, ok := snap.Get(pk, fmt.Sprint(j))
+			if ok != tv.Holds(pk) {
+				t.Fatalf("host %d: entity %s/%d present %v, held %v", i, pk, j, ok, tv.Holds(pk))
+			}
+			if ok {
+				count++
+			}
+		}
+		if count == 0 || count == n {
+			t.Errorf("host %d holds %d of %d entities", i, count, n)
+		}
+		// Of the table's 64 shards, 2 × 64 / 3 = 42.7 each, and the bound
+		// of the placement holds the fullest at 44 (0.69 of the table).
+		shards := 0
+		for s := range engine.DefaultShards {
+			pk := ""
+			for k := 0; engine.Shard(pk, engine.DefaultShards) != s; k++ {
+				pk = fmt.Sprint("k", k)
+			}
+			if tv.Holds(pk) {
+				shards++
+			}
+		}
+		if shards < 32 || shards > 44 {
+			t.Errorf("host %d holds %d of %d shards", i, shards, engine.DefaultShards)
+		}
+		for p := range 80 {
+			if pk := fmt.Sprintf("p%02d", p); tv.Holds(pk) {
+				held[pk]++
+			}
+		}
+	}
+	for p := range 80 {
+		if pk := fmt.Sprintf("p%02d", p); held[pk] != 2 {
+			t.Errorf("partition %s is held by %d hosts, want 2", pk, held[pk])
+		}
+	}
+}

@@ -1,0 +1,179 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/commit"
+	"github.com/cairn-dev/cairn/engine/wire"
+	"github.com/cairn-dev/cairn/projections"
+)
+
+// Headers of a command one node sends another.
+const (
+	// routeTableHeader names the command's table (its full name).
+	routeTableHeader = "Cairn-Table"
+	// routeNotHeldHeader marks the answer of a node that does not hold
+	// the partition (any more: the hosts changed): the sender tries the
+	// next holder.
+	routeNotHeldHeader = "Cairn-Not-Held"
+)
+
+// router is the committer the front doors and the function runner use:
+// a command for a partition this node's view holds goes to the local
+// committer, one for a partition of a shard other hosts hold goes to one
+// of them (docs/SCALE.md, C), which decides it against its view and
+// answers once the write is visible there. Holders are tried in the
+// placement's order; one that is gone answers at once with no responders
+// (its subscription went with its connection), one that no longer holds
+// the shard says so, and the next is asked.
+type router struct {
+	nc      *nats.Conn // the node user's: forwards and serves node-to-node requests
+	prefix  string
+	self    string // this node's key
+	views   *projections.Views
+	local   *commit.Committer
+	placer  *placer
+	timeout time.Duration // of one forwarded command
+	log     *slog.Logger
+
+	ready    chan struct{}  // closed once it takes forwarded commands
+	forwards sync.WaitGroup // the commands being forwarded
+}
+
+func newRouter(nc *nats.Conn, prefix, self string, views *projections.Views, local *commit.Committer, pl *placer, timeout time.Duration, log *slog.Logger) *router {
+	return &router{nc: nc, prefix: prefix, self: self, views: views, local: local, placer: pl, timeout: timeout, log: log, ready: make(chan struct{})}
+}
+
+// routeSubject is where a node takes commands forwarded by the others:
+// only nodes may publish there (the node user; no client's permissions
+// name it).
+func routeSubject(prefix, host string) string { return prefix + ".node." + host + ".cmd" }
+
+// Submit decides cmd here or sends it to a holder of its partition.
+func (r *router) Submit(cmd *engine.Command, done func(*engine.Reply)) {
+	t, ok := r.views.Table(cmd.Table)
+	if !ok || t.Holds(cmd.PartitionKey()) {
+		r.local.Submit(cmd, done) // a table this node does not know yet is looked up there
+		return
+	}
+	r.forwards.Go(func() { r.forward(t, cmd, done) })
+}
+
+// CreateTable and DeleteTable concern the catalog, which every node holds.
+func (r *router) CreateTable(ctx context.Context, name string) (engine.TableInfo, error) {
+	return r.local.CreateTable(ctx, name)
+}
+
+func (r *router) DeleteTable(ctx context.Context, name string) error {
+	return r.local.DeleteTable(ctx, name)
+}
+
+// forward sends cmd to the holders of its partition in turn until one
+// decides it.
+func (r *router) forward(t *projections.Table, cmd *engine.Command, done func(*engine.Reply)) {
+	if err := engine.ValidateCommand(cmd); err != nil {
+		done(&engine.Reply{Error: engine.AsError(err)})
+		return
+	}
+	data, err := wire.EncodeRequestMsgpack(wire.FromCommand(cmd))
+	if err != nil {
+		done(&engine.Reply{Error: engine.AsError(err)})
+		return
+	}
+	pk := cmd.PartitionKey()
+	shard := uint32(engine.Shard(pk, int(t.Shards())))
+	for _, host := range r.placer.owners(t.Name(), t.Epoch(), t.Shards(), shard) {
+		if host == r.self {
+			continue
+		}
+		msg := &nats.Msg{Subject: routeSubject(r.prefix, host), Header: nats.Header{routeTableHeader: []string{t.Name()}}, Data: data}
+		resp, err := r.nc.RequestMsg(msg, r.timeout)
+		switch {
+		case errors.Is(err, nats.ErrNoResponders):
+			continue // gone: its subscription went with its connection
+		case err != nil:
+			done(&engine.Reply{Error: engine.Errorf(engine.CodeOperationTimedOut, "the host holding partition %q of table %s did not answer: %v; the command may or may not have been applied (retry it with the same id)", pk, engine.ShownTable(t.Name()), err)})
+			return
+		case resp.Header.Get(routeNotHeldHeader) != "":
+			continue
+		}
+		rep, err := wire.DecodeReplyMsgpack(resp.Data)
+		if err != nil {
+			done(&engine.Reply{Error: engine.Errorf(engine.CodeInternalError, "the host holding partition %q of table %s answered what cannot be read: %v", pk, engine.ShownTable(t.Name()), err)})
+			return
+		}
+		done(rep)
+		return
+	}
+	done(&engine.Reply{Error: engine.Errorf(engine.CodeServerBusy, "no host holding partition %q of table %s answered (the hosts are changing); retry", pk, engine.ShownTable(t.Name()))})
+}
+
+// serve decides a command another node forwarded, if this node's view
+// holds its partition; the answer goes to the sender's inbox.
+func (r *router) serve(m *nats.Msg) {
+	if !wire.ReplyAllowed(m.Reply) {
+		return // not a node's request: nodes ask from their inboxes
+	}
+	fail := func(err error) { _ = m.Respond(wire.EncodeReplyMsgpack(&engine.Reply{Error: engine.AsError(err)})) }
+	table := m.Header.Get(routeTableHeader)
+	req, err := wire.DecodeRequestMsgpack(m.Data)
+	if err != nil {
+		fail(err)
+		return
+	}
+	cmd, err := wire.ToCommand(req, table)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if t, ok := r.views.Table(table); ok && !t.Holds(cmd.PartitionKey()) {
+		_ = m.RespondMsg(&nats.Msg{Header: nats.Header{routeNotHeldHeader: []string{"1"}}})
+		return
+	}
+	r.local.Submit(cmd, func(rep *engine.Reply) {
+		if err := m.Respond(wire.EncodeReplyMsgpack(rep)); err != nil {
+			r.log.Warn("answer a forwarded command", "table", table, "err", err)
+		}
+	})
+}
+
+// Ready is closed once the router takes forwarded commands.
+func (r *router) Ready() <-chan struct{} { return r.ready }
+
+// Run takes the commands other nodes forward, and places the views again
+// whenever the live hosts change, until ctx ends; it returns once the
+// commands it was forwarding are answered.
+func (r *router) Run(ctx context.Context) error {
+	sub, err := r.nc.Subscribe(routeSubject(r.prefix, r.self), r.serve)
+	if err != nil {
+		return fmt.Errorf("node: take forwarded commands: %w", err)
+	}
+	if err := r.nc.FlushTimeout(5 * time.Second); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("node: take forwarded commands: %w", err)
+	}
+	close(r.ready)
+	changed := r.placer.members.Changed()
+	for {
+		select {
+		case <-changed:
+			changed = r.placer.members.Changed() // before the placing: no change is missed
+			if moved := r.views.Replace(); len(moved) > 0 {
+				r.log.Info("the live hosts changed: views of the tables whose shards this host holds changed start again", "hosts", len(r.placer.members.Live()), "tables", moved)
+			}
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
+	_ = sub.Unsubscribe()
+	r.forwards.Wait()
+	return nil
+}
