@@ -129,3 +129,59 @@ func TestMergeHoldsBack(t *testing.T) {
 		t.Fatalf("all: %+v", pg)
 	}
 }
+
+// TestMergeKept: hosts whose views hold overlapping sets of shards (here
+// the whole table each) answer a gathered query for the shards assigned
+// to them only (Options.Keep), and the merged pages are one view's.
+func TestMergeKept(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 9))
+	const shards, hosts = 8, 3
+	whole, _ := shardedTable(r, 600, shards)
+	for range 200 {
+		src := randomFilter(r, 0)
+		f, err := Parse(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		plan := NewPlan(f)
+		desc, limit := r.IntN(3) == 0, 1+r.IntN(9)
+		one := Options{Limit: limit, Descending: desc}
+		kept := make([]Options, hosts)
+		for h := range kept {
+			kept[h] = Options{Limit: limit, Descending: desc, Keep: func(pk string) bool { return engine.Shard(pk, shards)%hosts == h }}
+		}
+		oneDone, keptDone := false, false
+		for pages := 0; !oneDone || !keptDone; pages++ {
+			if pages > 2000 {
+				t.Fatalf("%s: paging does not end", src)
+			}
+			var want, got []*engine.Entity
+			if !oneDone {
+				pg := plan.Run(whole, one)
+				want, oneDone = pg.Entities, !pg.More
+				one.From = &Continuation{pg.NextPartitionKey, pg.NextRowKey}
+			}
+			if !keptDone {
+				answers := make([]Page, hosts)
+				for h := range answers {
+					answers[h] = plan.Run(whole, kept[h])
+				}
+				pg := Merge(answers, limit, desc)
+				got, keptDone = pg.Entities, !pg.More
+				for h := range kept {
+					kept[h].From = &Continuation{pg.NextPartitionKey, pg.NextRowKey}
+				}
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s, page %d: %d entities gathered, %d from one view", src, pages, len(got), len(want))
+			}
+			for k := range got {
+				if got[k] != want[k] {
+					t.Fatalf("%s, page %d: entity %d differs", src, pages, k)
+				}
+			}
+		}
+	}
+}

@@ -128,6 +128,15 @@ func NewPlan(f Expr) *Plan {
 	return p
 }
 
+// Partition returns the one partition the plan reads, if it reads one
+// (a point, range or partition scan).
+func (p *Plan) Partition() (string, bool) {
+	if p.none {
+		return "", false
+	}
+	return p.pk.single()
+}
+
 // Page is one page of results.
 type Page struct {
 	Entities []*engine.Entity
@@ -151,6 +160,10 @@ type Options struct {
 	// Descending walks the keys from the highest down (a Cairn extension
 	// for the log-tail pattern; Azure only ascends).
 	Descending bool
+	// Keep, when set, answers for the partitions it keeps only: a view
+	// that holds more shards than a gathered query asks of it skips the
+	// others' entities (counted as examined).
+	Keep func(pk string) bool
 }
 
 // Continuation is where a query resumes.
@@ -199,7 +212,7 @@ func (p *Plan) Run(snap *projections.Snapshot, o Options) Page {
 			return false
 		}
 		pg.Examined++
-		if p.rk.above(e.RowKey) || p.rk.below(e.RowKey) {
+		if p.rk.above(e.RowKey) || p.rk.below(e.RowKey) || o.Keep != nil && !o.Keep(e.PartitionKey) {
 			return true
 		}
 		if p.Filter == nil || p.Filter.Match(e) {
