@@ -199,7 +199,7 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 		// After an interruption, resume right after the last record applied.
 		var err error
 		if t.Partial() {
-			err = v.j.ConsumeHeld(fctx, t.Name(), t.Epoch(), t.Shards(), t.holdsShard, t.Seq()+1, t.appendedRecord, apply)
+			err = v.j.ConsumeHeld(fctx, t.Name(), t.Epoch(), t.Shards(), t.HoldsShard, t.Seq()+1, t.appendedRecord, apply)
 		} else {
 			err = v.j.ConsumeKnown(fctx, t.Name(), t.Epoch(), t.Shards(), t.Seq()+1, t.appendedRecord, apply)
 		}

@@ -159,8 +159,8 @@ func (t *Table) Holds(pk string) bool {
 	return t.held == nil || t.held[engine.Shard(pk, int(t.shards))]
 }
 
-// holdsShard reports whether the view holds shard s.
-func (t *Table) holdsShard(s uint32) bool { return t.held == nil || int(s) < len(t.held) && t.held[s] }
+// HoldsShard reports whether the view holds shard s.
+func (t *Table) HoldsShard(s uint32) bool { return t.held == nil || int(s) < len(t.held) && t.held[s] }
 
 // Partial reports whether the view holds only some of the table's shards.
 func (t *Table) Partial() bool { return t.held != nil }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairn-dev/cairn/cmd/internal/pages"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/projections"
@@ -89,15 +90,24 @@ func (c *call) snapshot(t *projections.Table, asOf uint64, given bool) (*project
 	if given {
 		return c.s.views.AsOf(c.r.Context(), t, asOf)
 	}
+	seq, err := c.position()
+	if err != nil || seq == 0 {
+		return t.Snapshot(), err
+	}
+	return t.WaitPosition(c.r.Context(), seq, c.s.cfg.PositionWait)
+}
+
+// position reads X-Cairn-Position (0: none).
+func (c *call) position() (uint64, error) {
 	pos := c.r.Header.Get(PositionHeader)
 	if pos == "" {
-		return t.Snapshot(), nil
+		return 0, nil
 	}
 	seq, err := strconv.ParseUint(pos, 10, 64)
 	if err != nil {
-		return nil, engine.Errorf(codeInvalidHeaderValue, "%s must be a journal position (a whole number), not %q", PositionHeader, pos)
+		return 0, engine.Errorf(codeInvalidHeaderValue, "%s must be a journal position (a whole number), not %q", PositionHeader, pos)
 	}
-	return t.WaitPosition(c.r.Context(), seq, c.s.cfg.PositionWait)
+	return seq, nil
 }
 
 func (c *call) get(table string, k keys) {
@@ -120,14 +130,36 @@ func (c *call) get(table string, k keys) {
 		c.fail(err)
 		return
 	}
-	snap, err := c.snapshot(t, asOf, given)
-	if err != nil {
-		c.fail(err)
-		return
+	var e *engine.Entity
+	var ok bool
+	if t.Partial() && c.s.cfg.Pages != nil && !t.Holds(k.pk) {
+		q := pages.Query{Point: &pages.Keys{PK: k.pk, RK: k.rk}, Limit: 1}
+		if q.Position, err = c.position(); err != nil {
+			c.fail(err)
+			return
+		}
+		if given {
+			q.Position, q.AsOf = 0, asOf
+		}
+		res, err := c.s.cfg.Pages.Read(c.r.Context(), t, q)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		c.w.Header().Set(PositionHeader, strconv.FormatUint(res.Seq, 10))
+		if ok = len(res.Entities) > 0; ok {
+			e = res.Entities[0]
+		}
+	} else {
+		snap, err := c.snapshot(t, asOf, given)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		// The position read, on a miss too: absent as of that position.
+		c.w.Header().Set(PositionHeader, strconv.FormatUint(snap.Seq, 10))
+		e, ok = snap.Get(k.pk, k.rk)
 	}
-	// The position read, on a miss too: absent as of that position.
-	c.w.Header().Set(PositionHeader, strconv.FormatUint(snap.Seq, 10))
-	e, ok := snap.Get(k.pk, k.rk)
 	if !ok {
 		c.fail(engine.Errorf(engine.CodeResourceNotFound, "The specified resource does not exist: (%q, %q) in %s.", k.pk, k.rk, shownName(t)))
 		return

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-dev/cairn/cmd/internal/pages"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/projections"
@@ -125,28 +126,54 @@ func (c *call) query(table string) {
 		c.fail(err)
 		return
 	}
-	var snap *projections.Snapshot
+	var snap *projections.Snapshot // nil: a page gathered from the hosts, held nowhere
 	var hold uint64
-	if tok != nil {
-		if s, ok := c.s.held.Get(tok.hold, t.Name(), t.Epoch()); ok && (!given || s.Seq == asOf) {
-			snap, hold = s, tok.hold
+	var pg query.Page
+	var seq uint64 // the position read
+	if t.Partial() && c.s.cfg.Pages != nil {
+		pq := pages.Query{Filter: q.Get("$filter"), Limit: top, Descending: desc, AsOf: asOf}
+		if g := c.sas; g != nil && g.rangeBound {
+			pq.FromPK, pq.ToPK = g.spk, g.epk
 		}
-	}
-	if hold == 0 {
-		if snap, err = c.snapshot(t, asOf, given); err != nil {
+		if tok != nil {
+			pq.From = &tok.from
+		}
+		if !given {
+			if pq.Position, err = c.position(); err != nil {
+				c.fail(err)
+				return
+			}
+		}
+		res, err := c.s.cfg.Pages.Read(c.r.Context(), t, pq)
+		if err != nil {
 			c.fail(err)
 			return
 		}
+		pg, seq = res.Page, res.Seq
+	} else {
+		if tok != nil {
+			if s, ok := c.s.held.Get(tok.hold, t.Name(), t.Epoch()); ok && (!given || s.Seq == asOf) {
+				snap, hold = s, tok.hold
+			}
+		}
+		if hold == 0 {
+			if snap, err = c.snapshot(t, asOf, given); err != nil {
+				c.fail(err)
+				return
+			}
+		}
+		plan := query.NewPlan(c.sasRange(filter))
+		o := query.Options{Limit: top, Deadline: time.Now().Add(c.s.cfg.PageBudget), Descending: desc}
+		if tok != nil {
+			o.From = &tok.from
+		}
+		pg, seq = plan.Run(snap, o), snap.Seq
 	}
-	plan := query.NewPlan(c.sasRange(filter))
-	o := query.Options{Limit: top, Deadline: time.Now().Add(c.s.cfg.PageBudget), Descending: desc}
-	if tok != nil {
-		o.From = &tok.from
-	}
-	pg := plan.Run(snap, o)
 	h := c.w.Header()
 	if pg.More {
-		hold = c.s.held.Put(hold, snap)
+		if snap != nil {
+			hold = c.s.held.Put(hold, snap)
+		}
 		if !given {
 			asOf = 0
 		}
@@ -156,7 +183,7 @@ func (c *call) query(table string) {
 	} else if hold != 0 {
 		c.s.held.Release(hold)
 	}
-	h.Set(PositionHeader, strconv.FormatUint(snap.Seq, 10))
+	h.Set(PositionHeader, strconv.FormatUint(seq, 10))
 	buf := pageBuffers.Get().(*[]byte)
 	defer func() {
 		if cap(*buf) <= maxPooledPage {

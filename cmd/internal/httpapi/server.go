@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/cors"
 	"github.com/cairn-dev/cairn/cmd/internal/hostcheck"
 	"github.com/cairn-dev/cairn/cmd/internal/outboxsubjects"
+	"github.com/cairn-dev/cairn/cmd/internal/pages"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/projections"
@@ -84,6 +85,10 @@ type Config struct {
 	// PositionWait is the longest a read waits for the view to reach the
 	// journal position named by X-Cairn-Position (10 s).
 	PositionWait time.Duration
+	// Pages reads the tables whose view here holds only some shards
+	// from the hosts that hold the others (package pages); nil: every
+	// view is whole.
+	Pages *pages.Service
 	// WriteTimeout bounds a write from request to reply (30 s).
 	WriteTimeout time.Duration
 	// HoldSnapshot is how long a query's snapshot stays held for its next

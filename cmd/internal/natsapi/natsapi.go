@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/cairn-dev/cairn/cmd/internal/outboxsubjects"
+	"github.com/cairn-dev/cairn/cmd/internal/pages"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/projections"
@@ -49,6 +50,10 @@ type Config struct {
 	// (wire.ReplyAllowed) before they are decoded; nil: a guard of the
 	// service's own, logging to the service's logger.
 	Replies *wire.ReplyGuard
+	// Pages reads the tables whose view here holds only some shards
+	// from the hosts that hold the others (package pages); nil: every
+	// view is whole.
+	Pages *pages.Service
 }
 
 func (c *Config) defaults() {
@@ -385,6 +390,21 @@ func (s *Service) retrieve(ctx context.Context, table string, req *engine.Reques
 		return errReply(err)
 	}
 	shown := engine.ShownTable(t.Name())
+	if t.Partial() && s.cfg.Pages != nil && !t.Holds(pk) {
+		if req.AsOf != 0 && req.Position != 0 {
+			_, err := s.snapshot(ctx, t, req.AsOf, req.Position) // the same refusal
+			return errReply(err)
+		}
+		res, err := s.cfg.Pages.Read(ctx, t, pages.Query{Point: &pages.Keys{PK: pk, RK: rk}, Limit: 1, Position: req.Position, AsOf: req.AsOf})
+		if err != nil {
+			return errReply(err)
+		}
+		if len(res.Entities) == 0 {
+			return errReply(engine.Errorf(engine.CodeResourceNotFound, "entity (%q, %q) does not exist in %s", pk, rk, shown))
+		}
+		e := res.Entities[0]
+		return &engine.Reply{Entity: e, ETag: engine.ETag(t.Epoch(), e.Version), Timestamp: e.Timestamp, Seq: res.Seq}
+	}
 	snap, err := s.snapshot(ctx, t, req.AsOf, req.Position)
 	if err != nil {
 		return errReply(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/cairn-dev/cairn/cmd/internal/pages"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/projections"
@@ -144,6 +145,25 @@ func (s *Service) query(ctx context.Context, table string, req *wire.QueryReques
 	if err != nil {
 		return pageErr(err)
 	}
+	if t.Partial() && s.cfg.Pages != nil {
+		if asOf != 0 && req.Position != 0 {
+			_, err := s.snapshot(ctx, t, asOf, req.Position) // the same refusal
+			return pageErr(err)
+		}
+		q := pages.Query{Filter: req.Filter, Limit: req.Top, Descending: req.Descending, Position: req.Position, AsOf: asOf}
+		if tok != nil {
+			q.From = &tok.from
+		}
+		res, err := s.cfg.Pages.Read(ctx, t, q)
+		if err != nil {
+			return pageErr(err)
+		}
+		r := &pageReply{s: s, t: t, seq: res.Seq, asOf: asOf, desc: req.Descending, sel: sel, entities: res.Entities}
+		if res.More {
+			r.next = &query.Continuation{PartitionKey: res.NextPartitionKey, RowKey: res.NextRowKey}
+		}
+		return r
+	}
 	var snap *projections.Snapshot
 	var hold uint64
 	if tok != nil {
@@ -161,7 +181,7 @@ func (s *Service) query(ctx context.Context, table string, req *wire.QueryReques
 		o.From = &tok.from
 	}
 	pg := query.NewPlan(filter).Run(snap, o)
-	r := &pageReply{s: s, t: t, snap: snap, hold: hold, asOf: asOf, desc: req.Descending, sel: sel, entities: pg.Entities}
+	r := &pageReply{s: s, t: t, snap: snap, seq: snap.Seq, hold: hold, asOf: asOf, desc: req.Descending, sel: sel, entities: pg.Entities}
 	if pg.More {
 		r.next = &query.Continuation{PartitionKey: pg.NextPartitionKey, RowKey: pg.NextRowKey}
 	}
@@ -192,7 +212,8 @@ type pageReply struct {
 	err      *engine.Error
 	s        *Service
 	t        *projections.Table
-	snap     *projections.Snapshot
+	snap     *projections.Snapshot // nil: a page gathered from the hosts (pages), held nowhere
+	seq      uint64                // the position read
 	hold     uint64
 	asOf     uint64
 	desc     bool
@@ -206,7 +227,7 @@ func pageErr(err error) *pageReply { return &pageReply{err: engine.AsError(err)}
 // reply encodes the first n entities, with the continuation of entity n
 // (or of the page's end), holding the snapshot while a page follows.
 func (p *pageReply) reply(n int) *wire.QueryReply {
-	r := &wire.QueryReply{Seq: p.snap.Seq, Entities: make([]wire.QueryEntity, n)}
+	r := &wire.QueryReply{Seq: p.seq, Entities: make([]wire.QueryEntity, n)}
 	for i, e := range p.entities[:n] {
 		r.Entities[i] = wire.QueryEntity{Entity: p.sel.Project(e), ETag: engine.ETag(p.t.Epoch(), e.Version)}
 	}
@@ -215,7 +236,9 @@ func (p *pageReply) reply(n int) *wire.QueryReply {
 		next = &query.Continuation{PartitionKey: p.entities[n].PartitionKey, RowKey: p.entities[n].RowKey}
 	}
 	if next != nil {
-		p.hold = p.s.held.Put(p.hold, p.snap)
+		if p.snap != nil {
+			p.hold = p.s.held.Put(p.hold, p.snap)
+		}
 		r.Continuation = token{hold: p.hold, desc: p.desc, asOf: p.asOf, from: *next}.format()
 	} else if p.hold != 0 {
 		p.s.held.Release(p.hold)

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/natsapi"
 	"github.com/cairn-dev/cairn/cmd/internal/operator"
+	"github.com/cairn-dev/cairn/cmd/internal/pages"
 	"github.com/cairn-dev/cairn/cmd/internal/version"
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/engine/wire"
@@ -48,6 +50,7 @@ type Node struct {
 	views   *projections.Views
 	comm    *commit.Committer
 	submit  httpapi.Committer // the committer, or the router in front of it
+	pages   *pages.Service    // reads of tables whose shards other hosts hold too (nil: every view whole)
 	api     *natsapi.Service
 	fns     *functions.Runner
 	relay   *outbox.Relay
@@ -290,10 +293,15 @@ func (n *Node) start(ctx context.Context, g *group) error {
 			return err
 		}
 		submit = rt
+		n.pages = pages.New(n.nc, n.views, pages.Config{Prefix: cfg.Prefix, Self: nodeKey(name), Placement: pl.owners,
+			PageBudget: cmp.Or(cfg.API.PageBudget, 5*time.Second), PositionWait: cmp.Or(cfg.API.PositionWait, 10*time.Second), Log: log})
+		if err := g.Start(ctx, "pages", n.pages); err != nil {
+			return err
+		}
 	}
 	n.submit = submit
 	n.api = natsapi.New(n.serve, submit, n.views, n.j, log, natsapi.Config{Prefix: cfg.Prefix, Outbox: cfg.outbox, Replies: n.replies, PositionWait: cfg.API.PositionWait,
-		PageBudget: cfg.API.PageBudget, HoldSnapshot: cfg.API.HoldSnapshot, HeldSnapshots: cfg.API.HeldSnapshots})
+		PageBudget: cfg.API.PageBudget, HoldSnapshot: cfg.API.HoldSnapshot, HeldSnapshots: cfg.API.HeldSnapshots, Pages: n.pages})
 	if err := g.Start(ctx, "nats api", n.api); err != nil {
 		return err
 	}
@@ -369,6 +377,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	mux.Handle(projections.AdminPath, guard.Wrap(n.decls.AdminHandler()))
 	mux.Handle(projections.AdminPath+"/", guard.Wrap(n.decls.AdminHandler()))
 	api := cfg.API
+	api.Pages = n.pages
 	build := version.Get()
 	api.Metrics = func(w io.Writer) {
 		n.replies.WriteMetrics(w)

@@ -1,12 +1,20 @@
 package node_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/client"
 	"github.com/cairn-dev/cairn/projections"
 )
 
@@ -126,5 +134,112 @@ func TestPlacedWrites(t *testing.T) {
 		if pk := fmt.Sprintf("p%02d", p); held[pk] != 2 {
 			t.Errorf("partition %s is held by %d hosts, want 2", pk, held[pk])
 		}
+	}
+}
+
+// TestPlacedReads: on 3 hosts with 2 replicas, every host answers every
+// read as one host holding everything would: point reads of any
+// partition, a partition's query, and queries across partitions page by
+// page (NATS and HTTP, with small pages and continuations), read your
+// writes with the position of a write another host decided.
+func TestPlacedReads(t *testing.T) {
+	hosts := startPlaced(t, 3, 2)
+	ctx := ctxT(t)
+	if _, err := hosts[0].c.CreateTable(ctx, "Reads"); err != nil {
+		t.Fatal(err)
+	}
+	placedViews(t, hosts, "Reads")
+	const n = 150
+	want := map[string]int64{}
+	for i := range n {
+		pk, rk := fmt.Sprintf("p%02d", i%50), fmt.Sprintf("r%03d", i)
+		if _, err := hosts[i%3].c.Insert(ctx, "Reads", engine.NewEntity(pk, rk, engine.Property{Name: "N", Value: engine.Int64(int64(i))})); err != nil {
+			t.Fatal(err)
+		}
+		want[pk+"/"+rk] = int64(i)
+	}
+	for hi, h := range hosts {
+		// Read your write: a write, then a read at its position, on
+		// every host, whichever host decided it.
+		rep, err := h.c.InsertOrReplace(ctx, "Reads", engine.NewEntity("p07", "fresh", engine.Property{Name: "N", Value: engine.Int64(int64(1000 + hi))}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range hosts {
+			e, _, err := o.c.Retrieve(ctx, "Reads", "p07", "fresh", client.AtLeast(rep.Seq))
+			if err != nil || e.Properties[0].Value.Int() != int64(1000+hi) {
+				t.Fatalf("read at position %d: %+v, %v", rep.Seq, e, err)
+			}
+		}
+	}
+	want["p07/fresh"] = 1002
+	for hi, h := range hosts {
+		// Point reads of every entity, and of one that does not exist.
+		for i := range n {
+			pk, rk := fmt.Sprintf("p%02d", i%50), fmt.Sprintf("r%03d", i)
+			e, _, err := h.c.Retrieve(ctx, "Reads", pk, rk)
+			if err != nil || e.Properties[0].Value.Int() != int64(i) {
+				t.Fatalf("host %d: retrieve %s/%s: %+v, %v", hi, pk, rk, e, err)
+			}
+		}
+		if _, _, err := h.c.Retrieve(ctx, "Reads", "p01", "none"); engine.ErrorCode(err) != engine.CodeResourceNotFound {
+			t.Fatalf("host %d: a missing entity: %v", hi, err)
+		}
+		// Every entity over NATS, in key order, in pages of 7.
+		var got []string
+		for qe, err := range h.c.QueryAll(ctx, "Reads", client.QueryTop(7)) {
+			if err != nil {
+				t.Fatalf("host %d: %v", hi, err)
+			}
+			got = append(got, qe.Entity.PartitionKey+"/"+qe.Entity.RowKey)
+		}
+		checkAll(t, fmt.Sprintf("host %d, NATS", hi), got, want)
+		// And over HTTP, with a filter, in pages of 9.
+		svc := accountService(t, h.h, httpapi.DevAccountName, httpapi.DevAccountKey)
+		filter := "N lt 100 or RowKey eq 'fresh'"
+		top := int32(9)
+		pager := svc.NewClient("Reads").NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Top: &top})
+		got = got[:0]
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				t.Fatalf("host %d: %v", hi, err)
+			}
+			for _, raw := range page.Entities {
+				var e struct{ PartitionKey, RowKey string }
+				if err := json.Unmarshal(raw, &e); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, e.PartitionKey+"/"+e.RowKey)
+			}
+		}
+		filtered := map[string]int64{}
+		for k, v := range want {
+			if v < 100 || strings.HasSuffix(k, "/fresh") {
+				filtered[k] = v
+			}
+		}
+		checkAll(t, fmt.Sprintf("host %d, HTTP", hi), got, filtered)
+		// One partition's query.
+		pf := "PartitionKey eq 'p03'"
+		pager = svc.NewClient("Reads").NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &pf})
+		page, err := pager.NextPage(ctx)
+		if err != nil || len(page.Entities) != 3 {
+			t.Fatalf("host %d: partition p03: %d entities, %v", hi, len(page.Entities), err)
+		}
+		// A point read over HTTP.
+		ent, err := svc.NewClient("Reads").GetEntity(ctx, "p11", "r011", nil)
+		if err != nil || !strings.Contains(string(ent.Value), `"N":"11"`) {
+			t.Fatalf("host %d: GetEntity: %s, %v", hi, ent.Value, err)
+		}
+	}
+}
+
+// checkAll checks that got lists exactly want's keys, in key order.
+func checkAll(t *testing.T, what string, got []string, want map[string]int64) {
+	t.Helper()
+	keys := slices.Sorted(maps.Keys(want))
+	if !slices.Equal(got, keys) {
+		t.Fatalf("%s: %d entities, want %d: %v", what, len(got), len(keys), got)
 	}
 }

@@ -57,14 +57,26 @@ func newRouter(nc *nats.Conn, prefix, self string, views *projections.Views, loc
 // name it).
 func routeSubject(prefix, host string) string { return prefix + ".node." + host + ".cmd" }
 
-// Submit decides cmd here or sends it to a holder of its partition.
+// Submit decides cmd here or sends it to a holder of its partition: the
+// shard's first holder decides its commands while it lives, so that they
+// are decided against one view (another holder's may lag behind it, and
+// a refusal decided there, such as a missing entity, would be stale).
 func (r *router) Submit(cmd *engine.Command, done func(*engine.Reply)) {
 	t, ok := r.views.Table(cmd.Table)
-	if !ok || t.Holds(cmd.PartitionKey()) {
+	if !ok || !t.Partial() {
 		r.local.Submit(cmd, done) // a table this node does not know yet is looked up there
 		return
 	}
+	if owners := r.owners(t, cmd.PartitionKey()); len(owners) > 0 && owners[0] == r.self && t.Holds(cmd.PartitionKey()) {
+		r.local.Submit(cmd, done)
+		return
+	}
 	r.forwards.Go(func() { r.forward(t, cmd, done) })
+}
+
+// owners returns the holders of a partition's shard, first first.
+func (r *router) owners(t *projections.Table, pk string) []string {
+	return r.placer.owners(t.Name(), t.Epoch(), t.Shards(), uint32(engine.Shard(pk, int(t.Shards()))))
 }
 
 // CreateTable and DeleteTable concern the catalog, which every node holds.
@@ -89,9 +101,13 @@ func (r *router) forward(t *projections.Table, cmd *engine.Command, done func(*e
 		return
 	}
 	pk := cmd.PartitionKey()
-	shard := uint32(engine.Shard(pk, int(t.Shards())))
-	for _, host := range r.placer.owners(t.Name(), t.Epoch(), t.Shards(), shard) {
+	for _, host := range r.owners(t, pk) {
 		if host == r.self {
+			if t.Holds(pk) {
+				// The holders before this one are gone.
+				r.local.Submit(cmd, done)
+				return
+			}
 			continue
 		}
 		msg := &nats.Msg{Subject: routeSubject(r.prefix, host), Header: nats.Header{routeTableHeader: []string{t.Name()}}, Data: data}
@@ -134,7 +150,7 @@ func (r *router) serve(m *nats.Msg) {
 		fail(err)
 		return
 	}
-	if t, ok := r.views.Table(table); ok && !t.Holds(cmd.PartitionKey()) {
+	if t, ok := r.views.Table(table); !ok || !t.Holds(cmd.PartitionKey()) {
 		_ = m.RespondMsg(&nats.Msg{Header: nats.Header{routeNotHeldHeader: []string{"1"}}})
 		return
 	}

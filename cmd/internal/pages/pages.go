@@ -1,0 +1,461 @@
+// Package pages answers reads of a table whose shards are spread over
+// hosts (docs/SCALE.md, C): a read of one partition goes to a host that
+// holds its shard, a query across partitions asks every host that holds
+// some of the shards for its share and merges their pages in key order
+// (query.Merge). Each host answers from its view with the same plan, so
+// the pages are what one view holding every shard would answer. The
+// front doors call Read whenever the table's view here holds only some
+// shards; a host holding a table whole never calls it.
+//
+// Hosts ask each other on <prefix>.node.<host>.page, a subject only
+// nodes may publish on, with a msgpack request; a host that is gone does
+// not answer (no responders, at once), one that no longer holds a shard
+// says so, and the next holder is asked.
+package pages
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/wire"
+	"github.com/cairn-dev/cairn/projections"
+	"github.com/cairn-dev/cairn/projections/query"
+)
+
+// Query is a read of one page of a table: a filter, the page's bounds and
+// the position to read at.
+type Query struct {
+	// Filter is the $filter as the client sent it ("": every entity).
+	Filter string
+	// FromPK and ToPK bound the partition keys read, inclusive (a shared
+	// access signature's range; "": no bound).
+	FromPK, ToPK string
+	// Point, when set, reads the one entity with these keys.
+	Point *Keys
+	// Limit is the most entities in the page (query.MaxPage at most).
+	Limit int
+	// From resumes an earlier page.
+	From *query.Continuation
+	// Descending walks the keys from the highest down.
+	Descending bool
+	// Position is a journal position every view read must have reached
+	// (0: none); AsOf reads the table as of that position (0: now).
+	Position, AsOf uint64
+}
+
+// Keys name one entity.
+type Keys struct{ PK, RK string }
+
+// plan is the query's plan: its filter, narrowed by the bounds and the
+// point.
+func (q *Query) plan() (*query.Plan, error) {
+	var f query.Expr
+	if q.Filter != "" {
+		var err error
+		if f, err = query.Parse(q.Filter); err != nil {
+			return nil, engine.Errorf(engine.CodeInvalidInput, "%v", err)
+		}
+	}
+	and := func(c *query.Compare) {
+		if f == nil {
+			f = c
+		} else {
+			f = &query.And{L: c, R: f}
+		}
+	}
+	if q.FromPK != "" {
+		and(&query.Compare{Property: "PartitionKey", Op: query.Ge, Value: engine.String(q.FromPK)})
+	}
+	if q.ToPK != "" {
+		and(&query.Compare{Property: "PartitionKey", Op: query.Le, Value: engine.String(q.ToPK)})
+	}
+	if q.Point != nil {
+		and(&query.Compare{Property: "RowKey", Op: query.Eq, Value: engine.String(q.Point.RK)})
+		and(&query.Compare{Property: "PartitionKey", Op: query.Eq, Value: engine.String(q.Point.PK)})
+	}
+	return query.NewPlan(f), nil
+}
+
+// Placement names the holders of a shard, most preferred first.
+type Placement func(table string, epoch uint64, shards, shard uint32) []string
+
+// Service reads pages from the hosts holding a table's shards, and
+// answers the other hosts' requests for pages of this one's view.
+type Service struct {
+	nc        *nats.Conn // the node user's
+	prefix    string
+	self      string // this host's key
+	views     *projections.Views
+	placement Placement
+	budget    time.Duration // of one host's page (Azure's 5 s)
+	wait      time.Duration // for a position (PositionWait)
+	timeout   time.Duration // of one request to another host
+	log       *slog.Logger
+
+	ready chan struct{}
+}
+
+// Config configures a Service.
+type Config struct {
+	Prefix    string
+	Self      string // this host's key among the members
+	Placement Placement
+	// PageBudget bounds the walk of one host's page; PositionWait the
+	// wait for a position.
+	PageBudget, PositionWait time.Duration
+	Log                      *slog.Logger
+}
+
+// New returns a Service; Run serves the other hosts.
+func New(nc *nats.Conn, views *projections.Views, cfg Config) *Service {
+	return &Service{nc: nc, prefix: cfg.Prefix, self: cfg.Self, views: views, placement: cfg.Placement,
+		budget: cfg.PageBudget, wait: cfg.PositionWait, timeout: cfg.PageBudget + cfg.PositionWait + 5*time.Second,
+		log: cfg.Log, ready: make(chan struct{})}
+}
+
+// Subject is where a host takes the others' requests for pages.
+func Subject(prefix, host string) string { return prefix + ".node." + host + ".page" }
+
+// Result is a page and the journal position it was read at: the lowest
+// of the views that answered.
+type Result struct {
+	query.Page
+	Seq uint64
+}
+
+// Read reads one page of t, whose view here holds only some shards: a
+// plan reading one partition from one of its holders, any other from all
+// the shards' holders, merged.
+func (s *Service) Read(ctx context.Context, t *projections.Table, q Query) (Result, error) {
+	plan, err := q.plan()
+	if err != nil {
+		return Result{}, err
+	}
+	shards := t.Shards()
+	if pk, ok := plan.Partition(); ok {
+		shard := uint32(engine.Shard(pk, int(shards)))
+		if t.Holds(pk) {
+			return s.local(ctx, t, plan, q, nil)
+		}
+		return s.remote(ctx, t, q, s.others(t, shard), []uint32{shard})
+	}
+	// Every shard from one host: this one where it holds the shard, else
+	// its first holder.
+	byHost := map[string][]uint32{}
+	var mine []uint32
+	for sh := range shards {
+		if t.HoldsShard(sh) {
+			mine = append(mine, sh)
+			continue
+		}
+		hosts := s.others(t, sh)
+		if len(hosts) == 0 {
+			return Result{}, notHeld(t, sh)
+		}
+		byHost[hosts[0]] = append(byHost[hosts[0]], sh)
+	}
+	results := make([]Result, 0, len(byHost)+1)
+	errs := make([]error, 0, len(byHost)+1)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for host, list := range byHost {
+		wg.Go(func() {
+			// The first holder, then each shard's next ones if it fails.
+			r, err := s.remote(ctx, t, q, []string{host}, list)
+			if err != nil {
+				r, err = s.fallback(ctx, t, q, host, list)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			results, errs = append(results, r), append(errs, err)
+		})
+	}
+	if len(mine) > 0 {
+		r, err := s.local(ctx, t, plan, q, mine)
+		mu.Lock()
+		results, errs = append(results, r), append(errs, err)
+		mu.Unlock()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Result{}, firstCoded(errs)
+	}
+	pages := make([]query.Page, len(results))
+	seq := uint64(0)
+	for i, r := range results {
+		pages[i] = r.Page
+		if i == 0 || r.Seq < seq {
+			seq = r.Seq
+		}
+	}
+	return Result{Page: query.Merge(pages, q.Limit, q.Descending), Seq: seq}, nil
+}
+
+// fallback asks, for each shard first sent to a host that did not answer,
+// its next holders.
+func (s *Service) fallback(ctx context.Context, t *projections.Table, q Query, failed string, list []uint32) (Result, error) {
+	var pages []query.Page
+	var seq uint64
+	for _, sh := range list {
+		hosts := slices.DeleteFunc(s.others(t, sh), func(h string) bool { return h == failed })
+		r, err := s.remote(ctx, t, q, hosts, []uint32{sh})
+		if err != nil {
+			return Result{}, err
+		}
+		pages = append(pages, r.Page)
+		if seq == 0 || r.Seq < seq {
+			seq = r.Seq
+		}
+	}
+	return Result{Page: query.Merge(pages, q.Limit, q.Descending), Seq: seq}, nil
+}
+
+// others returns the holders of a shard other than this host.
+func (s *Service) others(t *projections.Table, shard uint32) []string {
+	return slices.DeleteFunc(slices.Clone(s.placement(t.Name(), t.Epoch(), t.Shards(), shard)), func(h string) bool { return h == s.self })
+}
+
+func notHeld(t *projections.Table, shard uint32) error {
+	return engine.Errorf(engine.CodeServerBusy, "no host holding shard %d of table %s answered (the hosts are changing); retry", shard, engine.ShownTable(t.Name()))
+}
+
+// firstCoded returns the first error with a code other than
+// InternalError, else the first.
+func firstCoded(errs []error) error {
+	for _, err := range errs {
+		if err != nil && engine.ErrorCode(err) != engine.CodeInternalError {
+			return err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// local reads a page of this host's view, of the shards given (nil: all
+// it holds), at the query's position.
+func (s *Service) local(ctx context.Context, t *projections.Table, plan *query.Plan, q Query, shards []uint32) (Result, error) {
+	var snap *projections.Snapshot
+	var err error
+	switch {
+	case q.AsOf != 0:
+		snap, err = s.views.AsOf(ctx, t, q.AsOf)
+	case q.Position != 0:
+		snap, err = t.WaitPosition(ctx, q.Position, s.wait)
+	default:
+		snap = t.Snapshot()
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	o := query.Options{Limit: q.Limit, From: q.From, Descending: q.Descending}
+	if s.budget > 0 {
+		o.Deadline = time.Now().Add(s.budget)
+	}
+	if shards != nil {
+		n := int(t.Shards())
+		o.Keep = func(pk string) bool { _, ok := slices.BinarySearch(shards, uint32(engine.Shard(pk, n))); return ok }
+	}
+	return Result{Page: plan.Run(snap, o), Seq: snap.Seq}, nil
+}
+
+// request is what one host asks another: a page of the shards listed.
+type request struct {
+	Table      string   `msgpack:"table"`
+	Epoch      uint64   `msgpack:"epoch"`
+	Shards     []uint32 `msgpack:"shards"`
+	Filter     string   `msgpack:"filter,omitempty"`
+	FromPK     string   `msgpack:"fromPK,omitempty"`
+	ToPK       string   `msgpack:"toPK,omitempty"`
+	Point      *Keys    `msgpack:"point,omitempty"`
+	Limit      int      `msgpack:"limit"`
+	From       *[2]string
+	Descending bool   `msgpack:"desc,omitempty"`
+	Position   uint64 `msgpack:"position,omitempty"`
+	AsOf       uint64 `msgpack:"asOf,omitempty"`
+}
+
+// reply is a page, or why there is none (NotHeld: the host does not hold
+// a shard asked for).
+type reply struct {
+	Error    *engine.Error `msgpack:"error,omitempty"`
+	NotHeld  bool          `msgpack:"notHeld,omitempty"`
+	Entities []byte        `msgpack:"entities"` // entities (wire.EncodeEntity) and versions
+	Count    int           `msgpack:"count"`
+	More     bool          `msgpack:"more,omitempty"`
+	NextPK   string        `msgpack:"nextPK,omitempty"`
+	NextRK   string        `msgpack:"nextRK,omitempty"`
+	Examined int           `msgpack:"examined"`
+	Seq      uint64        `msgpack:"seq"`
+}
+
+// remote asks the hosts in turn for a page of the shards until one
+// answers it.
+func (s *Service) remote(ctx context.Context, t *projections.Table, q Query, hosts []string, shards []uint32) (Result, error) {
+	req := request{Table: t.Name(), Epoch: t.Epoch(), Shards: shards, Filter: q.Filter, FromPK: q.FromPK, ToPK: q.ToPK, Point: q.Point,
+		Limit: q.Limit, Descending: q.Descending, Position: q.Position, AsOf: q.AsOf}
+	if q.From != nil {
+		req.From = &[2]string{q.From.PartitionKey, q.From.RowKey}
+	}
+	data, err := msgpack.Marshal(&req)
+	if err != nil {
+		return Result{}, err
+	}
+	for _, host := range hosts {
+		rctx, cancel := context.WithTimeout(ctx, s.timeout)
+		m, err := s.nc.RequestWithContext(rctx, Subject(s.prefix, host), data)
+		cancel()
+		if errors.Is(err, nats.ErrNoResponders) {
+			continue // gone
+		}
+		if err != nil {
+			return Result{}, engine.Errorf(engine.CodeOperationTimedOut, "the host holding some shards of table %s did not answer: %v", engine.ShownTable(t.Name()), err)
+		}
+		var rep reply
+		if err := msgpack.Unmarshal(m.Data, &rep); err != nil {
+			return Result{}, fmt.Errorf("pages: a host's answer: %w", err)
+		}
+		switch {
+		case rep.NotHeld:
+			continue
+		case rep.Error != nil:
+			return Result{}, rep.Error
+		}
+		ents, err := decodeEntities(rep.Entities, rep.Count)
+		if err != nil {
+			return Result{}, fmt.Errorf("pages: a host's answer: %w", err)
+		}
+		return Result{Page: query.Page{Entities: ents, More: rep.More, NextPartitionKey: rep.NextPK, NextRowKey: rep.NextRK, Examined: rep.Examined}, Seq: rep.Seq}, nil
+	}
+	return Result{}, notHeld(t, shards[0])
+}
+
+// Ready is closed once the service takes the other hosts' requests.
+func (s *Service) Ready() <-chan struct{} { return s.ready }
+
+// Run answers the other hosts' requests until ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	var answers sync.WaitGroup
+	sub, err := s.nc.Subscribe(Subject(s.prefix, s.self), func(m *nats.Msg) {
+		answers.Go(func() { s.serve(ctx, m) })
+	})
+	if err != nil {
+		return fmt.Errorf("pages: %w", err)
+	}
+	if err := s.nc.FlushTimeout(5 * time.Second); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("pages: %w", err)
+	}
+	close(s.ready)
+	<-ctx.Done()
+	_ = sub.Unsubscribe()
+	answers.Wait()
+	return nil
+}
+
+// serve answers another host's request for a page of its view.
+func (s *Service) serve(ctx context.Context, m *nats.Msg) {
+	if !wire.ReplyAllowed(m.Reply) {
+		return // hosts ask from their inboxes
+	}
+	answer := func(rep *reply) {
+		data, err := msgpack.Marshal(rep)
+		if err == nil {
+			err = m.Respond(data)
+		}
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("pages: answer a host", "err", err)
+		}
+	}
+	var req request
+	if err := msgpack.Unmarshal(m.Data, &req); err != nil {
+		answer(&reply{Error: engine.Errorf(engine.CodeInvalidInput, "a page request: %v", err)})
+		return
+	}
+	t, ok := s.views.Table(req.Table)
+	if !ok || t.Epoch() != req.Epoch {
+		answer(&reply{NotHeld: true})
+		return
+	}
+	slices.Sort(req.Shards)
+	for _, sh := range req.Shards {
+		if !t.HoldsShard(sh) {
+			answer(&reply{NotHeld: true})
+			return
+		}
+	}
+	q := Query{Filter: req.Filter, FromPK: req.FromPK, ToPK: req.ToPK, Point: req.Point, Limit: req.Limit,
+		Descending: req.Descending, Position: req.Position, AsOf: req.AsOf}
+	if req.From != nil {
+		q.From = &query.Continuation{PartitionKey: req.From[0], RowKey: req.From[1]}
+	}
+	plan, err := q.plan()
+	if err != nil {
+		answer(&reply{Error: engine.AsError(err)})
+		return
+	}
+	r, err := s.local(ctx, t, plan, q, req.Shards)
+	if err != nil {
+		answer(&reply{Error: engine.AsError(err)})
+		return
+	}
+	data, err := encodeEntities(r.Entities)
+	if err != nil {
+		answer(&reply{Error: engine.AsError(err)})
+		return
+	}
+	answer(&reply{Entities: data, Count: len(r.Entities), More: r.More, NextPK: r.NextPartitionKey, NextRK: r.NextRowKey, Examined: r.Examined, Seq: r.Seq})
+}
+
+// encodeEntities writes each entity (wire.EncodeEntity) and its version.
+func encodeEntities(ents []*engine.Entity) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	for _, e := range ents {
+		if err := wire.EncodeEntity(enc, e); err != nil {
+			return nil, err
+		}
+		if err := errors.Join(enc.EncodeUint(e.Version.Seq), enc.EncodeUint(uint64(e.Version.Index))); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeEntities reads what encodeEntities wrote.
+func decodeEntities(data []byte, n int) ([]*engine.Entity, error) {
+	if n < 0 || n > query.MaxPage {
+		return nil, fmt.Errorf("%d entities in a page", n)
+	}
+	dec := msgpack.NewDecoder(bytes.NewReader(data))
+	out := make([]*engine.Entity, 0, n)
+	for range n {
+		e, err := wire.DecodeEntity(dec)
+		if err != nil {
+			return nil, err
+		}
+		seq, err := dec.DecodeUint64()
+		if err != nil {
+			return nil, err
+		}
+		ix, err := dec.DecodeUint32()
+		if err != nil {
+			return nil, err
+		}
+		e.Version = engine.Version{Seq: seq, Index: ix}
+		out = append(out, e)
+	}
+	return out, nil
+}
