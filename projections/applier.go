@@ -18,9 +18,16 @@ func (v *Views) startLocked(ctx context.Context, e *entry) {
 		return
 	}
 	e.started = true
+	e.cancel = v.runLocked(ctx, e, e.table)
+	if e.next != nil {
+		e.nextCancel = v.runLocked(ctx, e, e.next)
+	}
+}
+
+// runLocked starts the applier of t, the entry's view or the one being
+// prepared to replace it (Replace), and returns what stops it.
+func (v *Views) runLocked(ctx context.Context, e *entry, t *Table) context.CancelFunc {
 	tctx, cancel := context.WithCancel(ctx)
-	e.cancel = cancel
-	t := e.table
 	v.wg.Add(1)
 	snaps := newSnapshotter(v, t)
 	go func() {
@@ -46,6 +53,7 @@ func (v *Views) startLocked(ctx context.Context, e *entry) {
 			v.mu.Unlock()
 		}
 	}()
+	return cancel
 }
 
 // placeLocked asks the placement which shards of t this host holds.
@@ -144,9 +152,12 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 		// create of the name it describes the next one, which this
 		// applier (cancelled, but perhaps still applying its last batch)
 		// must not mark ready.
-		if e.table == t {
+		switch {
+		case e.table == t:
 			e.ready = true
 			v.broadcastLocked()
+		case e.next == t:
+			v.swapLocked(e)
 		}
 		v.mu.Unlock()
 	}

@@ -21,6 +21,11 @@ type entry struct {
 	cancel  context.CancelFunc
 	started bool
 	ready   bool // caught up with the journal as it was when the view started
+	// next is a view being prepared to replace table, holding other
+	// shards (Replace): it takes over once it has caught up, while table
+	// serves meanwhile.
+	next       *Table
+	nextCancel context.CancelFunc
 }
 
 // Lower returns the case-insensitive identity of a table name.
@@ -137,6 +142,10 @@ func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *engine.Catalo
 		if e.cancel != nil {
 			e.cancel()
 		}
+		if e.nextCancel != nil {
+			e.nextCancel()
+		}
+		e.next, e.nextCancel = nil, nil
 		if e.table != nil {
 			e.table.Fail(engine.Errorf(engine.CodeTableNotFound, "table %s was deleted", engine.ShownTable(rec.Name)))
 		}

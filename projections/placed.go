@@ -7,11 +7,12 @@ import (
 )
 
 // Replace asks the placement again which shards of each live table with
-// shards this host holds (after the live hosts changed), and starts again
-// the views whose shards changed: a new view of the same incarnation
-// replays the journal from the newest whole snapshot, holding the new
-// shards, and whoever holds the old one is told to retry (ServerBusy). It
-// returns the tables whose views started again.
+// shards this host holds (after the live hosts changed). For each table
+// whose shards changed, a new view of the same incarnation, holding the
+// new shards, replays the journal from the newest whole snapshot beside
+// the current one, which serves meanwhile; once the new view has caught
+// up it takes the current one's place (swapLocked). It returns the
+// tables whose views are being replaced.
 func (v *Views) Replace() []string {
 	if v.cfg.Placement == nil {
 		return nil
@@ -29,27 +30,47 @@ func (v *Views) Replace() []string {
 		if !e.live || t == nil || t.shards == 0 || t.Err() != nil {
 			continue
 		}
-		next := &Table{shards: t.shards}
-		next.hold(v.cfg.Placement(t.name, t.epoch, t.shards))
-		if slices.Equal(next.held, t.held) {
+		held := (&Table{shards: t.shards}).placed(v.cfg.Placement(t.name, t.epoch, t.shards))
+		want := t
+		if e.next != nil {
+			want = e.next
+		}
+		if slices.Equal(held, want.held) {
 			continue
 		}
-		if e.cancel != nil {
-			e.cancel()
+		if e.nextCancel != nil {
+			e.nextCancel() // prepared for a placement already past
 		}
-		t.Fail(engine.Errorf(engine.CodeServerBusy, "the view of table %s starts again: the hosts changed, and with them the shards this one holds; retry", engine.ShownTable(t.name)))
-		e.table = NewTable(t.name, t.epoch, v.cfg.DedupWindow)
-		e.table.shards, e.table.held = t.shards, next.held
-		v.attachDeclaredLocked(e.table)
-		e.started, e.ready, e.cancel = false, false, nil
-		if v.catalogLoaded {
-			v.startLocked(ctx, e)
+		e.next, e.nextCancel = nil, nil
+		if slices.Equal(held, t.held) {
+			continue // back to what the current view holds
+		}
+		next := NewTable(t.name, t.epoch, v.cfg.DedupWindow)
+		next.shards, next.held = t.shards, held
+		v.attachDeclaredLocked(next)
+		e.next = next
+		if e.started {
+			e.nextCancel = v.runLocked(ctx, e, next)
 		}
 		moved = append(moved, t.name)
 	}
-	if len(moved) > 0 {
-		v.broadcastLocked()
-	}
 	slices.Sort(moved)
 	return moved
+}
+
+// swapLocked puts the entry's prepared view in the current one's place,
+// once it has caught up: the current one's applier stops, and whoever
+// waits on it for a position waits on its successor (WaitSeq), while
+// other uses of it are told to retry.
+func (v *Views) swapLocked(e *entry) {
+	old, next := e.table, e.next
+	if e.cancel != nil {
+		e.cancel()
+	}
+	old.successor.Store(next)
+	old.Fail(engine.Errorf(engine.CodeServerBusy, "the view of table %s was replaced by one holding other shards (the hosts changed); retry", engine.ShownTable(old.name)))
+	e.table, e.cancel, e.next, e.nextCancel = next, e.nextCancel, nil, nil
+	e.started, e.ready = true, true
+	v.log.Info("view replaced: it now holds the shards the placement gives this host", "table", next.name, "seq", next.Seq(), "entities", next.Snapshot().Len(), "partial", next.Partial())
+	v.broadcastLocked()
 }

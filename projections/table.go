@@ -28,6 +28,9 @@ type Table struct {
 	epoch  uint64
 	shards uint32 // the incarnation's view shards (engine.TableInfo.Shards)
 	held   []bool // the shards this view holds, by number; nil: all
+	// successor is the view that replaced this one (Views.Replace): a
+	// wait for a position goes on there.
+	successor atomic.Pointer[Table]
 
 	// Writer state, owned by the applier goroutine.
 	rows        *btree.BTreeG[*engine.Entity]
@@ -165,15 +168,18 @@ func (t *Table) HoldsShard(s uint32) bool { return t.held == nil || int(s) < len
 // Partial reports whether the view holds only some of the table's shards.
 func (t *Table) Partial() bool { return t.held != nil }
 
-// hold makes the view hold only the shards held says (nil: all); a slice
-// that holds every shard, or one of the wrong length, holds all. Before
+// hold makes the view hold only the shards held says (nil: all). Before
 // the view applies anything.
-func (t *Table) hold(held []bool) {
-	t.held = nil
+func (t *Table) hold(held []bool) { t.held = t.placed(held) }
+
+// placed is what a view of t's shards holds with the placement held: nil
+// (every shard) for a slice that holds every shard or has the wrong
+// length.
+func (t *Table) placed(held []bool) []bool {
 	if t.shards == 0 || len(held) != int(t.shards) || !slices.Contains(held, false) {
-		return
+		return nil
 	}
-	t.held = slices.Clone(held)
+	return slices.Clone(held)
 }
 
 // Apply applies the journal record at seq. Records must come in journal
@@ -443,6 +449,9 @@ func (t *Table) WaitSeq(ctx context.Context, seq uint64) (*Snapshot, error) {
 		ch, failed := t.notify, t.failed
 		t.mu.Unlock()
 		if failed != nil {
+			if next := t.successor.Load(); next != nil {
+				return next.WaitSeq(ctx, seq)
+			}
 			return nil, fmt.Errorf("projections: view of %s stopped: %w", t.name, failed)
 		}
 		if s = t.snap.Load(); s.Seq >= seq {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -148,15 +149,18 @@ func TestPlacedReads(t *testing.T) {
 	if _, err := hosts[0].c.CreateTable(ctx, "Reads"); err != nil {
 		t.Fatal(err)
 	}
-	placedViews(t, hosts, "Reads")
+	views := placedViews(t, hosts, "Reads")
 	const n = 150
 	want := map[string]int64{}
+	var last uint64
 	for i := range n {
 		pk, rk := fmt.Sprintf("p%02d", i%50), fmt.Sprintf("r%03d", i)
-		if _, err := hosts[i%3].c.Insert(ctx, "Reads", engine.NewEntity(pk, rk, engine.Property{Name: "N", Value: engine.Int64(int64(i))})); err != nil {
+		rep, err := hosts[i%3].c.Insert(ctx, "Reads", engine.NewEntity(pk, rk, engine.Property{Name: "N", Value: engine.Int64(int64(i))}))
+		if err != nil {
 			t.Fatal(err)
 		}
 		want[pk+"/"+rk] = int64(i)
+		last = max(last, rep.Seq)
 	}
 	for hi, h := range hosts {
 		// Read your write: a write, then a read at its position, on
@@ -165,6 +169,7 @@ func TestPlacedReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		last = max(last, rep.Seq)
 		for _, o := range hosts {
 			e, _, err := o.c.Retrieve(ctx, "Reads", "p07", "fresh", client.AtLeast(rep.Seq))
 			if err != nil || e.Properties[0].Value.Int() != int64(1000+hi) {
@@ -173,6 +178,14 @@ func TestPlacedReads(t *testing.T) {
 		}
 	}
 	want["p07/fresh"] = 1002
+	// A reply promises the write is visible on the host that decided it:
+	// the reads below, without a position, wait for every view to show
+	// every write (a read with a position does it for itself, as above).
+	for _, tv := range views {
+		if _, err := tv.WaitSeq(ctx, last); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for hi, h := range hosts {
 		// Point reads of every entity, and of one that does not exist.
 		for i := range n {
@@ -242,4 +255,97 @@ func checkAll(t *testing.T, what string, got []string, want map[string]int64) {
 	if !slices.Equal(got, keys) {
 		t.Fatalf("%s: %d entities, want %d: %v", what, len(got), len(keys), got)
 	}
+}
+
+// TestPlacedMoves: a host joining a placed cluster takes its shards and
+// the others give theirs up, and the cluster goes back when it leaves,
+// while writes and reads go on through every host: each view is
+// replaced only once its successor, holding the new shards, has caught
+// up. Nothing written is lost and every read sees every write.
+func TestPlacedMoves(t *testing.T) {
+	first := startNode(t, node.Config{ViewReplicas: 2})
+	second := startNode(t, node.Config{NATSURL: first.h.ClientURL(), NATSCreds: first.h.NATSCredsFile(), ViewReplicas: 2})
+	ctx := ctxT(t)
+	eventually(t, 30*time.Second, "two hosts live", func() bool { return len(first.h.Members().Live()) == 2 })
+	if _, err := first.c.CreateTable(ctx, "Moves"); err != nil {
+		t.Fatal(err)
+	}
+	// Two hosts, two replicas: each holds every shard.
+	for _, h := range []*testHost{first, second} {
+		eventually(t, 30*time.Second, "a whole view", func() bool {
+			tv, ok := h.h.Views().Table("Moves")
+			return ok && !tv.Partial()
+		})
+	}
+	written := map[string]int64{}
+	var last uint64 // the position of the last write: reads on other hosts wait for it
+	var mu sync.Mutex
+	write := func(h *testHost, i int) {
+		t.Helper()
+		pk, rk := fmt.Sprintf("p%02d", i%40), fmt.Sprintf("r%04d", i)
+		for try := 0; ; try++ {
+			rep, err := h.c.InsertOrReplace(ctx, "Moves", engine.NewEntity(pk, rk, engine.Property{Name: "N", Value: engine.Int64(int64(i))}), client.WithID(fmt.Sprint("w", i)))
+			if err == nil {
+				mu.Lock()
+				last = max(last, rep.Seq)
+				mu.Unlock()
+				break
+			}
+			if engine.ErrorCode(err) != engine.CodeServerBusy || try > 50 {
+				t.Errorf("write %d: %v", i, err)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		mu.Lock()
+		written[pk+"/"+rk] = int64(i)
+		mu.Unlock()
+	}
+	for i := range 100 {
+		write([]*testHost{first, second}[i%2], i)
+	}
+	// Writes go on while a third host joins and the views move.
+	stop := make(chan struct{})
+	var writers sync.WaitGroup
+	writers.Go(func() {
+		for i := 100; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			write([]*testHost{first, second}[i%2], i)
+		}
+	})
+	third := startNode(t, node.Config{NATSURL: first.h.ClientURL(), NATSCreds: first.h.NATSCredsFile(), ViewReplicas: 2})
+	hosts := []*testHost{first, second, third}
+	placedViews(t, hosts, "Moves")
+	close(stop)
+	writers.Wait()
+	check := func(hosts []*testHost) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		for hi, h := range hosts {
+			var got []string
+			for qe, err := range h.c.QueryAll(ctx, "Moves", client.QueryTop(50), client.QueryAtLeast(last)) {
+				if err != nil {
+					t.Fatalf("host %d: %v", hi, err)
+				}
+				got = append(got, qe.Entity.PartitionKey+"/"+qe.Entity.RowKey)
+			}
+			checkAll(t, fmt.Sprintf("host %d", hi), got, written)
+		}
+	}
+	check(hosts)
+	// The third leaves: the first two hold every shard again.
+	third.stop(t)
+	for _, h := range []*testHost{first, second} {
+		eventually(t, 30*time.Second, "a whole view again", func() bool {
+			tv, ok := h.h.Views().Table("Moves")
+			return ok && !tv.Partial()
+		})
+	}
+	write(first, 100_000)
+	check([]*testHost{first, second})
 }
