@@ -398,6 +398,9 @@ func present(ts ...*target) []*target {
 type memSample struct {
 	live uint64 // bytes of live objects: Go heap, or V8 heap plus external
 	rss  uint64 // resident set size of the process (0: unknown)
+	// What a Cairn host's views hold: entities, views holding only some
+	// shards, and the lowest view position.
+	entities, partial, seq uint64
 }
 
 // newTarget returns a target driven by the client named kind.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -155,6 +156,7 @@ type historyWriter struct {
 	epoch    uint64
 	shards   uint32
 	entities int
+	parts    int           // partitions the entities spread over (historyPartitions when 0)
 	last     []uint64      // each partition's last sequence
 	pad      string        // appended to each entity's Notes
 	appended atomic.Uint64 // records appended so far
@@ -163,14 +165,18 @@ type historyWriter struct {
 // round writes every entity once more (its u-th version).
 func (w *historyWriter) round(ctx context.Context, u int) error {
 	start := time.Now()
+	parts := cmp.Or(w.parts, historyPartitions)
+	if len(w.last) < parts {
+		w.last = make([]uint64, parts)
+	}
 	var wg sync.WaitGroup
-	errs := make(chan error, historyPartitions)
-	for p := 0; p < historyPartitions; p++ {
+	errs := make(chan error, parts)
+	for p := 0; p < parts; p++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			pk := fmt.Sprintf("p%03d", p)
-			for i := p; i < w.entities; i += historyPartitions {
+			for i := p; i < w.entities; i += parts {
 				rec := &engine.Record{Time: engine.TimeToTicks(time.Now()), PartitionKey: pk, Nonce: fmt.Sprintf("%d-%d", u, i),
 					Commands: []engine.CommandRef{{Count: 1}},
 					Events: []engine.Event{{Kind: engine.EventPut, RowKey: fmt.Sprintf("r%08d", i), Properties: []engine.Property{

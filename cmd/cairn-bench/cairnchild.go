@@ -33,6 +33,8 @@ func hostChild(args []string) error {
 	fs := flag.NewFlagSet("host-child", flag.ContinueOnError)
 	dir := fs.String("data", "", "data directory")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the host to this file")
+	natsURL := fs.String("nats-url", "", "join this NATS server instead of embedding one")
+	replicas := fs.Int("view-replicas", 0, "hosts holding each view shard (node.Config.ViewReplicas)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,10 +47,12 @@ func hostChild(args []string) error {
 	defer cancel()
 	ready := make(chan *node.Node, 1)
 	done := make(chan error, 1)
-	cfg := node.Config{DataDir: *dir, NATSListen: "127.0.0.1:0", HTTP: "127.0.0.1:0", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg := node.Config{DataDir: *dir, NATSListen: "127.0.0.1:0", HTTP: "127.0.0.1:0", NATSURL: *natsURL, ViewReplicas: *replicas,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	go func() { done <- node.Run(ctx, cfg, func(h *node.Node) { ready <- h }) }()
+	var h *node.Node
 	select {
-	case h := <-ready:
+	case h = <-ready:
 		fmt.Printf("ready %s\n", h.HTTPURL())
 	case err := <-done:
 		return err
@@ -59,7 +63,22 @@ func hostChild(args []string) error {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		rss, _ := processRSS(os.Getpid())
-		b, _ := json.Marshal(map[string]uint64{"live": ms.HeapAlloc, "rss": rss})
+		// What the views hold: entities, views of some shards, and the
+		// lowest position (a placed cluster's parent waits on these).
+		var entities, partial, seq uint64
+		for i, info := range h.Views().Tables() {
+			if t, ok := h.Views().Table(info.Name); ok {
+				snap := t.Snapshot()
+				entities += uint64(snap.Len())
+				if t.Partial() {
+					partial++
+				}
+				if i == 0 || snap.Seq < seq {
+					seq = snap.Seq
+				}
+			}
+		}
+		b, _ := json.Marshal(map[string]uint64{"live": ms.HeapAlloc, "rss": rss, "entities": entities, "partial": partial, "seq": seq})
 		fmt.Printf("%s\n", b)
 	}
 	cancel() // stdin closed: the parent is done
@@ -162,11 +181,11 @@ func (c *cairnChild) memory() (memSample, error) {
 	if err != nil {
 		return memSample{}, fmt.Errorf("the host child's memory: %w", err)
 	}
-	var m struct{ Live, RSS uint64 }
+	var m struct{ Live, RSS, Entities, Partial, Seq uint64 }
 	if err := json.Unmarshal([]byte(line), &m); err != nil {
 		return memSample{}, err
 	}
-	return memSample{live: m.Live, rss: m.RSS}, nil
+	return memSample{live: m.Live, rss: m.RSS, entities: m.Entities, partial: m.Partial, seq: m.Seq}, nil
 }
 
 // stop closes the child's stdin (it then stops cleanly), kills it if it

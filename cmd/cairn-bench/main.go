@@ -47,6 +47,7 @@ func usage() {
        cairn-bench start -kill [flags] a node's start after SIGKILL under a write load, beside its start after a clean stop
        cairn-bench snapshots [flags] many-partition inserts on a node writing snapshots and on one that does not
        cairn-bench placement [flags] a simulation of view shards placed on 3 to 1,000 hosts: balance, moves on a join and a death
+       cairn-bench placed [flags]    the heap of each host when 3 and 6 hosts each hold their share of a table's shards, against one host holding it whole
 
 Run "cairn-bench <name> -h" for the flags.
 `)
@@ -74,6 +75,8 @@ func run(args []string) error {
 		return benchSnapshotCost(args)
 	case "placement":
 		return benchPlacement(args)
+	case "placed":
+		return benchPlaced(args)
 	case "host-child": // the HTTP benchmark's Cairn process (cairnchild.go)
 		return hostChild(args)
 	case "node-child": // the node that start -kill kills (benchkill.go)

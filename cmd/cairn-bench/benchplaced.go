@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cairn-dev/cairn/cmd/internal/cli"
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal"
+)
+
+// benchPlaced measures what placing view shards on hosts saves
+// (docs/SCALE.md): the heap of one host holding a table whole, then the
+// heap of each host of clusters whose hosts each hold their share of the
+// shards, with the same table. Every host is a child process (host-child)
+// on one NATS server that this process runs, so that each heap is one
+// host's alone; the heap of a host holding no table, measured first, is
+// the floor every host pays before any view.
+func benchPlaced(args []string) error {
+	fs := flag.NewFlagSet("placed", flag.ContinueOnError)
+	entities := fs.Int("entities", 200_000, "entities in the table")
+	valueBytes := fs.Int("value-bytes", 1000, "bytes of values of each entity (about)")
+	partitions := fs.Int("partitions", 4096, "partitions the entities spread over")
+	hostsFlag := fs.String("hosts", "3,6", "cluster sizes, comma-separated")
+	replicas := fs.Int("r", 2, "hosts holding each shard (-view-replicas)")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	var sizes []int
+	for _, s := range strings.Split(*hostsFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-hosts: %q is not a number of hosts", s)
+		}
+		sizes = append(sizes, n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir, err := os.MkdirTemp("", "cairn-bench-placed-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := journal.StartEmbedded(journal.EmbeddedConfig{StoreDir: filepath.Join(dir, "nats"), Host: "127.0.0.1", Port: -1, NoLog: true})
+	if err != nil {
+		return err
+	}
+	defer srv.Shutdown()
+	url := srv.ClientURL()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	j, err := journal.New(nc, journal.Config{})
+	if err != nil {
+		return err
+	}
+	if err := j.Init(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("# cairn bench placed: GOMAXPROCS=%d, %s/%s, %s, %d entities of about %d bytes of values over %d partitions, %d shards, R=%d\n\n",
+		runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *entities, *valueBytes, *partitions, engine.DefaultShards, *replicas)
+
+	// The floor: a host holding no table.
+	floor, err := measureHosts(ctx, url, 1, 0, nil)
+	if err != nil {
+		return err
+	}
+	const table = "PlacedBench"
+	epoch, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: table, Time: engine.TimeToTicks(time.Now()), Shards: engine.DefaultShards}, 0)
+	if err != nil {
+		return err
+	}
+	if err := j.EnsureTableStream(ctx, table, epoch); err != nil {
+		return err
+	}
+	w := &historyWriter{j: j, table: table, epoch: epoch, shards: engine.DefaultShards, entities: *entities, parts: *partitions,
+		pad: strings.Repeat("x", max(*valueBytes-150, 0))}
+	if err := w.round(ctx, 1); err != nil {
+		return err
+	}
+	last, err := j.LastStreamSeq(ctx, table, epoch)
+	if err != nil {
+		return err
+	}
+	whole, err := measureHosts(ctx, url, 1, 0, &placedGoal{seq: last, entities: uint64(*entities)})
+	if err != nil {
+		return err
+	}
+	mb := func(b uint64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
+	views := func(b uint64) uint64 { return b - min(b, floor[0].live) }
+	fmt.Printf("A host holding no table: %s of heap. One host holding the table whole: %s (%s for its views, %.0f bytes per entity).\n\n",
+		mb(floor[0].live), mb(whole[0].live), mb(views(whole[0].live)), float64(views(whole[0].live))/float64(*entities))
+	fmt.Println("| hosts | R | entities held per host: min / max (share of the table) | heap per host: min / median / max | largest heap against the whole host's | its views against the whole host's views |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, n := range sizes {
+		ms, err := measureHosts(ctx, url, n, *replicas, &placedGoal{seq: last, entities: uint64(min(n, *replicas)) * uint64(*entities), partial: n > *replicas})
+		if err != nil {
+			return err
+		}
+		heaps := make([]float64, len(ms))
+		held := make([]uint64, len(ms))
+		for i, m := range ms {
+			heaps[i], held[i] = float64(m.live), m.entities
+		}
+		slices.Sort(heaps)
+		slices.Sort(held)
+		top := uint64(heaps[len(heaps)-1])
+		fmt.Printf("| %d | %d | %d / %d (%.2f) | %s / %s / %s | %.2f | %.2f |\n", n, *replicas,
+			held[0], held[len(held)-1], float64(held[len(held)-1])/float64(*entities),
+			mb(uint64(heaps[0])), mb(uint64(median(heaps))), mb(top),
+			float64(top)/float64(whole[0].live), float64(views(top))/float64(views(whole[0].live)))
+	}
+	return nil
+}
+
+// placedGoal is what a cluster's views must show before its heaps are
+// measured: every host at the table's last position, holding entities in
+// all (each entity once per replica), in views of some shards.
+type placedGoal struct {
+	seq      uint64
+	entities uint64
+	partial  bool
+}
+
+// measureHosts starts n hosts holding each shard on replicas of them (0:
+// every host whole), waits until their views reach goal (nil: none), and
+// returns each host's memory after a collection.
+func measureHosts(ctx context.Context, url string, n, replicas int, goal *placedGoal) ([]memSample, error) {
+	var hosts []*cairnChild
+	defer func() {
+		for _, h := range hosts {
+			h.stop()
+		}
+	}()
+	for range n {
+		dir, err := os.MkdirTemp("", "cairn-bench-child-")
+		if err != nil {
+			return nil, err
+		}
+		h, err := startChild(ctx, dir, "host-child", "-data", filepath.Join(dir, "data"), "-nats-url", url, "-view-replicas", strconv.Itoa(replicas))
+		if err != nil {
+			return nil, err
+		}
+		hosts = append(hosts, h)
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		ms := make([]memSample, len(hosts))
+		var held uint64
+		done := true
+		for i, h := range hosts {
+			m, err := h.memory()
+			if err != nil {
+				return nil, err
+			}
+			ms[i] = m
+			held += m.entities
+			if goal != nil && (m.seq < goal.seq || goal.partial && m.partial == 0 || !goal.partial && m.partial != 0) {
+				done = false
+			}
+		}
+		if goal == nil || done && held == goal.entities {
+			return ms, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, errors.New("the hosts' views did not settle on their shards within 10 minutes")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
