@@ -14,6 +14,9 @@ import (
 type Config struct {
 	// Prefix is the first token of subjects and the base of stream names.
 	Prefix string
+	// Remote reads the partitions of tables whose views on this node
+	// hold only some shards; nil: every view is whole.
+	Remote Remote
 	// Replicas of the queue stream and the registry's buckets (1).
 	Replicas int
 	// Sandbox runs deployed modules; nil: only native functions run.

@@ -22,6 +22,18 @@ type Committer interface {
 
 // Views finds the views of live tables (projections.Views): invocations
 // read them, and table triggers follow their incarnations.
+// Remote reads the partitions of a table whose view on this node holds
+// only some shards (the others' holders answer: docs/SCALE.md); nil when
+// every view is whole.
+type Remote interface {
+	// Get reads one entity of a partition this node's view does not
+	// hold (nil: none).
+	Get(ctx context.Context, t *projections.Table, pk, rk string) (*engine.Entity, error)
+	// Query reads, in RowKey order, at most top entities of such a
+	// partition that match filter ("": all).
+	Query(ctx context.Context, t *projections.Table, pk, filter string, top int) ([]*engine.Entity, error)
+}
+
 type Views interface {
 	// Table returns the view of a live table this node knows.
 	Table(name string) (*projections.Table, bool)

@@ -70,6 +70,24 @@ type pendingPartition struct {
 	overlay *engine.Overlay
 	ops     []engine.Operation
 	written map[string]bool // RowKeys written
+	// remote holds the entities read from another host, for a partition
+	// this node's view does not hold (nil: the view's partition).
+	remote remoteState
+}
+
+// remoteState is the entities of a partition another host holds that an
+// invocation read before writing them: the state its writes are decided
+// against here (the holder decides them again when they commit).
+type remoteState map[string]*engine.Entity
+
+func (r remoteState) Entity(rk string) (*engine.Entity, bool) {
+	e, ok := r[rk]
+	return e, ok && e != nil
+}
+
+// remote reports whether t's partition pk is held by other hosts only.
+func (inv *Invocation) remote(t *projections.Table, pk string) bool {
+	return inv.runner.cfg.Remote != nil && !t.Holds(pk)
 }
 
 type pendingMessage struct {
@@ -125,6 +143,13 @@ func (inv *Invocation) Get(ctx context.Context, table, pk, rk string) (*engine.E
 		}
 		return withPK(e, pk), "", nil
 	}
+	if inv.remote(t, pk) {
+		e, err := inv.runner.cfg.Remote.Get(ctx, t, pk, rk)
+		if err != nil || e == nil {
+			return nil, "", err
+		}
+		return e, engine.ETag(t.Epoch(), e.Version), nil
+	}
 	snap := t.Snapshot()
 	t.NoteRead(pk, 1)
 	e, ok := snap.Get(pk, rk)
@@ -169,21 +194,35 @@ func (inv *Invocation) Query(ctx context.Context, table, pk, filter string, top 
 			out = append(out, abi.Entity{Entity: e, ETag: etag})
 		}
 	}
-	snap := t.Snapshot()
-	examined := 0
-	snap.Ascend(pk, "", func(e *engine.Entity) bool {
-		if e.PartitionKey != pk {
-			return false
+	if inv.remote(t, pk) {
+		// The holder filters; the entities this invocation wrote are
+		// replaced by its writes below (so top more are asked for).
+		ents, err := inv.runner.cfg.Remote.Query(ctx, t, pk, filter, min(top+len(inv.writtenIn(p)), MaxQueryRows+engine.MaxBatchOps))
+		if err != nil {
+			return nil, err
 		}
-		examined++
-		if p == nil || !p.written[e.RowKey] {
-			keep(e, engine.ETag(t.Epoch(), e.Version))
+		for _, e := range ents {
+			if p == nil || !p.written[e.RowKey] {
+				out = append(out, abi.Entity{Entity: e, ETag: engine.ETag(t.Epoch(), e.Version)})
+			}
 		}
-		// The first top of the unwritten entities suffice: pending
-		// writes are merged in below, and the whole cut to top.
-		return len(out) < top
-	})
-	t.NoteRead(pk, examined)
+	} else {
+		snap := t.Snapshot()
+		examined := 0
+		snap.Ascend(pk, "", func(e *engine.Entity) bool {
+			if e.PartitionKey != pk {
+				return false
+			}
+			examined++
+			if p == nil || !p.written[e.RowKey] {
+				keep(e, engine.ETag(t.Epoch(), e.Version))
+			}
+			// The first top of the unwritten entities suffice: pending
+			// writes are merged in below, and the whole cut to top.
+			return len(out) < top
+		})
+		t.NoteRead(pk, examined)
+	}
 	for rk := range inv.writtenIn(p) {
 		if e, ok := p.overlay.Entity(rk); ok {
 			keep(withPK(e, pk), "")
@@ -232,12 +271,25 @@ func (inv *Invocation) Write(ctx context.Context, table string, op engine.Operat
 	pk, rk := op.Entity.PartitionKey, op.Entity.RowKey
 	p := inv.partition(t, pk)
 	if p == nil {
-		snap := t.Snapshot()
-		p = &pendingPartition{table: t, pk: pk, overlay: engine.NewOverlay(snap.PartitionState(pk)), written: map[string]bool{}}
+		p = &pendingPartition{table: t, pk: pk, written: map[string]bool{}}
+		if inv.remote(t, pk) {
+			p.remote = remoteState{}
+			p.overlay = engine.NewOverlay(p.remote)
+		} else {
+			p.overlay = engine.NewOverlay(t.Snapshot().PartitionState(pk))
+		}
 		inv.parts = append(inv.parts, p)
 	}
 	if p.written[rk] {
 		return engine.Errorf(engine.CodeInvalidDuplicateRow, "the invocation already writes %q/%q: write each entity once (combine the changes)", pk, rk)
+	}
+	if _, read := p.remote[rk]; p.remote != nil && !read {
+		// The entity as its holder has it, to decide the write against.
+		e, err := inv.runner.cfg.Remote.Get(ctx, t, pk, rk)
+		if err != nil {
+			return err
+		}
+		p.remote[rk] = e
 	}
 	if len(p.ops) >= engine.MaxBatchOps {
 		return engine.Errorf(engine.CodeInvalidInput, "an invocation writes at most %d entities of one partition", engine.MaxBatchOps)

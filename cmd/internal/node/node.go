@@ -309,8 +309,13 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	if err != nil {
 		return err
 	}
+	var remote functions.Remote // reads of partitions other hosts hold
+	if n.pages != nil {
+		remote = remoteReads{n.pages}
+	}
 	n.fns, err = functions.NewRunner(n.nc, n.views, submit, functions.Config{
 		Prefix:     cfg.Prefix,
+		Remote:     remote,
 		Replicas:   cfg.Replicas,
 		Sandbox:    sb,
 		Serve:      n.serve,

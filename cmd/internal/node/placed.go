@@ -1,9 +1,12 @@
 package node
 
 import (
+	"context"
 	"slices"
 	"sync"
 
+	"github.com/cairn-dev/cairn/cmd/internal/pages"
+	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/projections"
 	"github.com/cairn-dev/cairn/projections/members"
 	"github.com/cairn-dev/cairn/projections/placement"
@@ -80,4 +83,23 @@ func (p *placer) held(table string, epoch uint64, shards uint32) []bool {
 func (p *placer) owners(table string, epoch uint64, shards, shard uint32) []string {
 	a := p.assignment(table, epoch, shards)
 	return a.Owners[placement.ShardID{Table: projections.Lower(table), Epoch: epoch, Index: int(shard)}]
+}
+
+// remoteReads reads, for the function runner, the partitions of tables
+// whose views here hold only some shards, from their holders.
+type remoteReads struct{ pages *pages.Service }
+
+// Get reads one entity at least as fresh as this node's view.
+func (r remoteReads) Get(ctx context.Context, t *projections.Table, pk, rk string) (*engine.Entity, error) {
+	res, err := r.pages.Read(ctx, t, pages.Query{Point: &pages.Keys{PK: pk, RK: rk}, Limit: 1, Position: t.Snapshot().Seq})
+	if err != nil || len(res.Entities) == 0 {
+		return nil, err
+	}
+	return res.Entities[0], nil
+}
+
+// Query reads a partition's entities that match filter, in RowKey order.
+func (r remoteReads) Query(ctx context.Context, t *projections.Table, pk, filter string, top int) ([]*engine.Entity, error) {
+	res, err := r.pages.Read(ctx, t, pages.Query{Partition: &pk, Filter: filter, Limit: top, Position: t.Snapshot().Seq})
+	return res.Entities, err
 }

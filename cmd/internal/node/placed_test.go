@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
@@ -348,4 +349,56 @@ func TestPlacedMoves(t *testing.T) {
 	}
 	write(first, 100_000)
 	check([]*testHost{first, second})
+}
+
+// TestPlacedFunctions: functions read and write partitions whichever
+// hosts hold them. The built-in archive function, run by whichever host
+// takes each message, reads an entity (of a shard its host may not
+// hold), copies it to another table and deletes it: every entity ends in
+// the archive, none in its first table.
+func TestPlacedFunctions(t *testing.T) {
+	hosts := startPlaced(t, 3, 2)
+	ctx := ctxT(t)
+	for _, name := range []string{"Staff", "Former"} {
+		if _, err := hosts[0].c.CreateTable(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		placedViews(t, hosts, name)
+	}
+	const n = 30
+	var last uint64
+	for i := range n {
+		rep, err := hosts[i%3].c.Insert(ctx, "Staff", engine.NewEntity(fmt.Sprintf("d%02d", i), "e", engine.Property{Name: "N", Value: engine.Int64(int64(i))}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = max(last, rep.Seq)
+	}
+	js, err := jetstream.New(hosts[0].nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		body := fmt.Sprintf(`{"from":"Staff","to":"Former","partitionKey":"d%02d","rowKey":"e"}`, i)
+		if _, err := js.Publish(ctx, "cairn.queue.archive", []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(table string) int {
+		k := 0
+		for _, err := range hosts[1].c.QueryAll(ctx, table) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			k++
+		}
+		return k
+	}
+	eventually(t, 30*time.Second, "every entity archived", func() bool { return count("Former") == n && count("Staff") == 0 })
+	for i := range n {
+		e, _, err := hosts[2].c.Retrieve(ctx, "Former", fmt.Sprintf("d%02d", i), "e")
+		if err != nil || e.Properties[0].Value.Int() != int64(i) {
+			t.Fatalf("archived entity %d: %+v, %v", i, e, err)
+		}
+	}
 }

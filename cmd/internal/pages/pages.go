@@ -40,8 +40,10 @@ type Query struct {
 	// FromPK and ToPK bound the partition keys read, inclusive (a shared
 	// access signature's range; "": no bound).
 	FromPK, ToPK string
-	// Point, when set, reads the one entity with these keys.
-	Point *Keys
+	// Point, when set, reads the one entity with these keys; Partition,
+	// when set, reads that partition only.
+	Point     *Keys
+	Partition *string
 	// Limit is the most entities in the page (query.MaxPage at most).
 	Limit int
 	// From resumes an earlier page.
@@ -78,6 +80,9 @@ func (q *Query) plan() (*query.Plan, error) {
 	}
 	if q.ToPK != "" {
 		and(&query.Compare{Property: "PartitionKey", Op: query.Le, Value: engine.String(q.ToPK)})
+	}
+	if q.Partition != nil {
+		and(&query.Compare{Property: "PartitionKey", Op: query.Eq, Value: engine.String(*q.Partition)})
 	}
 	if q.Point != nil {
 		and(&query.Compare{Property: "RowKey", Op: query.Eq, Value: engine.String(q.Point.RK)})
@@ -281,6 +286,7 @@ type request struct {
 	FromPK     string   `msgpack:"fromPK,omitempty"`
 	ToPK       string   `msgpack:"toPK,omitempty"`
 	Point      *Keys    `msgpack:"point,omitempty"`
+	Partition  *string  `msgpack:"partition,omitempty"`
 	Limit      int      `msgpack:"limit"`
 	From       *[2]string
 	Descending bool   `msgpack:"desc,omitempty"`
@@ -305,7 +311,7 @@ type reply struct {
 // remote asks the hosts in turn for a page of the shards until one
 // answers it.
 func (s *Service) remote(ctx context.Context, t *projections.Table, q Query, hosts []string, shards []uint32) (Result, error) {
-	req := request{Table: t.Name(), Epoch: t.Epoch(), Shards: shards, Filter: q.Filter, FromPK: q.FromPK, ToPK: q.ToPK, Point: q.Point,
+	req := request{Table: t.Name(), Epoch: t.Epoch(), Shards: shards, Filter: q.Filter, FromPK: q.FromPK, ToPK: q.ToPK, Point: q.Point, Partition: q.Partition,
 		Limit: q.Limit, Descending: q.Descending, Position: q.Position, AsOf: q.AsOf}
 	if q.From != nil {
 		req.From = &[2]string{q.From.PartitionKey, q.From.RowKey}
@@ -396,7 +402,7 @@ func (s *Service) serve(ctx context.Context, m *nats.Msg) {
 			return
 		}
 	}
-	q := Query{Filter: req.Filter, FromPK: req.FromPK, ToPK: req.ToPK, Point: req.Point, Limit: req.Limit,
+	q := Query{Filter: req.Filter, FromPK: req.FromPK, ToPK: req.ToPK, Point: req.Point, Partition: req.Partition, Limit: req.Limit,
 		Descending: req.Descending, Position: req.Position, AsOf: req.AsOf}
 	if req.From != nil {
 		q.From = &query.Continuation{PartitionKey: req.From[0], RowKey: req.From[1]}
