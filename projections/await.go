@@ -92,6 +92,14 @@ func (aw *awaiters) init() {
 // it wakes and per partition it applied while partition waits exist.
 func (t *Table) Await(from uint64, partitions []string, wake func()) *Wait {
 	w := &Wait{t: t, from: from, wake: wake}
+	for _, pk := range partitions {
+		if !t.Holds(pk) {
+			// This view does not see that partition's records (another
+			// host holds its shard): any record may be one of them.
+			partitions = nil
+			break
+		}
+	}
 	if len(partitions) == 0 {
 		aw := &t.aw
 		aw.mu.Lock()

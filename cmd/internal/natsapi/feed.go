@@ -168,8 +168,10 @@ func (f *feedWait) expire(bool) {
 	snap := t.Snapshot()
 	next := max(from, snap.Seq+1)
 	for _, pk := range f.req.Partitions {
-		if snap.Partition(pk).LastSeq >= from {
-			next = from // a record of its partitions came as it ended: ask again
+		if snap.Partition(pk).LastSeq >= from || !t.Holds(pk) && snap.Seq >= from {
+			// A record of its partitions came as it ended, or may have
+			// (this view does not hold that one): ask again.
+			next = from
 		}
 	}
 	if len(f.req.Partitions) == 0 && snap.Seq >= from {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/projections"
 )
 
@@ -241,6 +243,18 @@ func TestPlacedReads(t *testing.T) {
 		if err != nil || len(page.Entities) != 3 {
 			t.Fatalf("host %d: partition p03: %d entities, %v", hi, len(page.Entities), err)
 		}
+		// A declared projection is not gathered yet: refused, not
+		// answered from this host's shards alone.
+		if hi == 0 {
+			def := &projections.Definition{Name: "ReadsByN", Source: "Reads", Version: 1, Kind: projections.KindIndex, Key: []string{"N"}}
+			if res, status := declare(t, h.h, def); status != http.StatusOK {
+				t.Fatalf("declare: %s (%d)", res, status)
+			}
+			eventually(t, 30*time.Second, "the projection refused", func() bool {
+				_, err := h.c.Query(ctx, "ReadsByN")
+				return engine.ErrorCode(err) == engine.CodeProjectionNotReady && strings.Contains(err.Error(), "-view-replicas")
+			})
+		}
 		// A point read over HTTP.
 		ent, err := svc.NewClient("Reads").GetEntity(ctx, "p11", "r011", nil)
 		if err != nil || !strings.Contains(string(ent.Value), `"N":"11"`) {
@@ -399,6 +413,43 @@ func TestPlacedFunctions(t *testing.T) {
 		e, _, err := hosts[2].c.Retrieve(ctx, "Former", fmt.Sprintf("d%02d", i), "e")
 		if err != nil || e.Properties[0].Value.Int() != int64(i) {
 			t.Fatalf("archived entity %d: %+v, %v", i, e, err)
+		}
+	}
+}
+
+// TestPlacedChangeFeed: a waiting change feed request for one partition,
+// on whichever host takes it, is answered by a write to that partition,
+// held by that host or not.
+func TestPlacedChangeFeed(t *testing.T) {
+	hosts := startPlaced(t, 3, 2)
+	ctx := ctxT(t)
+	if _, err := hosts[0].c.CreateTable(ctx, "Feed"); err != nil {
+		t.Fatal(err)
+	}
+	views := placedViews(t, hosts, "Feed")
+	for i := range 12 {
+		pk := fmt.Sprintf("f%02d", i)
+		// Some partition each host does not hold, and some it does.
+		from := views[i%3].Snapshot().Seq + 1
+		got := make(chan *wire.ChangesReply, 1)
+		go func() {
+			rep, err := hosts[i%3].c.Changes(ctx, "Feed", wire.ChangesRequest{From: from, Wait: 20 * time.Second, Partitions: []string{pk}})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- rep
+		}()
+		time.Sleep(50 * time.Millisecond) // not a bound: the request may also see the write at once
+		if _, err := hosts[(i+1)%3].c.Insert(ctx, "Feed", engine.NewEntity(pk, "1")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case rep := <-got:
+			if rep == nil || len(rep.Changes) != 1 || rep.Changes[0].PartitionKey != pk {
+				t.Fatalf("partition %s (held here: %v): %+v", pk, views[i%3].Holds(pk), rep)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("partition %s: the waiting request was not answered", pk)
 		}
 	}
 }
