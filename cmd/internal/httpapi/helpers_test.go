@@ -10,7 +10,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,21 +30,88 @@ import (
 type server struct {
 	h        *node.Node
 	endpoint string // http://127.0.0.1:port/devstoreaccount1
+	// others are the other hosts of a placed cluster (placed): the SDK
+	// clients send each request to the next host in turn.
+	others []*node.Node
+	next   atomic.Uint64
+}
+
+// placed runs every test of the package against a cluster of 3 hosts,
+// each holding two thirds of every table's shards, instead of one host:
+// TestMain runs the tests once each way.
+var placed bool
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		placed = true
+		code = m.Run()
+	}
+	os.Exit(code)
+}
+
+// skipPlaced skips a test that looks into one host's insides in the
+// placed run, saying why.
+func skipPlaced(t testing.TB, why string) {
+	t.Helper()
+	if placed {
+		t.Skip("not run on a placed cluster: " + why)
+	}
 }
 
 // startServer starts a host with an embedded NATS server and the HTTP API
-// on a free port; it stops when the test ends.
+// on a free port; it stops when the test ends. In the placed run it is
+// the first of 3 hosts, two holding each shard of a table.
 func startServer(t testing.TB, api httpapi.Config) *server {
 	t.Helper()
-	h, _ := nodetest.Start(t, node.Config{API: api})
-	return &server{h: h, endpoint: h.HTTPURL() + "/" + httpapi.DevAccountName}
+	if !placed {
+		h, _ := nodetest.Start(t, node.Config{API: api})
+		return &server{h: h, endpoint: h.HTTPURL() + "/" + httpapi.DevAccountName}
+	}
+	h, _ := nodetest.Start(t, node.Config{API: api, ViewReplicas: 2})
+	s := &server{h: h, endpoint: h.HTTPURL() + "/" + httpapi.DevAccountName}
+	for range 2 {
+		o, _ := nodetest.Start(t, node.Config{API: api, ViewReplicas: 2, NATSURL: h.ClientURL(), NATSCreds: h.NATSCredsFile()})
+		s.others = append(s.others, o)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, n := range append([]*node.Node{h}, s.others...) {
+		for len(n.Members().Live()) != 3 {
+			if time.Now().After(deadline) {
+				t.Fatal("the hosts do not see each other")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return s
 }
 
-func clientOptions() *aztables.ClientOptions {
-	return &aztables.ClientOptions{ClientOptions: azcore.ClientOptions{
+// clientOptions are the SDK's options for s: in the placed run, each
+// request goes to the next host (the URL's host and port changed, which
+// no signature covers).
+func (s *server) clientOptions() *aztables.ClientOptions {
+	o := &aztables.ClientOptions{ClientOptions: azcore.ClientOptions{
 		InsecureAllowCredentialWithHTTP: true,
 		Retry:                           policy.RetryOptions{MaxRetries: -1},
 	}}
+	if len(s.others) > 0 {
+		o.Transport = rotating{s}
+	}
+	return o
+}
+
+// rotating sends each request to the next host of a placed cluster.
+type rotating struct{ s *server }
+
+func (r rotating) Do(req *http.Request) (*http.Response, error) {
+	hosts := append([]*node.Node{r.s.h}, r.s.others...)
+	h := hosts[r.s.next.Add(1)%uint64(len(hosts))]
+	u, err := url.Parse(h.HTTPURL())
+	if err != nil {
+		return nil, err
+	}
+	req.URL.Host, req.Host = u.Host, u.Host
+	return http.DefaultClient.Do(req)
 }
 
 // service returns an SDK client signing with key (the development key when
@@ -55,7 +125,7 @@ func (s *server) service(t testing.TB, key string) *aztables.ServiceClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := aztables.NewServiceClientWithSharedKey(s.endpoint, cred, clientOptions())
+	c, err := aztables.NewServiceClientWithSharedKey(s.endpoint, cred, s.clientOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,7 @@ func keysOf(es []aztables.EDMEntity) []string {
 // snapshot of the first, so the pages hold exactly the entities present
 // when the query began, in order, once each.
 func TestPagingWhileWriting(t *testing.T) {
+	skipPlaced(t, "a query gathered from the hosts holds no snapshot for its next pages (docs/SCALE.md): writes made meanwhile may show, as on the Table service")
 	s := startServer(t, httpapiDefaults)
 	c := s.table(t, "Big")
 	fill(t, c, 4000, 4)
@@ -212,6 +213,7 @@ func TestReadYourWrites(t *testing.T) {
 // TestLoad: per-partition write and read counters show a hot partition, on
 // the load endpoint and in /metrics.
 func TestLoad(t *testing.T) {
+	skipPlaced(t, "a host's load counts the reads and the partitions of its own views")
 	s := startServer(t, httpapiDefaults)
 	c := s.table(t, "Hot")
 	ctx := context.Background()

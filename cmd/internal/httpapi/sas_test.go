@@ -16,7 +16,7 @@ import (
 // sasClient returns an SDK client for table authorised only by sas.
 func (s *server) sasClient(t *testing.T, table, sas string) *aztables.Client {
 	t.Helper()
-	c, err := aztables.NewClientWithNoCredential(s.endpoint+"/"+table+"?"+sas, clientOptions())
+	c, err := aztables.NewClientWithNoCredential(s.endpoint+"/"+table+"?"+sas, s.clientOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestAccountSAS(t *testing.T) {
 		return q.Encode()
 	}
 	svc := func(sas string) *aztables.ServiceClient {
-		c, err := aztables.NewServiceClientWithNoCredential(s.endpoint+"?"+sas, clientOptions())
+		c, err := aztables.NewServiceClientWithNoCredential(s.endpoint+"?"+sas, s.clientOptions())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -139,8 +139,12 @@ type Result struct {
 }
 
 // Read reads one page of t, whose view here holds only some shards: a
-// plan reading one partition from one of its holders, any other from all
-// the shards' holders, merged.
+// plan reading one partition from its shard's first holder, any other
+// from every shard's first holder, merged. The first holder decides the
+// shard's commands (the router) and answers once a write is visible in
+// its view, so a read there sees every write answered, as on one host;
+// a holder that is gone or no longer holds the shard is passed over for
+// the next.
 func (s *Service) Read(ctx context.Context, t *projections.Table, q Query) (Result, error) {
 	plan, err := q.plan()
 	if err != nil {
@@ -148,53 +152,60 @@ func (s *Service) Read(ctx context.Context, t *projections.Table, q Query) (Resu
 	}
 	shards := t.Shards()
 	if pk, ok := plan.Partition(); ok {
-		shard := uint32(engine.Shard(pk, int(shards)))
-		if t.Holds(pk) {
-			return s.local(ctx, t, plan, q, nil)
-		}
-		return s.remote(ctx, t, q, s.others(t, shard), []uint32{shard})
+		return s.shard(ctx, t, plan, q, uint32(engine.Shard(pk, int(shards))), nil, true)
 	}
-	// Every shard from one host: this one where it holds the shard, else
-	// its first holder.
+	// Every shard from its first holder.
 	byHost := map[string][]uint32{}
-	var mine []uint32
 	for sh := range shards {
-		if t.HoldsShard(sh) {
-			mine = append(mine, sh)
-			continue
-		}
-		hosts := s.others(t, sh)
+		hosts := s.placement(t.Name(), t.Epoch(), shards, sh)
 		if len(hosts) == 0 {
 			return Result{}, notHeld(t, sh)
 		}
 		byHost[hosts[0]] = append(byHost[hosts[0]], sh)
 	}
-	results := make([]Result, 0, len(byHost)+1)
-	errs := make([]error, 0, len(byHost)+1)
+	results := make([]Result, 0, len(byHost))
+	errs := make([]error, 0, len(byHost))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for host, list := range byHost {
 		wg.Go(func() {
-			// The first holder, then each shard's next ones if it fails.
-			r, err := s.remote(ctx, t, q, []string{host}, list)
-			if err != nil {
-				r, err = s.fallback(ctx, t, q, host, list)
+			var r Result
+			var err error
+			if host == s.self && holdsAll(t, list) {
+				r, err = s.local(ctx, t, plan, q, list)
+			} else if host == s.self {
+				err = errNotHeld
+			} else {
+				r, err = s.remote(ctx, t, q, host, list)
+			}
+			if errors.Is(err, errNotHeld) {
+				r, err = s.fallback(ctx, t, plan, q, host, list)
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			results, errs = append(results, r), append(errs, err)
 		})
 	}
-	if len(mine) > 0 {
-		r, err := s.local(ctx, t, plan, q, mine)
-		mu.Lock()
-		results, errs = append(results, r), append(errs, err)
-		mu.Unlock()
-	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return Result{}, firstCoded(errs)
 	}
+	return merged(results, q), nil
+}
+
+// holdsAll reports whether t's view holds every shard of list.
+func holdsAll(t *projections.Table, list []uint32) bool {
+	for _, sh := range list {
+		if !t.HoldsShard(sh) {
+			return false
+		}
+	}
+	return true
+}
+
+// merged merges the hosts' pages of one query; its position is the
+// lowest they were read at.
+func merged(results []Result, q Query) Result {
 	pages := make([]query.Page, len(results))
 	seq := uint64(0)
 	for i, r := range results {
@@ -203,31 +214,52 @@ func (s *Service) Read(ctx context.Context, t *projections.Table, q Query) (Resu
 			seq = r.Seq
 		}
 	}
-	return Result{Page: query.Merge(pages, q.Limit, q.Descending), Seq: seq}, nil
+	return Result{Page: query.Merge(pages, q.Limit, q.Descending), Seq: seq}
 }
 
-// fallback asks, for each shard first sent to a host that did not answer,
-// its next holders.
-func (s *Service) fallback(ctx context.Context, t *projections.Table, q Query, failed string, list []uint32) (Result, error) {
-	var pages []query.Page
-	var seq uint64
+// errNotHeld: the host asked does not answer for the shards (gone, or no
+// longer holding one of them); the next holder is to be asked.
+var errNotHeld = errors.New("not held there")
+
+// shard reads a page of one shard from its holders in turn, passing over
+// skip; whole reads this host's view whole (the plan reads one partition,
+// of that shard), else only the shard's partitions.
+func (s *Service) shard(ctx context.Context, t *projections.Table, plan *query.Plan, q Query, sh uint32, skip []string, whole bool) (Result, error) {
+	for _, host := range s.placement(t.Name(), t.Epoch(), t.Shards(), sh) {
+		if slices.Contains(skip, host) {
+			continue
+		}
+		if host == s.self {
+			if !t.HoldsShard(sh) {
+				continue
+			}
+			var only []uint32
+			if !whole {
+				only = []uint32{sh}
+			}
+			return s.local(ctx, t, plan, q, only)
+		}
+		r, err := s.remote(ctx, t, q, host, []uint32{sh})
+		if errors.Is(err, errNotHeld) {
+			continue
+		}
+		return r, err
+	}
+	return Result{}, notHeld(t, sh)
+}
+
+// fallback asks, for each shard first sent to a host that did not answer
+// for it, its next holders.
+func (s *Service) fallback(ctx context.Context, t *projections.Table, plan *query.Plan, q Query, failed string, list []uint32) (Result, error) {
+	results := make([]Result, 0, len(list))
 	for _, sh := range list {
-		hosts := slices.DeleteFunc(s.others(t, sh), func(h string) bool { return h == failed })
-		r, err := s.remote(ctx, t, q, hosts, []uint32{sh})
+		r, err := s.shard(ctx, t, plan, q, sh, []string{failed}, false)
 		if err != nil {
 			return Result{}, err
 		}
-		pages = append(pages, r.Page)
-		if seq == 0 || r.Seq < seq {
-			seq = r.Seq
-		}
+		results = append(results, r)
 	}
-	return Result{Page: query.Merge(pages, q.Limit, q.Descending), Seq: seq}, nil
-}
-
-// others returns the holders of a shard other than this host.
-func (s *Service) others(t *projections.Table, shard uint32) []string {
-	return slices.DeleteFunc(slices.Clone(s.placement(t.Name(), t.Epoch(), t.Shards(), shard)), func(h string) bool { return h == s.self })
+	return merged(results, q), nil
 }
 
 func notHeld(t *projections.Table, shard uint32) error {
@@ -308,9 +340,9 @@ type reply struct {
 	Seq      uint64        `msgpack:"seq"`
 }
 
-// remote asks the hosts in turn for a page of the shards until one
-// answers it.
-func (s *Service) remote(ctx context.Context, t *projections.Table, q Query, hosts []string, shards []uint32) (Result, error) {
+// remote asks host for a page of the shards; errNotHeld when it does not
+// answer for them.
+func (s *Service) remote(ctx context.Context, t *projections.Table, q Query, host string, shards []uint32) (Result, error) {
 	req := request{Table: t.Name(), Epoch: t.Epoch(), Shards: shards, Filter: q.Filter, FromPK: q.FromPK, ToPK: q.ToPK, Point: q.Point, Partition: q.Partition,
 		Limit: q.Limit, Descending: q.Descending, Position: q.Position, AsOf: q.AsOf}
 	if q.From != nil {
@@ -320,33 +352,30 @@ func (s *Service) remote(ctx context.Context, t *projections.Table, q Query, hos
 	if err != nil {
 		return Result{}, err
 	}
-	for _, host := range hosts {
-		rctx, cancel := context.WithTimeout(ctx, s.timeout)
-		m, err := s.nc.RequestWithContext(rctx, Subject(s.prefix, host), data)
-		cancel()
-		if errors.Is(err, nats.ErrNoResponders) {
-			continue // gone
-		}
-		if err != nil {
-			return Result{}, engine.Errorf(engine.CodeOperationTimedOut, "the host holding some shards of table %s did not answer: %v", engine.ShownTable(t.Name()), err)
-		}
-		var rep reply
-		if err := msgpack.Unmarshal(m.Data, &rep); err != nil {
-			return Result{}, fmt.Errorf("pages: a host's answer: %w", err)
-		}
-		switch {
-		case rep.NotHeld:
-			continue
-		case rep.Error != nil:
-			return Result{}, rep.Error
-		}
-		ents, err := decodeEntities(rep.Entities, rep.Count)
-		if err != nil {
-			return Result{}, fmt.Errorf("pages: a host's answer: %w", err)
-		}
-		return Result{Page: query.Page{Entities: ents, More: rep.More, NextPartitionKey: rep.NextPK, NextRowKey: rep.NextRK, Examined: rep.Examined}, Seq: rep.Seq}, nil
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	m, err := s.nc.RequestWithContext(rctx, Subject(s.prefix, host), data)
+	cancel()
+	if errors.Is(err, nats.ErrNoResponders) {
+		return Result{}, errNotHeld // gone: its subscription went with its connection
 	}
-	return Result{}, notHeld(t, shards[0])
+	if err != nil {
+		return Result{}, engine.Errorf(engine.CodeOperationTimedOut, "the host holding some shards of table %s did not answer: %v", engine.ShownTable(t.Name()), err)
+	}
+	var rep reply
+	if err := msgpack.Unmarshal(m.Data, &rep); err != nil {
+		return Result{}, fmt.Errorf("pages: a host's answer: %w", err)
+	}
+	switch {
+	case rep.NotHeld:
+		return Result{}, errNotHeld
+	case rep.Error != nil:
+		return Result{}, rep.Error
+	}
+	ents, err := decodeEntities(rep.Entities, rep.Count)
+	if err != nil {
+		return Result{}, fmt.Errorf("pages: a host's answer: %w", err)
+	}
+	return Result{Page: query.Page{Entities: ents, More: rep.More, NextPartitionKey: rep.NextPK, NextRowKey: rep.NextRK, Examined: rep.Examined}, Seq: rep.Seq}, nil
 }
 
 // Ready is closed once the service takes the other hosts' requests.
