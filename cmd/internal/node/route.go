@@ -44,8 +44,9 @@ type router struct {
 	timeout time.Duration // of one forwarded command
 	log     *slog.Logger
 
-	ready    chan struct{}  // closed once it takes forwarded commands
-	forwards sync.WaitGroup // the commands being forwarded
+	ready    chan struct{}   // closed once it takes forwarded commands
+	ctx      context.Context // Run's: ends the forwards when the node stops
+	forwards sync.WaitGroup  // the commands being forwarded
 }
 
 func newRouter(nc *nats.Conn, prefix, self string, views *projections.Views, local *commit.Committer, pl *placer, timeout time.Duration, log *slog.Logger) *router {
@@ -101,36 +102,92 @@ func (r *router) forward(t *projections.Table, cmd *engine.Command, done func(*e
 		return
 	}
 	pk := cmd.PartitionKey()
+	var hosts []string
 	for _, host := range r.owners(t, pk) {
+		if host != r.self || t.Holds(pk) {
+			hosts = append(hosts, host)
+		}
+	}
+	// A holder killed after it took the command never answers, and no
+	// one says so until its heartbeats have lapsed. A command with an id
+	// is sent to the next holder as well once routeHedge has passed: the
+	// journal's check and the id make sure that it is applied once, and
+	// the first answer is the answer. One without an id waits.
+	hedge := r.timeout
+	if cmd.ID != "" {
+		hedge = routeHedge
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	type answer struct {
+		rep  *engine.Reply
+		next bool // the host does not hold the partition, or is gone
+	}
+	answers := make(chan answer, len(hosts))
+	ask := func(host string) {
 		if host == r.self {
-			if t.Holds(pk) {
-				// The holders before this one are gone.
-				r.local.Submit(cmd, done)
-				return
-			}
-			continue
+			r.local.Submit(cmd, func(rep *engine.Reply) { answers <- answer{rep: rep} })
+			return
 		}
 		msg := &nats.Msg{Subject: routeSubject(r.prefix, host), Header: nats.Header{routeTableHeader: []string{t.Name()}}, Data: data}
-		resp, err := r.nc.RequestMsg(msg, r.timeout)
+		resp, err := r.nc.RequestMsgWithContext(ctx, msg)
 		switch {
 		case errors.Is(err, nats.ErrNoResponders):
-			continue // gone: its subscription went with its connection
+			answers <- answer{next: true} // gone: its subscription went with its connection
 		case err != nil:
-			done(&engine.Reply{Error: engine.Errorf(engine.CodeOperationTimedOut, "the host holding partition %q of table %s did not answer: %v; the command may or may not have been applied (retry it with the same id)", pk, engine.ShownTable(t.Name()), err)})
-			return
+			answers <- answer{rep: &engine.Reply{Error: engine.Errorf(engine.CodeOperationTimedOut, "the host holding partition %q of table %s did not answer: %v; the command may or may not have been applied (retry it with the same id)", pk, engine.ShownTable(t.Name()), err)}}
 		case resp.Header.Get(routeNotHeldHeader) != "":
+			answers <- answer{next: true}
+		default:
+			rep, err := wire.DecodeReplyMsgpack(resp.Data)
+			if err != nil {
+				rep = &engine.Reply{Error: engine.Errorf(engine.CodeInternalError, "the host holding partition %q of table %s answered what cannot be read: %v", pk, engine.ShownTable(t.Name()), err)}
+			}
+			answers <- answer{rep: rep}
+		}
+	}
+	started, pending := 0, 0
+	start := func() {
+		host := hosts[started]
+		started, pending = started+1, pending+1
+		go ask(host)
+	}
+	timer := time.NewTimer(hedge)
+	defer timer.Stop()
+	var last *engine.Reply // a timeout, answered if nothing better comes
+	for started < len(hosts) || pending > 0 {
+		if pending == 0 {
+			start()
 			continue
 		}
-		rep, err := wire.DecodeReplyMsgpack(resp.Data)
-		if err != nil {
-			done(&engine.Reply{Error: engine.Errorf(engine.CodeInternalError, "the host holding partition %q of table %s answered what cannot be read: %v", pk, engine.ShownTable(t.Name()), err)})
-			return
+		select {
+		case a := <-answers:
+			pending--
+			switch {
+			case a.next:
+			case a.rep.Error != nil && a.rep.Error.Code == engine.CodeOperationTimedOut && started < len(hosts):
+				last = a.rep
+			default:
+				done(a.rep)
+				return
+			}
+		case <-timer.C:
+			if started < len(hosts) {
+				start()
+				timer.Reset(hedge)
+			}
 		}
-		done(rep)
+	}
+	if last != nil {
+		done(last)
 		return
 	}
 	done(&engine.Reply{Error: engine.Errorf(engine.CodeServerBusy, "no host holding partition %q of table %s answered (the hosts are changing); retry", pk, engine.ShownTable(t.Name()))})
 }
+
+// routeHedge is how long a holder may take to answer a command with an
+// id before the next holder is sent it as well.
+const routeHedge = 2 * time.Second
 
 // serve decides a command another node forwarded, if this node's view
 // holds its partition; the answer goes to the sender's inbox.
@@ -168,6 +225,7 @@ func (r *router) Ready() <-chan struct{} { return r.ready }
 // whenever the live hosts change, until ctx ends; it returns once the
 // commands it was forwarding are answered.
 func (r *router) Run(ctx context.Context) error {
+	r.ctx = ctx
 	sub, err := r.nc.Subscribe(routeSubject(r.prefix, r.self), r.serve)
 	if err != nil {
 		return fmt.Errorf("node: take forwarded commands: %w", err)

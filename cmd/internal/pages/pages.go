@@ -169,18 +169,21 @@ func (s *Service) Read(ctx context.Context, t *projections.Table, q Query) (Resu
 	var wg sync.WaitGroup
 	for host, list := range byHost {
 		wg.Go(func() {
-			var r Result
-			var err error
-			if host == s.self && holdsAll(t, list) {
-				r, err = s.local(ctx, t, plan, q, list)
-			} else if host == s.self {
-				err = errNotHeld
-			} else {
-				r, err = s.remote(ctx, t, q, host, list)
+			ask := func(ctx context.Context) (Result, error) {
+				if host != s.self {
+					return s.remote(ctx, t, q, host, list)
+				}
+				if !holdsAll(t, list) {
+					return Result{}, errNotHeld
+				}
+				return s.local(ctx, t, plan, q, list)
 			}
-			if errors.Is(err, errNotHeld) {
-				r, err = s.fallback(ctx, t, plan, q, host, list)
-			}
+			// The shards' next holders, if their first does not answer
+			// for them, or not soon.
+			next := func(ctx context.Context) (Result, error) { return s.fallback(ctx, t, plan, q, host, list) }
+			// A page may take its whole budget: the next holders are
+			// asked only once that has passed.
+			r, err := first(ctx, s.budget+hedgeAfter, ask, next)
 			mu.Lock()
 			defer mu.Unlock()
 			results, errs = append(results, r), append(errs, err)
@@ -221,31 +224,83 @@ func merged(results []Result, q Query) Result {
 // longer holding one of them); the next holder is to be asked.
 var errNotHeld = errors.New("not held there")
 
-// shard reads a page of one shard from its holders in turn, passing over
-// skip; whole reads this host's view whole (the plan reads one partition,
-// of that shard), else only the shard's partitions.
+// shard reads a page of one shard from its holders in turn (first),
+// passing over skip; whole reads this host's view whole (the plan reads
+// one partition, of that shard), else only the shard's partitions.
 func (s *Service) shard(ctx context.Context, t *projections.Table, plan *query.Plan, q Query, sh uint32, skip []string, whole bool) (Result, error) {
+	var tries []func(context.Context) (Result, error)
 	for _, host := range s.placement(t.Name(), t.Epoch(), t.Shards(), sh) {
-		if slices.Contains(skip, host) {
-			continue
-		}
-		if host == s.self {
-			if !t.HoldsShard(sh) {
-				continue
-			}
+		switch {
+		case slices.Contains(skip, host):
+		case host == s.self && t.HoldsShard(sh):
 			var only []uint32
 			if !whole {
 				only = []uint32{sh}
 			}
-			return s.local(ctx, t, plan, q, only)
+			tries = append(tries, func(ctx context.Context) (Result, error) { return s.local(ctx, t, plan, q, only) })
+		case host != s.self:
+			tries = append(tries, func(ctx context.Context) (Result, error) { return s.remote(ctx, t, q, host, []uint32{sh}) })
 		}
-		r, err := s.remote(ctx, t, q, host, []uint32{sh})
-		if errors.Is(err, errNotHeld) {
-			continue
-		}
-		return r, err
 	}
-	return Result{}, notHeld(t, sh)
+	r, err := first(ctx, hedgeAfter, tries...)
+	if errors.Is(err, errNotHeld) {
+		return Result{}, notHeld(t, sh)
+	}
+	return r, err
+}
+
+// hedgeAfter is how long a host asked for a page may take before the
+// next holder is asked as well: a host killed after it took a request
+// never answers it, and no one says so until its heartbeats have lapsed.
+const hedgeAfter = time.Second
+
+// first makes the tries in turn, each once the one before failed with
+// errNotHeld or took longer than after, and returns the first
+// answer, or the first error that is the reader's (a coded one: a
+// position not reached, a bad filter). Reads are idempotent: a late
+// answer is dropped.
+func first(ctx context.Context, after time.Duration, tries ...func(context.Context) (Result, error)) (Result, error) {
+	if len(tries) == 0 {
+		return Result{}, errNotHeld
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		r   Result
+		err error
+	}
+	answers := make(chan answer, len(tries))
+	started, pending := 0, 0
+	start := func() {
+		try := tries[started]
+		started, pending = started+1, pending+1
+		go func() { r, err := try(ctx); answers <- answer{r, err} }()
+	}
+	start()
+	hedge := time.NewTimer(after)
+	defer hedge.Stop()
+	err := errNotHeld
+	for pending > 0 {
+		select {
+		case a := <-answers:
+			pending--
+			if a.err == nil || !errors.Is(a.err, errNotHeld) && engine.ErrorCode(a.err) != engine.CodeOperationTimedOut {
+				return a.r, a.err
+			}
+			err = a.err
+			if started < len(tries) {
+				start()
+			}
+		case <-hedge.C:
+			if started < len(tries) {
+				start()
+				hedge.Reset(after)
+			}
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		}
+	}
+	return Result{}, err
 }
 
 // fallback asks, for each shard first sent to a host that did not answer

@@ -66,6 +66,8 @@ type ChildConfig struct {
 	History                string
 	PruneEvery, PruneGrace time.Duration
 	DedupWindow            time.Duration
+	// ViewReplicas places the views' shards (node.Config).
+	ViewReplicas int
 
 	// MarkerQueue, when set, runs a native function "marker" on this
 	// queue: for each message it inserts the row PartitionKey "m",
@@ -106,19 +108,20 @@ func Main(m *testing.M) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	err := node.Run(ctx, node.Config{
-		DataDir:     cc.DataDir,
-		NATSListen:  cc.NATSListen,
-		NATSURL:     cc.NATSURL,
-		NATSCreds:   cc.NATSCreds,
-		HTTP:        cc.HTTP,
-		Functions:   node.FunctionsConfig{Failpoint: cc.Failpoint, NoBuiltins: cc.NoBuiltins},
-		NoSnapshots: cc.NoSnapshots,
-		Replicas:    cc.Replicas,
-		Views:       views,
-		History:     cc.History,
-		PruneEvery:  cc.PruneEvery,
-		PruneGrace:  cc.PruneGrace,
-		Log:         slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		DataDir:      cc.DataDir,
+		NATSListen:   cc.NATSListen,
+		NATSURL:      cc.NATSURL,
+		NATSCreds:    cc.NATSCreds,
+		HTTP:         cc.HTTP,
+		Functions:    node.FunctionsConfig{Failpoint: cc.Failpoint, NoBuiltins: cc.NoBuiltins},
+		NoSnapshots:  cc.NoSnapshots,
+		Replicas:     cc.Replicas,
+		Views:        views,
+		History:      cc.History,
+		PruneEvery:   cc.PruneEvery,
+		PruneGrace:   cc.PruneGrace,
+		ViewReplicas: cc.ViewReplicas,
+		Log:          slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}, func(n *node.Node) {
 		if cc.MarkerQueue == "" {
 			fmt.Println("READY")
