@@ -170,6 +170,13 @@ func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *engine.Catalo
 // Run started because they could not be used (see applyCatalog).
 func (v *Views) CatalogSkipped() uint64 { return v.catalogSkipped.Load() }
 
+// CatalogSeq returns the catalog position the views have applied.
+func (v *Views) CatalogSeq() uint64 {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.catalogSeq
+}
+
 func (v *Views) catalogCaughtUp(ctx context.Context, start time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()

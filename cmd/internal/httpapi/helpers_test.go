@@ -86,6 +86,25 @@ func startServer(t testing.TB, api httpapi.Config) *server {
 	return s
 }
 
+// catalogSettled waits, in the placed run, until every host has applied
+// the catalog as the first host has: a table created or deleted through
+// one host is seen by the others once they have read its catalog record
+// (as on any cluster), and the next request may go to any of them.
+func (s *server) catalogSettled(t testing.TB) {
+	t.Helper()
+	if len(s.others) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	last := s.h.Views().CatalogSeq()
+	for _, o := range s.others {
+		if err := o.Views().WaitCatalog(ctx, last); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // clientOptions are the SDK's options for s: in the placed run, each
 // request goes to the next host (the URL's host and port changed, which
 // no signature covers).

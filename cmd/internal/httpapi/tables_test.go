@@ -54,6 +54,7 @@ func TestTables(t *testing.T) {
 	if _, err := svc.DeleteTable(ctx, "gamma", nil); err != nil {
 		t.Fatalf("delete (other case): %v", err)
 	}
+	s.catalogSettled(t)
 	if _, err := svc.DeleteTable(ctx, "Gamma", nil); code(err) != "TableNotFound" || status(err) != http.StatusNotFound {
 		t.Fatalf("delete a missing table: %v", err)
 	}

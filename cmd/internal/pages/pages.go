@@ -476,6 +476,13 @@ func (s *Service) serve(ctx context.Context, m *nats.Msg) {
 	}
 	t, ok := s.views.Table(req.Table)
 	if !ok || t.Epoch() != req.Epoch {
+		// Deleted (and perhaps created again) since the asker's view of
+		// the catalog: the asker's table is gone. Not known yet: another
+		// holder may be further on.
+		if seq, _, _ := s.views.CatalogEntry(req.Table); seq > req.Epoch {
+			answer(&reply{Error: engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", engine.ShownTable(req.Table))})
+			return
+		}
 		answer(&reply{NotHeld: true})
 		return
 	}
