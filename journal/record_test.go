@@ -587,19 +587,23 @@ func TestPeekNonce(t *testing.T) {
 	}
 }
 
+// encodeFields encodes a msgpack map of the fields given as name, value,
+// name, value…, in that order.
+func encodeFields(fields ...any) []byte {
+	var buf bytes.Buffer
+	e := msgpack.NewEncoder(&buf)
+	_ = e.EncodeMapLen(len(fields) / 2)
+	for _, f := range fields {
+		_ = e.Encode(f)
+	}
+	return buf.Bytes()
+}
+
 // TestCatalogAccountField: "acct" is read only where version 2 put it and
 // only when it names another account: a record that would make one
 // account's table another's is refused, not guessed at.
 func TestCatalogAccountField(t *testing.T) {
-	enc := func(fields ...any) []byte {
-		var buf bytes.Buffer
-		e := msgpack.NewEncoder(&buf)
-		_ = e.EncodeMapLen(len(fields) / 2)
-		for _, f := range fields {
-			_ = e.Encode(f)
-		}
-		return buf.Bytes()
-	}
+	enc := encodeFields
 	good := enc("v", 2, "acct", "contoso", "t", "table.created", "name", "Employees", "ts", 1)
 	r, err := DecodeCatalogRecord(good)
 	if err != nil || r.Name != "contoso.Employees" {
@@ -635,15 +639,7 @@ func TestCatalogAccountField(t *testing.T) {
 // created table's record) and only within its bounds; a table without
 // shards is written as before, readable by older hosts.
 func TestCatalogShardsField(t *testing.T) {
-	enc := func(fields ...any) []byte {
-		var buf bytes.Buffer
-		e := msgpack.NewEncoder(&buf)
-		_ = e.EncodeMapLen(len(fields) / 2)
-		for _, f := range fields {
-			_ = e.Encode(f)
-		}
-		return buf.Bytes()
-	}
+	enc := encodeFields
 	if r, err := DecodeCatalogRecord(enc("v", 3, "t", "table.created", "name", "T", "ts", 1, "shards", 7)); err != nil || r.Shards != 7 || r.Name != "T" {
 		t.Fatalf("got %+v, %v", r, err)
 	}

@@ -7,11 +7,9 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/journal"
-	"github.com/cairn-dev/cairn/journal/jstest"
 )
 
 // TestConsumeShard: a reader of one shard gets exactly that shard's
@@ -19,16 +17,7 @@ import (
 // their way are read again from a replica, and only the shard's. The
 // shard's last record is known without reading it.
 func TestConsumeShard(t *testing.T) {
-	_, nc := jstest.Server(t)
-	j, err := journal.New(nc, journal.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	if err := j.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
+	j, ctx := newJournal(t)
 	const shards = 4
 	if err := j.EnsureTableStream(ctx, "S", 1); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/btree"
+
 	"github.com/cairn-dev/cairn/engine"
 )
 
@@ -251,37 +253,24 @@ func (t *Table) restore(seq uint64, c *snapshotContent) {
 // does not hold: their entities, their partitions' counts and their
 // command ids (dmu held).
 func (t *Table) dropUnheld() {
-	var rows []*engine.Entity
-	t.rows.Scan(func(e *engine.Entity) bool {
-		if !t.Holds(e.PartitionKey) {
-			rows = append(rows, e)
-		}
-		return true
-	})
-	for _, e := range rows {
-		t.rows.Delete(e)
-	}
-	var parts []*Partition
-	t.parts.Scan(func(p *Partition) bool {
-		if !t.Holds(p.Key) {
-			parts = append(parts, p)
-		}
-		return true
-	})
-	for _, p := range parts {
-		t.parts.Delete(p)
-	}
-	var ids []*CommandRecord
-	t.ids.Scan(func(c *CommandRecord) bool {
-		if !t.Holds(c.PartitionKey) {
-			ids = append(ids, c)
-		}
-		return true
-	})
-	for _, c := range ids {
-		t.ids.Delete(c)
-	}
+	deleteWhere(t.rows, func(e *engine.Entity) bool { return !t.Holds(e.PartitionKey) })
+	deleteWhere(t.parts, func(p *Partition) bool { return !t.Holds(p.Key) })
+	deleteWhere(t.ids, func(c *CommandRecord) bool { return !t.Holds(c.PartitionKey) })
 	t.expiry = slices.DeleteFunc(slices.Clone(t.expiry), func(c *CommandRecord) bool { return !t.Holds(c.PartitionKey) })
+}
+
+// deleteWhere removes the items of tr that drop says to.
+func deleteWhere[T any](tr *btree.BTreeG[T], drop func(T) bool) {
+	var gone []T
+	tr.Scan(func(x T) bool {
+		if drop(x) {
+			gone = append(gone, x)
+		}
+		return true
+	})
+	for _, x := range gone {
+		tr.Delete(x)
+	}
 }
 
 // writeBase writes snap as the table's base file, shares it when the

@@ -79,11 +79,8 @@ func benchPlaced(args []string) error {
 		return err
 	}
 	const table = "PlacedBench"
-	epoch, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: table, Time: engine.TimeToTicks(time.Now()), Shards: engine.DefaultShards}, 0)
+	epoch, err := createJournalTable(ctx, j, table)
 	if err != nil {
-		return err
-	}
-	if err := j.EnsureTableStream(ctx, table, epoch); err != nil {
 		return err
 	}
 	w := &historyWriter{j: j, table: table, epoch: epoch, shards: engine.DefaultShards, entities: *entities, parts: *partitions,

@@ -61,11 +61,8 @@ func benchStart(args []string) error {
 		return err
 	}
 	const table = "StartBench"
-	epoch, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: table, Time: engine.TimeToTicks(time.Now()), Shards: engine.DefaultShards}, 0)
+	epoch, err := createJournalTable(ctx, j, table)
 	if err != nil {
-		return err
-	}
-	if err := j.EnsureTableStream(ctx, table, epoch); err != nil {
 		return err
 	}
 	snapDir, err := os.MkdirTemp("", "cairn-bench-snapshots-")
@@ -119,6 +116,16 @@ func benchStart(args []string) error {
 			u, *entities, u**entities, median(full), median(fromSnap), median(fromSnap)/median(full), median(write), float64(size)/1e6)
 	}
 	return nil
+}
+
+// createJournalTable creates a table straight in the journal, with the
+// shards a node gives it, and returns its epoch.
+func createJournalTable(ctx context.Context, j *journal.Journal, table string) (uint64, error) {
+	epoch, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: table, Time: engine.TimeToTicks(time.Now()), Shards: engine.DefaultShards}, 0)
+	if err != nil {
+		return 0, err
+	}
+	return epoch, j.EnsureTableStream(ctx, table, epoch)
 }
 
 // startViews runs views on j until they are ready and stops them; it
