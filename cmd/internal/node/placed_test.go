@@ -147,7 +147,8 @@ func TestPlacedWrites(t *testing.T) {
 // read as one host holding everything would: point reads of any
 // partition, a partition's query, and queries across partitions page by
 // page (NATS and HTTP, with small pages and continuations), read your
-// writes with the position of a write another host decided.
+// writes with the position of a write another host decided, and reads
+// as of a past position.
 func TestPlacedReads(t *testing.T) {
 	hosts := startPlaced(t, 3, 2)
 	ctx := ctxT(t)
@@ -167,6 +168,7 @@ func TestPlacedReads(t *testing.T) {
 		want[pk+"/"+rk] = int64(i)
 		last = max(last, rep.Seq)
 	}
+	var firstFresh uint64
 	for hi, h := range hosts {
 		// Read your write: a write, then a read at its position, on
 		// every host, whichever host decided it.
@@ -175,6 +177,9 @@ func TestPlacedReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		last = max(last, rep.Seq)
+		if hi == 0 {
+			firstFresh = rep.Seq
+		}
 		for _, o := range hosts {
 			e, _, err := o.c.Retrieve(ctx, "Reads", "p07", "fresh", client.AtLeast(rep.Seq))
 			if err != nil || e.Properties[0].Value.Int() != int64(1000+hi) {
@@ -183,6 +188,13 @@ func TestPlacedReads(t *testing.T) {
 		}
 	}
 	want["p07/fresh"] = 1002
+	// As of the first fresh write, through every host: the value then.
+	for _, h := range hosts {
+		e, _, err := h.c.Retrieve(ctx, "Reads", "p07", "fresh", client.AsOf(firstFresh))
+		if err != nil || e.Properties[0].Value.Int() != 1000 {
+			t.Fatalf("as of %d: %+v, %v", firstFresh, e, err)
+		}
+	}
 	// A reply promises the write is visible on the host that decided it:
 	// the reads below, without a position, wait for every view to show
 	// every write (a read with a position does it for itself, as above).
