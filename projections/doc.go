@@ -22,6 +22,15 @@
 //     (ready.go) is closed when every view first caught up with the
 //     journal as it was at the start. Table, Lookup, CatalogEntry and
 //     Tables find views by name, case-insensitively.
+//   - Placed views (placed.go; docs/SCALE.md): with Config.Placement a
+//     view of a table with shards may hold only some of them (Holds,
+//     Partial). It reads the whole journal and decodes only its shards'
+//     records (journal.ConsumeHeld), so its positions mean what a whole
+//     view's do; it starts from the table's whole snapshots, keeping its
+//     shards' entities, and writes none. When the hosts change, Replace
+//     starts a view holding the new shards beside the current one, which
+//     takes its place once caught up (swapLocked; a wait for a position
+//     goes on on the successor).
 //   - Declared projections (declared.go, derive.go, derived.go,
 //     declared_views.go, declarations.go; docs/PROJECTIONS.md): an index
 //     or aggregate Definition is attached to its source table's view and

@@ -309,10 +309,21 @@ func TestPlacedMoves(t *testing.T) {
 	written := map[string]int64{}
 	var last uint64 // the position of the last write: reads on other hosts wait for it
 	var mu sync.Mutex
+	var slowest atomic.Int64 // the longest write, retries included, in nanoseconds
+	var retried atomic.Int64 // writes refused with ServerBusy and sent again
 	write := func(h *testHost, i int) {
 		t.Helper()
 		pk, rk := fmt.Sprintf("p%02d", i%40), fmt.Sprintf("r%04d", i)
+		start := time.Now()
+		defer func() {
+			if d := int64(time.Since(start)); d > slowest.Load() {
+				slowest.Store(d)
+			}
+		}()
 		for try := 0; ; try++ {
+			if try > 0 {
+				retried.Add(1)
+			}
 			rep, err := h.c.InsertOrReplace(ctx, "Moves", engine.NewEntity(pk, rk, engine.Property{Name: "N", Value: engine.Int64(int64(i))}), client.WithID(fmt.Sprint("w", i)))
 			if err == nil {
 				mu.Lock()
@@ -346,11 +357,16 @@ func TestPlacedMoves(t *testing.T) {
 			write([]*testHost{first, second}[i%2], i)
 		}
 	})
+	slowest.Store(0)
 	third := startNode(t, node.Config{NATSURL: first.h.ClientURL(), NATSCreds: first.h.NATSCredsFile(), ViewReplicas: 2})
 	hosts := []*testHost{first, second, third}
 	placedViews(t, hosts, "Moves")
 	close(stop)
 	writers.Wait()
+	// A figure, not an assertion: how long a write took at most while
+	// the third host joined and the views moved.
+	t.Logf("while a host joined: slowest write %v, %d writes refused and sent again",
+		time.Duration(slowest.Load()).Round(time.Millisecond), retried.Load())
 	check := func(hosts []*testHost) {
 		t.Helper()
 		mu.Lock()
