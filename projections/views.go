@@ -123,8 +123,8 @@ type Config struct {
 	// (journal.ConsumeHeld), so its position means what a whole view's
 	// does. Such a view writes no snapshots, and starts from the table's
 	// whole snapshots, keeping its shards' entities. nil: every host holds
-	// every table whole. It is asked once per view, when the table's view
-	// starts.
+	// every table whole. It is asked when a table's view starts, and again
+	// by Replace when the live hosts change.
 	Placement func(table string, epoch uint64, shards uint32) (held []bool)
 }
 

@@ -28,10 +28,10 @@ type placer struct {
 	replicas int
 	members  *members.Members
 
-	mu     sync.Mutex
-	live   []string
-	list   *placement.Members
-	tables map[placement.ShardID]*placement.Assignment // by table incarnation (Index 0)
+	mu      sync.Mutex
+	changed <-chan struct{} // closed once the members differ from those list was built from
+	list    *placement.Members
+	tables  map[placement.ShardID]*placement.Assignment // by table incarnation (Index 0)
 }
 
 func newPlacer(self string, replicas int, m *members.Members) *placer {
@@ -43,14 +43,26 @@ func newPlacer(self string, replicas int, m *members.Members) *placer {
 func (p *placer) assignment(table string, epoch uint64, shards uint32) *placement.Assignment {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if live := p.members.Live(); p.list == nil || !slices.Equal(live, p.live) {
+	// Every routed command and read asks: the list is read again only
+	// once the members changed, not copied and compared each time.
+	stale := p.list == nil
+	if !stale {
+		select {
+		case <-p.changed:
+			stale = true
+		default:
+		}
+	}
+	if stale {
+		p.changed = p.members.Changed() // before the list: no change is missed
+		live := p.members.Live()
 		if !slices.Contains(live, p.self) {
 			// Not yet (or no longer) seen by its own watch: it holds
 			// its share all the same.
 			live = append(slices.Clone(live), p.self)
 			slices.Sort(live)
 		}
-		p.live, p.list = live, placement.NewMembers(live)
+		p.list = placement.NewMembers(live)
 		clear(p.tables)
 	}
 	table = projections.Lower(table)

@@ -1,7 +1,7 @@
 // Package pages answers reads of a table whose shards are spread over
-// hosts (docs/SCALE.md, C): a read of one partition goes to a host that
-// holds its shard, a query across partitions asks every host that holds
-// some of the shards for its share and merges their pages in key order
+// hosts (docs/SCALE.md, C): a read of one partition goes to its shard's
+// first holder, a query across partitions asks every shard's first
+// holder for its share and merges their pages in key order
 // (query.Merge). Each host answers from its view with the same plan, so
 // the pages are what one view holding every shard would answer. The
 // front doors call Read whenever the table's view here holds only some
