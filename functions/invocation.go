@@ -85,9 +85,10 @@ func (r remoteState) Entity(rk string) (*engine.Entity, bool) {
 	return e, ok && e != nil
 }
 
-// remote reports whether t's partition pk is held by other hosts only.
+// remote reports whether t's partition pk is read from other hosts: its
+// shard is held by others only, or t is a projection read by gathering.
 func (inv *Invocation) remote(t *projections.Table, pk string) bool {
-	return inv.runner.cfg.Remote != nil && !t.Holds(pk)
+	return inv.runner.cfg.Remote != nil && !t.Answers(pk)
 }
 
 type pendingMessage struct {

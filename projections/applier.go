@@ -60,6 +60,7 @@ func (v *Views) runLocked(ctx context.Context, e *entry, t *Table) context.Cance
 func (v *Views) placeLocked(t *Table) {
 	if v.cfg.Placement != nil && t.shards > 0 {
 		t.hold(v.cfg.Placement(t.name, t.epoch, t.shards))
+		t.split = true
 	}
 }
 

@@ -273,8 +273,7 @@ func (v *Views) replayAsOf(ctx context.Context, t *Table, seq uint64, def *Defin
 		return nil, err
 	}
 	nt := NewTable(t.Name(), t.Epoch(), v.cfg.DedupWindow)
-	nt.shards = t.shards
-	nt.held = t.held
+	nt.layoutOf(t)
 	if def != nil {
 		nt.attach(def)
 	}

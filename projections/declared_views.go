@@ -155,13 +155,6 @@ func (v *Views) Readable(ctx context.Context, name string) (*Table, bool, error)
 		}
 		return nil, false, err
 	}
-	if src.Partial() {
-		// Its derived view here holds only this host's shards' entries:
-		// reading it would miss the others'.
-		return nil, false, engine.Errorf(engine.CodeProjectionNotReady,
-			"projection %s is not read on this cluster yet: each host holds only some shards of its source %s (-view-replicas), and a projection is not yet gathered from the hosts (docs/SCALE.md)",
-			engine.ShownTable(d.Full()), engine.ShownTable(d.FullSource()))
-	}
 	src.dmu.Lock()
 	a := src.projection(d.Full())
 	var r *Table

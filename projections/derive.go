@@ -35,12 +35,23 @@ type deriver struct {
 	incHints []int
 	rows     *btree.BTreeG[*engine.Entity] // the projection's entities, copy-on-write
 	members  int64                         // source entities the projection holds
-	groups   map[string]*group             // aggregate state by group key
+	groups   map[groupID]*group            // aggregate state by group
+	// shards, when above 0, splits each aggregate group by the source
+	// entity's shard: a table whose shards are placed on hosts keeps a
+	// group entity per shard (RowKey ShardRowKey), which reads fold.
+	shards uint32
 	// deferred, when not nil, collects the groups a change touched
 	// instead of writing their entities: a build's scan of the head
 	// writes each group once at the end (flush) rather than once per
 	// source entity.
-	deferred map[string]struct{}
+	deferred map[groupID]struct{}
+}
+
+// groupID names an aggregate group: its key, and the source shard when
+// groups are split by shard.
+type groupID struct {
+	key   string
+	shard uint32
 }
 
 // group is the writer's state of one aggregate group.
@@ -65,7 +76,9 @@ type extremeKey struct {
 	pk, rk string
 }
 
-func newDeriver(def *Definition) *deriver {
+// newDeriver returns the deriver of def; shards, above 0, splits an
+// aggregate's groups by the source's shards.
+func newDeriver(def *Definition, shards uint32) *deriver {
 	d := &deriver{def: def, sep: def.Separator, rows: btree.NewBTreeGOptions(lessEntity, btree.Options{NoLocks: true}),
 		keyHints: make([]int, len(def.Key))}
 	if d.sep == "" {
@@ -79,7 +92,8 @@ func newDeriver(def *Definition) *deriver {
 		d.incHints = make([]int, len(d.include))
 	}
 	if def.Kind == KindAggregate {
-		d.groups = map[string]*group{}
+		d.groups = map[groupID]*group{}
+		d.shards = shards
 	}
 	return d
 }
@@ -281,18 +295,31 @@ func (d *deriver) groupKey(e *engine.Entity) (string, bool) {
 	return propertyText(e, d.def.GroupBy)
 }
 
+// group returns the group e belongs to, if any.
+func (d *deriver) group(e *engine.Entity) (groupID, bool) {
+	k, ok := d.groupKey(e)
+	if !ok {
+		return groupID{}, false
+	}
+	id := groupID{key: k}
+	if d.shards > 0 {
+		id.shard = uint32(engine.Shard(e.PartitionKey, int(d.shards)))
+	}
+	return id, true
+}
+
 func (d *deriver) applyAggregate(c change) {
-	var touched [2]string
+	var touched [2]groupID
 	n := 0
 	if c.old != nil {
-		if k, ok := d.groupKey(c.old); ok {
+		if k, ok := d.group(c.old); ok {
 			d.member(k, c.old, -1)
 			touched[n] = k
 			n++
 		}
 	}
 	if c.new != nil {
-		if k, ok := d.groupKey(c.new); ok {
+		if k, ok := d.group(c.new); ok {
 			d.member(k, c.new, 1)
 			if n == 0 || touched[0] != k {
 				touched[n] = k
@@ -327,7 +354,7 @@ func (d *deriver) flush() {
 
 // member adds (sign 1) or removes (sign -1) source entity e to or from
 // group k's count, sums and sorted values.
-func (d *deriver) member(k string, e *engine.Entity, sign int64) {
+func (d *deriver) member(k groupID, e *engine.Entity, sign int64) {
 	g := d.groups[k]
 	if g == nil {
 		if sign < 0 {
@@ -379,10 +406,14 @@ func addSum(s *sum, v engine.Value, sign int64) {
 
 // materialise writes group k's entity, or deletes it when the group is
 // empty.
-func (d *deriver) materialise(k string, g *group) {
+func (d *deriver) materialise(k groupID, g *group) {
+	rk := ""
+	if d.shards > 0 {
+		rk = ShardRowKey(k.shard)
+	}
 	if g.n == 0 {
 		delete(d.groups, k)
-		d.rows.Delete(&engine.Entity{PartitionKey: k})
+		d.rows.Delete(&engine.Entity{PartitionKey: k.key, RowKey: rk})
 		return
 	}
 	props := make([]engine.Property, 0, len(d.def.Aggregates))
@@ -413,7 +444,7 @@ func (d *deriver) materialise(k string, g *group) {
 		}
 		props = append(props, engine.Property{Name: a.As, Value: v})
 	}
-	e := engine.NewEntity(k, "", props...)
+	e := engine.NewEntity(k.key, rk, props...)
 	e.Timestamp, e.Version = g.ts, g.ver
 	d.rows.Set(e)
 }
@@ -427,15 +458,21 @@ func typeRank(t engine.Type) int {
 	return int(t)
 }
 
-func lessExtreme(a, b extremeKey) bool {
-	if ra, rb := typeRank(a.v.Type()), typeRank(b.v.Type()); ra != rb {
-		return ra < rb
+// compareExtreme orders the values of a min or max aggregate: by type
+// (typeRank), then by value.
+func compareExtreme(a, b engine.Value) int {
+	if ra, rb := typeRank(a.Type()), typeRank(b.Type()); ra != rb {
+		return cmp.Compare(ra, rb)
 	}
-	c, ok := a.v.Compare(b.v)
+	c, ok := a.Compare(b)
 	if !ok { // NaN: order by bits, so the tree stays consistent
-		c = cmp.Compare(math.Float64bits(a.v.Float()), math.Float64bits(b.v.Float()))
+		c = cmp.Compare(math.Float64bits(a.Float()), math.Float64bits(b.Float()))
 	}
-	if c != 0 {
+	return c
+}
+
+func lessExtreme(a, b extremeKey) bool {
+	if c := compareExtreme(a.v, b.v); c != 0 {
 		return c < 0
 	}
 	if a.pk != b.pk {
@@ -448,7 +485,7 @@ func lessExtreme(a, b extremeKey) bool {
 // its entities (index entries or groups) and its members (source
 // entities in it). A build checks itself against it before the swap.
 func (d *deriver) expected(src *btree.BTreeG[*engine.Entity]) (rows, members int64) {
-	groups := map[string]struct{}{}
+	groups := map[groupID]struct{}{}
 	src.Scan(func(e *engine.Entity) bool {
 		if d.def.Kind == KindIndex {
 			if _, ok := d.indexKey(e); ok {
@@ -457,7 +494,7 @@ func (d *deriver) expected(src *btree.BTreeG[*engine.Entity]) (rows, members int
 			}
 			return true
 		}
-		if k, ok := d.groupKey(e); ok {
+		if k, ok := d.group(e); ok {
 			members++
 			groups[k] = struct{}{}
 		}

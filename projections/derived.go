@@ -131,7 +131,7 @@ func (t *Table) attach(def *Definition) (needsBuild bool) {
 	a := &attached{reader: r}
 	t.derived = append(t.derived, a)
 	if t.seq == 0 {
-		a.def, a.active = def, newDeriver(def)
+		a.def, a.active = def, newDeriver(def, t.splitShards(def))
 		a.publish(0)
 		return false
 	}
@@ -210,7 +210,7 @@ func (t *Table) build(ctx context.Context, def *Definition, report func(BuildPro
 	if a.cancel != nil {
 		a.cancel() // an older build gives way
 	}
-	sh := newDeriver(def)
+	sh := newDeriver(def, t.splitShards(def))
 	head, seq := t.rows.Copy(), t.seq
 	a.target, a.shadow, a.buffering, a.buf, a.cancel = def, sh, true, nil, cancel
 	a.progress = BuildProgress{Version: def.Version, Generation: def.Generation, Phase: "build", Head: seq, Total: int64(head.Len()), Started: time.Now()}
@@ -249,7 +249,7 @@ func (t *Table) build(ctx context.Context, def *Definition, report func(BuildPro
 
 	// 2. The head (an aggregate's groups are written once, at the end).
 	if def.Kind == KindAggregate {
-		sh.deferred = map[string]struct{}{}
+		sh.deferred = map[groupID]struct{}{}
 	}
 	var done int64
 	last := time.Now()
@@ -315,7 +315,7 @@ func (t *Table) build(ctx context.Context, def *Definition, report func(BuildPro
 	src, rows, members, at := t.rows.Copy(), int64(sh.rows.Len()), sh.members, t.seq
 	t.dmu.Unlock()
 	// A deriver of its own: the applier is using sh (its key hints) meanwhile.
-	wantRows, wantMembers := newDeriver(def).expected(src)
+	wantRows, wantMembers := newDeriver(def, t.splitShards(def)).expected(src)
 	if rows != wantRows || members != wantMembers {
 		return fail(&errBuildCheck{fmt.Sprintf("version %d does not match its source at %d: %d entities holding %d source entities, the source gives %d holding %d",
 			def.Version, at, rows, members, wantRows, wantMembers)})

@@ -30,7 +30,10 @@
 //     shards' entities, and writes none. When the hosts change, Replace
 //     starts a view holding the new shards beside the current one, which
 //     takes its place once caught up (swapLocked; a wait for a position
-//     goes on on the successor).
+//     goes on on the successor). Reads of such a table, and of the
+//     projections declared over any placed table, are gathered from the
+//     hosts (gathered.go: Gathered, KeepShards, and Fold for aggregates,
+//     which keep a group per source shard there).
 //   - Declared projections (declared.go, derive.go, derived.go,
 //     declared_views.go, declarations.go; docs/PROJECTIONS.md): an index
 //     or aggregate Definition is attached to its source table's view and

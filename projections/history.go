@@ -174,8 +174,7 @@ func (v *Views) restartView(ctx context.Context, e *entry, t *Table) {
 	}
 	t.Fail(engine.Errorf(engine.CodeServerBusy, "the view of table %s starts again from a snapshot: its journal was pruned past it; retry", engine.ShownTable(t.Name())))
 	e.table = NewTable(t.name, t.epoch, v.cfg.DedupWindow)
-	e.table.shards = t.shards
-	e.table.held = t.held
+	e.table.layoutOf(t)
 	v.attachDeclaredLocked(e.table)
 	e.started, e.ready = false, false
 	v.startLocked(ctx, e)

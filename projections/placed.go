@@ -46,7 +46,8 @@ func (v *Views) Replace() []string {
 			continue // back to what the current view holds
 		}
 		next := NewTable(t.name, t.epoch, v.cfg.DedupWindow)
-		next.shards, next.held = t.shards, held
+		next.layoutOf(t)
+		next.held = held
 		v.attachDeclaredLocked(next)
 		e.next = next
 		if e.started {

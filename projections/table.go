@@ -28,6 +28,10 @@ type Table struct {
 	epoch  uint64
 	shards uint32 // the incarnation's view shards (engine.TableInfo.Shards)
 	held   []bool // the shards this view holds, by number; nil: all
+	// split: the table's shards are placed on hosts (Config.Placement),
+	// so its aggregates keep a group per shard (derive.go), which reads
+	// fold (Fold) whatever this view holds.
+	split bool
 	// successor is the view that replaced this one (Views.Replace): a
 	// wait for a position goes on there.
 	successor atomic.Pointer[Table]
@@ -167,6 +171,11 @@ func (t *Table) HoldsShard(s uint32) bool { return t.held == nil || int(s) < len
 
 // Partial reports whether the view holds only some of the table's shards.
 func (t *Table) Partial() bool { return t.held != nil }
+
+// layoutOf gives t the shards of o: how many, which it holds, and
+// whether they are placed (a view starting over, or read as of a past
+// position, holds what the view it stands for held).
+func (t *Table) layoutOf(o *Table) { t.shards, t.held, t.split = o.shards, o.held, o.split }
 
 // hold makes the view hold only the shards held says (nil: all). Before
 // the view applies anything.

@@ -150,7 +150,7 @@ func TestMergeKept(t *testing.T) {
 		one := Options{Limit: limit, Descending: desc}
 		kept := make([]Options, hosts)
 		for h := range kept {
-			kept[h] = Options{Limit: limit, Descending: desc, Keep: func(pk string) bool { return engine.Shard(pk, shards)%hosts == h }}
+			kept[h] = Options{Limit: limit, Descending: desc, Keep: func(e *engine.Entity) bool { return engine.Shard(e.PartitionKey, shards)%hosts == h }}
 		}
 		oneDone, keptDone := false, false
 		for pages := 0; !oneDone || !keptDone; pages++ {

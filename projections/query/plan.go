@@ -160,10 +160,10 @@ type Options struct {
 	// Descending walks the keys from the highest down (a Cairn extension
 	// for the log-tail pattern; Azure only ascends).
 	Descending bool
-	// Keep, when set, answers for the partitions it keeps only: a view
-	// that holds more shards than a gathered query asks of it skips the
-	// others' entities (counted as examined).
-	Keep func(pk string) bool
+	// Keep, when set, answers for the entities it keeps only: a view that
+	// holds more shards than a gathered query asks of it skips the
+	// others' entities (counted as examined; projections.KeepShards).
+	Keep func(e *engine.Entity) bool
 }
 
 // Continuation is where a query resumes.
@@ -212,7 +212,7 @@ func (p *Plan) Run(snap *projections.Snapshot, o Options) Page {
 			return false
 		}
 		pg.Examined++
-		if p.rk.above(e.RowKey) || p.rk.below(e.RowKey) || o.Keep != nil && !o.Keep(e.PartitionKey) {
+		if p.rk.above(e.RowKey) || p.rk.below(e.RowKey) || o.Keep != nil && !o.Keep(e) {
 			return true
 		}
 		if p.Filter == nil || p.Filter.Match(e) {

@@ -132,7 +132,7 @@ func (c *call) get(table string, k keys) {
 	}
 	var e *engine.Entity
 	var ok bool
-	if t.Partial() && c.s.cfg.Pages != nil {
+	if t.Gathered() && c.s.cfg.Pages != nil {
 		q := pages.Query{Point: &pages.Keys{PK: k.pk, RK: k.rk}, Limit: 1}
 		if q.Position, err = c.position(); err != nil {
 			c.fail(err)

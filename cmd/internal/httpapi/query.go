@@ -130,7 +130,7 @@ func (c *call) query(table string) {
 	var hold uint64
 	var pg query.Page
 	var seq uint64 // the position read
-	if t.Partial() && c.s.cfg.Pages != nil {
+	if t.Gathered() && c.s.cfg.Pages != nil {
 		pq := pages.Query{Filter: q.Get("$filter"), Limit: top, Descending: desc, AsOf: asOf}
 		if g := c.sas; g != nil && g.rangeBound {
 			pq.FromPK, pq.ToPK = g.spk, g.epk

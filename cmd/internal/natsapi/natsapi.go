@@ -390,7 +390,7 @@ func (s *Service) retrieve(ctx context.Context, table string, req *engine.Reques
 		return errReply(err)
 	}
 	shown := engine.ShownTable(t.Name())
-	if t.Partial() && s.cfg.Pages != nil {
+	if t.Gathered() && s.cfg.Pages != nil {
 		if req.AsOf != 0 && req.Position != 0 {
 			_, err := s.snapshot(ctx, t, req.AsOf, req.Position) // the same refusal
 			return errReply(err)

@@ -145,7 +145,7 @@ func (s *Service) query(ctx context.Context, table string, req *wire.QueryReques
 	if err != nil {
 		return pageErr(err)
 	}
-	if t.Partial() && s.cfg.Pages != nil {
+	if t.Gathered() && s.cfg.Pages != nil {
 		if asOf != 0 && req.Position != 0 {
 			_, err := s.snapshot(ctx, t, asOf, req.Position) // the same refusal
 			return pageErr(err)

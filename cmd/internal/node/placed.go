@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/projections"
 	"github.com/cairn-dev/cairn/projections/members"
 	"github.com/cairn-dev/cairn/projections/placement"
+	"github.com/cairn-dev/cairn/projections/query"
 )
 
 // placeBound is how far above the mean of its table's replicas a host
@@ -110,8 +111,21 @@ func (r remoteReads) Get(ctx context.Context, t *projections.Table, pk, rk strin
 	return res.Entities[0], nil
 }
 
-// Query reads a partition's entities that match filter, in RowKey order.
+// Query reads a partition's entities that match filter, in RowKey order,
+// at most top: page after page, as a gathered page may stop short.
 func (r remoteReads) Query(ctx context.Context, t *projections.Table, pk, filter string, top int) ([]*engine.Entity, error) {
-	res, err := r.pages.Read(ctx, t, pages.Query{Partition: &pk, Filter: filter, Limit: top, Position: t.Snapshot().Seq})
-	return res.Entities, err
+	q := pages.Query{Partition: &pk, Filter: filter, Limit: top, Position: t.Snapshot().Seq}
+	var out []*engine.Entity
+	for {
+		res, err := r.pages.Read(ctx, t, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res.Entities...)
+		if !res.More || len(out) >= top {
+			return out[:min(len(out), top)], nil
+		}
+		q.Limit = top - len(out)
+		q.From = &query.Continuation{PartitionKey: res.NextPartitionKey, RowKey: res.NextRowKey}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -256,18 +255,6 @@ func TestPlacedReads(t *testing.T) {
 		page, err := pager.NextPage(ctx)
 		if err != nil || len(page.Entities) != 3 {
 			t.Fatalf("host %d: partition p03: %d entities, %v", hi, len(page.Entities), err)
-		}
-		// A declared projection is not gathered yet: refused, not
-		// answered from this host's shards alone.
-		if hi == 0 {
-			def := &projections.Definition{Name: "ReadsByN", Source: "Reads", Version: 1, Kind: projections.KindIndex, Key: []string{"N"}}
-			if res, status := declare(t, h.h, def); status != http.StatusOK {
-				t.Fatalf("declare: %s (%d)", res, status)
-			}
-			eventually(t, 30*time.Second, "the projection refused", func() bool {
-				_, err := h.c.Query(ctx, "ReadsByN")
-				return engine.ErrorCode(err) == engine.CodeProjectionNotReady && strings.Contains(err.Error(), "-view-replicas")
-			})
 		}
 		// A point read over HTTP.
 		ent, err := svc.NewClient("Reads").GetEntity(ctx, "p11", "r011", nil)

@@ -138,28 +138,44 @@ type Result struct {
 	Seq uint64
 }
 
-// Read reads one page of t, whose view here holds only some shards: a
-// plan reading one partition from its shard's first holder, any other
-// from every shard's first holder, merged. The first holder decides the
-// shard's commands (the router) and answers once a write is visible in
-// its view, so a read there sees every write answered, as on one host;
-// a holder that is gone or no longer holds the shard is passed over for
-// the next.
+// Read reads one page of t, whose reads are gathered (Table.Gathered): a
+// plan reading one partition of a table from its shard's first holder,
+// any other from every shard's first holder, merged. The first holder
+// decides the shard's commands (the router) and answers once a write is
+// visible in its view, so a read there sees every write answered, as on
+// one host; a holder that is gone or no longer holds the shard is passed
+// over for the next.
+//
+// A declared projection is read from every shard of its source, each
+// host answering for the entries derived from its shards; an
+// aggregate's groups, kept per shard, are folded by each host and again
+// here, and its filter is applied to the folded groups (fold).
 func (s *Service) Read(ctx context.Context, t *projections.Table, q Query) (Result, error) {
 	plan, err := q.plan()
 	if err != nil {
 		return Result{}, err
 	}
-	shards := t.Shards()
-	if pk, ok := plan.Partition(); ok {
+	src := t.Placed()
+	shards := src.Shards()
+	if pk, ok := plan.Partition(); ok && src == t {
 		return s.shard(ctx, t, plan, q, uint32(engine.Shard(pk, int(shards))), nil, true)
+	}
+	def, folding := t.Folding()
+	filter := plan.Filter
+	if folding {
+		// The hosts fold their shards' entities of each group; the
+		// filter is for the folded groups, here.
+		q = q.forFolding()
+		if plan, err = q.plan(); err != nil {
+			return Result{}, err
+		}
 	}
 	// Every shard from its first holder.
 	byHost := map[string][]uint32{}
 	for sh := range shards {
-		hosts := s.placement(t.Name(), t.Epoch(), shards, sh)
+		hosts := s.placement(src.Name(), src.Epoch(), shards, sh)
 		if len(hosts) == 0 {
-			return Result{}, notHeld(t, sh)
+			return Result{}, notHeld(src, sh)
 		}
 		byHost[hosts[0]] = append(byHost[hosts[0]], sh)
 	}
@@ -173,7 +189,7 @@ func (s *Service) Read(ctx context.Context, t *projections.Table, q Query) (Resu
 				if host != s.self {
 					return s.remote(ctx, t, q, host, list)
 				}
-				if !holdsAll(t, list) {
+				if !holdsAll(src, list) {
 					return Result{}, errNotHeld
 				}
 				return s.local(ctx, t, plan, q, list)
@@ -193,6 +209,9 @@ func (s *Service) Read(ctx context.Context, t *projections.Table, q Query) (Resu
 	if err := errors.Join(errs...); err != nil {
 		return Result{}, firstCoded(errs)
 	}
+	if folding {
+		return folded(results, q, def, filter), nil
+	}
 	return merged(results, q), nil
 }
 
@@ -209,6 +228,13 @@ func holdsAll(t *projections.Table, list []uint32) bool {
 // merged merges the hosts' pages of one query; its position is the
 // lowest they were read at.
 func merged(results []Result, q Query) Result {
+	pages, seq := split(results)
+	return Result{Page: query.Merge(pages, q.Limit, q.Descending), Seq: seq}
+}
+
+// split returns the results' pages and the lowest position they were
+// read at.
+func split(results []Result) ([]query.Page, uint64) {
 	pages := make([]query.Page, len(results))
 	seq := uint64(0)
 	for i, r := range results {
@@ -217,7 +243,7 @@ func merged(results []Result, q Query) Result {
 			seq = r.Seq
 		}
 	}
-	return Result{Page: query.Merge(pages, q.Limit, q.Descending), Seq: seq}
+	return pages, seq
 }
 
 // errNotHeld: the host asked does not answer for the shards (gone, or no
@@ -228,11 +254,12 @@ var errNotHeld = errors.New("not held there")
 // passing over skip; whole reads this host's view whole (the plan reads
 // one partition, of that shard), else only the shard's partitions.
 func (s *Service) shard(ctx context.Context, t *projections.Table, plan *query.Plan, q Query, sh uint32, skip []string, whole bool) (Result, error) {
+	src := t.Placed()
 	var tries []func(context.Context) (Result, error)
-	for _, host := range s.placement(t.Name(), t.Epoch(), t.Shards(), sh) {
+	for _, host := range s.placement(src.Name(), src.Epoch(), src.Shards(), sh) {
 		switch {
 		case slices.Contains(skip, host):
-		case host == s.self && t.HoldsShard(sh):
+		case host == s.self && src.HoldsShard(sh):
 			var only []uint32
 			if !whole {
 				only = []uint32{sh}
@@ -244,7 +271,7 @@ func (s *Service) shard(ctx context.Context, t *projections.Table, plan *query.P
 	}
 	r, err := first(ctx, hedgeAfter, tries...)
 	if errors.Is(err, errNotHeld) {
-		return Result{}, notHeld(t, sh)
+		return Result{}, notHeld(src, sh)
 	}
 	return r, err
 }
@@ -314,6 +341,9 @@ func (s *Service) fallback(ctx context.Context, t *projections.Table, plan *quer
 		}
 		results = append(results, r)
 	}
+	if def, ok := t.Folding(); ok {
+		return folded(results, q, def, nil), nil // each host's share, as the host itself answers it
+	}
 	return merged(results, q), nil
 }
 
@@ -358,8 +388,10 @@ func (s *Service) local(ctx context.Context, t *projections.Table, plan *query.P
 		o.Deadline = time.Now().Add(s.budget)
 	}
 	if shards != nil {
-		n := int(t.Shards())
-		o.Keep = func(pk string) bool { _, ok := slices.BinarySearch(shards, uint32(engine.Shard(pk, n))); return ok }
+		o.Keep = t.KeepShards(shards)
+	}
+	if def, ok := t.Folding(); ok {
+		return Result{Page: foldLocal(snap, plan, o, def), Seq: snap.Seq}, nil
 	}
 	return Result{Page: plan.Run(snap, o), Seq: snap.Seq}, nil
 }
@@ -368,6 +400,7 @@ func (s *Service) local(ctx context.Context, t *projections.Table, plan *query.P
 type request struct {
 	Table      string   `msgpack:"table"`
 	Epoch      uint64   `msgpack:"epoch"`
+	Projection string   `msgpack:"projection,omitempty"` // a projection of Table, read instead
 	Shards     []uint32 `msgpack:"shards"`
 	Filter     string   `msgpack:"filter,omitempty"`
 	FromPK     string   `msgpack:"fromPK,omitempty"`
@@ -398,8 +431,12 @@ type reply struct {
 // remote asks host for a page of the shards; errNotHeld when it does not
 // answer for them.
 func (s *Service) remote(ctx context.Context, t *projections.Table, q Query, host string, shards []uint32) (Result, error) {
-	req := request{Table: t.Name(), Epoch: t.Epoch(), Shards: shards, Filter: q.Filter, FromPK: q.FromPK, ToPK: q.ToPK, Point: q.Point, Partition: q.Partition,
+	src := t.Placed()
+	req := request{Table: src.Name(), Epoch: src.Epoch(), Shards: shards, Filter: q.Filter, FromPK: q.FromPK, ToPK: q.ToPK, Point: q.Point, Partition: q.Partition,
 		Limit: q.Limit, Descending: q.Descending, Position: q.Position, AsOf: q.AsOf}
+	if src != t {
+		req.Projection = t.Name()
+	}
 	if q.From != nil {
 		req.From = &[2]string{q.From.PartitionKey, q.From.RowKey}
 	}
@@ -492,6 +529,19 @@ func (s *Service) serve(ctx context.Context, m *nats.Msg) {
 			answer(&reply{NotHeld: true})
 			return
 		}
+	}
+	if req.Projection != "" {
+		// A projection of the table: its entries derived from the shards.
+		r, ok, err := s.views.Readable(ctx, req.Projection)
+		switch {
+		case err != nil:
+			answer(&reply{Error: engine.AsError(err)})
+			return
+		case !ok || r.Placed() != t:
+			answer(&reply{NotHeld: true}) // the view was replaced meanwhile
+			return
+		}
+		t = r
 	}
 	q := Query{Filter: req.Filter, FromPK: req.FromPK, ToPK: req.ToPK, Point: req.Point, Partition: req.Partition, Limit: req.Limit,
 		Descending: req.Descending, Position: req.Position, AsOf: req.AsOf}
