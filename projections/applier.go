@@ -188,9 +188,14 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 			} else if time.Since(lastLog) >= v.cfg.Progress {
 				lastLog = time.Now()
 				el := time.Since(start).Seconds()
-				v.log.Info("replaying view", "table", t.Name(), "record", seq, "of", target,
+				attrs := []any{"table", t.Name(), "record", seq, "of", target,
 					"percent", fmt.Sprintf("%.1f", 100*float64(seq)/float64(target)),
-					"records_per_s", int(float64(seq-loaded)/el))
+					"records_per_s", int(float64(seq-loaded) / el)}
+				if m := t.move; m != nil {
+					// A move: the current view serves meanwhile.
+					attrs = append(attrs, "move_shards_from", m.from, "move_shards_to", m.to)
+				}
+				v.log.Info("replaying view", attrs...)
 			}
 		}
 		return nil

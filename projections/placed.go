@@ -2,6 +2,7 @@ package projections
 
 import (
 	"slices"
+	"time"
 
 	"github.com/cairn-dev/cairn/engine"
 )
@@ -40,6 +41,7 @@ func (v *Views) Replace() []string {
 		}
 		if e.nextCancel != nil {
 			e.nextCancel() // prepared for a placement already past
+			v.moves.superseded.Add(1)
 		}
 		e.next, e.nextCancel = nil, nil
 		if slices.Equal(held, t.held) {
@@ -48,6 +50,7 @@ func (v *Views) Replace() []string {
 		next := NewTable(t.name, t.epoch, v.cfg.DedupWindow)
 		next.layoutOf(t)
 		next.held = held
+		next.move = &moveInfo{started: time.Now(), from: t.heldCount(), to: next.heldCount()}
 		v.attachDeclaredLocked(next)
 		e.next = next
 		if e.started {
@@ -72,6 +75,13 @@ func (v *Views) swapLocked(e *entry) {
 	old.Fail(engine.Errorf(engine.CodeServerBusy, "the view of table %s was replaced by one holding other shards (the hosts changed); retry", engine.ShownTable(old.name)))
 	e.table, e.cancel, e.next, e.nextCancel = next, e.nextCancel, nil, nil
 	e.started, e.ready = true, true
-	v.log.Info("view replaced: it now holds the shards the placement gives this host", "table", next.name, "seq", next.Seq(), "entities", next.Snapshot().Len(), "partial", next.Partial())
+	took := time.Duration(0)
+	if next.move != nil {
+		took = time.Since(next.move.started)
+		v.moves.done.Add(1)
+		v.moves.nanos.Add(int64(took))
+	}
+	v.log.Info("view replaced: it now holds the shards the placement gives this host", "table", next.name, "seq", next.Seq(), "entities", next.Snapshot().Len(),
+		"shards_held", next.heldCount(), "shards_before", old.heldCount(), "of", next.shards, "took", took.Round(time.Millisecond))
 	v.broadcastLocked()
 }

@@ -35,6 +35,9 @@ type Table struct {
 	// successor is the view that replaced this one (Views.Replace): a
 	// wait for a position goes on there.
 	successor atomic.Pointer[Table]
+	// move, on a view started to replace another (Replace), is what it
+	// moves: set before it starts, read only.
+	move *moveInfo
 
 	// Writer state, owned by the applier goroutine.
 	rows        *btree.BTreeG[*engine.Entity]

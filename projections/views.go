@@ -38,6 +38,7 @@ type Views struct {
 	runCtx atomic.Pointer[context.Context] // Run's context, which bounds the as-of replays and the builds
 	asOf   asOfCache                       // as-of views: replays running and views kept (asof.go)
 	stats  snapStats                       // snapshot figures (snapmetrics.go)
+	moves  moveStats                       // moves of views between hosts (moves.go)
 }
 
 // Config tunes the views.

@@ -414,6 +414,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Navigate(base+"#/outbox"),
 		until(`!!document.querySelector('table.outbox') && document.querySelector('table.outbox').textContent.toLowerCase().includes('orders')`))
 	u.shot("outbox")
+	// The cluster page: this host alone, live, holding Orders whole.
+	u.do("cluster",
+		chromedp.Navigate(base+"#/cluster"),
+		until(`!!document.querySelector('table.hosts') && document.querySelector('table.hosts').textContent.includes('(this one)') && document.querySelector('table.hosts').textContent.includes('live')`+
+			` && document.querySelector('table.holdings').textContent.includes('64 of 64') && document.querySelector('table.moves').textContent.includes('No view is moving')`))
+	u.shot("cluster")
 	u.do("audit queue peek",
 		chromedp.Navigate(base+"#/queues/audit"),
 		until(`!!document.querySelector('table.peek') && document.querySelector('table.peek').textContent.includes('order 1 placed')`))

@@ -381,6 +381,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	mux.Handle(outbox.AdminPath+"/", guard.Wrap(n.relay.AdminHandler()))
 	mux.Handle(projections.AdminPath, guard.Wrap(n.decls.AdminHandler()))
 	mux.Handle(projections.AdminPath+"/", guard.Wrap(n.decls.AdminHandler()))
+	mux.Handle(ClusterPath, guard.Wrap(n.clusterHandler(nodeName(cfg.DataDir))))
 	api := cfg.API
 	api.Pages = n.pages
 	build := version.Get()
@@ -394,6 +395,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		n.members.WriteMetrics(w)
 		n.views.WriteProjectionMetrics(w)
 		n.views.WriteSnapshotMetrics(w)
+		n.views.WriteMoveMetrics(w)
 		build.WriteMetric(w)
 	}
 	api.Outbox = cfg.outbox

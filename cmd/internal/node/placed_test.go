@@ -370,6 +370,44 @@ func TestPlacedMoves(t *testing.T) {
 		}
 	}
 	check(hosts)
+	// Each host says what it moved (/metrics) and what it holds now (the
+	// operators' cluster report).
+	for hi, h := range hosts {
+		var m map[string]float64
+		eventually(t, 30*time.Second, "no move under way", func() bool {
+			m = scrapeMetrics(t, h)
+			return m["cairn_view_moves"] == 0 && m["cairn_view_move_records_behind"] == 0
+		})
+		// The first two replaced their whole views; the third placed
+		// its views as they started (no move).
+		if done := m[`cairn_view_moves_total{outcome="done"}`]; hi < 2 && (done < 1 || m["cairn_view_move_seconds_total"] <= 0) {
+			t.Errorf("host %d: %v moves done in %vs", hi, done, m["cairn_view_move_seconds_total"])
+		}
+		var rep struct {
+			Self, ViewReplicas any
+			Hosts              []struct {
+				Name       string
+				Live, Self bool
+			}
+			Holdings []projections.Holding
+			Moves    []projections.Move
+		}
+		getJSON(t, h.h.OperatorToken(), h.h.HTTPURL()+node.ClusterPath, &rep)
+		live, self := 0, 0
+		for _, x := range rep.Hosts {
+			if x.Live {
+				live++
+			}
+			if x.Self {
+				self++
+			}
+		}
+		i := slices.IndexFunc(rep.Holdings, func(x projections.Holding) bool { return x.Table == "Moves" })
+		if live != 3 || self != 1 || rep.ViewReplicas != float64(2) || i < 0 || rep.Holdings[i].Shards != engine.DefaultShards ||
+			rep.Holdings[i].Held < 32 || rep.Holdings[i].Held > 44 || m["cairn_view_shards_held"] < float64(rep.Holdings[i].Held) || len(rep.Moves) != 0 {
+			t.Errorf("host %d: the cluster report %+v", hi, rep)
+		}
+	}
 	// The third leaves: the first two hold every shard again.
 	third.stop(t)
 	for _, h := range []*testHost{first, second} {

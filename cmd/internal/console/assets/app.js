@@ -3,7 +3,7 @@
 
 import { api, token, setToken, onUnauthorized, fill, el, describe } from './lib.js';
 import { tablesPage } from './tables.js';
-import { functionsPage, queuesPage, projectionsPage, outboxPage } from './ops.js';
+import { functionsPage, queuesPage, projectionsPage, outboxPage, clusterPage } from './ops.js';
 
 const pages = {
   tables: tablesPage,
@@ -11,6 +11,7 @@ const pages = {
   queues: queuesPage,
   projections: projectionsPage,
   outbox: outboxPage,
+  cluster: clusterPage,
 };
 
 const main = () => document.getElementById('main');

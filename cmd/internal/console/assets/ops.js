@@ -353,3 +353,37 @@ export async function outboxPage(root) {
   };
   await load();
 }
+
+// clusterPage shows the hosts by their heartbeats, what this host's views
+// hold of each table, and the moves of views under way here.
+export async function clusterPage(root) {
+  const load = async () => {
+    const d = (await api('/$cairn/cluster')).data;
+    const placed = d.viewReplicas > 0;
+    fill(root,
+      pageHeader('Cluster', refreshButton(load)),
+      el('p', { class: 'muted' }, placed
+        ? 'Each table\'s shards are held by ' + d.viewReplicas + ' of the live hosts; any host answers any request. As this host (' + d.self + ') sees it.'
+        : 'Every host holds every table whole (-view-replicas 0). As this host (' + d.self + ') sees it.'),
+      dataTable([
+        ['Host', h => el('strong', null, h.name + (h.self ? ' (this one)' : ''))],
+        ['State', h => h.live ? badge('live', 'ok') : badge('gone', 'bad')],
+        ['Heartbeat behind the newest', h => h.heartbeatBehind],
+        ['Key', h => h.key],
+      ], d.hosts || [], { class: 'hosts', empty: 'No host has a heartbeat.' }),
+      el('h2', null, 'Moves under way on this host'),
+      el('p', { class: 'muted small' }, 'A view holding the shards the placement now gives this host replays beside the current one, which serves meanwhile, and takes over once caught up.'),
+      dataTable([
+        ['Table', m => el('strong', null, m.table)],
+        ['Shards held', m => m.heldNow + ' → ' + m.heldNext + ' of ' + m.shards],
+        ['Replayed', m => m.seq + ' of ' + m.target + (m.target ? ' (' + Math.floor(100 * Math.min(m.seq, m.target) / m.target) + ' %)' : '')],
+        ['Started', m => fmtTime(m.started) + ' (' + ago(m.started) + ')'],
+      ], d.moves || [], { class: 'moves', empty: 'No view is moving.' }),
+      el('h2', null, 'What this host holds'),
+      dataTable([
+        ['Table', h => h.table],
+        ['Shards held', h => h.shards ? h.held + ' of ' + h.shards : 'whole (a table of the layout before shards)'],
+      ], d.holdings || [], { class: 'holdings', empty: 'No table.' }));
+  };
+  await load();
+}
