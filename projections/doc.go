@@ -26,8 +26,10 @@
 //     view of a table with shards may hold only some of them (Holds,
 //     Partial). It reads the whole journal and decodes only its shards'
 //     records (journal.ConsumeHeld), so its positions mean what a whole
-//     view's do; it starts from the table's whole snapshots, keeping its
-//     shards' entities, and writes none. When the hosts change, Replace
+//     view's do; it starts, shard by shard, from the newest of the
+//     table's whole snapshots and the shard bases holding that shard,
+//     and writes shard bases of its own (snapshards.go). When the hosts
+//     change, Replace
 //     starts a view holding the new shards beside the current one, which
 //     takes its place once caught up (swapLocked; a wait for a position
 //     goes on on the successor). Reads of such a table, and of the

@@ -139,6 +139,11 @@ type loadedChain struct {
 	baseEnts  int
 	chainEnts int // entities of its deltas
 	deltas    int
+	// floor, when not nil, is each shard's position in content, which
+	// merges sources of several positions (snapshards.go): seq is the
+	// lowest, floorTop the highest.
+	floor    []uint64
+	floorTop uint64
 }
 
 // chainScope says which chain to load and where shared objects go.
@@ -175,6 +180,9 @@ func (v *Views) findChain(ctx context.Context, t *Table, sc chainScope) *chainCa
 	}
 	if v.cfg.SnapshotStore != nil {
 		for _, o := range v.listShared(ctx, t) {
+			if o.held != nil {
+				continue // a shard base: not part of a chain (snapshards.go)
+			}
 			var err error
 			switch {
 			case o.seq > sc.last:

@@ -9,6 +9,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"slices"
 
 	"github.com/tidwall/btree"
 	"github.com/vmihailenco/msgpack/v5"
@@ -57,10 +58,24 @@ import (
 // A block holds up to blockEntities entities or about blockBytes bytes of
 // them, whichever comes first. Everything else is as in version 1.
 //
+// Format version 3 is a shard base (snapshards.go): version 2 whose header
+// has two more fields, and which holds only the shards it names:
+//
+//	"shards"  uint  the table's shard count
+//	"held"    bin   the shards it holds, bit i of byte i/8 for shard i
+//
+// A whole base is still written in version 2, so that a host of an
+// earlier version reads it; one that reads no version 3 ignores a shard
+// base rather than taking it for the whole table.
+//
 // A reader checks the magic, the version and the header before anything
 // else, then the checksum over the whole file, and only then decodes the
 // rest: a file that fails any check is not used.
 const SnapshotFormat = 2
+
+// ShardSnapshotFormat is the format of a shard base, the newest this
+// code reads.
+const ShardSnapshotFormat = 3
 
 const snapshotMagic = "CAIRNSNP"
 
@@ -76,6 +91,10 @@ type snapshotHeader struct {
 	Parts    uint64
 	IDs      uint64
 	At       int64
+	// Shards and Held, in a shard base: the table's shard count and the
+	// shards it holds (nil: a whole base).
+	Shards uint64
+	Held   []bool
 }
 
 // snapshotContent is a view's state as a snapshot file holds it.
@@ -92,6 +111,7 @@ type snapshotContent struct {
 // it loop for long).
 const (
 	snapshotHeaderFields = 7
+	shardHeaderFields    = 9 // a shard base's (version 3)
 	maxHeaderFields      = 64
 )
 
@@ -129,14 +149,24 @@ func (sw *summedWriter) finish() error {
 // immutable snapshot, so it runs beside the applier. progress, if not
 // nil, is called every progressEvery entities with the entities written.
 func encodeSnapshot(w io.Writer, s *Snapshot, at int64, progress func(n uint64)) error {
+	return encodeSnapshotOf(w, s, at, progress, 0, nil)
+}
+
+// encodeSnapshotOf writes s as encodeSnapshot does; with held, as a shard
+// base of a table of shards shards holding those (s holds only them).
+func encodeSnapshotOf(w io.Writer, s *Snapshot, at int64, progress func(n uint64), shards uint32, held []bool) error {
 	sw := newSummedWriter(w)
 	if _, err := sw.WriteString(snapshotMagic); err != nil {
 		return err
 	}
 	enc := msgpack.NewEncoder(sw)
+	version, fields := uint64(SnapshotFormat), snapshotHeaderFields
+	if held != nil {
+		version, fields = ShardSnapshotFormat, shardHeaderFields
+	}
 	err := firstErr(
-		enc.EncodeUint(SnapshotFormat),
-		enc.EncodeMapLen(snapshotHeaderFields),
+		enc.EncodeUint(version),
+		enc.EncodeMapLen(fields),
 		enc.EncodeString("name"), enc.EncodeString(s.Table),
 		enc.EncodeString("epoch"), enc.EncodeUint(s.Epoch),
 		enc.EncodeString("seq"), enc.EncodeUint(s.Seq),
@@ -145,6 +175,10 @@ func encodeSnapshot(w io.Writer, s *Snapshot, at int64, progress func(n uint64))
 		enc.EncodeString("ids"), enc.EncodeUint(uint64(len(s.expiry))),
 		enc.EncodeString("at"), enc.EncodeInt(at),
 	)
+	if err == nil && held != nil {
+		err = firstErr(enc.EncodeString("shards"), enc.EncodeUint(uint64(shards)),
+			enc.EncodeString("held"), enc.EncodeBytes(heldBitmap(held)))
+	}
 	if err != nil {
 		return err
 	}
@@ -292,7 +326,7 @@ func readPreamble(dec *msgpack.Decoder, r io.Reader, magic, kind string, newest 
 }
 
 func (h *snapshotHeader) read(dec *msgpack.Decoder, r io.Reader) error {
-	v, n, err := readPreamble(dec, r, snapshotMagic, "snapshot", SnapshotFormat)
+	v, n, err := readPreamble(dec, r, snapshotMagic, "snapshot", ShardSnapshotFormat)
 	h.Version = v
 	if err != nil {
 		return err
@@ -318,6 +352,23 @@ func (h *snapshotHeader) read(dec *msgpack.Decoder, r io.Reader) error {
 			h.IDs, err = dec.DecodeUint64()
 		case "at":
 			h.At, err = dec.DecodeInt64()
+		case "shards":
+			if v < ShardSnapshotFormat {
+				err = dec.Skip()
+				seen--
+				break
+			}
+			h.Shards, err = dec.DecodeUint64()
+		case "held":
+			if v < ShardSnapshotFormat {
+				err = dec.Skip()
+				seen--
+				break
+			}
+			var b []byte
+			if b, err = dec.DecodeBytes(); err == nil {
+				h.Held = bitmapHeld(b)
+			}
 		default:
 			err = dec.Skip()
 			seen--
@@ -327,8 +378,18 @@ func (h *snapshotHeader) read(dec *msgpack.Decoder, r io.Reader) error {
 		}
 		seen++
 	}
-	if seen != snapshotHeaderFields {
-		return fmt.Errorf("header has %d of its %d fields", seen, snapshotHeaderFields)
+	want := snapshotHeaderFields
+	if v >= ShardSnapshotFormat {
+		want = shardHeaderFields
+	}
+	if seen != want {
+		return fmt.Errorf("header has %d of its %d fields", seen, want)
+	}
+	if v >= ShardSnapshotFormat && (h.Shards == 0 || h.Shards > engine.MaxShards || uint64(len(h.Held)) < h.Shards || uint64(len(h.Held)) > h.Shards+7 || slices.Contains(h.Held[h.Shards:], true)) {
+		return fmt.Errorf("a shard base of %d shards holding %d bits", h.Shards, len(h.Held))
+	}
+	if v >= ShardSnapshotFormat {
+		h.Held = h.Held[:h.Shards]
 	}
 	return nil
 }

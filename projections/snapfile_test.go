@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -302,9 +303,77 @@ func TestSnapshotFileChecks(t *testing.T) {
 		}
 	}
 	newer := bytes.Clone(good)
-	newer[len(snapshotMagic)] = SnapshotFormat + 1
+	newer[len(snapshotMagic)] = ShardSnapshotFormat + 1
 	_, _, err := readSnapshotHeader(bufio.NewReader(bytes.NewReader(newer)))
 	if err == nil || !strings.Contains(err.Error(), "newer snapshot format") {
 		t.Fatalf("a newer format: %v", err)
+	}
+}
+
+// TestShardSnapshotGolden: the golden shard base (ShardSnapshotFormat)
+// still decodes to the view it was written from, with the shards it
+// holds, and this code writes it byte for byte; a shard base whose bitmap
+// does not fit its shard count is refused.
+func TestShardSnapshotGolden(t *testing.T) {
+	s := goldenTable().Snapshot()
+	held := make([]bool, 12)
+	held[1], held[6], held[11] = true, true, true
+	var buf bytes.Buffer
+	if err := encodeSnapshotOf(&buf, s, 1_700_000_000_000_000_000, nil, 12, held); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", fmt.Sprintf("snapshot-v%d-shards.snap", ShardSnapshotFormat))
+	want := goldenFile(t, path, buf.Bytes(), true)
+	h, c := readSnapshotBytes(t, want)
+	if h.Version != ShardSnapshotFormat || h.Shards != 12 || !slices.Equal(h.Held, held) {
+		t.Fatalf("%s: header %+v", path, h)
+	}
+	sameContent(t, s, h, c)
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("this code no longer writes %s byte for byte: a format change needs a new version", path)
+	}
+	if shardFileName(7, held) != "00000000000000000007."+shardSetKey(held)+".shards" {
+		t.Fatalf("file name %s", shardFileName(7, held))
+	}
+	if seq, key, ok := shardFileSeq(shardFileName(7, held)); !ok || seq != 7 || key != shardSetKey(held) {
+		t.Fatalf("file name read back: %d %s %v", seq, key, ok)
+	}
+	// A bitmap with a shard past the count, or too short, is refused.
+	for _, bad := range [][]bool{append(slices.Clone(held), false, false, false, true), held[:8]} {
+		buf.Reset()
+		if err := encodeSnapshotOf(&buf, s, 1, nil, 12, bad); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := readSnapshotHeader(bufio.NewReader(bytes.NewReader(buf.Bytes()))); err == nil {
+			t.Fatalf("a shard base of 12 shards holding %d bits was read", len(bad))
+		}
+	}
+}
+
+// TestCoveredBases: the journal may be cut after any whole base, and,
+// with shard bases, at any base position at or below the highest position
+// every shard has a base at or after, whole or shard.
+func TestCoveredBases(t *testing.T) {
+	held := func(shards ...int) []bool {
+		out := make([]bool, 4)
+		for _, s := range shards {
+			out[s] = true
+		}
+		return out
+	}
+	for _, c := range []struct {
+		what string
+		objs []sharedObject
+		want []uint64
+	}{
+		{"whole bases only", []sharedObject{{seq: 10, base: true}, {seq: 15}, {seq: 20, base: true}}, []uint64{10, 20}},
+		{"a shard without a base", []sharedObject{{seq: 30, base: true, held: held(0, 1)}, {seq: 40, base: true, held: held(2)}}, nil},
+		{"every shard covered at 30", []sharedObject{{seq: 30, base: true, held: held(0, 1)}, {seq: 40, base: true, held: held(2, 3)}, {seq: 50, base: true, held: held(0, 1)}}, []uint64{30, 40}},
+		{"a whole base covers the rest", []sharedObject{{seq: 20, base: true}, {seq: 45, base: true, held: held(0, 1, 2)}}, []uint64{20}},
+		{"a newer whole base", []sharedObject{{seq: 35, base: true, held: held(0, 1)}, {seq: 40, base: true, held: held(2, 3)}, {seq: 60, base: true}}, []uint64{35, 40, 60}},
+	} {
+		if got := coveredBases(c.objs); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.what, got, c.want)
+		}
 	}
 }

@@ -215,6 +215,7 @@ type sharedObject struct {
 	base   bool
 	legacy bool // the single object of earlier versions
 	size   uint64
+	held   []bool // a shard base's shards (snapshards.go); nil for the others
 }
 
 // parseShared reads an object's metadata: whether it is a snapshot of
@@ -233,6 +234,12 @@ func parseShared(info *jetstream.ObjectInfo, lower string, epoch uint64) (shared
 		case sharedBase:
 			o.base = true
 		case sharedDelta:
+		case sharedShards:
+			var err error
+			if o.held, err = parseSharedHeld(info); err != nil {
+				return o, true, err
+			}
+			o.base = true
 		default:
 			return o, true, fmt.Errorf("bad %s in its metadata: %q", metaKind, info.Metadata[metaKind])
 		}
@@ -328,13 +335,7 @@ func (v *Views) SharedBases(ctx context.Context, table string, epoch uint64) ([]
 	if err != nil {
 		return nil, fmt.Errorf("projections: shared bases of %s: %w", table, err)
 	}
-	var out []uint64
-	for _, o := range objs {
-		if o.base && (len(out) == 0 || out[len(out)-1] != o.seq) {
-			out = append(out, o.seq)
-		}
-	}
-	return out, nil
+	return coveredBases(objs), nil
 }
 
 // shareSnapshot puts the snapshot file at path, l of t, in the store: a
@@ -489,7 +490,7 @@ func (v *Views) collectShared(ctx context.Context, name string, epoch uint64, cu
 	first := max(h.First, h.Horizon)
 	var bases []uint64
 	for _, o := range objs {
-		if o.base {
+		if o.base && o.held == nil {
 			bases = append(bases, o.seq)
 		}
 	}
@@ -498,8 +499,8 @@ func (v *Views) collectShared(ctx context.Context, name string, epoch uint64, cu
 		return
 	}
 	for _, o := range objs {
-		if o.base && keep[o.seq] || !o.base && o.seq > deltasAfter {
-			continue
+		if o.held != nil || o.base && keep[o.seq] || !o.base && o.seq > deltasAfter {
+			continue // shard bases have their own retention (collectShardBases)
 		}
 		if err := v.cfg.SnapshotStore.Delete(ctx, o.name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 			v.log.Warn("shared snapshot not removed", "table", name, "object", o.name, "err", err)
@@ -552,6 +553,25 @@ func (v *Views) downloadShared(ctx context.Context, t *Table, l *chainLink, scra
 		name = snapFileName(l.seq)
 	}
 	path, err := writeFileAtomic(dir, name, copyTo)
+	return path, size, err
+}
+
+// downloadObject copies the store's object into t's snapshot directory as
+// the file name (a temporary file, fsynced and renamed).
+func (v *Views) downloadObject(ctx context.Context, t *Table, object, name string) (string, int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, shareTimeout)
+	defer cancel()
+	r, err := v.cfg.SnapshotStore.Get(ctx, object)
+	if err != nil {
+		return "", 0, err
+	}
+	defer r.Close()
+	var size int64
+	path, err := writeFileAtomic(v.snapDir(t), name, func(w io.Writer) error {
+		var err error
+		size, err = io.Copy(w, r) // the object store checks the digest at its end
+		return err
+	})
 	return path, size, err
 }
 

@@ -205,10 +205,13 @@ type snapshotter struct {
 	shares *shareQueue // the deltas written, to be put in the shared store
 }
 
-// off reports whether the view writes no snapshots: none are kept, or
-// it holds only some shards of its table (whose snapshots would look
-// whole to another host).
-func (s *snapshotter) off() bool { return s.v.cfg.SnapshotDir == "" || s.t.Partial() }
+// off reports whether the view writes no snapshots: none are kept.
+func (s *snapshotter) off() bool { return s.v.cfg.SnapshotDir == "" }
+
+// shards reports whether the view writes shard bases (snapshards.go): it
+// holds only some shards of its table, whose bases and deltas would look
+// whole to another host.
+func (s *snapshotter) shards() bool { return s.t.Partial() }
 
 func newSnapshotter(v *Views, t *Table) *snapshotter {
 	return &snapshotter{v: v, t: t, touched: newTouchedSet(), lastAt: time.Now(), outcomes: make(chan snapOutcome, 2), shares: newShareQueue(&t.snapInfo.shareQueue)}
@@ -225,7 +228,22 @@ func (s *snapshotter) loaded(c *loadedChain) {
 // applied notes a record the view applied and writes a snapshot if one
 // is due (applier goroutine).
 func (s *snapshotter) applied(rec *engine.Record) {
-	if s.off() || rec == nil {
+	if s.off() {
+		return
+	}
+	if s.shards() {
+		// Every record of the table counts, its shards' or not (nil): a
+		// host whose shards see no writes still writes their (small)
+		// bases, without which the journal is never cut (SharedBases).
+		s.tailRecords++
+		if rec != nil {
+			s.tailBytes += recordSize(rec)
+		}
+		s.t.snapInfo.tail.Store(uint64(s.tailRecords))
+		s.maybeShards()
+		return
+	}
+	if rec == nil {
 		return
 	}
 	s.tailRecords++
@@ -328,6 +346,27 @@ func (s *snapshotter) maybe() {
 	s.t.snapInfo.noteChain(s.book)
 }
 
+// maybeShards starts the shard base that is due, if any (applier
+// goroutine): at the tail bounds of decideSnapshot, once the view's
+// shards are all at its position (no floor), one at a time.
+func (s *snapshotter) maybeShards() {
+	s.collect(false)
+	cfg := &s.v.cfg
+	due := s.tailRecords >= cfg.SnapshotEvery || s.tailBytes >= cfg.SnapshotBytes ||
+		cfg.SnapshotInterval > 0 && s.tailRecords > 0 && time.Since(s.lastAt) >= cfg.SnapshotInterval
+	if !due || s.baseBusy || s.t.floor != nil {
+		return
+	}
+	s.t.Publish()
+	snap := s.t.Snapshot()
+	s.lastSeq, s.lastAt = snap.Seq, time.Now()
+	s.tailRecords, s.tailBytes = 0, 0
+	s.t.snapInfo.tail.Store(0)
+	s.baseBusy = true
+	ctx := s.v.baseContext()
+	s.start(func() error { return s.writeShardBase(ctx, snap) }, true, snap.Seq)
+}
+
 // start runs write in a goroutine of the views', which sends its outcome.
 func (s *snapshotter) start(write func() error, base bool, seq uint64) {
 	s.v.wg.Add(1)
@@ -351,6 +390,14 @@ func (s *snapshotter) final() {
 	s.t.Publish()
 	snap := s.t.Snapshot()
 	if snap.Seq <= s.lastSeq {
+		return
+	}
+	if s.shards() {
+		if s.t.floor == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), shareOnStopTimeout)
+			defer cancel()
+			_ = s.writeShardBase(ctx, snap)
+		}
 		return
 	}
 	// The views are stopping (Run's context has ended): the upload of

@@ -129,8 +129,14 @@ func (v *Views) removeSnapshotsOf(ctx context.Context, name string, epoch uint64
 // chain loaded (nil: none).
 func (v *Views) loadSnapshot(ctx context.Context, t *Table, first, last uint64) *loadedChain {
 	lc := v.loadChain(ctx, t, chainScope{first: first, last: last, upTo: last})
+	if t.Partial() {
+		lc = v.withShardBases(ctx, t, first, last, lc)
+	}
 	if lc != nil {
-		t.restore(lc.seq, lc.content)
+		t.restoreLoaded(lc)
+		if lc.floor != nil {
+			v.log.Info("view started from shard bases", "table", t.Name(), "seq", lc.seq, "highest", lc.floorTop, "entities", lc.content.rows.Len())
+		}
 	}
 	return lc
 }
@@ -247,6 +253,13 @@ func (t *Table) restore(seq uint64, c *snapshotContent) {
 			return true
 		})
 	}
+}
+
+// restoreLoaded sets the view (which has applied nothing) to what lc
+// holds, with the floors of its shards (snapshards.go).
+func (t *Table) restoreLoaded(lc *loadedChain) {
+	t.restore(lc.seq, lc.content)
+	t.floor, t.floorTop = lc.floor, lc.floorTop
 }
 
 // dropUnheld removes from a loaded view the partitions of the shards it

@@ -1,6 +1,7 @@
 package projections_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -118,6 +119,7 @@ type history struct {
 	last  map[string]uint64
 	n     int
 	ids   [][2]string // partition key and id of every command
+	parts int         // partitions written (6 when 0)
 }
 
 func newHistory(r *rig, name string, epoch uint64, seed uint64) *history {
@@ -130,7 +132,7 @@ func (h *history) write(n int) {
 	h.r.t.Helper()
 	for ; n > 0; n-- {
 		h.n++
-		pk := fmt.Sprintf("p%d", h.rnd.IntN(6))
+		pk := fmt.Sprintf("p%d", h.rnd.IntN(cmp.Or(h.parts, 6)))
 		rec := &engine.Record{Time: 1e15 + int64(h.n)*second + h.rnd.Int64N(6*second) - 3*second,
 			PartitionKey: pk, Nonce: fmt.Sprintf("%s-%d-%d", h.name, h.epoch, h.n)}
 		for i := h.rnd.IntN(3); i >= 0; i-- {
@@ -338,7 +340,7 @@ func TestSnapshotBadFiles(t *testing.T) {
 	flipped := append([]byte(nil), good...)
 	flipped[len(flipped)/2] ^= 1
 	newer := append([]byte(nil), good...)
-	newer[8] = projections.SnapshotFormat + 1
+	newer[8] = projections.ShardSnapshotFormat + 1
 
 	for _, c := range []struct {
 		name   string

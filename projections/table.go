@@ -38,6 +38,12 @@ type Table struct {
 	// move, on a view started to replace another (Replace), is what it
 	// moves: set before it starts, read only.
 	move *moveInfo
+	// floor, set when the view started from sources of several positions
+	// (shard bases, snapshards.go), is each shard's: a record of a shard
+	// at or below its floor is in the view already. Cleared once the
+	// view passes floorTop, the highest. Writer state.
+	floor    []uint64
+	floorTop uint64
 
 	// Writer state, owned by the applier goroutine.
 	rows        *btree.BTreeG[*engine.Entity]
@@ -206,6 +212,19 @@ func (t *Table) Apply(seq uint64, rec *engine.Record) {
 	}
 	t.dmu.Lock()
 	defer t.dmu.Unlock()
+	if t.floor != nil {
+		skip := rec != nil && seq <= t.floor[engine.Shard(rec.PartitionKey, int(t.shards))]
+		if seq >= t.floorTop {
+			t.floor = nil // every shard is at its position from here on
+		}
+		if skip {
+			// In the view already (its shard's base holds it): waits on
+			// its partition are told as if it were applied now.
+			t.seq, t.dirty = seq, true
+			t.noteTouched(rec.PartitionKey, seq)
+			return
+		}
+	}
 	if rec == nil || !t.Holds(rec.PartitionKey) {
 		t.seq, t.dirty = seq, true
 		return
