@@ -249,10 +249,12 @@ func (v *Views) loadShardBase(ctx context.Context, t *Table, b *shardBase, first
 	if b.object == "" {
 		return false
 	}
+	// Downloaded to a temporary file, which no writer's pruning removes
+	// (pruneShardFiles), and kept under its name once read.
 	start := time.Now()
-	path, size, err := v.downloadObject(ctx, t, b.object, shardFileName(b.seq, b.held))
+	path, size, err := v.downloadShared(ctx, t, &chainLink{seq: b.seq, base: true, object: b.object}, true)
 	if err == nil {
-		if err = read(path); err != nil {
+		if err = read(path); err != nil || os.Rename(path, filepath.Join(v.snapDir(t), shardFileName(b.seq, b.held))) != nil {
 			os.Remove(path)
 		}
 	}

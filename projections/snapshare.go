@@ -556,25 +556,6 @@ func (v *Views) downloadShared(ctx context.Context, t *Table, l *chainLink, scra
 	return path, size, err
 }
 
-// downloadObject copies the store's object into t's snapshot directory as
-// the file name (a temporary file, fsynced and renamed).
-func (v *Views) downloadObject(ctx context.Context, t *Table, object, name string) (string, int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, shareTimeout)
-	defer cancel()
-	r, err := v.cfg.SnapshotStore.Get(ctx, object)
-	if err != nil {
-		return "", 0, err
-	}
-	defer r.Close()
-	var size int64
-	path, err := writeFileAtomic(v.snapDir(t), name, func(w io.Writer) error {
-		var err error
-		size, err = io.Copy(w, r) // the object store checks the digest at its end
-		return err
-	})
-	return path, size, err
-}
-
 // removeSharedOf deletes a dropped incarnation's shared snapshots.
 func (v *Views) removeSharedOf(ctx context.Context, name string, epoch uint64) {
 	objs, bad, err := v.listSharedOf(ctx, name, epoch)

@@ -2,6 +2,8 @@ package projections
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -389,15 +391,11 @@ func (s *snapshotter) final() {
 	}
 	s.t.Publish()
 	snap := s.t.Snapshot()
-	if snap.Seq <= s.lastSeq {
+	if s.shards() {
+		s.finalShards(snap)
 		return
 	}
-	if s.shards() {
-		if s.t.floor == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), shareOnStopTimeout)
-			defer cancel()
-			_ = s.writeShardBase(ctx, snap)
-		}
+	if snap.Seq <= s.lastSeq {
 		return
 	}
 	// The views are stopping (Run's context has ended): the upload of
@@ -417,6 +415,25 @@ func (s *snapshotter) final() {
 		s.shares.wait(ctx)
 	} else {
 		_ = s.writeBase(ctx, snap)
+	}
+}
+
+// finalShards writes, as the views stop, a shard base of the records
+// applied since the last one, or puts the last one in the store again:
+// the stop may have cut its put short.
+func (s *snapshotter) finalShards(snap *Snapshot) {
+	if s.t.floor != nil {
+		return // its shards are not all at its position
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shareOnStopTimeout)
+	defer cancel()
+	if snap.Seq > s.lastSeq {
+		_ = s.writeShardBase(ctx, snap)
+		return
+	}
+	path := filepath.Join(s.v.snapDir(s.t), shardFileName(s.lastSeq, s.t.held))
+	if _, err := os.Stat(path); err == nil && s.v.cfg.SnapshotStore != nil {
+		s.v.shareShardBase(ctx, s.t, path, s.lastSeq, s.t.held)
 	}
 }
 
