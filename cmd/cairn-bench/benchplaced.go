@@ -34,6 +34,7 @@ func benchPlaced(args []string) error {
 	partitions := fs.Int("partitions", 4096, "partitions the entities spread over")
 	hostsFlag := fs.String("hosts", "3,6", "cluster sizes, comma-separated")
 	replicas := fs.Int("r", 2, "hosts holding each shard (-view-replicas)")
+	restarts := fs.Int("restarts", 1, "rounds of a host killed and started again on the first cluster size, with and without snapshots (0: none)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -120,7 +121,83 @@ func benchPlaced(args []string) error {
 			mb(uint64(heaps[0])), mb(uint64(median(heaps))), mb(top),
 			float64(top)/float64(whole[0].live), float64(views(top))/float64(views(whole[0].live)))
 	}
+	if *restarts == 0 {
+		return nil
+	}
+	n := sizes[0]
+	fmt.Printf("\nA host of %d (R=%d) killed with SIGKILL once the views settled, then started again on its data directory: from its start to ready, its views at the table's end. Without snapshots it replays the journal, as a host holding some shards did before shard bases.\n\n", n, *replicas)
+	fmt.Println("| round | views start from | ready after |")
+	fmt.Println("|---|---|---|")
+	goal := &placedGoal{seq: last, entities: uint64(min(n, *replicas)) * uint64(*entities), partial: n > *replicas}
+	for round := 1; round <= *restarts; round++ {
+		for _, noSnap := range []bool{false, true} {
+			took, err := measureRestart(ctx, url, n, *replicas, goal, noSnap)
+			if err != nil {
+				return err
+			}
+			from := "its shard bases, then the journal after them"
+			if noSnap {
+				from = "the journal (no snapshots)"
+			}
+			fmt.Printf("| %d | %s | %.1f s |\n", round, from, took.Seconds())
+		}
+	}
 	return nil
+}
+
+// measureRestart starts n hosts holding each shard on replicas of them,
+// waits until their views reach goal, kills the first with SIGKILL and
+// starts it again on its data directory, and returns the time from that
+// start until its views are back at the goal's position.
+func measureRestart(ctx context.Context, url string, n, replicas int, goal *placedGoal, noSnapshots bool) (time.Duration, error) {
+	var hosts []*cairnChild
+	defer func() {
+		for _, h := range hosts {
+			h.stop()
+		}
+	}()
+	args := func(dir string) []string {
+		a := []string{"host-child", "-data", filepath.Join(dir, "data"), "-nats-url", url, "-view-replicas", strconv.Itoa(replicas)}
+		if noSnapshots {
+			a = append(a, "-no-snapshots")
+		}
+		return a
+	}
+	for range n {
+		dir, err := os.MkdirTemp("", "cairn-bench-child-")
+		if err != nil {
+			return 0, err
+		}
+		h, err := startChild(ctx, dir, args(dir)...)
+		if err != nil {
+			return 0, err
+		}
+		hosts = append(hosts, h)
+	}
+	if err := settle(hosts, goal); err != nil {
+		return 0, err
+	}
+	first := hosts[0]
+	first.kill()
+	start := time.Now()
+	h, err := startChild(ctx, first.dir, args(first.dir)...)
+	if err != nil {
+		return 0, err
+	}
+	hosts[0] = h
+	for {
+		m, err := h.memory()
+		if err != nil {
+			return 0, err
+		}
+		if m.seq >= goal.seq && (m.partial > 0) == goal.partial {
+			return time.Since(start), nil
+		}
+		if time.Since(start) > 10*time.Minute {
+			return 0, errors.New("the restarted host's views did not reach the table's end within 10 minutes")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // placedGoal is what a cluster's views must show before its heaps are
@@ -153,27 +230,51 @@ func measureHosts(ctx context.Context, url string, n, replicas int, goal *placed
 		}
 		hosts = append(hosts, h)
 	}
+	if goal == nil {
+		return samples(hosts)
+	}
+	if err := settle(hosts, goal); err != nil {
+		return nil, err
+	}
+	return samples(hosts)
+}
+
+// samples returns each host's memory after a collection.
+func samples(hosts []*cairnChild) ([]memSample, error) {
+	ms := make([]memSample, len(hosts))
+	for i, h := range hosts {
+		m, err := h.memory()
+		if err != nil {
+			return nil, err
+		}
+		ms[i] = m
+	}
+	return ms, nil
+}
+
+// settle waits until the hosts' views reach goal: every host at its
+// position, in views of some shards when it says so, holding its entities
+// in all.
+func settle(hosts []*cairnChild, goal *placedGoal) error {
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
-		ms := make([]memSample, len(hosts))
 		var held uint64
 		done := true
-		for i, h := range hosts {
+		for _, h := range hosts {
 			m, err := h.memory()
 			if err != nil {
-				return nil, err
+				return err
 			}
-			ms[i] = m
 			held += m.entities
-			if goal != nil && (m.seq < goal.seq || goal.partial && m.partial == 0 || !goal.partial && m.partial != 0) {
+			if m.seq < goal.seq || goal.partial && m.partial == 0 || !goal.partial && m.partial != 0 {
 				done = false
 			}
 		}
-		if goal == nil || done && held == goal.entities {
-			return ms, nil
+		if done && held == goal.entities {
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return nil, errors.New("the hosts' views did not settle on their shards within 10 minutes")
+			return errors.New("the hosts' views did not settle on their shards within 10 minutes")
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

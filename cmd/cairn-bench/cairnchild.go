@@ -35,6 +35,7 @@ func hostChild(args []string) error {
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the host to this file")
 	natsURL := fs.String("nats-url", "", "join this NATS server instead of embedding one")
 	replicas := fs.Int("view-replicas", 0, "hosts holding each view shard (node.Config.ViewReplicas)")
+	noSnapshots := fs.Bool("no-snapshots", false, "write and read no snapshots (node.Config.NoSnapshots)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func hostChild(args []string) error {
 	ready := make(chan *node.Node, 1)
 	done := make(chan error, 1)
 	cfg := node.Config{DataDir: *dir, NATSListen: "127.0.0.1:0", HTTP: "127.0.0.1:0", NATSURL: *natsURL, ViewReplicas: *replicas,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		NoSnapshots: *noSnapshots, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	go func() { done <- node.Run(ctx, cfg, func(h *node.Node) { ready <- h }) }()
 	var h *node.Node
 	select {
@@ -199,6 +200,13 @@ func (c *cairnChild) stop() {
 		<-c.exited
 	}
 	os.RemoveAll(c.dir)
+}
+
+// kill kills the child with SIGKILL and waits until it has exited,
+// keeping its directory.
+func (c *cairnChild) kill() {
+	_ = c.cmd.Process.Kill()
+	<-c.exited
 }
 
 // processCPU returns the CPU time (user and system) a process has used:
