@@ -352,17 +352,14 @@ func (h *snapshotHeader) read(dec *msgpack.Decoder, r io.Reader) error {
 			h.IDs, err = dec.DecodeUint64()
 		case "at":
 			h.At, err = dec.DecodeInt64()
-		case "shards":
-			if v < ShardSnapshotFormat {
+		case "shards", "held":
+			if v < ShardSnapshotFormat { // not a field of this version
 				err = dec.Skip()
 				seen--
 				break
 			}
-			h.Shards, err = dec.DecodeUint64()
-		case "held":
-			if v < ShardSnapshotFormat {
-				err = dec.Skip()
-				seen--
+			if k == "shards" {
+				h.Shards, err = dec.DecodeUint64()
 				break
 			}
 			var b []byte

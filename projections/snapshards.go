@@ -2,6 +2,7 @@ package projections
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -45,8 +46,8 @@ import (
 // The journal's pruning may cut a table at any position at or below
 // which every shard has a base, whole or shard (SharedBases). After each
 // shard base it puts, a node keeps in the store, for each shard, the
-// bases holding it that a whole base's retention would keep
-// (collectShardBases), and removes the others.
+// bases holding it that a whole base's retention would keep (shardsKept),
+// and removes the others.
 
 const shardsSuffix = ".shards"
 
@@ -339,7 +340,7 @@ func mergeShardSources(t *Table, lc *loadedChain, src []*shardBase) *loadedChain
 		}
 	}
 	// Command ids are evicted in the order they were applied.
-	slices.SortStableFunc(c.expiry, func(a, b *CommandRecord) int { return cmpSeq(a.Seq, b.Seq) })
+	slices.SortStableFunc(c.expiry, func(a, b *CommandRecord) int { return cmp.Compare(a.Seq, b.Seq) })
 	out := &loadedChain{content: c, seq: lowest, at: time.Now(), baseSeq: lowest, baseAt: time.Now(), baseEnts: c.rows.Len()}
 	if lc != nil {
 		out.at, out.baseAt = lc.at, lc.baseAt
@@ -348,16 +349,6 @@ func mergeShardSources(t *Table, lc *loadedChain, src []*shardBase) *loadedChain
 		out.floor, out.floorTop = floor, highest
 	}
 	return out
-}
-
-func cmpSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // writeShardBase writes snap, of a view holding some shards, as a shard
@@ -461,7 +452,7 @@ func (v *Views) shareShardBase(ctx context.Context, t *Table, path string, seq u
 	v.stats.noteShared(true, int64(put.Size))
 	v.log.Info("snapshot shared", "table", t.Name(), "kind", sharedShards, "object", name, "seq", seq, "bytes", put.Size,
 		"elapsed", time.Since(start).Round(time.Millisecond))
-	v.collectShardBases(ctx, t.Name(), t.Epoch(), t.PruneCut())
+	v.collectShared(ctx, t.Name(), t.Epoch(), t.PruneCut())
 }
 
 // parseSharedHeld reads a shard base object's shards from its metadata.
@@ -481,24 +472,13 @@ func parseSharedHeld(info *jetstream.ObjectInfo) ([]bool, error) {
 	return held[:n], nil
 }
 
-// collectShardBases removes the store's shard bases of an incarnation
-// that no shard they hold keeps: for each shard, the positions of the
-// bases holding it are kept as a whole base's are (sharedKept: the newest
-// two, the horizon's, and, with cut, the first record the retention
-// keeps (Table.PruneCut), the newest before it and some spread after,
-// where the next prunes cut).
-func (v *Views) collectShardBases(ctx context.Context, name string, epoch, cut uint64) {
-	objs, _, err := v.listSharedOf(ctx, name, epoch)
-	if err != nil {
-		v.log.Warn("shared snapshots not collected", "table", name, "err", err)
-		return
-	}
-	h, err := v.j.History(ctx, name, epoch)
-	if err != nil {
-		v.log.Warn("shared snapshots not collected", "table", name, "err", err)
-		return
-	}
-	first := max(h.First, h.Horizon)
+// shardsKept returns the names of the shard bases among objs that some
+// shard they hold keeps: for each shard, the positions of the bases
+// holding it are kept as a whole base's are (sharedKept: the newest two,
+// the horizon's, and, with cut, the newest before it and some spread
+// after, where the next prunes cut). A shard held by fewer than two
+// positions keeps them all.
+func shardsKept(objs []sharedObject, first, cut uint64) map[string]bool {
 	positions := map[int][]uint64{} // by shard, ascending
 	for _, o := range objs {
 		for s, held := range o.held {
@@ -513,26 +493,16 @@ func (v *Views) collectShardBases(ctx context.Context, name string, epoch, cut u
 			kept[s] = keep
 		}
 	}
+	out := map[string]bool{}
 	for _, o := range objs {
-		if o.held == nil {
-			continue
-		}
-		keep := false
 		for s, held := range o.held {
 			if held && (kept[s] == nil || kept[s][o.seq]) {
-				keep = true
+				out[o.name] = true
 				break
 			}
 		}
-		if keep {
-			continue
-		}
-		if err := v.cfg.SnapshotStore.Delete(ctx, o.name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			v.log.Warn("shared snapshot not removed", "table", name, "object", o.name, "err", err)
-			continue
-		}
-		v.stats.removed.Add(1)
 	}
+	return out
 }
 
 // coveredBases returns, from a table incarnation's shared snapshots, the

@@ -472,7 +472,7 @@ func (sb *sharedBook) putEnded(seq uint64) {
 }
 
 // collectShared removes the store's snapshots of an incarnation that the
-// retention does not keep (see above). The stream's first sequence is
+// retention does not keep (see above; shard bases: shardsKept). The stream's first sequence is
 // read now, never from a cache: the journal's pruning may have moved it.
 func (v *Views) collectShared(ctx context.Context, name string, epoch uint64, cut uint64) {
 	objs, _, err := v.listSharedOf(ctx, name, epoch)
@@ -495,12 +495,13 @@ func (v *Views) collectShared(ctx context.Context, name string, epoch uint64, cu
 		}
 	}
 	keep, deltasAfter, ok := sharedKept(bases, first, cut)
-	if !ok {
-		return
-	}
+	shards := shardsKept(objs, first, cut)
 	for _, o := range objs {
-		if o.held != nil || o.base && keep[o.seq] || !o.base && o.seq > deltasAfter {
-			continue // shard bases have their own retention (collectShardBases)
+		switch {
+		case o.held != nil && shards[o.name]:
+			continue
+		case o.held == nil && (!ok || o.base && keep[o.seq] || !o.base && o.seq > deltasAfter):
+			continue
 		}
 		if err := v.cfg.SnapshotStore.Delete(ctx, o.name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 			v.log.Warn("shared snapshot not removed", "table", name, "object", o.name, "err", err)
