@@ -396,6 +396,7 @@ func (s *snapshotter) final() {
 		return
 	}
 	if snap.Seq <= s.lastSeq {
+		s.reshareLastBase()
 		return
 	}
 	// The views are stopping (Run's context has ended): the upload of
@@ -416,6 +417,23 @@ func (s *snapshotter) final() {
 	} else {
 		_ = s.writeBase(ctx, snap)
 	}
+}
+
+// reshareLastBase puts in the store, as the views stop with nothing
+// applied since the last snapshot, that snapshot when it is a base the
+// store lacks: the stop may have cut its put short, leaving the store's
+// chain a base behind the node's.
+func (s *snapshotter) reshareLastBase() {
+	path := filepath.Join(s.v.snapDir(s.t), snapFileName(s.lastSeq))
+	if s.v.cfg.SnapshotStore == nil || s.t.shared.holds(s.lastSeq) {
+		return
+	}
+	if _, err := os.Stat(path); err != nil {
+		return // a delta, or a base since removed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shareOnStopTimeout)
+	defer cancel()
+	s.v.shareSnapshot(ctx, s.t, path, chainLinkOf(s.lastSeq, 0, true))
 }
 
 // finalShards writes, as the views stop, a shard base of the records
