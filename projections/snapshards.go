@@ -27,8 +27,9 @@ import (
 // cannot write a base or a delta that another host would take for the
 // whole table. It writes shard bases instead: a base of its shards alone
 // (ShardSnapshotFormat: the header names the table's shard count and the
-// shards held), when its tail reaches the bounds a whole view's does,
-// never a delta. Each is a file of the table's snapshot directory,
+// shards held), once the table has had SnapshotEvery records since the
+// last, its shards' or not, and at least SnapshotCompact times the
+// entities the view holds (or after SnapshotInterval), never a delta. Each is a file of the table's snapshot directory,
 // <seq in 20 digits>.<set>.shards (set: 16 hex digits of FNV-1a of the
 // bitmap of the shards held), and, with a store, an object
 // <lowercase name>.<epoch>.<seq in 20 digits>.<set>.shards of kind

@@ -349,12 +349,16 @@ func (s *snapshotter) maybe() {
 }
 
 // maybeShards starts the shard base that is due, if any (applier
-// goroutine): at the tail bounds of decideSnapshot, once the view's
-// shards are all at its position (no floor), one at a time.
+// goroutine), once the view's shards are all at its position (no floor),
+// one at a time. A shard base is the view's share whole, never a delta,
+// so it is due once the tail holds SnapshotEvery records and at least
+// SnapshotCompact times the view's entities (each base then costs at
+// most 1/SnapshotCompact entity writes per record, as a whole view's
+// compactions do), or SnapshotInterval after the last.
 func (s *snapshotter) maybeShards() {
 	s.collect(false)
 	cfg := &s.v.cfg
-	due := s.tailRecords >= cfg.SnapshotEvery || s.tailBytes >= cfg.SnapshotBytes ||
+	due := s.tailRecords >= max(cfg.SnapshotEvery, int(cfg.SnapshotCompact*float64(s.t.rows.Len()))) ||
 		cfg.SnapshotInterval > 0 && s.tailRecords > 0 && time.Since(s.lastAt) >= cfg.SnapshotInterval
 	if !due || s.baseBusy || s.t.floor != nil {
 		return
