@@ -522,13 +522,38 @@ func (v *Views) downloadShared(ctx context.Context, t *Table, l *chainLink, scra
 	if err != nil {
 		return "", 0, err
 	}
-	defer r.Close()
+	// The store's reader waits for the object's chunks until the
+	// context's deadline, not its cancellation, and holds a lock its
+	// Close needs meanwhile: an object removed while it is read (another
+	// node's collection) stalls it. The copy runs aside and is given up on
+	// as ctx ends (the views stopping), its reader closed once it returns.
+	abandoned := false
+	defer func() {
+		if abandoned {
+			go r.Close()
+		} else {
+			r.Close()
+		}
+	}()
 	var size int64
 	copyTo := func(w io.Writer) error {
-		// The object store checks the object's digest at its end.
-		var err error
-		size, err = io.Copy(w, r)
-		return err
+		type copied struct {
+			n   int64
+			err error
+		}
+		done := make(chan copied, 1)
+		go func() {
+			n, err := io.Copy(w, r) // the object store checks the digest at its end
+			done <- copied{n, err}
+		}()
+		select {
+		case c := <-done:
+			size = c.n
+			return c.err
+		case <-ctx.Done():
+			abandoned = true
+			return fmt.Errorf("download of %s given up: %w", l.object, ctx.Err())
+		}
 	}
 	dir := v.snapDir(t)
 	if scratch {
