@@ -280,11 +280,7 @@ func (v *Views) replayAsOf(ctx context.Context, t *Table, seq uint64, def *Defin
 	start := time.Now()
 	var from uint64 // the position the view starts at: the snapshot's
 	if v.cfg.SnapshotDir != "" {
-		lc := v.loadChain(ctx, t, chainScope{first: first, last: last, upTo: seq, scratch: true})
-		if nt.Partial() {
-			lc = v.withShardBases(ctx, nt, first, seq, lc)
-		}
-		if lc != nil {
+		if lc := v.loadStart(ctx, nt, chainScope{first: first, last: last, upTo: seq, scratch: true}); lc != nil {
 			nt.restoreLoaded(lc)
 			from = lc.seq
 		}

@@ -34,7 +34,8 @@ type Move struct {
 	// Started is when the successor started.
 	Started time.Time `json:"started"`
 	// Seq is the journal position the successor has applied; Target the
-	// current view's, which the successor must reach to take over.
+	// current view's, which it is catching up with (it takes over once at
+	// the journal's end as it was when it started).
 	Seq    uint64 `json:"seq"`
 	Target uint64 `json:"target"`
 }

@@ -2,8 +2,6 @@ package projections
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -238,9 +236,6 @@ func (s *snapshotter) applied(rec *engine.Record) {
 		// host whose shards see no writes still writes their (small)
 		// bases, without which the journal is never cut (SharedBases).
 		s.tailRecords++
-		if rec != nil {
-			s.tailBytes += recordSize(rec)
-		}
 		s.t.snapInfo.tail.Store(uint64(s.tailRecords))
 		s.maybeShards()
 		return
@@ -331,19 +326,18 @@ func (s *snapshotter) maybe() {
 	s.lastSeq, s.lastAt = snap.Seq, time.Now()
 	s.tailRecords, s.tailBytes, s.touched = 0, 0, newTouchedSet()
 	s.t.snapInfo.tail.Store(0)
-	ctx := s.v.baseContext()
 	if kind == snapDelta || kind == snapCompacted {
 		s.book.chainEnts += len(touched.keys)
 		s.book.deltas++
 		s.deltaBusy = true
-		s.start(func() error { return s.writeDelta(snap, prev, touched) }, false, snap.Seq)
+		s.start(func(context.Context) error { return s.writeDelta(snap, prev, touched) }, false, snap.Seq)
 	}
 	if kind == snapBase || kind == snapCompacted {
 		s.old, s.bridged = s.book, kind == snapCompacted
 		s.book = chainBook{intact: true, baseSeq: snap.Seq, baseAt: time.Now(), baseEnts: snap.Len()}
 		s.baseBusy = true
 		s.t.shared.putting(snap.Seq)
-		s.start(func() error { return s.writeBase(ctx, snap) }, true, snap.Seq)
+		s.start(func(ctx context.Context) error { return s.writeBase(ctx, snap) }, true, snap.Seq)
 	}
 	s.t.snapInfo.noteChain(s.book)
 }
@@ -366,19 +360,36 @@ func (s *snapshotter) maybeShards() {
 	s.t.Publish()
 	snap := s.t.Snapshot()
 	s.lastSeq, s.lastAt = snap.Seq, time.Now()
-	s.tailRecords, s.tailBytes = 0, 0
+	s.tailRecords = 0
 	s.t.snapInfo.tail.Store(0)
 	s.baseBusy = true
-	ctx := s.v.baseContext()
-	s.start(func() error { return s.writeShardBase(ctx, snap) }, true, snap.Seq)
+	s.start(func(ctx context.Context) error { return s.writeShardBase(ctx, snap) }, true, snap.Seq)
 }
 
 // start runs write in a goroutine of the views', which sends its outcome.
-func (s *snapshotter) start(write func() error, base bool, seq uint64) {
+// Its context is Run's, and lasts shareOnStopTimeout past Run's end: a
+// base the stop catches while it is put in the store is still put (a
+// store out of reach holds the stop that long at most), so that the
+// store's chain is not left a base behind the node's files.
+func (s *snapshotter) start(write func(context.Context) error, base bool, seq uint64) {
+	run := s.v.baseContext()
+	ctx, cancel := context.WithCancel(context.WithoutCancel(run))
+	stop := context.AfterFunc(run, func() {
+		grace := time.NewTimer(shareOnStopTimeout)
+		defer grace.Stop()
+		select {
+		case <-grace.C:
+			cancel()
+		case <-ctx.Done(): // the write ended
+		}
+	})
 	s.v.wg.Add(1)
 	go func() {
 		defer s.v.wg.Done()
-		s.outcomes <- snapOutcome{base: base, seq: seq, err: write()}
+		err := write(ctx)
+		cancel()
+		stop()
+		s.outcomes <- snapOutcome{base: base, seq: seq, err: err}
 	}()
 }
 
@@ -400,7 +411,6 @@ func (s *snapshotter) final() {
 		return
 	}
 	if snap.Seq <= s.lastSeq {
-		s.reshareLastBase()
 		return
 	}
 	// The views are stopping (Run's context has ended): the upload of
@@ -423,40 +433,15 @@ func (s *snapshotter) final() {
 	}
 }
 
-// reshareLastBase puts in the store, as the views stop with nothing
-// applied since the last snapshot, that snapshot when it is a base the
-// store lacks: the stop may have cut its put short, leaving the store's
-// chain a base behind the node's.
-func (s *snapshotter) reshareLastBase() {
-	path := filepath.Join(s.v.snapDir(s.t), snapFileName(s.lastSeq))
-	if s.v.cfg.SnapshotStore == nil || s.t.shared.holds(s.lastSeq) {
-		return
-	}
-	if _, err := os.Stat(path); err != nil {
-		return // a delta, or a base since removed
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), shareOnStopTimeout)
-	defer cancel()
-	s.v.shareSnapshot(ctx, s.t, path, chainLinkOf(s.lastSeq, 0, true))
-}
-
 // finalShards writes, as the views stop, a shard base of the records
-// applied since the last one, or puts the last one in the store again:
-// the stop may have cut its put short.
+// applied since the last one.
 func (s *snapshotter) finalShards(snap *Snapshot) {
-	if s.t.floor != nil {
-		return // its shards are not all at its position
+	if s.t.floor != nil || snap.Seq <= s.lastSeq {
+		return // its shards are not all at its position, or nothing new
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), shareOnStopTimeout)
 	defer cancel()
-	if snap.Seq > s.lastSeq {
-		_ = s.writeShardBase(ctx, snap)
-		return
-	}
-	path := filepath.Join(s.v.snapDir(s.t), shardFileName(s.lastSeq, s.t.held))
-	if _, err := os.Stat(path); err == nil && s.v.cfg.SnapshotStore != nil {
-		s.v.shareShardBase(ctx, s.t, path, s.lastSeq, s.t.held)
-	}
+	_ = s.writeShardBase(ctx, snap)
 }
 
 // snapInfo is a view's snapshot figures, for /metrics: written by its

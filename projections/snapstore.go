@@ -128,10 +128,7 @@ func (v *Views) removeSnapshotsOf(ctx context.Context, name string, epoch uint64
 // with a store, the store's objects of the incarnation. It returns the
 // chain loaded (nil: none).
 func (v *Views) loadSnapshot(ctx context.Context, t *Table, first, last uint64) *loadedChain {
-	lc := v.loadChain(ctx, t, chainScope{first: first, last: last, upTo: last})
-	if t.Partial() {
-		lc = v.withShardBases(ctx, t, first, last, lc)
-	}
+	lc := v.loadStart(ctx, t, chainScope{first: first, last: last, upTo: last})
 	if lc != nil {
 		t.restoreLoaded(lc)
 		if lc.floor != nil {
@@ -253,6 +250,17 @@ func (t *Table) restore(seq uint64, c *snapshotContent) {
 			return true
 		})
 	}
+}
+
+// loadStart loads what t starts from within the scope: the best chain of
+// its snapshots, and, for a view holding some shards, the shard bases
+// newer than it (nil: none usable).
+func (v *Views) loadStart(ctx context.Context, t *Table, sc chainScope) *loadedChain {
+	lc := v.loadChain(ctx, t, sc)
+	if t.Partial() {
+		lc = v.withShardBases(ctx, t, sc.first, sc.upTo, lc)
+	}
+	return lc
 }
 
 // restoreLoaded sets the view (which has applied nothing) to what lc

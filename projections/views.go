@@ -122,10 +122,10 @@ type Config struct {
 	// some materialises only their partitions' entities; it still reads
 	// the table's whole journal, decoding only its shards' records
 	// (journal.ConsumeHeld), so its position means what a whole view's
-	// does. Such a view writes no snapshots, and starts from the table's
-	// whole snapshots, keeping its shards' entities. nil: every host holds
-	// every table whole. It is asked when a table's view starts, and again
-	// by Replace when the live hosts change.
+	// does. Such a view writes shard bases of its shards alone, and
+	// starts from those and the table's whole snapshots (snapshards.go).
+	// nil: every host holds every table whole. It is asked when a table's
+	// view starts, and again by Replace when the live hosts change.
 	Placement func(table string, epoch uint64, shards uint32) (held []bool)
 }
 
