@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cairn-dev/cairn/engine"
@@ -136,6 +137,19 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 		// the consumer would never deliver what the view waits for.
 		return &faultError{seq: t.Seq() + 1, err: fmt.Errorf("records %d to %d are missing from the journal (purged or deleted)", t.Seq()+1, first-1)}
 	}
+	// A view of some shards reads them alone (sparse.go): it learns where
+	// it stands to reach its target, often another shard's record.
+	held := t.heldShards()
+	var stand *journal.Stand
+	if held != nil {
+		stand = journal.NewStand()
+		t.sparse = true
+		t.stand.Store(stand)
+		defer t.stand.Store(nil)
+		if target > t.Seq() {
+			stand.Learn(target)
+		}
+	}
 	start, lastLog := time.Now(), time.Now()
 	caughtUp := false
 	markReady := func() {
@@ -203,21 +217,24 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 	// The watch ends the follow with a fault as its cause when records
 	// disappear from the journal.
 	fctx, stopFollow := context.WithCancelCause(ctx)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		v.watchHistory(fctx, t, stopFollow)
-	}()
+	var watches sync.WaitGroup
+	watches.Go(func() { v.watchHistory(fctx, t, stopFollow) })
+	if stand != nil {
+		watches.Go(func() { t.watchStand(fctx, stand) })
+	}
 	defer func() {
 		stopFollow(nil)
-		<-watched
+		watches.Wait()
 	}()
 	err = v.retry(fctx, "follow the journal", t.Name(), func() error {
 		// After an interruption, resume right after the last record applied.
 		var err error
-		if t.Partial() {
+		switch {
+		case stand != nil:
+			err = v.j.ConsumeShards(fctx, t.Name(), t.Epoch(), t.Shards(), held, stand, t.Seq()+1, t.appendedRecord, apply)
+		case t.Partial():
 			err = v.j.ConsumeHeld(fctx, t.Name(), t.Epoch(), t.Shards(), t.HoldsShard, t.Seq()+1, t.appendedRecord, apply)
-		} else {
+		default:
 			err = v.j.ConsumeKnown(fctx, t.Name(), t.Epoch(), t.Shards(), t.Seq()+1, t.appendedRecord, apply)
 		}
 		if errors.Is(err, engine.ErrTableGone) {

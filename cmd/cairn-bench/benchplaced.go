@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/cmd/internal/cli"
 	"github.com/cairn-dev/cairn/engine"
@@ -75,7 +78,7 @@ func benchPlaced(args []string) error {
 		runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *entities, *valueBytes, *partitions, engine.DefaultShards, *replicas)
 
 	// The floor: a host holding no table.
-	floor, err := measureHosts(ctx, url, 1, 0, nil)
+	floor, err := measureHosts(ctx, url, 1, 0, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -93,21 +96,38 @@ func benchPlaced(args []string) error {
 	if err != nil {
 		return err
 	}
-	whole, err := measureHosts(ctx, url, 1, 0, &placedGoal{seq: last, entities: uint64(*entities)})
+	// The journal's fan-out: the records a round of writes, one per
+	// partition, delivers to the hosts' views, per record written.
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	fan := &fanout{j: j, js: js, w: w, table: table, epoch: epoch}
+	fanOf := func(n int, goal *placedGoal) func([]*cairnChild) error {
+		return func(hosts []*cairnChild) error {
+			f, err := fan.measure(ctx, hosts, goal)
+			fan.per[n] = f
+			return err
+		}
+	}
+	wholeGoal := &placedGoal{seq: last, entities: uint64(*entities)}
+	whole, err := measureHosts(ctx, url, 1, 0, wholeGoal, fanOf(1, wholeGoal))
 	if err != nil {
 		return err
 	}
 	mb := func(b uint64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
 	views := func(b uint64) uint64 { return b - min(b, floor[0].live) }
-	fmt.Printf("A host holding no table: %s of heap. One host holding the table whole: %s (%s for its views, %.0f bytes per entity).\n\n",
-		mb(floor[0].live), mb(whole[0].live), mb(views(whole[0].live)), float64(views(whole[0].live))/float64(*entities))
-	fmt.Println("| hosts | R | entities held per host: min / max (share of the table) | heap per host: min / median / max | largest heap against the whole host's | its views against the whole host's views |")
-	fmt.Println("|---|---|---|---|---|---|")
+	fmt.Printf("A host holding no table: %s of heap. One host holding the table whole: %s (%s for its views, %.0f bytes per entity); its view and the outbox relay were delivered %.2f records per record written.\n\n",
+		mb(floor[0].live), mb(whole[0].live), mb(views(whole[0].live)), float64(views(whole[0].live))/float64(*entities), fan.per[1])
+	fmt.Println("| hosts | R | entities held per host: min / max (share of the table) | heap per host: min / median / max | largest heap against the whole host's | its views against the whole host's views | records its readers were delivered per record written: the views and the outbox relay (floor: R + 1; every host's view reading the whole journal: hosts + 1) |")
+	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, n := range sizes {
-		ms, err := measureHosts(ctx, url, n, *replicas, &placedGoal{seq: last, entities: uint64(min(n, *replicas)) * uint64(*entities), partial: n > *replicas})
+		goal := &placedGoal{seq: last, entities: uint64(min(n, *replicas)) * uint64(*entities), partial: n > *replicas}
+		ms, err := measureHosts(ctx, url, n, *replicas, goal, fanOf(n, goal))
 		if err != nil {
 			return err
 		}
+		last = goal.seq // moved by the fan-out's writes
 		heaps := make([]float64, len(ms))
 		held := make([]uint64, len(ms))
 		for i, m := range ms {
@@ -116,10 +136,11 @@ func benchPlaced(args []string) error {
 		slices.Sort(heaps)
 		slices.Sort(held)
 		top := uint64(heaps[len(heaps)-1])
-		fmt.Printf("| %d | %d | %d / %d (%.2f) | %s / %s / %s | %.2f | %.2f |\n", n, *replicas,
+		fmt.Printf("| %d | %d | %d / %d (%.2f) | %s / %s / %s | %.2f | %.2f | %.2f (floor %d; whole journal %d) |\n", n, *replicas,
 			held[0], held[len(held)-1], float64(held[len(held)-1])/float64(*entities),
 			mb(uint64(heaps[0])), mb(uint64(median(heaps))), mb(top),
-			float64(top)/float64(whole[0].live), float64(views(top))/float64(views(whole[0].live)))
+			float64(top)/float64(whole[0].live), float64(views(top))/float64(views(whole[0].live)),
+			fan.per[n], min(n, *replicas)+1, n+1)
 	}
 	if *restarts == 0 {
 		return nil
@@ -212,7 +233,7 @@ type placedGoal struct {
 // measureHosts starts n hosts holding each shard on replicas of them (0:
 // every host whole), waits until their views reach goal (nil: none), and
 // returns each host's memory after a collection.
-func measureHosts(ctx context.Context, url string, n, replicas int, goal *placedGoal) ([]memSample, error) {
+func measureHosts(ctx context.Context, url string, n, replicas int, goal *placedGoal, during func([]*cairnChild) error) ([]memSample, error) {
 	var hosts []*cairnChild
 	defer func() {
 		for _, h := range hosts {
@@ -236,7 +257,11 @@ func measureHosts(ctx context.Context, url string, n, replicas int, goal *placed
 	if err := settle(hosts, goal); err != nil {
 		return nil, err
 	}
-	return samples(hosts)
+	ms, err := samples(hosts)
+	if err != nil || during == nil {
+		return ms, err
+	}
+	return ms, during(hosts)
 }
 
 // samples returns each host's memory after a collection.
@@ -277,5 +302,96 @@ func settle(hosts []*cairnChild, goal *placedGoal) error {
 			return errors.New("the hosts' views did not settle on their shards within 10 minutes")
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// fanout measures the journal's fan-out on a settled cluster: the records
+// its views' consumers deliver per record written, over a round of
+// writes of one record per partition.
+type fanout struct {
+	j     *journal.Journal
+	js    jetstream.JetStream
+	w     *historyWriter
+	table string
+	epoch uint64
+	round int
+	per   map[int]float64 // by cluster size
+}
+
+// measure writes two rounds and returns what the consumers of the
+// table's stream delivered during the second per record: the first lets
+// every reader catch up (the outbox relay of a new host reads the table
+// from its start), and the second is measured once they all have. goal's
+// position moves to the end of the rounds.
+func (f *fanout) measure(ctx context.Context, hosts []*cairnChild, goal *placedGoal) (float64, error) {
+	if f.per == nil {
+		f.per = map[int]float64{}
+	}
+	var before map[string]uint64
+	parts := cmp.Or(f.w.parts, historyPartitions)
+	for round := range 2 {
+		entities := f.w.entities
+		f.round++
+		f.w.entities = parts // one record per partition: each updates an entity
+		err := f.w.round(ctx, 1000+f.round)
+		f.w.entities = entities
+		if err != nil {
+			return 0, err
+		}
+		if goal.seq, err = f.j.LastStreamSeq(ctx, f.table, f.epoch); err != nil {
+			return 0, err
+		}
+		if err := settle(hosts, goal); err != nil {
+			return 0, err
+		}
+		now, err := f.delivered(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if round == 0 {
+			before = now
+			continue
+		}
+		var sum uint64
+		for name, n := range now {
+			b, ok := before[name]
+			if !ok {
+				return 0, fmt.Errorf("the consumer %s of the table's stream appeared while the fan-out was measured (a view moved)", name)
+			}
+			sum += n - b
+		}
+		return float64(sum) / float64(parts), nil
+	}
+	return 0, nil
+}
+
+// delivered returns what each consumer of the table's stream delivered,
+// once that stopped moving (the views are at the end already; the outbox
+// relay may still be catching up). Consumers a view left behind when it
+// moved linger without delivering until the server removes them.
+func (f *fanout) delivered(ctx context.Context) (map[string]uint64, error) {
+	deadline := time.Now().Add(5 * time.Minute)
+	var prev map[string]uint64
+	for {
+		s, err := f.js.Stream(ctx, f.j.TableStream(f.table, f.epoch))
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]uint64{}
+		lister := s.ListConsumers(ctx)
+		for ci := range lister.Info() {
+			out[ci.Name] = ci.Delivered.Consumer
+		}
+		if err := lister.Err(); err != nil {
+			return nil, err
+		}
+		if maps.Equal(out, prev) {
+			return out, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, errors.New("the readers of the table's stream did not settle within 5 minutes")
+		}
+		prev = out
+		time.Sleep(time.Second)
 	}
 }
