@@ -9,10 +9,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/projections"
 )
 
-// TestSparseView: a view of some shards is sent only their records (its
-// consumer filters on their subjects, and delivers nothing else), yet
+// TestSparseView: a view of some shards, once caught up, is sent only
+// their records (its consumer filters on their subjects, and delivers
+// nothing else), yet
 // stands where a whole view does: at the stream's last record when it
 // has replayed, at a read's position that is another shard's record, and
 // a wait for any record wakes on another shard's. A made-up position
@@ -64,32 +66,15 @@ func TestSparseView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	consumer := func() *jetstream.ConsumerInfo {
-		t.Helper()
-		s, err := js.Stream(r.ctx, r.j.TableStream("Sparse", epoch))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var found []*jetstream.ConsumerInfo
-		for ci := range s.ListConsumers(r.ctx).Info() {
-			found = append(found, ci)
-		}
-		if len(found) != 1 {
-			t.Fatalf("%d consumers of the table's stream, want the view's", len(found))
-		}
-		return found[0]
-	}
-	ci := consumer()
 	var want []string
 	for _, s := range held {
 		want = append(want, r.j.ShardSubjects("Sparse", epoch, uint32(s)))
 	}
-	if !slices.Equal(ci.Config.FilterSubjects, want) {
-		t.Fatalf("the view's consumer filters on %q, want %q", ci.Config.FilterSubjects, want)
-	}
-	if ci.Delivered.Consumer != uint64(mine) || mine == 0 || mine == len(last) {
-		t.Fatalf("the view's consumer delivered %d records, want the %d of its shards", ci.Delivered.Consumer, mine)
-	}
+	// Replayed on the whole journal, it tails on its filtered consumer,
+	// the only one left on the stream (the other is deleted on the side).
+	consumer := func() *jetstream.ConsumerInfo { return filteredConsumer(t, r, js, "Sparse", epoch, want) }
+	mine = 0 // from here on
+	base := consumer().Delivered.Consumer
 
 	// A read at another shard's record.
 	seq := write(otherKey)
@@ -126,8 +111,107 @@ func TestSparseView(t *testing.T) {
 	if _, ok := snap.Get(heldKey, rk); !ok {
 		t.Fatal("the record after a made-up position is not in the view")
 	}
-	if ci := consumer(); ci.Delivered.Consumer != uint64(mine) || ci.NumPending != 0 {
-		t.Fatalf("the view's consumer delivered %d records (%d pending), want the %d of its shards", ci.Delivered.Consumer, ci.NumPending, mine)
+	if ci := consumer(); ci.Delivered.Consumer-base != uint64(mine) || ci.NumPending != 0 || mine == 0 {
+		t.Fatalf("the view's consumer delivered %d records (%d pending) since it caught up, want the %d of its shards", ci.Delivered.Consumer-base, ci.NumPending, mine)
 	}
 	views.stop()
+}
+
+// filteredConsumer waits until the table's stream has one consumer left,
+// filtering on want, and returns it.
+func filteredConsumer(t *testing.T, r *rig, js jetstream.JetStream, table string, epoch uint64, want []string) *jetstream.ConsumerInfo {
+	t.Helper()
+	s, err := js.Stream(r.ctx, r.j.TableStream(table, epoch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var found []*jetstream.ConsumerInfo
+		for ci := range s.ListConsumers(r.ctx).Info() {
+			found = append(found, ci)
+		}
+		if len(found) == 1 && slices.Equal(found[0].Config.FilterSubjects, want) {
+			return found[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d consumers of the table's stream; want the view's alone, filtering on %q", len(found), want)
+		}
+	}
+}
+
+// TestSparseViewBehind: a sparse view whose filtered consumer falls far
+// behind reads the whole journal until it has caught up, then tails on
+// its filtered consumer again, and holds exactly its shards' entities.
+func TestSparseViewBehind(t *testing.T) {
+	r := newRig(t)
+	epoch := r.create("Behind")
+	held := []int{1, 3, 4, 6}
+	holds := func(pk string) bool { return slices.Contains(held, engine.Shard(pk, rigShards)) }
+	last := map[string]uint64{}
+	rows := map[string][]string{} // each partition's row keys written
+	var pks []string
+	for i := range 40 {
+		pks = append(pks, fmt.Sprintf("q%02d", i))
+	}
+	write := func(n int) uint64 {
+		t.Helper()
+		var seq uint64
+		for i := range n {
+			pk := pks[i%len(pks)]
+			rec := &engine.Record{Time: 1, PartitionKey: pk, Nonce: fmt.Sprint(pk, last[pk]),
+				Events: []engine.Event{{Kind: engine.EventPut, RowKey: fmt.Sprint(last[pk])}}}
+			var err error
+			if seq, err = r.j.Append(r.ctx, "Behind", epoch, rigShards, rec, last[pk]); err != nil {
+				t.Fatal(err)
+			}
+			rows[pk] = append(rows[pk], fmt.Sprint(last[pk]))
+			last[pk] = seq
+		}
+		return seq
+	}
+	write(40)
+	cfg := snapConfig(t)
+	cfg.Placement = heldShards(held...)
+	log := &logSink{}
+	views := r.startViews(cfg, log)
+	defer views.stop()
+	tb, _ := views.v.Table("Behind")
+	js, err := jetstream.New(r.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, s := range held {
+		want = append(want, r.j.ShardSubjects("Behind", epoch, uint32(s)))
+	}
+	filteredConsumer(t, r, js, "Behind", epoch, want)
+
+	// Held back, the view's consumer fills the reader's buffer (1,024
+	// deliveries), and the server holds the rest for it.
+	projections.SetSparseBehind(t, 16)
+	release := tb.HoldApply()
+	end := write(3000)
+	release()
+	if _, err := tb.WaitAt(r.ctx, end); err != nil {
+		t.Fatal(err)
+	}
+	filteredConsumer(t, r, js, "Behind", epoch, want)
+	if len(log.find("switches its reader", "table=Behind", "filtered=false")) == 0 || len(log.find("switches its reader", "table=Behind", "filtered=true")) < 2 {
+		t.Fatalf("the view did not go back to the whole journal and return:\n%s", log)
+	}
+	snap := tb.Snapshot()
+	wantLen := 0
+	for pk, rks := range rows {
+		for _, rk := range rks {
+			if _, ok := snap.Get(pk, rk); ok != holds(pk) {
+				t.Fatalf("entity %s/%s: present %v, its shard held %v", pk, rk, ok, holds(pk))
+			}
+			if holds(pk) {
+				wantLen++
+			}
+		}
+	}
+	if snap.Len() != wantLen || wantLen == 0 {
+		t.Fatalf("the view holds %d entities, want %d", snap.Len(), wantLen)
+	}
 }

@@ -356,7 +356,7 @@ func (f *fanout) measure(ctx context.Context, hosts []*cairnChild, goal *placedG
 		for name, n := range now {
 			b, ok := before[name]
 			if !ok {
-				return 0, fmt.Errorf("the consumer %s of the table's stream appeared while the fan-out was measured (a view moved)", name)
+				return 0, fmt.Errorf("the consumer %s of the table's stream appeared while the fan-out was measured (a view moved, or fell behind and went back to reading the whole journal)", name)
 			}
 			sum += n - b
 		}
