@@ -32,7 +32,7 @@ func (j *Journal) Consume(ctx context.Context, table string, epoch uint64, shard
 // memory, which is then used instead of decoding the message. Nonces are
 // unique, so the record is exactly the one stored.
 func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, shards uint32, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
-	return j.consumeTable(ctx, table, epoch, shards, reading{}, nil, from, known, fn)
+	return j.consumeTable(ctx, table, epoch, shards, "", nil, from, known, fn)
 }
 
 // ConsumeHeld is ConsumeKnown for a reader that holds some shards of a
@@ -40,54 +40,28 @@ func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, 
 // to fn as nil, without being decoded, so that the reader's position
 // still moves past it. Every record is read (pending counts them all).
 func (j *Journal) ConsumeHeld(ctx context.Context, table string, epoch uint64, shards uint32, held func(shard uint32) bool, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
-	return j.consumeTable(ctx, table, epoch, shards, reading{}, held, from, known, fn)
+	return j.consumeTable(ctx, table, epoch, shards, "", held, from, known, fn)
 }
 
-// ConsumeShards is ConsumeKnown for the records of some shards of a
-// table with shards (each < shards): those on their partitions' subjects
-// (ShardSubjects), which its consumer filters on the server, so that the
-// reader is sent nothing else. Sequences are the stream's, with gaps
-// where other shards' records are; pending counts only these shards'
-// records. A record of another shard read from a replica (a delivery
-// lost in transit is read again so) is handed to fn as nil, as
-// ConsumeHeld does. stand, when not nil, is how the caller learns where
-// the reader stands between its records (Stand): fn is then handed
-// (seq, nil, 0) when the reader has learnt that it handed over every
-// record of its shards up to seq.
-func (j *Journal) ConsumeShards(ctx context.Context, table string, epoch uint64, shards uint32, held []uint32, stand *Stand, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
-	if len(held) == 0 {
-		return fmt.Errorf("journal: consume no shard of %s", table)
+// ConsumeShard is ConsumeKnown for the records of one shard of a table
+// with shards (shard < shards): those on its partitions' subjects
+// (ShardSubjects), which a consumer filters on the server. Sequences are
+// the stream's, with gaps where other shards' records are; pending
+// counts only this shard's records.
+func (j *Journal) ConsumeShard(ctx context.Context, table string, epoch uint64, shards, shard uint32, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
+	if shard >= shards {
+		return fmt.Errorf("journal: consume shard %d of %s, which has %d", shard, table, shards)
 	}
-	in := make([]bool, shards)
-	rd := reading{stand: stand}
-	for _, s := range held {
-		if s >= shards {
-			return fmt.Errorf("journal: consume shard %d of %s, which has %d", s, table, shards)
-		}
-		if !in[s] {
-			in[s] = true
-			rd.filters = append(rd.filters, j.ShardSubjects(table, epoch, s))
-		}
-	}
-	return j.consumeTable(ctx, table, epoch, shards, rd, func(s uint32) bool { return in[s] }, from, known, fn)
+	return j.consumeTable(ctx, table, epoch, shards, j.ShardSubjects(table, epoch, shard), nil, from, known, fn)
 }
 
-// A reading is what a reader asks of consume beyond its stream.
-type reading struct {
-	filters []string // the subjects its consumer filters on; none: all
-	stand   *Stand   // how its holder learns where it stands, or nil
-}
-
-// consumeTable reads a table's records, those rd filters on, and checks
-// each against its subject; with held, those of shards not held are
-// handed over as nil.
-func (j *Journal) consumeTable(ctx context.Context, table string, epoch uint64, shards uint32, rd reading, held func(uint32) bool, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
+// consumeTable reads a table's records, those matching filter when it is
+// not "", and checks each against its subject; with held, those of shards
+// not held are handed over as nil.
+func (j *Journal) consumeTable(ctx context.Context, table string, epoch uint64, shards uint32, filter string, held func(uint32) bool, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
 	prefix := j.incarnationPrefix(table, epoch)
 	var tok []byte
-	return j.consume(ctx, StreamName(j.cfg.Prefix, table, epoch), rd, from, func(seq uint64, subj string, data []byte, pending uint64) error {
-		if data == nil && subj == "" {
-			return fn(seq, nil, pending) // where the reader learnt it stands
-		}
+	return j.consume(ctx, StreamName(j.cfg.Prefix, table, epoch), filter, from, func(seq uint64, subj string, data []byte, pending uint64) error {
 		if held != nil && shards > 0 {
 			if shard, ok := subjectShard(subj, prefix); ok && shard < shards && !held(shard) {
 				return fn(seq, nil, pending)
@@ -160,12 +134,9 @@ func subjectShard(subj, prefix string) (shard uint32, ok bool) {
 // sequence. A connection not allowed to subscribe to the announcement (an
 // external server's restricted user) falls back to the heartbeats.
 //
-// With filters, the consumer delivers only the records on matching
-// subjects; with one filter, replicas are read for those alone, and with
-// more, for every record (the caller tells them apart by their subject).
-// With a stand, the reader learns where it stands between its records
-// (Stand), and hands that over as a sequence without a subject or data.
-func (j *Journal) consume(ctx context.Context, stream string, rd reading, from uint64, fn func(seq uint64, subj string, data []byte, pending uint64) error) error {
+// With a filter other than "" only the records on matching subjects are
+// read, by the consumer and from the replicas alike.
+func (j *Journal) consume(ctx context.Context, stream, filter string, from uint64, fn func(seq uint64, subj string, data []byte, pending uint64) error) error {
 	defer j.watchLeader(stream)()
 	// The consumers left behind are deleted on the side (on a live server
 	// they would linger until their inactivity threshold, 5 minutes).
@@ -180,7 +151,7 @@ func (j *Journal) consume(ctx context.Context, stream string, rd reading, from u
 	}
 	var bound time.Duration // of the consumer's creation: none at first
 	for try := 0; ; {
-		last, made, restart, err := j.consumeFrom(ctx, stream, rd, from, bound, &deletes, deliver)
+		last, made, restart, err := j.consumeFrom(ctx, stream, filter, from, bound, &deletes, deliver)
 		if fnErr != nil {
 			return fnErr
 		}
@@ -213,7 +184,7 @@ func (j *Journal) consume(ctx context.Context, stream string, rd reading, from u
 			// places consumers, may be electing. Meanwhile the records
 			// are read from any replica, so that the view, and the
 			// writes waiting to be seen, go on.
-			swept := j.sweep(ctx, stream, rd.replicaFilter(), from, deliver)
+			swept := j.sweep(ctx, stream, filter, from, deliver)
 			if swept > from {
 				j.logf("journal: no consumer could be made; read from a replica meanwhile", "stream", stream, "from", from, "to", swept-1)
 			}
@@ -258,8 +229,7 @@ const readerHeartbeat = time.Second
 // made says the consumer was made. A bound other than 0 limits the wait
 // for the consumer's creation, which a leader announcement also ends
 // (restart).
-func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, from uint64, bound time.Duration, deletes *sync.WaitGroup, fn func(seq uint64, subj string, data []byte, pending uint64) error) (last uint64, made, restart bool, err error) {
-	filter := rd.replicaFilter()
+func (j *Journal) consumeFrom(ctx context.Context, stream, filter string, from uint64, bound time.Duration, deletes *sync.WaitGroup, fn func(seq uint64, subj string, data []byte, pending uint64) error) (last uint64, made, restart bool, err error) {
 	elected := j.leaderChanged(stream) // before the consumer: none is missed
 	// What the client's ordered consumer makes: an ephemeral consumer in
 	// memory, one replica, nothing to acknowledge; the server removes it
@@ -270,11 +240,7 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, fr
 		MemoryStorage:     true,
 		Replicas:          1,
 		InactiveThreshold: 5 * time.Minute,
-	}
-	if len(rd.filters) == 1 {
-		cfg.FilterSubject = rd.filters[0]
-	} else {
-		cfg.FilterSubjects = rd.filters
+		FilterSubject:     filter,
 	}
 	if from > 1 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
@@ -360,22 +326,11 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, fr
 	}
 	reconnected := j.reconnected()
 	probed, _ := j.probeChanged(stream)
-	var learnt <-chan struct{} // nil without a stand: never ready
-	if rd.stand != nil {
-		var asked uint64
-		if learnt, asked = rd.stand.changed(); asked > 0 {
-			wake() // asked before this consumer was made
-		}
-	}
 	done := make(chan struct{})
 	defer close(done)
 	go func() { // ends with consumeFrom
 		for {
 			select {
-			case <-learnt:
-				learnt, _ = rd.stand.changed()
-				wake()
-				continue
 			case <-elected:
 			case <-reconnected:
 				reconnected = j.reconnected()
@@ -465,45 +420,6 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, fr
 		}
 		return nil
 	}
-	// learn answers the stand's question (Stand): when the consumer has
-	// nothing pending and the reader received all it delivered, the
-	// reader stands at the stream's last sequence. Otherwise it asks
-	// again at the next delivery with nothing pending after it, or after
-	// probeQuiet; a consumer that delivered what never came and then
-	// nothing for probeQuiet lost it in transit, and is made again
-	// (restart) after the last record handed over.
-	var learnAgain bool
-	learn := func() (restart bool, err error) {
-		to := rd.stand.take()
-		learnAgain = false
-		if to < next {
-			return false, nil // past it already
-		}
-		st, err := j.standOf(ctx, stream, cons, delivered)
-		switch {
-		case ctx.Err() != nil:
-			return false, nil
-		case err != nil:
-			j.logf("journal: a reader could not learn where it stands", "stream", stream, "after", next-1, "err", err)
-		case st.settled:
-			if st.last >= next {
-				if err := fn(st.last, "", nil, 0); err != nil {
-					drop()
-					return false, err
-				}
-				last, next = st.last, st.last+1
-			}
-			return false, nil
-		case st.lost && time.Since(lastDelivery) >= probeQuiet:
-			rd.stand.keep(to) // asked of the next consumer
-			drop()
-			return true, fmt.Errorf("journal: consume %s: deliveries lost in transit", stream)
-		}
-		rd.stand.keep(to)
-		learnAgain = true
-		time.AfterFunc(probeQuiet, wake)
-		return false, nil
-	}
 	for {
 		m, err := it.Next(nextOpt)
 		if err != nil {
@@ -521,11 +437,6 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, fr
 				if reconnectLook.Swap(false) {
 					if err := look(0); err != nil {
 						return last, true, false, err
-					}
-				}
-				if rd.stand != nil {
-					if restart, err := learn(); err != nil {
-						return last, true, restart, err
 					}
 				}
 				if to := probeTo.Load(); to < next {
@@ -577,10 +488,6 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, fr
 			return last, true, false, err
 		}
 		last, next = seq, seq+1
-		if learnAgain && md.NumPending == 0 {
-			learnAgain = false
-			wake() // caught up: where it stands can be learnt now
-		}
 	}
 }
 
