@@ -126,17 +126,18 @@ func (c *call) query(table string) {
 		c.fail(err)
 		return
 	}
-	var snap *projections.Snapshot // nil: a page gathered from the hosts, held nowhere
+	var snap *projections.Snapshot // nil: a page gathered from the hosts, held there
 	var hold uint64
+	var gathered *pages.Result // a page gathered from the hosts
 	var pg query.Page
 	var seq uint64 // the position read
 	if t.Gathered() && c.s.cfg.Pages != nil {
-		pq := pages.Query{Filter: q.Get("$filter"), Limit: top, Descending: desc, AsOf: asOf}
+		pq := pages.Query{Filter: q.Get("$filter"), Limit: top, Descending: desc, AsOf: asOf, Keep: true}
 		if g := c.sas; g != nil && g.rangeBound {
 			pq.FromPK, pq.ToPK = g.spk, g.epk
 		}
 		if tok != nil {
-			pq.From = &tok.from
+			pq.From, pq.Hold = &tok.from, tok.hold
 		}
 		if !given {
 			if pq.Position, err = c.position(); err != nil {
@@ -149,7 +150,7 @@ func (c *call) query(table string) {
 			c.fail(err)
 			return
 		}
-		pg, seq = res.Page, res.Seq
+		pg, seq, gathered = res.Page, res.Seq, &res
 	} else {
 		if tok != nil {
 			if s, ok := c.s.held.Get(tok.hold, t.Name(), t.Epoch()); ok && (!given || s.Seq == asOf) {
@@ -173,6 +174,8 @@ func (c *call) query(table string) {
 	if pg.More {
 		if snap != nil {
 			hold = c.s.held.Put(hold, snap)
+		} else if gathered != nil {
+			hold = gathered.Hold
 		}
 		if !given {
 			asOf = 0
@@ -182,6 +185,8 @@ func (c *call) query(table string) {
 		h.Set("x-ms-continuation-NextRowKey", nrk)
 	} else if hold != 0 {
 		c.s.held.Release(hold)
+	} else if gathered != nil {
+		c.s.cfg.Pages.Release(*gathered)
 	}
 	h.Set(PositionHeader, strconv.FormatUint(seq, 10))
 	buf := pageBuffers.Get().(*[]byte)

@@ -150,15 +150,15 @@ func (s *Service) query(ctx context.Context, table string, req *wire.QueryReques
 			_, err := s.snapshot(ctx, t, asOf, req.Position) // the same refusal
 			return pageErr(err)
 		}
-		q := pages.Query{Filter: req.Filter, Limit: req.Top, Descending: req.Descending, Position: req.Position, AsOf: asOf}
+		q := pages.Query{Filter: req.Filter, Limit: req.Top, Descending: req.Descending, Position: req.Position, AsOf: asOf, Keep: true}
 		if tok != nil {
-			q.From = &tok.from
+			q.From, q.Hold = &tok.from, tok.hold
 		}
 		res, err := s.cfg.Pages.Read(ctx, t, q)
 		if err != nil {
 			return pageErr(err)
 		}
-		r := &pageReply{s: s, t: t, seq: res.Seq, asOf: asOf, desc: req.Descending, sel: sel, entities: res.Entities}
+		r := &pageReply{s: s, t: t, seq: res.Seq, gathered: &res, asOf: asOf, desc: req.Descending, sel: sel, entities: res.Entities}
 		if res.More {
 			r.next = &query.Continuation{PartitionKey: res.NextPartitionKey, RowKey: res.NextRowKey}
 		}
@@ -212,9 +212,10 @@ type pageReply struct {
 	err      *engine.Error
 	s        *Service
 	t        *projections.Table
-	snap     *projections.Snapshot // nil: a page gathered from the hosts (pages), held nowhere
+	snap     *projections.Snapshot // nil: a page gathered from the hosts (pages), held there
 	seq      uint64                // the position read
 	hold     uint64
+	gathered *pages.Result // a page gathered from the hosts
 	asOf     uint64
 	desc     bool
 	sel      query.Selection
@@ -238,6 +239,8 @@ func (p *pageReply) reply(n int) *wire.QueryReply {
 	if next != nil {
 		if p.snap != nil {
 			p.hold = p.s.held.Put(p.hold, p.snap)
+		} else if p.gathered != nil {
+			p.hold = p.gathered.Hold
 		}
 		r.Continuation = token{hold: p.hold, desc: p.desc, asOf: p.asOf, from: *next}.format()
 	} else if p.hold != 0 {
@@ -264,6 +267,9 @@ func (p *pageReply) fit(enc wire.Encoding, m *nats.Msg) []byte {
 			// Counted once the page is known: the entities past n are
 			// read again (and counted then) by the next page.
 			noteReads(p.t, p.entities[:n])
+			if p.gathered != nil && n == len(p.entities) && p.next == nil {
+				p.s.cfg.Pages.Release(*p.gathered) // the last page: the hosts' holds go
+			}
 			return b
 		}
 		if n <= 1 {

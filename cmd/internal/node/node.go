@@ -294,7 +294,8 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		}
 		submit = rt
 		n.pages = pages.New(n.nc, n.views, pages.Config{Prefix: cfg.Prefix, Self: nodeKey(name), Placement: pl.owners,
-			PageBudget: cmp.Or(cfg.API.PageBudget, 5*time.Second), PositionWait: cmp.Or(cfg.API.PositionWait, 10*time.Second), Log: log})
+			PageBudget: cmp.Or(cfg.API.PageBudget, 5*time.Second), PositionWait: cmp.Or(cfg.API.PositionWait, 10*time.Second),
+			HoldSnapshot: cfg.API.HoldSnapshot, HeldSnapshots: cfg.API.HeldSnapshots, Log: log})
 		if err := g.Start(ctx, "pages", n.pages); err != nil {
 			return err
 		}

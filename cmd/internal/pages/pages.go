@@ -15,6 +15,7 @@ package pages
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +54,13 @@ type Query struct {
 	// Position is a journal position every view read must have reached
 	// (0: none); AsOf reads the table as of that position (0: now).
 	Position, AsOf uint64
+	// Keep makes the hosts hold the snapshots they read for the query's
+	// next pages (holds.go), under the id Result.Hold; Hold, from an
+	// earlier page's Result, makes them read those snapshots again. Not
+	// for as-of reads (their snapshot is the past already) nor an
+	// aggregate's folded groups.
+	Keep bool
+	Hold uint64
 }
 
 // Keys name one entity.
@@ -107,6 +115,8 @@ type Service struct {
 	timeout   time.Duration // of one request to another host
 	log       *slog.Logger
 
+	holds *snaps // this host's snapshots held for gathered queries
+
 	ready chan struct{}
 }
 
@@ -118,14 +128,20 @@ type Config struct {
 	// PageBudget bounds the walk of one host's page; PositionWait the
 	// wait for a position.
 	PageBudget, PositionWait time.Duration
-	Log                      *slog.Logger
+	// HoldSnapshot is how long a gathered query's snapshots stay held
+	// for its next page (30 s), HeldSnapshots how many at most (4,096).
+	HoldSnapshot  time.Duration
+	HeldSnapshots int
+	Log           *slog.Logger
 }
 
 // New returns a Service; Run serves the other hosts.
 func New(nc *nats.Conn, views *projections.Views, cfg Config) *Service {
+	ttl, max := cmp.Or(cfg.HoldSnapshot, 30*time.Second), cmp.Or(cfg.HeldSnapshots, 4096)
 	return &Service{nc: nc, prefix: cfg.Prefix, self: cfg.Self, views: views, placement: cfg.Placement,
 		budget: cfg.PageBudget, wait: cfg.PositionWait, timeout: cfg.PageBudget + cfg.PositionWait + 5*time.Second,
-		log: cfg.Log, ready: make(chan struct{})}
+		holds: newSnaps(ttl, max),
+		log:   cfg.Log, ready: make(chan struct{})}
 }
 
 // Subject is where a host takes the others' requests for pages.
@@ -136,6 +152,11 @@ func Subject(prefix, host string) string { return prefix + ".node." + host + ".p
 type Result struct {
 	query.Page
 	Seq uint64
+	// Hold names the hosts' held snapshots for the next page (Query.Keep),
+	// 0 for none; Release lets them go.
+	Hold uint64
+
+	hosts []string // the hosts that answered
 }
 
 // Read reads one page of t, whose reads are gathered (Table.Gathered): a
@@ -157,10 +178,18 @@ func (s *Service) Read(ctx context.Context, t *projections.Table, q Query) (Resu
 	}
 	src := t.Placed()
 	shards := src.Shards()
-	if pk, ok := plan.Partition(); ok && src == t {
-		return s.shard(ctx, t, plan, q, uint32(engine.Shard(pk, int(shards))), nil, true)
-	}
 	def, folding := t.Folding()
+	q.Keep = q.Keep && q.AsOf == 0 && !folding
+	if !q.Keep {
+		q.Hold = 0
+	} else if q.Hold == 0 {
+		q.Hold = newHold()
+	}
+	if pk, ok := plan.Partition(); ok && src == t {
+		r, err := s.shard(ctx, t, plan, q, uint32(engine.Shard(pk, int(shards))), nil, true)
+		r.Hold = q.Hold
+		return r, err
+	}
 	filter := plan.Filter
 	if folding {
 		// The hosts fold their shards' entities of each group; the
@@ -212,7 +241,31 @@ func (s *Service) Read(ctx context.Context, t *projections.Table, q Query) (Resu
 	if folding {
 		return folded(results, q, def, filter), nil
 	}
-	return merged(results, q), nil
+	r := merged(results, q)
+	r.Hold = q.Hold
+	return r, nil
+}
+
+// Release lets go of the snapshots the hosts that answered r hold for
+// its query's next page: r is its last page. Hosts that answered only
+// earlier pages let theirs go by their time.
+func (s *Service) Release(r Result) {
+	if r.Hold == 0 {
+		return
+	}
+	for _, host := range r.hosts {
+		if host == s.self {
+			s.holds.release(r.Hold)
+			continue
+		}
+		data, err := msgpack.Marshal(&request{Release: r.Hold})
+		if err == nil {
+			err = s.nc.Publish(Subject(s.prefix, host), data)
+		}
+		if err != nil {
+			s.log.Debug("pages: release a host's snapshot", "host", host, "err", err)
+		}
+	}
 }
 
 // holdsAll reports whether t's view holds every shard of list.
@@ -229,7 +282,11 @@ func holdsAll(t *projections.Table, list []uint32) bool {
 // lowest they were read at.
 func merged(results []Result, q Query) Result {
 	pages, seq := split(results)
-	return Result{Page: query.Merge(pages, q.Limit, q.Descending), Seq: seq}
+	var hosts []string
+	for _, r := range results {
+		hosts = append(hosts, r.hosts...)
+	}
+	return Result{Page: query.Merge(pages, q.Limit, q.Descending), Seq: seq, hosts: hosts}
 }
 
 // split returns the results' pages and the lowest position they were
@@ -372,7 +429,14 @@ func firstCoded(errs []error) error {
 func (s *Service) local(ctx context.Context, t *projections.Table, plan *query.Plan, q Query, shards []uint32) (Result, error) {
 	var snap *projections.Snapshot
 	var err error
+	held := false
+	if q.Keep && q.Hold != 0 {
+		if h, ok := s.holds.get(q.Hold, t.Name(), t.Epoch()); ok && h.Seq >= q.Position {
+			snap, held = h, true
+		}
+	}
 	switch {
+	case snap != nil:
 	case q.AsOf != 0:
 		snap, err = s.views.AsOf(ctx, t, q.AsOf)
 	case q.Position != 0:
@@ -383,6 +447,7 @@ func (s *Service) local(ctx context.Context, t *projections.Table, plan *query.P
 	if err != nil {
 		return Result{}, err
 	}
+
 	o := query.Options{Limit: q.Limit, From: q.From, Descending: q.Descending}
 	if s.budget > 0 {
 		o.Deadline = time.Now().Add(s.budget)
@@ -393,7 +458,10 @@ func (s *Service) local(ctx context.Context, t *projections.Table, plan *query.P
 	if def, ok := t.Folding(); ok {
 		return Result{Page: foldLocal(snap, plan, o, def), Seq: snap.Seq}, nil
 	}
-	return Result{Page: plan.Run(snap, o), Seq: snap.Seq}, nil
+	if q.Keep && q.Hold != 0 && !held {
+		s.holds.put(q.Hold, snap)
+	}
+	return Result{Page: plan.Run(snap, o), Seq: snap.Seq, hosts: []string{s.self}}, nil
 }
 
 // request is what one host asks another: a page of the shards listed.
@@ -412,6 +480,9 @@ type request struct {
 	Descending bool   `msgpack:"desc,omitempty"`
 	Position   uint64 `msgpack:"position,omitempty"`
 	AsOf       uint64 `msgpack:"asOf,omitempty"`
+	Keep       bool   `msgpack:"keep,omitempty"`    // read the snapshot held under Hold, or hold the one read
+	Hold       uint64 `msgpack:"hold,omitempty"`    // the query's id
+	Release    uint64 `msgpack:"release,omitempty"` // alone, sent without a reply: let this hold go
 }
 
 // reply is a page, or why there is none (NotHeld: the host does not hold
@@ -433,7 +504,7 @@ type reply struct {
 func (s *Service) remote(ctx context.Context, t *projections.Table, q Query, host string, shards []uint32) (Result, error) {
 	src := t.Placed()
 	req := request{Table: src.Name(), Epoch: src.Epoch(), Shards: shards, Filter: q.Filter, FromPK: q.FromPK, ToPK: q.ToPK, Point: q.Point, Partition: q.Partition,
-		Limit: q.Limit, Descending: q.Descending, Position: q.Position, AsOf: q.AsOf}
+		Limit: q.Limit, Descending: q.Descending, Position: q.Position, AsOf: q.AsOf, Keep: q.Keep, Hold: q.Hold}
 	if src != t {
 		req.Projection = t.Name()
 	}
@@ -467,7 +538,7 @@ func (s *Service) remote(ctx context.Context, t *projections.Table, q Query, hos
 	if err != nil {
 		return Result{}, fmt.Errorf("pages: a host's answer: %w", err)
 	}
-	return Result{Page: query.Page{Entities: ents, More: rep.More, NextPartitionKey: rep.NextPK, NextRowKey: rep.NextRK, Examined: rep.Examined}, Seq: rep.Seq}, nil
+	return Result{Page: query.Page{Entities: ents, More: rep.More, NextPartitionKey: rep.NextPK, NextRowKey: rep.NextRK, Examined: rep.Examined}, Seq: rep.Seq, hosts: []string{host}}, nil
 }
 
 // Ready is closed once the service takes the other hosts' requests.
@@ -486,7 +557,16 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("pages: %w", err)
 	}
 	close(s.ready)
-	<-ctx.Done()
+	sweep := time.NewTicker(s.holds.ttl)
+	defer sweep.Stop()
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-sweep.C:
+			s.holds.sweep()
+		}
+	}
 	_ = sub.Unsubscribe()
 	answers.Wait()
 	return nil
@@ -494,6 +574,15 @@ func (s *Service) Run(ctx context.Context) error {
 
 // serve answers another host's request for a page of its view.
 func (s *Service) serve(ctx context.Context, m *nats.Msg) {
+	if m.Reply == "" {
+		// A hold let go of (Release): the only request sent without a
+		// reply subject.
+		var req request
+		if msgpack.Unmarshal(m.Data, &req) == nil && req.Release != 0 {
+			s.holds.release(req.Release)
+		}
+		return
+	}
 	if !wire.ReplyAllowed(m.Reply) {
 		return // hosts ask from their inboxes
 	}
@@ -544,7 +633,7 @@ func (s *Service) serve(ctx context.Context, m *nats.Msg) {
 		t = r
 	}
 	q := Query{Filter: req.Filter, FromPK: req.FromPK, ToPK: req.ToPK, Point: req.Point, Partition: req.Partition, Limit: req.Limit,
-		Descending: req.Descending, Position: req.Position, AsOf: req.AsOf}
+		Descending: req.Descending, Position: req.Position, AsOf: req.AsOf, Keep: req.Keep && req.AsOf == 0, Hold: req.Hold}
 	if req.From != nil {
 		q.From = &query.Continuation{PartitionKey: req.From[0], RowKey: req.From[1]}
 	}
