@@ -64,6 +64,29 @@ func (h *Holds) Put(id uint64, snap *projections.Snapshot) uint64 {
 		x.expires = now.Add(h.ttl)
 		return id
 	}
+	h.makeRoomLocked(now)
+	h.next++
+	h.m[h.next] = &held{snap: snap, expires: now.Add(h.ttl)}
+	h.scheduleLocked(now)
+	return h.next
+}
+
+// PutAt holds snap under id, an id the caller chose (a gathered query's,
+// the same on every host), in place of what id held.
+func (h *Holds) PutAt(id uint64, snap *projections.Snapshot) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	if _, ok := h.m[id]; !ok {
+		h.makeRoomLocked(now)
+	}
+	h.m[id] = &held{snap: snap, expires: now.Add(h.ttl)}
+	h.scheduleLocked(now)
+}
+
+// makeRoomLocked drops the expired holds when max are held and, if none
+// was, the one that expires first.
+func (h *Holds) makeRoomLocked(now time.Time) {
 	if len(h.m) >= h.max {
 		var oldest uint64
 		var when time.Time
@@ -80,10 +103,6 @@ func (h *Holds) Put(id uint64, snap *projections.Snapshot) uint64 {
 			delete(h.m, oldest)
 		}
 	}
-	h.next++
-	h.m[h.next] = &held{snap: snap, expires: now.Add(h.ttl)}
-	h.scheduleLocked(now)
-	return h.next
 }
 
 // scheduleLocked arms the timer that releases expired holds, for the

@@ -115,7 +115,7 @@ type Service struct {
 	timeout   time.Duration // of one request to another host
 	log       *slog.Logger
 
-	holds *snaps // this host's snapshots held for gathered queries
+	holds *query.Holds // this host's snapshots held for gathered queries, by the query's id
 
 	ready chan struct{}
 }
@@ -140,7 +140,7 @@ func New(nc *nats.Conn, views *projections.Views, cfg Config) *Service {
 	ttl, max := cmp.Or(cfg.HoldSnapshot, 30*time.Second), cmp.Or(cfg.HeldSnapshots, 4096)
 	return &Service{nc: nc, prefix: cfg.Prefix, self: cfg.Self, views: views, placement: cfg.Placement,
 		budget: cfg.PageBudget, wait: cfg.PositionWait, timeout: cfg.PageBudget + cfg.PositionWait + 5*time.Second,
-		holds: newSnaps(ttl, max),
+		holds: query.NewHolds(ttl, max),
 		log:   cfg.Log, ready: make(chan struct{})}
 }
 
@@ -255,7 +255,7 @@ func (s *Service) Release(r Result) {
 	}
 	for _, host := range r.hosts {
 		if host == s.self {
-			s.holds.release(r.Hold)
+			s.holds.Release(r.Hold)
 			continue
 		}
 		data, err := msgpack.Marshal(&request{Release: r.Hold})
@@ -431,7 +431,7 @@ func (s *Service) local(ctx context.Context, t *projections.Table, plan *query.P
 	var err error
 	held := false
 	if q.Keep && q.Hold != 0 {
-		if h, ok := s.holds.get(q.Hold, t.Name(), t.Epoch()); ok && h.Seq >= q.Position {
+		if h, ok := s.holds.Get(q.Hold, t.Name(), t.Epoch()); ok && h.Seq >= q.Position {
 			snap, held = h, true
 		}
 	}
@@ -459,7 +459,7 @@ func (s *Service) local(ctx context.Context, t *projections.Table, plan *query.P
 		return Result{Page: foldLocal(snap, plan, o, def), Seq: snap.Seq}, nil
 	}
 	if q.Keep && q.Hold != 0 && !held {
-		s.holds.put(q.Hold, snap)
+		s.holds.PutAt(q.Hold, snap)
 	}
 	return Result{Page: plan.Run(snap, o), Seq: snap.Seq, hosts: []string{s.self}}, nil
 }
@@ -557,16 +557,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("pages: %w", err)
 	}
 	close(s.ready)
-	sweep := time.NewTicker(s.holds.ttl)
-	defer sweep.Stop()
-	for done := false; !done; {
-		select {
-		case <-ctx.Done():
-			done = true
-		case <-sweep.C:
-			s.holds.sweep()
-		}
-	}
+	<-ctx.Done()
 	_ = sub.Unsubscribe()
 	answers.Wait()
 	return nil
@@ -579,7 +570,7 @@ func (s *Service) serve(ctx context.Context, m *nats.Msg) {
 		// reply subject.
 		var req request
 		if msgpack.Unmarshal(m.Data, &req) == nil && req.Release != 0 {
-			s.holds.release(req.Release)
+			s.holds.Release(req.Release)
 		}
 		return
 	}
