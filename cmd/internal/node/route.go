@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -18,8 +19,11 @@ import (
 
 // Headers of a command one node sends another.
 const (
-	// routeTableHeader names the command's table (its full name).
+	// routeTableHeader names the command's table (its full name), and
+	// routeEpochHeader its incarnation, which is the position of its
+	// creation in the catalog.
 	routeTableHeader = "Cairn-Table"
+	routeEpochHeader = "Cairn-Epoch"
 	// routeNotHeldHeader marks the answer of a node that does not hold
 	// the partition (any more: the hosts changed): the sender tries the
 	// next holder.
@@ -129,7 +133,8 @@ func (r *router) forward(t *projections.Table, cmd *engine.Command, done func(*e
 			r.local.Submit(cmd, func(rep *engine.Reply) { answers <- answer{rep: rep} })
 			return
 		}
-		msg := &nats.Msg{Subject: routeSubject(r.prefix, host), Header: nats.Header{routeTableHeader: []string{t.Name()}}, Data: data}
+		msg := &nats.Msg{Subject: routeSubject(r.prefix, host), Data: data,
+			Header: nats.Header{routeTableHeader: []string{t.Name()}, routeEpochHeader: []string{strconv.FormatUint(t.Epoch(), 10)}}}
 		resp, err := r.nc.RequestMsgWithContext(ctx, msg)
 		switch {
 		case errors.Is(err, nats.ErrNoResponders):
@@ -207,6 +212,31 @@ func (r *router) serve(m *nats.Msg) {
 		fail(err)
 		return
 	}
+	epoch, _ := strconv.ParseUint(m.Header.Get(routeEpochHeader), 10, 64)
+	if t, ok := r.views.Table(table); epoch > 0 && (!ok || t.Epoch() < epoch) {
+		// The sender's catalog is ahead of this host's: the table was
+		// created a moment ago. This host, the shard's first holder,
+		// decides once it knows the table, rather than sending the
+		// command on to a holder whose view may not show it to the
+		// reads that come here.
+		r.forwards.Go(func() {
+			ctx, cancel := context.WithTimeout(r.ctx, routeCatalogWait)
+			defer cancel()
+			_ = r.views.WaitCatalog(ctx, epoch)
+			r.decide(m, table, cmd)
+		})
+		return
+	}
+	r.decide(m, table, cmd)
+}
+
+// routeCatalogWait bounds the wait of a forwarded command for this host's
+// catalog to reach the table's creation.
+const routeCatalogWait = 2 * time.Second
+
+// decide submits a forwarded command here when this host holds its
+// partition, and otherwise answers that it does not.
+func (r *router) decide(m *nats.Msg, table string, cmd *engine.Command) {
 	if t, ok := r.views.Table(table); !ok || !t.Holds(cmd.PartitionKey()) {
 		_ = m.RespondMsg(&nats.Msg{Header: nats.Header{routeNotHeldHeader: []string{"1"}}})
 		return
