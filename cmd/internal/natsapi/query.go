@@ -290,7 +290,10 @@ func (p *pageReply) fit(enc wire.Encoding, m *nats.Msg) []byte {
 // that answered them. Another node (the queue group may pick any) does
 // not hold it and resumes at the keys on its own snapshot, as the HTTP
 // API does once a hold is released: no duplicates or gaps in key order,
-// but writes made after the first page may show.
+// but writes made after the first page may show. For a page gathered
+// from placed hosts, the hold is the query's id on all of them
+// (pages.Query.Hold), and any node asking them for the next page reads
+// the snapshots they held.
 type token struct {
 	hold uint64
 	desc bool
