@@ -184,7 +184,9 @@ func TestCrashDuringSnapshotWrite(t *testing.T) {
 			}
 			failing := cc
 			failing.Failpoint = point
-			c2 := nodetest.StartChild(t, failing)
+			// The load goes on meanwhile, so the node may write, and
+			// die at, its first snapshot before it says it is ready.
+			c2 := nodetest.SpawnChild(t, failing)
 			select {
 			case <-c2.Done():
 			case <-ctx.Done():
