@@ -50,7 +50,10 @@ type router struct {
 
 	ready    chan struct{}   // closed once it takes forwarded commands
 	ctx      context.Context // Run's: ends the forwards when the node stops
-	forwards sync.WaitGroup  // the commands being forwarded
+	forwards sync.WaitGroup  // the commands being forwarded, and forwarded ones waiting
+
+	smu      sync.Mutex
+	stopping bool // Run waits for forwards: serve starts no more waits
 }
 
 func newRouter(nc *nats.Conn, prefix, self string, views *projections.Views, local *commit.Committer, pl *placer, timeout time.Duration, log *slog.Logger) *router {
@@ -219,6 +222,12 @@ func (r *router) serve(m *nats.Msg) {
 		// decides once it knows the table, rather than sending the
 		// command on to a holder whose view may not show it to the
 		// reads that come here.
+		r.smu.Lock()
+		defer r.smu.Unlock()
+		if r.stopping {
+			_ = m.RespondMsg(&nats.Msg{Header: nats.Header{routeNotHeldHeader: []string{"1"}}})
+			return
+		}
 		r.forwards.Go(func() {
 			ctx, cancel := context.WithTimeout(r.ctx, routeCatalogWait)
 			defer cancel()
@@ -278,6 +287,9 @@ func (r *router) Run(ctx context.Context) error {
 		break
 	}
 	_ = sub.Unsubscribe()
+	r.smu.Lock()
+	r.stopping = true // the subscription's goroutine may still run
+	r.smu.Unlock()
 	r.forwards.Wait()
 	return nil
 }

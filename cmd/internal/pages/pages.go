@@ -546,9 +546,19 @@ func (s *Service) Ready() <-chan struct{} { return s.ready }
 
 // Run answers the other hosts' requests until ctx ends.
 func (s *Service) Run(ctx context.Context) error {
+	// A request the subscription hands over while Run stops is dropped:
+	// the answers are counted only while Run has not begun to wait for
+	// them (the subscription's goroutine may still run after
+	// Unsubscribe).
 	var answers sync.WaitGroup
+	var mu sync.Mutex
+	stopping := false
 	sub, err := s.nc.Subscribe(Subject(s.prefix, s.self), func(m *nats.Msg) {
-		answers.Go(func() { s.serve(ctx, m) })
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopping {
+			answers.Go(func() { s.serve(ctx, m) })
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("pages: %w", err)
@@ -559,6 +569,9 @@ func (s *Service) Run(ctx context.Context) error {
 	close(s.ready)
 	<-ctx.Done()
 	_ = sub.Unsubscribe()
+	mu.Lock()
+	stopping = true
+	mu.Unlock()
 	answers.Wait()
 	return nil
 }
