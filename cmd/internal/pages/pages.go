@@ -58,7 +58,8 @@ type Query struct {
 	// next pages (holds.go), under the id Result.Hold; Hold, from an
 	// earlier page's Result, makes them read those snapshots again. Not
 	// for as-of reads (their snapshot is the past already) nor an
-	// aggregate's folded groups.
+	// aggregate's folded groups. Read leaves Hold set only when the
+	// query keeps: the hosts asked hold when it is not 0.
 	Keep bool
 	Hold uint64
 }
@@ -179,11 +180,11 @@ func (s *Service) Read(ctx context.Context, t *projections.Table, q Query) (Resu
 	src := t.Placed()
 	shards := src.Shards()
 	def, folding := t.Folding()
-	q.Keep = q.Keep && q.AsOf == 0 && !folding
-	if !q.Keep {
+	switch {
+	case !q.Keep || q.AsOf != 0 || folding:
 		q.Hold = 0
-	} else if q.Hold == 0 {
-		q.Hold = newHold()
+	case q.Hold == 0:
+		q.Hold = newHold() // the query's first page
 	}
 	if pk, ok := plan.Partition(); ok && src == t {
 		r, err := s.shard(ctx, t, plan, q, uint32(engine.Shard(pk, int(shards))), nil, true)
@@ -429,10 +430,10 @@ func firstCoded(errs []error) error {
 func (s *Service) local(ctx context.Context, t *projections.Table, plan *query.Plan, q Query, shards []uint32) (Result, error) {
 	var snap *projections.Snapshot
 	var err error
-	held := false
-	if q.Keep && q.Hold != 0 {
+	keep := q.Hold != 0 && q.AsOf == 0
+	if keep {
 		if h, ok := s.holds.Get(q.Hold, t.Name(), t.Epoch()); ok && h.Seq >= q.Position {
-			snap, held = h, true
+			snap = h
 		}
 	}
 	switch {
@@ -447,7 +448,6 @@ func (s *Service) local(ctx context.Context, t *projections.Table, plan *query.P
 	if err != nil {
 		return Result{}, err
 	}
-
 	o := query.Options{Limit: q.Limit, From: q.From, Descending: q.Descending}
 	if s.budget > 0 {
 		o.Deadline = time.Now().Add(s.budget)
@@ -458,8 +458,8 @@ func (s *Service) local(ctx context.Context, t *projections.Table, plan *query.P
 	if def, ok := t.Folding(); ok {
 		return Result{Page: foldLocal(snap, plan, o, def), Seq: snap.Seq}, nil
 	}
-	if q.Keep && q.Hold != 0 && !held {
-		s.holds.PutAt(q.Hold, snap)
+	if keep {
+		s.holds.PutAt(q.Hold, snap) // the one held again, or a new one in its place
 	}
 	return Result{Page: plan.Run(snap, o), Seq: snap.Seq, hosts: []string{s.self}}, nil
 }
@@ -480,8 +480,7 @@ type request struct {
 	Descending bool   `msgpack:"desc,omitempty"`
 	Position   uint64 `msgpack:"position,omitempty"`
 	AsOf       uint64 `msgpack:"asOf,omitempty"`
-	Keep       bool   `msgpack:"keep,omitempty"`    // read the snapshot held under Hold, or hold the one read
-	Hold       uint64 `msgpack:"hold,omitempty"`    // the query's id
+	Hold       uint64 `msgpack:"hold,omitempty"`    // the query's id: read the snapshot held under it, or hold the one read
 	Release    uint64 `msgpack:"release,omitempty"` // alone, sent without a reply: let this hold go
 }
 
@@ -504,7 +503,7 @@ type reply struct {
 func (s *Service) remote(ctx context.Context, t *projections.Table, q Query, host string, shards []uint32) (Result, error) {
 	src := t.Placed()
 	req := request{Table: src.Name(), Epoch: src.Epoch(), Shards: shards, Filter: q.Filter, FromPK: q.FromPK, ToPK: q.ToPK, Point: q.Point, Partition: q.Partition,
-		Limit: q.Limit, Descending: q.Descending, Position: q.Position, AsOf: q.AsOf, Keep: q.Keep, Hold: q.Hold}
+		Limit: q.Limit, Descending: q.Descending, Position: q.Position, AsOf: q.AsOf, Hold: q.Hold}
 	if src != t {
 		req.Projection = t.Name()
 	}
@@ -637,7 +636,7 @@ func (s *Service) serve(ctx context.Context, m *nats.Msg) {
 		t = r
 	}
 	q := Query{Filter: req.Filter, FromPK: req.FromPK, ToPK: req.ToPK, Point: req.Point, Partition: req.Partition, Limit: req.Limit,
-		Descending: req.Descending, Position: req.Position, AsOf: req.AsOf, Keep: req.Keep && req.AsOf == 0, Hold: req.Hold}
+		Descending: req.Descending, Position: req.Position, AsOf: req.AsOf, Hold: req.Hold}
 	if req.From != nil {
 		q.From = &query.Continuation{PartitionKey: req.From[0], RowKey: req.From[1]}
 	}
