@@ -75,7 +75,7 @@ func (inv *Invocation) reach(ctx context.Context, t *projections.Table) error {
 		if !strings.EqualFold(f.table, name) || (f.epoch != 0 && f.epoch != epoch) || t.Snapshot().Seq >= f.seq {
 			continue
 		}
-		if _, err := t.WaitSeq(ctx, f.seq); err != nil {
+		if _, err := t.WaitAt(ctx, f.seq); err != nil {
 			return engine.Errorf(engine.CodeServerBusy, "table %s has not reached position %d, which the trigger names (%s): %v", name, f.seq, HeaderPosition, err)
 		}
 	}

@@ -189,36 +189,18 @@ func (j *Journal) NextRecord(ctx context.Context, table string, epoch uint64, sh
 }
 
 // ShardLast returns the sequence of the last record of one shard of a
-// table with shards (0: none). A view of the shard that has applied it
-// has applied every record of its shard up to the stream's head: how it
-// answers for a position past its last record (one direct get, which any
-// replica answers).
+// table with shards (0: none), as the stream's leader holds it: every
+// record acknowledged to its writer is there (a replica may lag).
 func (j *Journal) ShardLast(ctx context.Context, table string, epoch uint64, shard uint32) (uint64, error) {
 	stream := StreamName(j.cfg.Prefix, table, epoch)
-	req, err := json.Marshal(struct {
-		LastBySubject string `json:"last_by_subj"`
-	}{j.ShardSubjects(table, epoch, shard)})
-	if err != nil {
-		return 0, err
-	}
-	m, err := j.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream, req)
+	seq, err := j.lastOn(ctx, stream, j.ShardSubjects(table, epoch, shard))
 	if errors.Is(err, nats.ErrNoResponders) {
 		if _, serr := j.js.Stream(ctx, stream); errors.Is(serr, jetstream.ErrStreamNotFound) {
 			err = engine.ErrTableGone
 		}
 	}
 	if err != nil {
-		return 0, fmt.Errorf("journal: last record of shard %d of %s: %w", shard, table, err)
-	}
-	if found, err := directFound(m); err != nil || !found {
-		if err != nil {
-			err = fmt.Errorf("journal: last record of shard %d of %s: %w", shard, table, err)
-		}
-		return 0, err
-	}
-	seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("journal: last record of shard %d of %s: no sequence in the answer: %w", shard, table, err)
+		return 0, fmt.Errorf("journal: shard %d of %s: %w", shard, table, err)
 	}
 	return seq, nil
 }

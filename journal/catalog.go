@@ -127,7 +127,7 @@ func (j *Journal) WatchCatalog(ctx context.Context, from uint64, fn func(seq uin
 }
 
 func (j *Journal) watchCatalog(ctx context.Context, from uint64, fn func(seq uint64, rec *engine.CatalogRecord, pending uint64, bad error) error) error {
-	return j.consume(ctx, CatalogStreamName(j.cfg.Prefix), "", from, func(seq uint64, subj string, data []byte, pending uint64) error {
+	return j.consume(ctx, CatalogStreamName(j.cfg.Prefix), reading{}, from, func(seq uint64, subj string, data []byte, pending uint64) error {
 		rec, err := DecodeCatalogRecord(data)
 		if err == nil && subj != j.catalogSubject(rec.Name) {
 			err = fmt.Errorf("table name %q does not belong on subject %q", rec.Name, subj)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -32,7 +33,7 @@ func (j *Journal) Consume(ctx context.Context, table string, epoch uint64, shard
 // memory, which is then used instead of decoding the message. Nonces are
 // unique, so the record is exactly the one stored.
 func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, shards uint32, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
-	return j.consumeTable(ctx, table, epoch, shards, "", nil, from, known, fn)
+	return j.consumeTable(ctx, table, epoch, shards, reading{}, nil, from, known, fn)
 }
 
 // ConsumeHeld is ConsumeKnown for a reader that holds some shards of a
@@ -40,28 +41,54 @@ func (j *Journal) ConsumeKnown(ctx context.Context, table string, epoch uint64, 
 // to fn as nil, without being decoded, so that the reader's position
 // still moves past it. Every record is read (pending counts them all).
 func (j *Journal) ConsumeHeld(ctx context.Context, table string, epoch uint64, shards uint32, held func(shard uint32) bool, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
-	return j.consumeTable(ctx, table, epoch, shards, "", held, from, known, fn)
+	return j.consumeTable(ctx, table, epoch, shards, reading{}, held, from, known, fn)
 }
 
-// ConsumeShard is ConsumeKnown for the records of one shard of a table
-// with shards (shard < shards): those on its partitions' subjects
-// (ShardSubjects), which a consumer filters on the server. Sequences are
-// the stream's, with gaps where other shards' records are; pending
-// counts only this shard's records.
-func (j *Journal) ConsumeShard(ctx context.Context, table string, epoch uint64, shards, shard uint32, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
-	if shard >= shards {
-		return fmt.Errorf("journal: consume shard %d of %s, which has %d", shard, table, shards)
+// ConsumeShards is ConsumeKnown for the records of some shards of a
+// table with shards (each < shards): those on their partitions' subjects
+// (ShardSubjects), which its consumer filters on the server, so that the
+// reader is sent nothing else. Sequences are the stream's, with gaps
+// where other shards' records are; pending counts only these shards'
+// records. A record of another shard read from a replica (a delivery
+// lost in transit is read again so) is handed to fn as nil, as
+// ConsumeHeld does. stand, when not nil, is how the caller learns where
+// the reader stands between its records (Stand): fn is then handed
+// (seq, nil, 0) when the reader has learnt that it handed over every
+// record of its shards up to seq.
+func (j *Journal) ConsumeShards(ctx context.Context, table string, epoch uint64, shards uint32, held []uint32, stand *Stand, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
+	if len(held) == 0 {
+		return fmt.Errorf("journal: consume no shard of %s", table)
 	}
-	return j.consumeTable(ctx, table, epoch, shards, j.ShardSubjects(table, epoch, shard), nil, from, known, fn)
+	in := make([]bool, shards)
+	rd := reading{stand: stand}
+	for _, s := range held {
+		if s >= shards {
+			return fmt.Errorf("journal: consume shard %d of %s, which has %d", s, table, shards)
+		}
+		if !in[s] {
+			in[s] = true
+			rd.filters = append(rd.filters, j.ShardSubjects(table, epoch, s))
+		}
+	}
+	return j.consumeTable(ctx, table, epoch, shards, rd, func(s uint32) bool { return in[s] }, from, known, fn)
 }
 
-// consumeTable reads a table's records, those matching filter when it is
-// not "", and checks each against its subject; with held, those of shards
-// not held are handed over as nil.
-func (j *Journal) consumeTable(ctx context.Context, table string, epoch uint64, shards uint32, filter string, held func(uint32) bool, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
+// A reading is what a reader asks of consume beyond its stream.
+type reading struct {
+	filters []string // the subjects its consumer filters on; none: all
+	stand   *Stand   // how its holder learns where it stands, or nil
+}
+
+// consumeTable reads a table's records, those rd filters on, and checks
+// each against its subject; with held, those of shards not held are
+// handed over as nil.
+func (j *Journal) consumeTable(ctx context.Context, table string, epoch uint64, shards uint32, rd reading, held func(uint32) bool, from uint64, known func(nonce string) *engine.Record, fn func(seq uint64, rec *engine.Record, pending uint64) error) error {
 	prefix := j.incarnationPrefix(table, epoch)
 	var tok []byte
-	return j.consume(ctx, StreamName(j.cfg.Prefix, table, epoch), filter, from, func(seq uint64, subj string, data []byte, pending uint64) error {
+	return j.consume(ctx, StreamName(j.cfg.Prefix, table, epoch), rd, from, func(seq uint64, subj string, data []byte, pending uint64) error {
+		if data == nil && subj == "" {
+			return fn(seq, nil, pending) // where the reader learnt it stands
+		}
 		if held != nil && shards > 0 {
 			if shard, ok := subjectShard(subj, prefix); ok && shard < shards && !held(shard) {
 				return fn(seq, nil, pending)
@@ -134,9 +161,12 @@ func subjectShard(subj, prefix string) (shard uint32, ok bool) {
 // sequence. A connection not allowed to subscribe to the announcement (an
 // external server's restricted user) falls back to the heartbeats.
 //
-// With a filter other than "" only the records on matching subjects are
-// read, by the consumer and from the replicas alike.
-func (j *Journal) consume(ctx context.Context, stream, filter string, from uint64, fn func(seq uint64, subj string, data []byte, pending uint64) error) error {
+// With filters, the consumer delivers only the records on matching
+// subjects; with one filter, replicas are read for those alone, and with
+// more, for every record (the caller tells them apart by their subject).
+// With a stand, the reader learns where it stands between its records
+// (Stand), and hands that over as a sequence without a subject or data.
+func (j *Journal) consume(ctx context.Context, stream string, rd reading, from uint64, fn func(seq uint64, subj string, data []byte, pending uint64) error) error {
 	defer j.watchLeader(stream)()
 	// The consumers left behind are deleted on the side (on a live server
 	// they would linger until their inactivity threshold, 5 minutes).
@@ -151,7 +181,7 @@ func (j *Journal) consume(ctx context.Context, stream, filter string, from uint6
 	}
 	var bound time.Duration // of the consumer's creation: none at first
 	for try := 0; ; {
-		last, made, restart, err := j.consumeFrom(ctx, stream, filter, from, bound, &deletes, deliver)
+		last, made, restart, err := j.consumeFrom(ctx, stream, rd, from, bound, &deletes, deliver)
 		if fnErr != nil {
 			return fnErr
 		}
@@ -184,7 +214,7 @@ func (j *Journal) consume(ctx context.Context, stream, filter string, from uint6
 			// places consumers, may be electing. Meanwhile the records
 			// are read from any replica, so that the view, and the
 			// writes waiting to be seen, go on.
-			swept := j.sweep(ctx, stream, filter, from, deliver)
+			swept := j.sweep(ctx, stream, rd.replicaFilter(), from, deliver)
 			if swept > from {
 				j.logf("journal: no consumer could be made; read from a replica meanwhile", "stream", stream, "from", from, "to", swept-1)
 			}
@@ -229,7 +259,8 @@ const readerHeartbeat = time.Second
 // made says the consumer was made. A bound other than 0 limits the wait
 // for the consumer's creation, which a leader announcement also ends
 // (restart).
-func (j *Journal) consumeFrom(ctx context.Context, stream, filter string, from uint64, bound time.Duration, deletes *sync.WaitGroup, fn func(seq uint64, subj string, data []byte, pending uint64) error) (last uint64, made, restart bool, err error) {
+func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, from uint64, bound time.Duration, deletes *sync.WaitGroup, fn func(seq uint64, subj string, data []byte, pending uint64) error) (last uint64, made, restart bool, err error) {
+	filter := rd.replicaFilter()
 	elected := j.leaderChanged(stream) // before the consumer: none is missed
 	// What the client's ordered consumer makes: an ephemeral consumer in
 	// memory, one replica, nothing to acknowledge; the server removes it
@@ -240,7 +271,11 @@ func (j *Journal) consumeFrom(ctx context.Context, stream, filter string, from u
 		MemoryStorage:     true,
 		Replicas:          1,
 		InactiveThreshold: 5 * time.Minute,
-		FilterSubject:     filter,
+	}
+	if len(rd.filters) == 1 {
+		cfg.FilterSubject = rd.filters[0]
+	} else {
+		cfg.FilterSubjects = rd.filters
 	}
 	if from > 1 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
@@ -326,11 +361,22 @@ func (j *Journal) consumeFrom(ctx context.Context, stream, filter string, from u
 	}
 	reconnected := j.reconnected()
 	probed, _ := j.probeChanged(stream)
+	var learnt <-chan struct{} // nil without a stand: never ready
+	if rd.stand != nil {
+		var asked uint64
+		if learnt, asked = rd.stand.changed(); asked > 0 {
+			wake() // asked before this consumer was made
+		}
+	}
 	done := make(chan struct{})
 	defer close(done)
 	go func() { // ends with consumeFrom
 		for {
 			select {
+			case <-learnt:
+				learnt, _ = rd.stand.changed()
+				wake()
+				continue
 			case <-elected:
 			case <-reconnected:
 				reconnected = j.reconnected()
@@ -420,6 +466,75 @@ func (j *Journal) consumeFrom(ctx context.Context, stream, filter string, from u
 		}
 		return nil
 	}
+	// learn answers the stand's question (Stand): it asks the stream's
+	// leader for its head (headOf), and the reader stands at the
+	// stream's last sequence once it has handed over the last record of
+	// its filters, at once or after the deliveries still to come
+	// (settle). A consumer that delivers nothing for probeQuiet while
+	// such records are due lost them in transit: it is made again
+	// (restart) after the last record handed over. After a question
+	// past the stream's end, the next is asked no sooner than standTick
+	// after it: made-up positions cost no more than that.
+	var (
+		standAt, standAfter uint64    // stands at standAt once standAfter is handed over (standAt 0: nothing learnt)
+		askedAt             time.Time // when the head was last asked for
+		beyond              bool      // the last question was past the stream's end
+	)
+	settle := func() error {
+		if standAt < next || standAfter >= next {
+			return nil
+		}
+		at := standAt
+		standAt = 0
+		if err := fn(at, "", nil, 0); err != nil {
+			return err
+		}
+		last, next = at, at+1
+		wake() // what was asked meanwhile
+		return nil
+	}
+	learn := func() (restart bool, err error) {
+		if standAt >= next {
+			// Learnt already: its records are due.
+			if quiet := min(time.Since(lastDelivery), time.Since(askedAt)); quiet < probeQuiet {
+				time.AfterFunc(probeQuiet-quiet, wake)
+				return false, nil
+			}
+			rd.stand.keep(standAt) // asked of the next consumer
+			drop()
+			return true, fmt.Errorf("journal: consume %s: records up to %d, due before %d, were lost in transit", stream, standAfter, standAt)
+		}
+		to := rd.stand.take()
+		if to < next {
+			return false, nil // past it already
+		}
+		if since := time.Since(askedAt); beyond && since < standTick {
+			rd.stand.keep(to)
+			time.AfterFunc(standTick-since, wake)
+			return false, nil
+		}
+		askedAt = time.Now()
+		h, err := j.headOf(ctx, stream, rd.filters, next)
+		switch {
+		case ctx.Err() != nil:
+			return false, nil
+		case err != nil:
+			j.logf("journal: a reader could not learn where it stands", "stream", stream, "after", next-1, "err", err)
+			rd.stand.keep(to)
+			time.AfterFunc(probeQuiet, wake)
+			return false, nil
+		}
+		beyond = to > h.last && to != math.MaxUint64
+		standAt, standAfter = h.last, h.mine
+		if err := settle(); err != nil {
+			drop()
+			return false, err
+		}
+		if standAt >= next {
+			time.AfterFunc(probeQuiet, wake) // to find a loss in transit
+		}
+		return false, nil
+	}
 	for {
 		m, err := it.Next(nextOpt)
 		if err != nil {
@@ -437,6 +552,11 @@ func (j *Journal) consumeFrom(ctx context.Context, stream, filter string, from u
 				if reconnectLook.Swap(false) {
 					if err := look(0); err != nil {
 						return last, true, false, err
+					}
+				}
+				if rd.stand != nil {
+					if restart, err := learn(); err != nil {
+						return last, true, restart, err
 					}
 				}
 				if to := probeTo.Load(); to < next {
@@ -488,6 +608,10 @@ func (j *Journal) consumeFrom(ctx context.Context, stream, filter string, from u
 			return last, true, false, err
 		}
 		last, next = seq, seq+1
+		if err := settle(); err != nil {
+			drop()
+			return last, true, false, err
+		}
 	}
 }
 

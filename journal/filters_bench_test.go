@@ -3,11 +3,14 @@ package journal_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/journal/jstest"
 )
 
@@ -88,4 +91,71 @@ func BenchmarkShardFilters(b *testing.B) {
 			b.ReportMetric(float64(want), "records/op")
 		})
 	}
+}
+
+// BenchmarkReadHeld compares a view's two ways of replaying 43 of 64
+// shards of a table of 4,096 partitions (what a host of 3 holds with
+// R = 2) from the journal's start: on a consumer filtered by their
+// subjects, learning at the end that it stands at the stream's last
+// record (ConsumeShards with a Stand), and reading every record, the
+// others' handed over undecoded (ConsumeHeld). The first is far slower
+// (the server looks every matching subject up in each block it scans),
+// which is why a view replays on the second and tails on the first.
+// go test ./journal -run x -bench ReadHeld -benchtime 1x
+func BenchmarkReadHeld(b *testing.B) {
+	const shards, held, records = 64, 43, 50_000
+	j, _ := newJournal(b)
+	ctx := context.Background() // newJournal's lasts a minute
+	if err := j.EnsureTableStream(ctx, "R", 1); err != nil {
+		b.Fatal(err)
+	}
+	last := map[string]uint64{}
+	pad := strings.Repeat("x", 900)
+	for i := range records {
+		pk := fmt.Sprintf("p%04d", i%4096)
+		rec := put(pk, fmt.Sprint(i), int32(i))
+		rec.Events[0].Properties = append(rec.Events[0].Properties, engine.Property{Name: "Pad", Value: engine.String(pad)})
+		seq, err := j.Append(ctx, "R", 1, shards, rec, last[pk])
+		if err != nil {
+			b.Fatal(err)
+		}
+		last[pk] = seq
+	}
+	end := uint64(records)
+	var list []uint32
+	for s := range uint32(held) {
+		list = append(list, s)
+	}
+	read := func(b *testing.B, consume func(ctx context.Context, fn func(seq uint64, rec *engine.Record, pending uint64) error) error) {
+		for b.Loop() {
+			cctx, stop := context.WithCancel(ctx)
+			n := 0
+			err := consume(cctx, func(seq uint64, rec *engine.Record, pending uint64) error {
+				if rec != nil {
+					n++
+				}
+				if seq >= end {
+					stop()
+				}
+				return nil
+			})
+			stop()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(n), "records-decoded/op")
+		}
+	}
+	b.Run("filtered", func(b *testing.B) {
+		read(b, func(ctx context.Context, fn func(uint64, *engine.Record, uint64) error) error {
+			stand := journal.NewStand()
+			stand.Learn(end)
+			return j.ConsumeShards(ctx, "R", 1, shards, list, stand, 1, nil, fn)
+		})
+	})
+	b.Run("whole", func(b *testing.B) {
+		read(b, func(ctx context.Context, fn func(uint64, *engine.Record, uint64) error) error {
+			return j.ConsumeHeld(ctx, "R", 1, shards, func(s uint32) bool { return s < held }, 1, nil, fn)
+		})
+	})
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/journal/jstest"
 )
 
-func newJournal(t *testing.T) (*journal.Journal, context.Context) {
+func newJournal(t testing.TB) (*journal.Journal, context.Context) {
 	t.Helper()
 	_, nc := jstest.Server(t)
 	j, err := journal.New(nc, journal.Config{})

@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/journal"
 )
 
-// TestConsumeShard: a reader of one shard gets exactly that shard's
+// TestConsumeShard: a reader of one shard (ConsumeShards) gets exactly that shard's
 // records, in order, with the stream's sequences; deliveries lost on
 // their way are read again from a replica, and only the shard's. The
 // shard's last record is known without reading it.
@@ -56,7 +56,7 @@ func TestConsumeShard(t *testing.T) {
 		cctx, stop := context.WithCancel(ctx)
 		defer stop()
 		var got []uint64
-		err := j.ConsumeShard(cctx, "S", 1, shards, shard, from, nil, func(seq uint64, rec *engine.Record, pending uint64) error {
+		err := j.ConsumeShards(cctx, "S", 1, shards, []uint32{shard}, nil, from, nil, func(seq uint64, rec *engine.Record, pending uint64) error {
 			if s := uint32(engine.Shard(rec.PartitionKey, shards)); s != shard {
 				return fmt.Errorf("record %d of partition %q (shard %d) read as shard %d's", seq, rec.PartitionKey, s, shard)
 			}
@@ -110,8 +110,11 @@ func TestConsumeShard(t *testing.T) {
 	if _, err := j.ShardLast(ctx, "Never", 1, 0); err == nil {
 		t.Error("ShardLast of a table without a stream succeeded")
 	}
-	if err := j.ConsumeShard(ctx, "Few", 1, 64, 64, 1, nil, nil); err == nil {
-		t.Error("ConsumeShard of shard 64 of 64 succeeded")
+	if err := j.ConsumeShards(ctx, "Few", 1, 64, []uint32{3, 64}, nil, 1, nil, nil); err == nil {
+		t.Error("ConsumeShards of shard 64 of 64 succeeded")
+	}
+	if err := j.ConsumeShards(ctx, "Few", 1, 64, nil, nil, 1, nil, nil); err == nil {
+		t.Error("ConsumeShards of no shard succeeded")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cairn-dev/cairn/engine"
@@ -136,6 +137,16 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 		// the consumer would never deliver what the view waits for.
 		return &faultError{seq: t.Seq() + 1, err: fmt.Errorf("records %d to %d are missing from the journal (purged or deleted)", t.Seq()+1, first-1)}
 	}
+	// A view of some shards tails them alone, and learns where it stands
+	// between their records (sparse.go).
+	held := t.heldShards()
+	var stand *journal.Stand
+	if held != nil {
+		stand = journal.NewStand()
+		t.sparse = true
+		t.stand.Store(stand)
+		defer t.stand.Store(nil)
+	}
 	start, lastLog := time.Now(), time.Now()
 	caughtUp := false
 	markReady := func() {
@@ -203,30 +214,63 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 	// The watch ends the follow with a fault as its cause when records
 	// disappear from the journal.
 	fctx, stopFollow := context.WithCancelCause(ctx)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		v.watchHistory(fctx, t, stopFollow)
-	}()
+	var watches sync.WaitGroup
+	watches.Go(func() { v.watchHistory(fctx, t, stopFollow) })
+	if stand != nil {
+		watches.Go(func() { t.watchStand(fctx, stand) })
+	}
 	defer func() {
 		stopFollow(nil)
-		<-watched
+		watches.Wait()
 	}()
+	// A view of some shards replays on the whole journal and tails on
+	// its filtered consumer, switching back when it falls behind
+	// (sparse.go: the server reads a long backlog for many filters
+	// slowly).
+	filtered := stand != nil && t.Seq() >= target
+	tail := func(seq uint64, rec *engine.Record, pending uint64) error {
+		if err := apply(seq, rec, pending); err != nil {
+			return err
+		}
+		if pending > behindBound() {
+			return errSwitch
+		}
+		return nil
+	}
+	replay := func(seq uint64, rec *engine.Record, pending uint64) error {
+		if err := apply(seq, rec, pending); err != nil {
+			return err
+		}
+		if stand != nil && caughtUp && pending == 0 {
+			return errSwitch
+		}
+		return nil
+	}
 	err = v.retry(fctx, "follow the journal", t.Name(), func() error {
-		// After an interruption, resume right after the last record applied.
-		var err error
-		if t.Partial() {
-			err = v.j.ConsumeHeld(fctx, t.Name(), t.Epoch(), t.Shards(), t.HoldsShard, t.Seq()+1, t.appendedRecord, apply)
-		} else {
-			err = v.j.ConsumeKnown(fctx, t.Name(), t.Epoch(), t.Shards(), t.Seq()+1, t.appendedRecord, apply)
+		for {
+			// After an interruption, resume right after the last record applied.
+			var err error
+			switch {
+			case filtered:
+				err = v.j.ConsumeShards(fctx, t.Name(), t.Epoch(), t.Shards(), held, stand, t.Seq()+1, t.appendedRecord, tail)
+			case t.Partial():
+				err = v.j.ConsumeHeld(fctx, t.Name(), t.Epoch(), t.Shards(), t.HoldsShard, t.Seq()+1, t.appendedRecord, replay)
+			default:
+				err = v.j.ConsumeKnown(fctx, t.Name(), t.Epoch(), t.Shards(), t.Seq()+1, t.appendedRecord, apply)
+			}
+			if errors.Is(err, errSwitch) {
+				filtered = !filtered
+				v.log.Debug("view of some shards switches its reader", "table", t.Name(), "at", t.Seq(), "filtered", filtered)
+				continue
+			}
+			if errors.Is(err, engine.ErrTableGone) {
+				return v.streamGone(fctx, t)
+			}
+			if err == nil && fctx.Err() == nil {
+				err = errors.New("consumer ended")
+			}
+			return err
 		}
-		if errors.Is(err, engine.ErrTableGone) {
-			return v.streamGone(fctx, t)
-		}
-		if err == nil && fctx.Err() == nil {
-			err = errors.New("consumer ended")
-		}
-		return err
 	})
 	if cause := context.Cause(fctx); ctx.Err() == nil && permanent(cause) {
 		return cause

@@ -101,6 +101,7 @@ func (t *Table) Await(from uint64, partitions []string, wake func()) *Wait {
 		}
 	}
 	if len(partitions) == 0 {
+		defer t.learn(from) // after the registration: what it learns wakes it
 		aw := &t.aw
 		aw.mu.Lock()
 		defer aw.mu.Unlock()

@@ -24,9 +24,10 @@
 //     Tables find views by name, case-insensitively.
 //   - Placed views (placed.go; docs/SCALE.md): with Config.Placement a
 //     view of a table with shards may hold only some of them (Holds,
-//     Partial). It reads the whole journal and decodes only its shards'
-//     records (journal.ConsumeHeld), so its positions mean what a whole
-//     view's do; it starts, shard by shard, from the newest of the
+//     Partial). It reads its shards alone, on a filtered consumer
+//     (journal.ConsumeShards), and learns where it stands between their
+//     records (sparse.go), so its positions mean what a whole view's do;
+//     it starts, shard by shard, from the newest of the
 //     table's whole snapshots and the shard bases holding that shard,
 //     and writes shard bases of its own (snapshards.go). When the hosts
 //     change, Replace

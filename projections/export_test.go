@@ -68,3 +68,16 @@ func ForgeSnapshot(src, dst, name string, epoch, seq uint64) error {
 func (v *Views) BehindHorizon(ctx context.Context, t *Table) bool {
 	return v.behindHorizon(ctx, t, &faultError{seq: t.Seq() + 1, gap: true, err: errors.New("records missing")})
 }
+
+// SetSparseBehind sets, for the test, how far behind a sparse view's
+// filtered consumer may be before the view reads the whole journal.
+func SetSparseBehind(t interface{ Cleanup(func()) }, n uint64) {
+	sparseBehindTest.Store(n)
+	t.Cleanup(func() { sparseBehindTest.Store(0) })
+}
+
+// HoldApply stops t's applier before its next record until release.
+func (t *Table) HoldApply() (release func()) {
+	t.dmu.Lock()
+	return t.dmu.Unlock
+}

@@ -232,10 +232,12 @@ func (s *snapshotter) applied(rec *engine.Record) {
 		return
 	}
 	if s.shards() {
-		// Every record of the table counts, its shards' or not (nil): a
-		// host whose shards see no writes still writes their (small)
-		// bases, without which the journal is never cut (SharedBases).
-		s.tailRecords++
+		// Every record of the table counts, its shards' or not: a host
+		// whose shards see no writes still writes their (small) bases,
+		// without which the journal is never cut (SharedBases). A
+		// sparse view is not handed the others' records: it counts the
+		// positions it moved by.
+		s.tailRecords = int(s.t.seq - min(s.lastSeq, s.t.seq))
 		s.t.snapInfo.tail.Store(uint64(s.tailRecords))
 		s.maybeShards()
 		return

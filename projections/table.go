@@ -44,6 +44,11 @@ type Table struct {
 	// view passes floorTop, the highest. Writer state.
 	floor    []uint64
 	floorTop uint64
+	// stand, while the view follows its shards alone (sparse.go), is how
+	// it learns where it stands between their records; sparse says its
+	// records come with gaps (writer state).
+	stand  atomic.Pointer[journal.Stand]
+	sparse bool
 
 	// Writer state, owned by the applier goroutine.
 	rows        *btree.BTreeG[*engine.Entity]
@@ -204,8 +209,8 @@ func (t *Table) placed(held []bool) []bool {
 // order; a record at or below the applied position is ignored (so a
 // redelivered record is harmless). The change becomes visible to readers at
 // the next Publish. A record of a partition the view does not hold, or a
-// nil one (such a record, not decoded: journal.ConsumeHeld), only moves
-// its position.
+// nil one (such a record, not decoded: journal.ConsumeHeld; or where a
+// sparse view learnt it stands, sparse.go), only moves its position.
 func (t *Table) Apply(seq uint64, rec *engine.Record) {
 	if seq <= t.seq {
 		return
@@ -447,7 +452,7 @@ func (t *Table) WaitPosition(ctx context.Context, seq uint64, wait time.Duration
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	s, err := t.WaitSeq(wctx, seq)
+	s, err := t.WaitAt(wctx, seq)
 	if err == nil {
 		return s, nil
 	}
@@ -481,6 +486,7 @@ func (t *Table) WaitSeq(ctx context.Context, seq uint64) (*Snapshot, error) {
 		t.mu.Unlock()
 		if failed != nil {
 			if next := t.successor.Load(); next != nil {
+				next.learn(seq) // a read's position, perhaps: asked of this view's reader
 				return next.WaitSeq(ctx, seq)
 			}
 			return nil, fmt.Errorf("projections: view of %s stopped: %w", t.name, failed)

@@ -119,10 +119,10 @@ type Config struct {
 	// Placement says which view shards of a table incarnation with shards
 	// this host holds (docs/SCALE.md): held[s] for shard s, nil (or a
 	// slice holding every shard) for all of them. A view that holds only
-	// some materialises only their partitions' entities; it still reads
-	// the table's whole journal, decoding only its shards' records
-	// (journal.ConsumeHeld), so its position means what a whole view's
-	// does. Such a view writes shard bases of its shards alone, and
+	// some materialises only their partitions' entities, read alone on a
+	// filtered consumer (sparse.go); it learns where it stands between
+	// their records, so its position means what a whole view's does.
+	// Such a view writes shard bases of its shards alone, and
 	// starts from those and the table's whole snapshots (snapshards.go).
 	// nil: every host holds every table whole. It is asked when a table's
 	// view starts, and again by Replace when the live hosts change.

@@ -119,7 +119,7 @@ func benchPlaced(args []string) error {
 	views := func(b uint64) uint64 { return b - min(b, floor[0].live) }
 	fmt.Printf("A host holding no table: %s of heap. One host holding the table whole: %s (%s for its views, %.0f bytes per entity); its view and the outbox relay were delivered %.2f records per record written.\n\n",
 		mb(floor[0].live), mb(whole[0].live), mb(views(whole[0].live)), float64(views(whole[0].live))/float64(*entities), fan.per[1])
-	fmt.Println("| hosts | R | entities held per host: min / max (share of the table) | heap per host: min / median / max | largest heap against the whole host's | its views against the whole host's views | records its readers were delivered per record written: the views and the outbox relay (every host's view reads the whole journal: hosts + 1; the floor, were each view to read only its shards: R + 1) |")
+	fmt.Println("| hosts | R | entities held per host: min / max (share of the table) | heap per host: min / median / max | largest heap against the whole host's | its views against the whole host's views | records its readers were delivered per record written: the views and the outbox relay (floor: R + 1; every host's view reading the whole journal: hosts + 1) |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, n := range sizes {
 		goal := &placedGoal{seq: last, entities: uint64(min(n, *replicas)) * uint64(*entities), partial: n > *replicas}
@@ -136,11 +136,11 @@ func benchPlaced(args []string) error {
 		slices.Sort(heaps)
 		slices.Sort(held)
 		top := uint64(heaps[len(heaps)-1])
-		fmt.Printf("| %d | %d | %d / %d (%.2f) | %s / %s / %s | %.2f | %.2f | %.2f (whole journal %d; floor %d) |\n", n, *replicas,
+		fmt.Printf("| %d | %d | %d / %d (%.2f) | %s / %s / %s | %.2f | %.2f | %.2f (floor %d; whole journal %d) |\n", n, *replicas,
 			held[0], held[len(held)-1], float64(held[len(held)-1])/float64(*entities),
 			mb(uint64(heaps[0])), mb(uint64(median(heaps))), mb(top),
 			float64(top)/float64(whole[0].live), float64(views(top))/float64(views(whole[0].live)),
-			fan.per[n], n+1, min(n, *replicas)+1)
+			fan.per[n], min(n, *replicas)+1, n+1)
 	}
 	if *restarts == 0 {
 		return nil
