@@ -569,6 +569,9 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, fr
 					}
 				}
 				nextOpt = wakeable()
+				if woken.Load() {
+					wake() // woken again meanwhile: the new context too
+				}
 				continue
 			case errors.Is(err, jetstream.ErrMsgIteratorClosed):
 				return last, true, false, nil
