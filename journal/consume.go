@@ -466,20 +466,41 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, fr
 		}
 		return nil
 	}
-	// learn answers the stand's question (Stand): it asks the stream's
-	// leader for its head (headOf), and the reader stands at the
-	// stream's last sequence once it has handed over the last record of
-	// its filters, at once or after the deliveries still to come
-	// (settle). A consumer that delivers nothing for probeQuiet while
-	// such records are due lost them in transit: it is made again
-	// (restart) after the last record handed over. After a question
-	// past the stream's end, the next is asked no sooner than standTick
-	// after it: made-up positions cost no more than that.
+	// learn answers the stand's question (Stand): it asks the journal
+	// for the head it must reach (headOf) on the side, so that
+	// deliveries go on meanwhile, and the reader stands at the stream's
+	// last sequence once it has handed over the last record of its
+	// filters, at once or after the deliveries still to come (settle). A
+	// consumer that delivers nothing for probeQuiet while such records
+	// are due lost them in transit: it is made again (restart) after the
+	// last record handed over. After a question past the stream's end,
+	// the next is asked no sooner than standTick after it: made-up
+	// positions cost no more than that. A question not answered when the
+	// consumer ends is kept for the next one.
+	type asked struct {
+		h      head
+		err    error
+		to     uint64
+		since  time.Time
+		beyond bool
+	}
 	var (
-		standAt, standAfter uint64    // stands at standAt once standAfter is handed over (standAt 0: nothing learnt)
-		askedAt             time.Time // when the head was last asked for
-		beyond              bool      // the last question was past the stream's end
+		standAt, standAfter uint64     // stands at standAt once standAfter is handed over (standAt 0: nothing learnt)
+		askedAt             time.Time  // when the head was last asked for
+		beyond              bool       // the last question was past the stream's end
+		heads               chan asked // the head asked for on the side, or nil
+		inFlight            asked      // the question it answers
 	)
+	if rd.stand != nil {
+		defer func() {
+			if heads != nil {
+				rd.stand.keep(inFlight.to, inFlight.since)
+			}
+			if standAt >= next {
+				rd.stand.keep(standAt, askedAt)
+			}
+		}()
+	}
 	settle := func() error {
 		if standAt < next || standAfter >= next {
 			return nil
@@ -494,45 +515,59 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, fr
 		return nil
 	}
 	learn := func() (restart bool, err error) {
+		if heads != nil {
+			var a asked
+			select {
+			case a = <-heads:
+				heads = nil
+			default:
+				return false, nil // its answer wakes the reader
+			}
+			if a.err != nil {
+				if ctx.Err() == nil {
+					j.logf("journal: a reader could not learn where it stands", "stream", stream, "after", next-1, "err", a.err)
+					rd.stand.keep(a.to, a.since)
+					time.AfterFunc(probeQuiet, wake)
+				}
+				return false, nil
+			}
+			beyond = a.beyond
+			standAt, standAfter = a.h.last, a.h.mine
+			if err := settle(); err != nil {
+				drop()
+				return false, err
+			}
+			if standAt >= next {
+				time.AfterFunc(probeQuiet, wake) // to find a loss in transit
+			}
+		}
 		if standAt >= next {
 			// Learnt already: its records are due.
 			if quiet := min(time.Since(lastDelivery), time.Since(askedAt)); quiet < probeQuiet {
 				time.AfterFunc(probeQuiet-quiet, wake)
 				return false, nil
 			}
-			rd.stand.keep(standAt) // asked of the next consumer
 			drop()
 			return true, fmt.Errorf("journal: consume %s: records up to %d, due before %d, were lost in transit", stream, standAfter, standAt)
 		}
-		to := rd.stand.take()
+		to, since := rd.stand.take()
 		if to < next {
 			return false, nil // past it already
 		}
-		if since := time.Since(askedAt); beyond && since < standTick {
-			rd.stand.keep(to)
-			time.AfterFunc(standTick-since, wake)
+		if wait := standTick - time.Since(askedAt); beyond && wait > 0 {
+			rd.stand.keep(to, since)
+			time.AfterFunc(wait, wake)
 			return false, nil
 		}
 		askedAt = time.Now()
-		h, err := j.headOf(ctx, stream, rd.filters, next)
-		switch {
-		case ctx.Err() != nil:
-			return false, nil
-		case err != nil:
-			j.logf("journal: a reader could not learn where it stands", "stream", stream, "after", next-1, "err", err)
-			rd.stand.keep(to)
-			time.AfterFunc(probeQuiet, wake)
-			return false, nil
-		}
-		beyond = to > h.last && to != math.MaxUint64
-		standAt, standAfter = h.last, h.mine
-		if err := settle(); err != nil {
-			drop()
-			return false, err
-		}
-		if standAt >= next {
-			time.AfterFunc(probeQuiet, wake) // to find a loss in transit
-		}
+		inFlight = asked{to: to, since: since}
+		heads = make(chan asked, 1)
+		go func(a asked, from uint64, out chan<- asked) {
+			a.h, a.err = j.headOf(ctx, stream, rd.filters, from, a.to)
+			a.beyond = a.to > a.h.last && a.to != math.MaxUint64
+			out <- a
+			wake()
+		}(inFlight, next, heads)
 		return false, nil
 	}
 	for {

@@ -11,6 +11,7 @@ var (
 	SampleRecord  = sampleRecord
 	SampleCatalog = sampleCatalog
 	EqualRecords  = equalRecords
+	Matches       = matches
 )
 
 // JetStream is the journal's JetStream context, for tests that look at

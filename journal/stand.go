@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,9 +32,10 @@ import (
 // its end moves the reader only to the end, so a position a client made
 // up cannot make a holder skip the records still to come.
 type Stand struct {
-	mu   sync.Mutex
-	want uint64        // the highest sequence asked for and not yet learnt
-	ch   chan struct{} // closed at the next Learn of a higher one
+	mu    sync.Mutex
+	want  uint64        // the highest sequence asked for and not yet learnt
+	since time.Time     // when the oldest question not yet learnt was asked
+	ch    chan struct{} // closed at the next Learn of a higher one
 }
 
 // NewStand returns a Stand for one reader at a time.
@@ -44,6 +47,9 @@ func NewStand() *Stand { return &Stand{ch: make(chan struct{})} }
 func (s *Stand) Learn(seq uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.want == 0 {
+		s.since = time.Now()
+	}
 	if seq > s.want {
 		s.want = seq
 		close(s.ch)
@@ -51,21 +57,24 @@ func (s *Stand) Learn(seq uint64) {
 	}
 }
 
-// keep puts seq back as asked for, without waking the reader: it tries
-// again by itself.
-func (s *Stand) keep(seq uint64) {
+// keep puts a question back as asked for at since, without waking the
+// reader: it tries again by itself.
+func (s *Stand) keep(seq uint64, since time.Time) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.want == 0 || since.Before(s.since) {
+		s.since = since
+	}
 	s.want = max(s.want, seq)
-	s.mu.Unlock()
 }
 
-// take returns what was asked for and forgets it.
-func (s *Stand) take() uint64 {
+// take returns what was asked for, and when, and forgets it.
+func (s *Stand) take() (uint64, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := s.want
 	s.want = 0
-	return w
+	return w, s.since
 }
 
 // changed returns a channel closed at the next Learn of a higher
@@ -85,15 +94,27 @@ type head struct {
 	last, mine uint64
 }
 
-// headOf asks stream's leader for the head of filters: its state, then,
+// headOf learns what a reader of filters that has handed over every
+// record of them before next must hand over to stand at to. First the
+// record at to, from any replica: when it is on one of the filters, the
+// reader stands there once it has handed it over, and nothing more is
+// asked (a question at the position of a record of its own, which comes
+// anyway). Otherwise the stream's leader is asked for its state, then,
 // when its last sequence is next or beyond (there is something to learn),
-// the last record of each filter, at most headRequests at once. The
+// for the last record of each filter, at most headRequests at once. The
 // leader answers, never a replica (a direct get): a replica may not hold
 // yet a record already acknowledged to its writer, and the reader would
 // then stand past it.
-func (j *Journal) headOf(ctx context.Context, stream string, filters []string, next uint64) (head, error) {
+func (j *Journal) headOf(ctx context.Context, stream string, filters []string, next, to uint64) (head, error) {
 	ctx, cancel := context.WithTimeout(ctx, standTimeout)
 	defer cancel()
+	if to != math.MaxUint64 {
+		// A replica that does not hold it yet says so: the leader is
+		// asked then.
+		if _, subj, _, found, err := j.directGet(ctx, stream, "", to); err == nil && found && matchesAny(subj, filters) {
+			return head{last: to, mine: to}, nil
+		}
+	}
 	s, err := j.js.Stream(ctx, stream)
 	if err != nil {
 		return head{}, err
@@ -123,6 +144,33 @@ func (j *Journal) headOf(ctx context.Context, stream string, filters []string, n
 	}
 	wg.Wait()
 	return h, first
+}
+
+// matchesAny says whether subj matches one of filters ('*' one token,
+// '>' the rest).
+func matchesAny(subj string, filters []string) bool {
+	for _, f := range filters {
+		if matches(subj, f) {
+			return true
+		}
+	}
+	return false
+}
+
+func matches(subj, filter string) bool {
+	for {
+		ft, frest, fmore := strings.Cut(filter, ".")
+		st, srest, smore := strings.Cut(subj, ".")
+		switch {
+		case ft == ">":
+			return true
+		case ft != "*" && ft != st:
+			return false
+		case !fmore || !smore:
+			return fmore == smore
+		}
+		filter, subj = frest, srest
+	}
 }
 
 // headRequests bounds the requests of one headOf in flight at once.

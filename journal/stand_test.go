@@ -213,3 +213,26 @@ func TestStandAfterAcknowledged(t *testing.T) {
 		}
 	}
 }
+
+// TestMatches: the subject filters a reader of some shards checks a
+// record's subject against.
+func TestMatches(t *testing.T) {
+	for _, c := range []struct {
+		subj, filter string
+		want         bool
+	}{
+		{"c.j.t.1.s3.kA", "c.j.t.1.s3.*", true},
+		{"c.j.t.1.s3.kA", "c.j.t.1.s30.*", false},
+		{"c.j.t.1.s30.kA", "c.j.t.1.s3.*", false},
+		{"c.j.t.1.s3.kA.x", "c.j.t.1.s3.*", false},
+		{"c.j.t.1.s3", "c.j.t.1.s3.*", false},
+		{"c.j.t.1.s3.kA", "c.j.>", true},
+		{"c.j.t.1.s3.kA", "c.j.t.1.s3.kA", true},
+		{"c.j.t.1.s3.kA", "c.j.t.2.s3.*", false},
+		{"", "c.j.t.1.s3.*", false},
+	} {
+		if got := journal.Matches(c.subj, c.filter); got != c.want {
+			t.Errorf("matches(%q, %q) = %v, want %v", c.subj, c.filter, got, c.want)
+		}
+	}
+}
