@@ -481,7 +481,6 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, fr
 		h      head
 		err    error
 		to     uint64
-		since  time.Time
 		beyond bool
 	}
 	var (
@@ -489,15 +488,15 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, fr
 		askedAt             time.Time  // when the head was last asked for
 		beyond              bool       // the last question was past the stream's end
 		heads               chan asked // the head asked for on the side, or nil
-		inFlight            asked      // the question it answers
+		asking              uint64     // the question it answers
 	)
 	if rd.stand != nil {
 		defer func() {
 			if heads != nil {
-				rd.stand.keep(inFlight.to, inFlight.since)
+				rd.stand.keep(asking)
 			}
 			if standAt >= next {
-				rd.stand.keep(standAt, askedAt)
+				rd.stand.keep(standAt)
 			}
 		}()
 	}
@@ -526,7 +525,7 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, fr
 			if a.err != nil {
 				if ctx.Err() == nil {
 					j.logf("journal: a reader could not learn where it stands", "stream", stream, "after", next-1, "err", a.err)
-					rd.stand.keep(a.to, a.since)
+					rd.stand.keep(a.to)
 					time.AfterFunc(probeQuiet, wake)
 				}
 				return false, nil
@@ -550,24 +549,24 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, fr
 			drop()
 			return true, fmt.Errorf("journal: consume %s: records up to %d, due before %d, were lost in transit", stream, standAfter, standAt)
 		}
-		to, since := rd.stand.take()
+		to := rd.stand.take()
 		if to < next {
 			return false, nil // past it already
 		}
 		if wait := standTick - time.Since(askedAt); beyond && wait > 0 {
-			rd.stand.keep(to, since)
+			rd.stand.keep(to)
 			time.AfterFunc(wait, wake)
 			return false, nil
 		}
 		askedAt = time.Now()
-		inFlight = asked{to: to, since: since}
+		asking = to
 		heads = make(chan asked, 1)
 		go func(a asked, from uint64, out chan<- asked) {
 			a.h, a.err = j.headOf(ctx, stream, rd.filters, from, a.to)
 			a.beyond = a.to > a.h.last && a.to != math.MaxUint64
 			out <- a
 			wake()
-		}(inFlight, next, heads)
+		}(asked{to: to}, next, heads)
 		return false, nil
 	}
 	for {

@@ -11,7 +11,7 @@ var (
 	SampleRecord  = sampleRecord
 	SampleCatalog = sampleCatalog
 	EqualRecords  = equalRecords
-	Matches       = matches
+	Matches       = func(subj, filter string) bool { return matchesAny(subj, []string{filter}) }
 )
 
 // JetStream is the journal's JetStream context, for tests that look at

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -16,10 +17,11 @@ import (
 // learns where the reader stands between its records. Such a reader is
 // sent only its shards' records, so its last record says nothing of the
 // others: a wait for a position that is another shard's record would
-// never end. Learn asks the reader to find out. It asks the stream's
-// leader for the stream's last sequence L, then for the last record of
-// each of its shards (one request each, headOf); every record of its
-// shards at or below L is at or below the highest of those, M. Once the
+// never end. Learn asks the reader to find out (headOf). Unless the
+// position is a record of its own shards, which comes anyway, it asks
+// the stream's leader for the stream's last sequence L, then for the
+// last record of each of its shards (one request each); every record of
+// its shards at or below L is at or below the highest of those, M. Once the
 // reader has handed over M, at once or when its consumer delivers it, it
 // hands over L with a nil record, and its holder stands there.
 //
@@ -32,10 +34,9 @@ import (
 // its end moves the reader only to the end, so a position a client made
 // up cannot make a holder skip the records still to come.
 type Stand struct {
-	mu    sync.Mutex
-	want  uint64        // the highest sequence asked for and not yet learnt
-	since time.Time     // when the oldest question not yet learnt was asked
-	ch    chan struct{} // closed at the next Learn of a higher one
+	mu   sync.Mutex
+	want uint64        // the highest sequence asked for and not yet learnt
+	ch   chan struct{} // closed at the next Learn of a higher one
 }
 
 // NewStand returns a Stand for one reader at a time.
@@ -47,9 +48,6 @@ func NewStand() *Stand { return &Stand{ch: make(chan struct{})} }
 func (s *Stand) Learn(seq uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.want == 0 {
-		s.since = time.Now()
-	}
 	if seq > s.want {
 		s.want = seq
 		close(s.ch)
@@ -57,24 +55,21 @@ func (s *Stand) Learn(seq uint64) {
 	}
 }
 
-// keep puts a question back as asked for at since, without waking the
-// reader: it tries again by itself.
-func (s *Stand) keep(seq uint64, since time.Time) {
+// keep puts seq back as asked for, without waking the reader: it tries
+// again by itself.
+func (s *Stand) keep(seq uint64) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.want == 0 || since.Before(s.since) {
-		s.since = since
-	}
 	s.want = max(s.want, seq)
+	s.mu.Unlock()
 }
 
-// take returns what was asked for, and when, and forgets it.
-func (s *Stand) take() (uint64, time.Time) {
+// take returns what was asked for and forgets it.
+func (s *Stand) take() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := s.want
 	s.want = 0
-	return w, s.since
+	return w
 }
 
 // changed returns a channel closed at the next Learn of a higher
@@ -146,31 +141,9 @@ func (j *Journal) headOf(ctx context.Context, stream string, filters []string, n
 	return h, first
 }
 
-// matchesAny says whether subj matches one of filters ('*' one token,
-// '>' the rest).
+// matchesAny says whether subj matches one of filters.
 func matchesAny(subj string, filters []string) bool {
-	for _, f := range filters {
-		if matches(subj, f) {
-			return true
-		}
-	}
-	return false
-}
-
-func matches(subj, filter string) bool {
-	for {
-		ft, frest, fmore := strings.Cut(filter, ".")
-		st, srest, smore := strings.Cut(subj, ".")
-		switch {
-		case ft == ">":
-			return true
-		case ft != "*" && ft != st:
-			return false
-		case !fmore || !smore:
-			return fmore == smore
-		}
-		filter, subj = frest, srest
-	}
+	return slices.ContainsFunc(filters, func(f string) bool { return server.SubjectMatchesFilter(subj, f) })
 }
 
 // headRequests bounds the requests of one headOf in flight at once.

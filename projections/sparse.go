@@ -20,13 +20,15 @@ import (
 // behind (followTable switches on errSwitch). Such a view is sparse:
 // while it tails, its records come with gaps, and its position moves on
 // its own records only. A wait for a position that is another shard's
-// record asks the reader where it stands (journal.Stand: the stream's
-// last sequence, then the last record of each of its shards, asked of
-// the stream's leader), and the view moves to the stream's last
-// sequence once it has applied the last record of its shards before it.
-// A question costs one request when the stream has not moved past the
-// view, and one more per shard held when it has; questions asked while
-// one is answered are answered together.
+// record asks the reader where it stands (journal.Stand: the record at
+// the position, which the view waits for when it is one of its shards';
+// otherwise the stream's last sequence, then the last record of each of
+// its shards, asked of the stream's leader), and the view moves to the
+// stream's last sequence once it has applied the last record of its
+// shards before it. A question costs a direct get for a record of its
+// own shards, otherwise two requests when the stream has not moved past
+// the view and one more per shard held when it has; questions asked
+// while one is answered are answered together.
 //
 // Who asks: reads at a position (WaitPosition, WaitAt, Await for any
 // record), a ticker while waits for any record are registered (a change
