@@ -50,12 +50,21 @@ var errNoStream = errors.New("no stream answered")
 // acknowledgement, or until leader is closed (the stream announced a new
 // leader: the one it was sent to may be lost with it).
 func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectLast uint64, timeout time.Duration, leader <-chan struct{}) (uint64, error) {
+	lost := j.loseAck != nil && j.loseAck(subj)
 	f, err := j.js.PublishMsgAsync(&nats.Msg{Subject: subj, Data: data}, jetstream.WithExpectLastSequencePerSubject(expectLast))
 	if err != nil {
 		// Refused before anything was sent (too large, connection closed).
 		return 0, fmt.Errorf("%w: %w", engine.ErrNotSent, err)
 	}
 	t := time.NewTimer(timeout)
+	if lost {
+		select { // the append is carried out, its answer lost on the way
+		case <-f.Ok():
+		case <-f.Err():
+		case <-ctx.Done():
+		}
+		return 0, errors.New("no acknowledgement: lost on its way")
+	}
 	defer t.Stop()
 	select {
 	case ack := <-f.Ok():
@@ -79,23 +88,18 @@ func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectL
 	}
 }
 
-// LastSeq returns the sequence of the partition's last record (0: none).
+// LastSeq returns the sequence of the partition's last record (0: none),
+// as the stream's leader holds it: the leader that refused an append for
+// a record holds that record, a replica may not yet.
 func (j *Journal) LastSeq(ctx context.Context, table string, epoch uint64, shards uint32, pk string) (uint64, error) {
-	s, err := j.js.Stream(ctx, StreamName(j.cfg.Prefix, table, epoch))
-	if err != nil {
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			err = engine.ErrTableGone
-		}
-		return 0, fmt.Errorf("journal: last sequence of %s/%q: %w", table, pk, err)
-	}
-	m, err := s.GetLastMsgForSubject(ctx, j.PartitionSubject(table, epoch, shards, pk))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
+	seq, err := j.lastOn(ctx, StreamName(j.cfg.Prefix, table, epoch), j.PartitionSubject(table, epoch, shards, pk))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		err = engine.ErrTableGone
 	}
 	if err != nil {
 		return 0, fmt.Errorf("journal: last sequence of %s/%q: %w", table, pk, err)
 	}
-	return m.Sequence, nil
+	return seq, nil
 }
 
 // LastStreamSeq returns the last sequence of a table's whole stream.
@@ -192,12 +196,9 @@ func (j *Journal) NextRecord(ctx context.Context, table string, epoch uint64, sh
 // table with shards (0: none), as the stream's leader holds it: every
 // record acknowledged to its writer is there (a replica may lag).
 func (j *Journal) ShardLast(ctx context.Context, table string, epoch uint64, shard uint32) (uint64, error) {
-	stream := StreamName(j.cfg.Prefix, table, epoch)
-	seq, err := j.lastOn(ctx, stream, j.ShardSubjects(table, epoch, shard))
-	if errors.Is(err, nats.ErrNoResponders) {
-		if _, serr := j.js.Stream(ctx, stream); errors.Is(serr, jetstream.ErrStreamNotFound) {
-			err = engine.ErrTableGone
-		}
+	seq, err := j.lastOn(ctx, StreamName(j.cfg.Prefix, table, epoch), j.ShardSubjects(table, epoch, shard))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		err = engine.ErrTableGone
 	}
 	if err != nil {
 		return 0, fmt.Errorf("journal: shard %d of %s: %w", shard, table, err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/engine"
@@ -49,7 +50,7 @@ func (j *Journal) appendCatalog(ctx context.Context, subj string, data []byte, e
 		case err == nil:
 			return seq, nil
 		case errors.Is(err, engine.ErrConflict) && try > 0:
-			return j.catalogHead(ctx, stream, subj, data)
+			return j.catalogHead(ctx, stream, subj, data, deadline)
 		case errors.Is(err, engine.ErrConflict), errors.Is(err, engine.ErrNotSent), ctx.Err() != nil:
 			return 0, err
 		case time.Until(deadline) <= 0:
@@ -66,20 +67,32 @@ func (j *Journal) appendCatalog(ctx context.Context, subj string, data []byte, e
 }
 
 // catalogHead returns the sequence of the record at subj's head if it is
-// data, else ErrConflict.
-func (j *Journal) catalogHead(ctx context.Context, stream, subj string, data []byte) (uint64, error) {
-	s, err := j.js.Stream(ctx, stream)
-	if err != nil {
-		return 0, fmt.Errorf("settle an append whose first try went unanswered: %w", err)
+// data, else ErrConflict. The leader that refused the retry holds that
+// record; a replica might not yet, so the leader is asked, again while
+// the catalog elects one, until deadline.
+func (j *Journal) catalogHead(ctx context.Context, stream, subj string, data []byte, deadline time.Time) (uint64, error) {
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		rctx, cancel := context.WithTimeout(ctx, max(j.cfg.AppendTimeout, time.Second))
+		r, err := j.lastRecord(rctx, stream, subj)
+		cancel()
+		switch {
+		case err == nil && r == nil:
+			// Nothing there since the refusal: only a purge of the catalog
+			// behind Cairn's back does that.
+			return 0, fmt.Errorf("settle an append whose first try went unanswered: a retry was refused, yet %s holds no record", subj)
+		case err == nil && bytes.Equal(r.Data, data):
+			return r.Seq, nil
+		case err == nil:
+			return 0, engine.ErrConflict
+		case ctx.Err() != nil || !(Transient(err) || errors.Is(err, nats.ErrNoResponders)) || time.Until(deadline) <= 0:
+			return 0, fmt.Errorf("settle an append whose first try went unanswered: %w", err)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
 	}
-	m, err := s.GetLastMsgForSubject(ctx, subj)
-	if err != nil {
-		return 0, fmt.Errorf("settle an append whose first try went unanswered: %w", err)
-	}
-	if bytes.Equal(m.Data, data) {
-		return m.Sequence, nil
-	}
-	return 0, engine.ErrConflict
 }
 
 // CatalogSubjectName returns the lowercase table name a catalog subject

@@ -26,6 +26,10 @@ func (j *Journal) LoseInTransit(f func(stream string, seq uint64) bool) { j.lose
 // unanswered while f says so (a test of a meta leader being elected).
 func (j *Journal) NoConsumerWhile(f func(stream string) bool) { j.noConsumer = f }
 
+// LoseAck makes the answers of the appends on a subject go unheard while
+// f says so; f is called before each is sent.
+func (j *Journal) LoseAck(f func(subj string) bool) { j.loseAck = f }
+
 // MaxReadsPerTable is how many Reads of one table hold a consumer at once.
 const MaxReadsPerTable = maxReadsPerTable
 

@@ -108,6 +108,9 @@ type Journal struct {
 	// noConsumer, set by tests only, makes a reader's consumer creation
 	// go unanswered until its bound (none: until its context ends).
 	noConsumer func(stream string) bool
+	// loseAck, set by tests only, is called before an append is sent and
+	// makes its answer, whatever it is, go unheard when it says so.
+	loseAck func(subj string) bool
 }
 
 // New returns a journal on nc; it starts nothing and sends nothing. Call

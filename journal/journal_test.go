@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -198,6 +199,54 @@ func TestLargeRecord(t *testing.T) {
 		t.Fatalf("append of a 9 MiB record: %v", err)
 	} else {
 		t.Logf("9 MiB record: %v", err)
+	}
+}
+
+// TestCatalogAckLost settles catalog appends whose answer went unheard:
+// one stored by its first try is acknowledged with its own sequence, not
+// refused as a conflict by its retry; one beaten by another host's record
+// while its answer was lost is a conflict.
+func TestCatalogAckLost(t *testing.T) {
+	j, ctx := newJournal(t)
+	var (
+		mu    sync.Mutex
+		lose  = 1
+		sent  int
+		rival func(subj string)
+	)
+	j.LoseAck(func(subj string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if rival != nil {
+			rival(subj)
+			rival = nil
+		}
+		sent++
+		lose--
+		return lose >= 0
+	})
+	seq, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: "Mine", Time: 5}, 0)
+	if err != nil || seq != 1 || sent != 2 {
+		t.Fatalf("an append whose first answer was lost: %d, %v after %d tries; want 1, nil after 2", seq, err, sent)
+	}
+
+	mu.Lock()
+	lose = 1
+	rival = func(subj string) { // another host creates the same name first
+		data, err := journal.EncodeCatalogRecord(&engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: "THEIRS", Time: 6})
+		if err == nil {
+			_, err = j.JetStream().Publish(ctx, subj, data)
+		}
+		if err != nil {
+			t.Errorf("the rival's append: %v", err)
+		}
+	}
+	mu.Unlock()
+	if _, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: "Theirs", Time: 7}, 0); !errors.Is(err, engine.ErrConflict) || sent != 4 {
+		t.Fatalf("an append beaten while its answer was lost: %v after %d tries; want a conflict after 2", err, sent-2)
+	}
+	if last, err := j.LastCatalogSeq(ctx); err != nil || last != 2 {
+		t.Fatalf("catalog's last sequence %d, %v; want 2 (one record each)", last, err)
 	}
 }
 

@@ -2,15 +2,12 @@ package journal
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"math"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // A Stand is how the holder of a reader of some shards (ConsumeShards)
@@ -148,39 +145,6 @@ func matchesAny(subj string, filters []string) bool {
 
 // headRequests bounds the requests of one headOf in flight at once.
 const headRequests = 16
-
-// lastOn returns the sequence of stream's last record on a subject
-// matching filter (0: none), as the stream's leader holds it.
-func (j *Journal) lastOn(ctx context.Context, stream, filter string) (uint64, error) {
-	req, err := json.Marshal(struct {
-		LastBySubject string `json:"last_by_subj"`
-	}{filter})
-	if err != nil {
-		return 0, err
-	}
-	m, err := j.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
-	if err != nil {
-		return 0, fmt.Errorf("last record on %s: %w", filter, err)
-	}
-	var resp struct {
-		Message *struct {
-			Seq uint64 `json:"seq"`
-		} `json:"message"`
-		Error *jetstream.APIError `json:"error"`
-	}
-	if err := json.Unmarshal(m.Data, &resp); err != nil {
-		return 0, fmt.Errorf("last record on %s: %w", filter, err)
-	}
-	switch {
-	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		return 0, nil
-	case resp.Error != nil:
-		return 0, fmt.Errorf("last record on %s: %w", filter, resp.Error)
-	case resp.Message == nil:
-		return 0, fmt.Errorf("last record on %s: an answer without a message", filter)
-	}
-	return resp.Message.Seq, nil
-}
 
 const (
 	// standTimeout bounds the requests of one learning.
