@@ -14,7 +14,7 @@ import (
 // BenchmarkSnapshotKinds measures, per entity, what writing and loading a
 // base and a delta cost, without a disk (encoding into memory, decoding
 // from it, the checksum checked): the figures the compaction fraction is
-// chosen from (docs/ARCHITECTURE.md, Decisions). The view holds 200,000
+// chosen from (docs/INTERNALS.md, Views). The view holds 200,000
 // entities of ten properties and about 1 KB of values; the delta holds a
 // tenth of them, rewritten. Run with -benchtime 3x.
 func BenchmarkSnapshotKinds(b *testing.B) {

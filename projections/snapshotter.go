@@ -8,7 +8,7 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 )
 
-// When a view writes its snapshot, and which kind (docs/ARCHITECTURE.md,
+// When a view writes its snapshot, and which kind (docs/INTERNALS.md,
 // Views, has the measurements behind the defaults):
 //
 //   - A snapshot is due once the tail, the records applied since the
@@ -54,7 +54,7 @@ const (
 	// view, in entities, at which a new base is written, as a fraction
 	// of the view's: a start loads at most 1+f times the view, and a
 	// table rewritten in place writes each entity its deltas hold about
-	// 1+1/f times (docs/ARCHITECTURE.md, Decisions, has the
+	// 1+1/f times (docs/INTERNALS.md, Views, has the
 	// measurements).
 	DefaultSnapshotCompact = 0.5
 	// DefaultSnapshotBaseAge is the oldest a chain's base gets on a

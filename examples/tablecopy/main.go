@@ -3,7 +3,12 @@
 // file's copy ends (the beginning when there is no file), applies every
 // page of changes and saves the copy and its position after each.
 //
-//	go run ./examples/tablecopy -table Employees [-file Employees.json] [-account acme]
+//	go run ./examples/tablecopy -table Employees [-file copy.json] [-account acme]
+//
+// The copy's file is by default <temporary directory>/cairn-tablecopy/<table>.json
+// (<account>.<table>.json for another account's table), never the current
+// directory, so that a run from a checkout writes nothing into it; the
+// program prints the path.
 //
 // It runs until interrupted (Ctrl-C), then exits 0; it exits 1 with the
 // node's coded error (TableNotFound, TableFaulted), or when the copy is
@@ -17,9 +22,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
 	"github.com/cairn-dev/cairn/examples/tablecopy/copier"
 )
@@ -35,7 +42,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("tablecopy", flag.ContinueOnError)
 	natsURL := fs.String("nats-url", nats.DefaultURL, "the host's NATS server")
 	table := fs.String("table", "", "the table to copy (required)")
-	path := fs.String("file", "", "the copy's file (default <table>.json)")
+	path := fs.String("file", "", "the copy's file (default: <temporary directory>/cairn-tablecopy/<table>.json)")
 	account := fs.String("account", "", "the table's storage account (default: the development account)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -45,7 +52,11 @@ func run(args []string) error {
 		return fmt.Errorf("-table is required")
 	}
 	if *path == "" {
-		*path = *table + ".json"
+		p, err := defaultFile(*account, *table)
+		if err != nil {
+			return err
+		}
+		*path = p
 	}
 	c, err := copier.Load(*path)
 	if err != nil {
@@ -66,4 +77,28 @@ func run(args []string) error {
 		fmt.Printf("at position %d: %d entities\n", c.Next, len(c.Entities))
 		return nil
 	})
+}
+
+// defaultFile is the copy's file when -file is not given: one per account
+// and table under the temporary directory, the same on every run so that
+// a copy started again goes on from where it stopped.
+func defaultFile(account, table string) (string, error) {
+	// Checked here, before they name a file, as the node would check them.
+	if err := engine.ValidateTableName(table); err != nil {
+		return "", err
+	}
+	if account != "" {
+		if err := engine.ValidateAccountName(account); err != nil {
+			return "", err
+		}
+	}
+	dir := filepath.Join(os.TempDir(), "cairn-tablecopy")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	name := table + ".json"
+	if account != "" {
+		name = account + "." + name
+	}
+	return filepath.Join(dir, name), nil
 }
