@@ -115,9 +115,16 @@ const rootText = "This is a Cairn node.\n" +
 // Root answers GET / with a redirect (302) to the console, whose page
 // asks for the token, and a short text saying where the console and the
 // APIs are. The Azure SDKs never read / (their paths start with the
-// account), so the Tables API is unaffected.
-func Root() http.Handler {
+// account), so the Tables API is unaffected; a / with a query string (a
+// client configured without its account, asking for the service's
+// properties) is not a browser opening the node, and goes to api, which
+// says what is wrong with it.
+func Root(api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawQuery != "" {
+			api.ServeHTTP(w, r)
+			return
+		}
 		h := w.Header()
 		h.Set("Location", Path)
 		h.Set("Content-Type", "text/plain; charset=utf-8")

@@ -89,7 +89,7 @@ func (l *logBuffer) String() string {
 // TestNodeDoors: on a real node, the icon answers without the token and
 // under any Host, never 403; GET / sends a browser to the console and
 // says where the APIs are, under the node's names only; / with another
-// method and the Tables API are as before; and the ready log line names
+// method or a query string, and the Tables API, are as before; and the ready log line names
 // the console's URL.
 func TestNodeDoors(t *testing.T) {
 	var logs logBuffer
@@ -161,8 +161,10 @@ func TestNodeDoors(t *testing.T) {
 		t.Errorf("GET / under a rebound name: %d %q, want 403 HostNotAllowed", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
 	}
 	// / with another method, and a path below it, are the Tables API's.
-	if resp, b := call("POST", "/", "", nil); resp.StatusCode != http.StatusBadRequest || resp.Header.Get("x-ms-error-code") != "InvalidUri" {
-		t.Errorf("POST /: %d %q %.200s, want the Tables API's 400 InvalidUri", resp.StatusCode, resp.Header.Get("x-ms-error-code"), b)
+	for _, c := range []struct{ method, path string }{{"POST", "/"}, {"GET", "/?restype=service&comp=properties"}} {
+		if resp, b := call(c.method, c.path, "", nil); resp.StatusCode != http.StatusBadRequest || resp.Header.Get("x-ms-error-code") != "InvalidUri" {
+			t.Errorf("%s %s: %d %q %.200s, want the Tables API's 400 InvalidUri", c.method, c.path, resp.StatusCode, resp.Header.Get("x-ms-error-code"), b)
+		}
 	}
 	if resp, _ := call("GET", "/devstoreaccount1/Tables", "", nil); resp.StatusCode != http.StatusForbidden || resp.Header.Get("x-ms-error-code") == "" {
 		t.Errorf("GET /devstoreaccount1/Tables unsigned: %d %q, want the Tables API's coded refusal", resp.StatusCode, resp.Header.Get("x-ms-error-code"))

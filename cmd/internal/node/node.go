@@ -430,7 +430,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	mux.Handle(console.Path, console.Handler())
 	// GET / sends a browser to the console (the Tables API's paths start
 	// with an account).
-	mux.Handle(console.RootPattern, console.Root())
+	mux.Handle(console.RootPattern, console.Root(tables))
 	mux.Handle("/", tables)
 	// Everything but the health probes and the icon answers only the
 	// node's names (DNS rebinding).
