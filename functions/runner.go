@@ -25,6 +25,9 @@ type Runner struct {
 	registry *Registry
 
 	ready chan struct{} // closed once Run serves
+	// since is when the runner was made: its counters (stats, perFn)
+	// count from then, in memory, and a restart starts them again.
+	since time.Time
 	// ctx is Run's: the functions' goroutines end with it.
 	ctx context.Context
 	// wg counts every goroutine Run started (triggers, the registry watch,
@@ -54,7 +57,7 @@ func NewRunner(nc *nats.Conn, views Views, comm Committer, cfg Config) (*Runner,
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{cfg: cfg, nc: nc, js: js, views: views, comm: comm, log: cfg.Log, fns: map[string]*function{}, unloaded: map[string]LoadFailure{}, ready: make(chan struct{})}, nil
+	return &Runner{cfg: cfg, nc: nc, js: js, views: views, comm: comm, log: cfg.Log, fns: map[string]*function{}, unloaded: map[string]LoadFailure{}, ready: make(chan struct{}), since: cfg.Now()}, nil
 }
 
 // Queues returns the queue stream (nil before Ready is closed).

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/cairn-dev/cairn/cmd/internal/console"
@@ -116,10 +117,10 @@ func TestConsoleOperatorActions(t *testing.T) {
 		chromedp.Navigate(base+"#/queues/orders-poison"),
 		until(`document.querySelectorAll('.poison-msg').length === 3`),
 		setValue("#bulk-error", "refused: blue"),
-		until(`document.querySelector('#bulk-match').textContent.startsWith('1 of the 3 listed messages match')`),
+		until(`document.querySelector('#bulk-match').textContent === '1 of the 3 listed messages matches.'`),
 		chromedp.Click("#bulk-delete", chromedp.ByQuery),
 		chromedp.WaitVisible("#confirm-dialog[open]", chromedp.ByQuery))
-	if txt := u.text("#confirm-text"); !strings.Contains(txt, `error contains "refused: blue"`) {
+	if txt := u.text("#confirm-text"); !strings.Contains(txt, `error contains "refused: blue". 1 of the 3 listed messages matches. At most 10,000`) {
 		t.Fatalf("the bulk delete dialog says %q", txt)
 	}
 	u.shot("poison-bulk-confirm")
@@ -132,13 +133,30 @@ func TestConsoleOperatorActions(t *testing.T) {
 		setValue("#bulk-error", "red"),
 		setValue("#bulk-by", "enqueuedBefore"),
 		setValue("#bulk-before", time.Now().Add(time.Hour).Format("2006-01-02T15:04:05")),
-		until(`document.querySelector('#bulk-match').textContent.startsWith('2 of the 2')`),
+		until(`document.querySelector('#bulk-match').textContent === 'All 2 listed messages match.'`),
 		chromedp.Click("#bulk-requeue", chromedp.ByQuery),
 		chromedp.WaitVisible("#confirm-dialog[open]", chromedp.ByQuery),
 		chromedp.Click("#confirm-ok", chromedp.ByQuery),
 		until(`document.querySelector('#bulk-result').textContent === 'Requeued 2 messages'`),
 		until(`document.querySelectorAll('.poison-msg').length === 0`))
 	u.shot("poison-bulk-done")
+	// The count's sentence in the cases the queue above did not show.
+	var sentences []string
+	u.do("count sentences", chromedp.Evaluate(`import('./ops.js').then(m => [[0, 0], [1, 1], [0, 1], [0, 3], [3, 3], [1, 3], [2, 3], [1, 200]].map(([n, l]) => m.matchSentence(n, l, 200)))`, &sentences,
+		func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+	want := []string{
+		"No messages are listed.",
+		"The one listed message matches.",
+		"The one listed message does not match.",
+		"None of the 3 listed messages match.",
+		"All 3 listed messages match.",
+		"1 of the 3 listed messages matches.",
+		"2 of the 3 listed messages match.",
+		"1 of the 200 listed messages matches. Only the first 200 are listed: the queue may hold more.",
+	}
+	if strings.Join(sentences, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the count's sentences:\n%s\nwant:\n%s", strings.Join(sentences, "\n"), strings.Join(want, "\n"))
+	}
 	eventually(t, "the two requeued orders handled", func() bool { return handled.Load() == 2 })
 
 	// Functions: the rates come from two readings of the counters 5 s

@@ -116,7 +116,41 @@ func TestConsoleInBrowser(t *testing.T) {
 	u.insert("ops", "003", [3]string{"Name", "String", "Linus"}, [3]string{"Age", "Int32", "28"})
 	u.do("three rows", until(`document.querySelectorAll('#results tbody tr[data-index]').length === 3`))
 	u.shot("table-typed-grid")
-	st, _, b := operator(t, h, "GET", httpapi.OperatorPrefix+"devstoreaccount1/People(PartitionKey='eng',RowKey='001')", nil, nil)
+
+	// The editor belongs to its table's page: switching to another table,
+	// going Back, or switching while the entity is still being read for
+	// it, leaves no editor over the next page.
+	st, _, b := operator(t, h, "POST", httpapi.OperatorPrefix+"devstoreaccount1/Tables", []byte(`{"TableName":"Teams"}`), map[string]string{"Content-Type": "application/json"})
+	if st != http.StatusCreated {
+		t.Fatalf("create Teams: %d %s", st, b)
+	}
+	const showing = `location.hash === '#/tables/%[1]s' && document.querySelector('.pane h1') && document.querySelector('.pane h1').textContent === '%[1]s' && !!document.querySelector('#results') && !document.querySelector('#editor') && !document.querySelector('dialog[open]')`
+	u.do("switch table with the editor open",
+		chromedp.DoubleClick(`#results tbody tr[data-index="0"]`, chromedp.ByQuery),
+		chromedp.WaitVisible("#editor", chromedp.ByQuery),
+		chromedp.Evaluate(`location.hash = '#/tables/Teams'`, nil),
+		until(fmt.Sprintf(showing, "Teams")))
+	u.do("Back with the editor open",
+		chromedp.Click("#add-entity", chromedp.ByQuery),
+		chromedp.WaitVisible("#editor", chromedp.ByQuery),
+		chromedp.NavigateBack(),
+		until(fmt.Sprintf(showing, "People")+` && document.querySelectorAll('#results tbody tr[data-index]').length === 3`))
+	u.do("switch table while the editor loads",
+		chromedp.Evaluate(`document.querySelector('#results tbody tr[data-index="1"]').dispatchEvent(new MouseEvent('dblclick', { bubbles: true })); location.hash = '#/tables/Teams'`, nil),
+		until(fmt.Sprintf(showing, "Teams")+` && document.querySelector('#page-info').textContent.startsWith('Page 1 · 0 entities')`))
+	var editors int
+	u.js(`document.querySelectorAll('#editor, dialog[open]').length`, &editors)
+	if editors != 0 {
+		t.Fatalf("%d editors or dialogs open over Teams after leaving People", editors)
+	}
+	u.shot("editor-closed-on-navigation")
+	if st, _, b := operator(t, h, "DELETE", httpapi.OperatorPrefix+"devstoreaccount1/Tables('Teams')", nil, nil); st != http.StatusNoContent {
+		t.Fatalf("delete Teams: %d %s", st, b)
+	}
+	u.do("back to People",
+		chromedp.Evaluate(`location.hash = '#/tables/People'`, nil),
+		until(fmt.Sprintf(showing, "People")+` && document.querySelectorAll('#results tbody tr[data-index]').length === 3`))
+	st, _, b = operator(t, h, "GET", httpapi.OperatorPrefix+"devstoreaccount1/People(PartitionKey='eng',RowKey='001')", nil, nil)
 	var ada map[string]any
 	if st != 200 || json.Unmarshal(b, &ada) != nil {
 		t.Fatalf("read the inserted entity: %d %s", st, b)
@@ -383,6 +417,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	if st != http.StatusCreated {
 		t.Fatalf("write with a message: %d %s", st, b)
 	}
+	st, _, b = operator(t, h, "POST", httpapi.OperatorPrefix+"devstoreaccount1/Orders", []byte(`{"PartitionKey":"o","RowKey":"2","Customer":"contoso","Total":12}`),
+		map[string]string{"Content-Type": "application/json"})
+	if st != http.StatusCreated {
+		t.Fatalf("write an order: %d %s", st, b)
+	}
 	st, _, b = operator(t, h, "PUT", "/$cairn/projections", []byte(`{"name":"OrdersByCustomer","source":"Orders","version":1,"kind":"index","key":["Customer"]}`),
 		map[string]string{"Content-Type": "application/json"})
 	if st != http.StatusOK {
@@ -410,9 +449,58 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Click("#confirm-ok", chromedp.ByQuery),
 		until(`document.querySelector('#toast').textContent.startsWith('Rebuilding OrdersByCustomer (generation 1)')`))
 	eventually(t, "OrdersByCustomer rebuilt (generation 1)", reports("/$cairn/projections", `"generation":1`))
+
+	// A projection opens as a read-only table, from the projections page
+	// and from the tables' sidebar: queried and paged like a table, with
+	// no editor, import or delete.
+	const projectionShown = `location.hash === '#/tables/OrdersByCustomer' && document.querySelector('.pane h1') && document.querySelector('.pane h1').textContent === 'OrdersByCustomer' && document.querySelectorAll('#results tbody tr[data-index]').length === 1`
+	u.do("open a projection",
+		chromedp.Click("table.projections a.open-projection", chromedp.ByQuery),
+		until(projectionShown))
+	u.shot("projection-as-table")
+	var cells []string
+	u.js(`[...document.querySelectorAll('#results tbody tr[data-index="0"] td')].map(c => c.textContent)`, &cells)
+	if len(cells) < 4 || cells[0] != "contoso" || cells[1] != "o|2" || !strings.Contains(strings.Join(cells, " "), "o 2") {
+		t.Fatalf("the projection's row: %q, want the index entry contoso, o|2 of the source o/2", cells)
+	}
+	var head string
+	u.js(`document.querySelector('.pane .page-head').textContent`, &head)
+	if !strings.Contains(head, "read-only") || !strings.Contains(head, "index of Orders") {
+		t.Fatalf("the projection's heading: %q", head)
+	}
+	var writable []string
+	u.js(`['#add-entity', '#edit-entity', '#delete-entity', '#import', '#delete-table'].filter(s => document.querySelector(s))`, &writable)
+	if len(writable) != 0 {
+		t.Fatalf("a projection's page offers %v", writable)
+	}
+	u.do("a projection's row opens no editor",
+		chromedp.DoubleClick(`#results tbody tr[data-index="0"]`, chromedp.ByQuery),
+		until(`document.querySelector('#results tbody tr[data-index="0"]').classList.contains('selected')`))
+	u.js(`document.querySelectorAll('#editor, dialog[open]').length`, &editors)
+	if editors != 0 {
+		t.Fatal("double-clicking a projection's row opened an editor")
+	}
+	u.do("query the projection",
+		setValue("#q-pk", "nobody"),
+		chromedp.Click("#q-run", chromedp.ByQuery),
+		until(`document.querySelector('#page-info').textContent.startsWith('Page 1 · 0 entities')`),
+		setValue("#q-pk", "contoso"),
+		chromedp.Click("#q-run", chromedp.ByQuery),
+		until(`document.querySelector('#page-info').textContent.startsWith('Page 1 · 1 entity')`))
+	u.do("the projection from the sidebar",
+		chromedp.Navigate(base+"#/tables"),
+		until(`!!document.querySelector('#projection-list') && document.querySelector('#projection-list').textContent.includes('OrdersByCustomer') && !document.querySelector('#table-list').textContent.includes('OrdersByCustomer')`),
+		chromedp.Click("#projection-list a", chromedp.ByQuery),
+		until(projectionShown+` && document.querySelector('#projection-list li.active')`))
 	u.do("outbox",
 		chromedp.Navigate(base+"#/outbox"),
 		until(`!!document.querySelector('table.outbox') && document.querySelector('table.outbox').textContent.toLowerCase().includes('orders')`))
+	var outboxHead, outboxState string
+	u.js(`document.querySelector('table.outbox thead').textContent`, &outboxHead)
+	u.js(`document.querySelector('table.outbox tbody tr td:last-child').textContent`, &outboxState)
+	if !strings.HasSuffix(outboxHead, "State") || strings.Contains(outboxHead, "Blocked") || outboxState != "flowing" {
+		t.Fatalf("the outbox's columns %q and state %q, want a State column reading flowing", outboxHead, outboxState)
+	}
 	u.shot("outbox")
 	// The cluster page: this host alone, live, holding Orders whole.
 	u.do("cluster",
@@ -425,15 +513,35 @@ func TestConsoleInBrowser(t *testing.T) {
 		until(`!!document.querySelector('table.peek') && document.querySelector('table.peek').textContent.includes('order 1 placed')`))
 	u.shot("queue-peek")
 
-	// The functions page counts the orders function's runs: two orders
+	// The functions page counts the orders function's runs: three orders
 	// failed twice each and were poisoned, one ran again and succeeded.
+	// Beside the counters (this node's, since it started), what its
+	// poison queue holds now, read from the queue.
+	fail.Store(true)
+	if err := q.Enqueue(context.Background(), "orders", []byte("order 43")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "order 43 in orders-poison", func() bool {
+		ps, err := q.Poison(context.Background(), "orders", 0, 10)
+		return err == nil && len(ps) == 1
+	})
 	u.do("function counters",
 		chromedp.Navigate(base+"#/functions"),
 		until(`!!document.querySelector('table.functions')`))
 	var counts []string
 	u.js(`[...[...document.querySelectorAll('table.functions tbody tr')].find(r => r.cells[0].textContent === 'orders').cells].map(c => c.textContent)`, &counts)
-	if len(counts) < 8 || counts[5] != "5" || counts[6] != "4" || counts[7] != "2" {
-		t.Fatalf("the orders function's row: %q, want 5 runs, 4 failures, 2 poisoned", counts)
+	if len(counts) < 9 || counts[5] != "7" || counts[6] != "6" || counts[7] != "3" || counts[8] != "1 message in orders-poison" {
+		t.Fatalf("the orders function's row: %q, want 7 runs, 6 failures, 3 poisoned, 1 message in orders-poison", counts)
+	}
+	if w := u.text("#poison-waiting .stat-value"); w != "1" {
+		t.Fatalf("messages in poison queues now: %q, want 1", w)
+	}
+	var rs functions.RunnerStats
+	if st, _, b := operator(t, h, "GET", "/$cairn/runner", nil, nil); st != http.StatusOK || json.Unmarshal(b, &rs) != nil {
+		t.Fatalf("GET /$cairn/runner: %d %s", st, b)
+	}
+	if since := u.text("#fn-since"); !strings.Contains(since, "since it started, "+rs.Since.Local().Format("2006-01-02 15:04:05")) || !strings.Contains(since, "a restart starts them at 0") {
+		t.Fatalf("the counters' note: %q, want it to say they count since %v", since, rs.Since)
 	}
 	u.shot("functions-counters")
 

@@ -151,4 +151,7 @@ func TestOperatorConsoleEndpoints(t *testing.T) {
 	if st.Loaded < 1 {
 		t.Fatalf("runner counters: %+v (the archive built-in is loaded)", st)
 	}
+	if st.Since.IsZero() || st.Since.After(time.Now()) {
+		t.Fatalf("runner counters: since %v, want when the node started", st.Since)
+	}
 }

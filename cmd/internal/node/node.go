@@ -86,6 +86,27 @@ func (n *Node) HTTPURL() string {
 	return "http://" + n.httpLn.Addr().String()
 }
 
+// ConsoleURL returns the web console's URL, or "" when HTTP is off. A
+// node listening on every address (0.0.0.0, ::) is named localhost there:
+// a browser cannot open the unspecified address, and localhost passes the
+// Host check.
+func (n *Node) ConsoleURL() string {
+	if n.httpLn == nil {
+		return ""
+	}
+	addr := n.httpLn.Addr().String()
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			addr = net.JoinHostPort("localhost", port)
+		}
+	}
+	scheme := "http://"
+	if n.tls != nil {
+		scheme = "https://"
+	}
+	return scheme + addr + console.Path
+}
+
 // OperatorToken returns the token the operators' API and /metrics require
 // ("Authorization: Bearer <token>"), or "" when HTTP is off.
 func (n *Node) OperatorToken() string { return n.opToken }
@@ -407,10 +428,28 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	// to anyone; every call they make sends the operator token.
 	mux.Handle(httpapi.OperatorPrefix, guard.Wrap(tables.OperatorHandler()))
 	mux.Handle(console.Path, console.Handler())
+	// GET / sends a browser to the console (the Tables API's paths start
+	// with an account).
+	mux.Handle(console.RootPattern, console.Root(tables))
 	mux.Handle("/", tables)
-	// Everything but the health probes answers only the node's names
-	// (DNS rebinding).
-	return g.Start(ctx, "http api", newAPIGate(n.door, tables.HostGuard(mux), log))
+	// Everything but the health probes and the icon answers only the
+	// node's names (DNS rebinding).
+	return g.Start(ctx, "http api", newAPIGate(n.door, withFavicon(tables.HostGuard(mux)), log))
+}
+
+// withFavicon serves the console's icon at console.FaviconPath before h:
+// without the token and under any Host, since it is the same public image
+// for everyone (browsers ask for it on every page), and everything else
+// through h.
+func withFavicon(h http.Handler) http.Handler {
+	icon := console.Favicon()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == console.FaviconPath {
+			icon.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // readyAttrs are the log attributes that tell a user where to reach the
@@ -423,7 +462,7 @@ func (n *Node) readyAttrs() []any {
 		if cfg.API.NoDevAccount {
 			account = cfg.API.Accounts[0].Name // Validate made sure there is one
 		}
-		attrs = append(attrs, "http", n.HTTPURL()+"/"+account)
+		attrs = append(attrs, "http", n.HTTPURL()+"/"+account, "console", n.ConsoleURL())
 	}
 	if n.ns != nil {
 		attrs = append(attrs, "data", cfg.DataDir)

@@ -16,8 +16,18 @@ const pages = {
 
 const main = () => document.getElementById('main');
 
+// closePageDialogs closes the dialogs a page opened (the entity editor; a
+// confirmation, which then answers no): they belong to the page being
+// left, and must not stay open over the next one or act on it.
+function closePageDialogs() {
+  for (const d of document.querySelectorAll('dialog[open]')) {
+    if (d.id !== 'login-dialog') d.close();
+  }
+}
+
 // route renders the page the fragment names.
 async function route() {
+  closePageDialogs();
   if (!token()) { askToken(); return; }
   const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
   const name = pages[parts[0]] ? parts[0] : 'tables';

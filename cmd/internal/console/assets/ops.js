@@ -2,6 +2,7 @@
 // projections and the outbox, read from the operators' API.
 
 import { api, el, fill, toast, describe, confirmDialog, dataTable, badge, pageHeader, fmtTime, ago, b64text } from './lib.js';
+import { tableLink, projectionAccount } from './tables.js';
 
 const refreshButton = (fn) => el('button', { class: 'refresh', onclick: () => fn().catch(err => toast(describe(err), 'error')) }, '↻ Refresh');
 
@@ -14,9 +15,23 @@ function trigger(t) {
   return 'direct';
 }
 
-function stat(label, value, kind) {
-  return el('div', { class: 'stat ' + (kind || '') }, el('div', { class: 'stat-value' }, String(value)), el('div', { class: 'stat-label' }, label));
+function stat(label, value, kind, id) {
+  return el('div', { class: 'stat ' + (kind || ''), id }, el('div', { class: 'stat-value' }, String(value)), el('div', { class: 'stat-label' }, label));
 }
+
+// poisonQueues names the poison queues a function's failures go to
+// (docs/FUNCTIONS.md): its queue's, its change feed's, its timer's.
+function poisonQueues(f) {
+  const t = f.trigger || {};
+  const qs = [];
+  if (t.queue) qs.push(t.queue + '-poison');
+  if (t.table) qs.push(f.name + '-changes-poison');
+  if (t.every || t.cron) qs.push('timer-' + f.name + '-poison');
+  return qs;
+}
+
+// plural is "1 message", "2 messages".
+export function plural(n, one, many) { return n + ' ' + (n === 1 ? one : (many || one + 's')); }
 
 // functionsPage lists the deployed functions with their load errors, the
 // node's counters and their rates, and a function's details: its history
@@ -32,8 +47,15 @@ export async function functionsPage(root) {
   const auto = el('input', { type: 'checkbox', id: 'auto-refresh', checked: true });
   const logs = el('div', { id: 'fn-logs' });
   const load = async () => {
-    const [fns, st] = await Promise.all([api('/$cairn/functions'), api('/$cairn/runner')]);
+    const [fns, st, qs] = await Promise.all([api('/$cairn/functions'), api('/$cairn/runner'), api('/$cairn/queues')]);
     const s = st.data, now = performance.now();
+    // The counters are the node's, in memory since it started; the poison
+    // queues' depths are read from the queues themselves, which a restart
+    // keeps: the two disagree after a restart, and each says what it is.
+    const depth = {};
+    for (const q of qs.data || []) depth[q.name] = q.depth;
+    const waiting = (qs.data || []).filter(q => q.poison).reduce((n, q) => n + q.depth, 0);
+    const since = s.since ? fmtTime(s.since) + ' (' + ago(s.since) + ')' : 'it started';
     const per = {};
     for (const f of fns.data || []) per[f.name] = f;
     // A rate is the change of a counter between two readings over the
@@ -46,8 +68,19 @@ export async function functionsPage(root) {
         stat('loaded on this node', s.loaded), stat('invocations', s.invocations), stat('failures', s.failures, s.failures ? 'warn' : ''),
         el('div', { class: 'stat rate', id: 'rate-invocations' }, el('div', { class: 'stat-value' }, rate(s.invocations, old.s.invocations)), el('div', { class: 'stat-label' }, 'invocations/s')),
         el('div', { class: 'stat rate', id: 'rate-failures' }, el('div', { class: 'stat-value' }, rate(s.failures, old.s.failures)), el('div', { class: 'stat-label' }, 'failures/s')),
-        stat('poisoned', s.poisoned, s.poisoned ? 'warn' : ''), stat('throttled', s.throttled), stat('refused (full queue)', s.queueFull + s.backlogRefused)),
-      el('p', { class: 'muted small' }, 'Counters are this node\'s since it started (runs include retries). Rates are from the last two readings.'));
+        stat('poisoned', s.poisoned, s.poisoned ? 'warn' : ''), stat('throttled', s.throttled), stat('refused (full queue)', s.queueFull + s.backlogRefused),
+        stat('in poison queues now', waiting, waiting ? 'bad' : '', 'poison-waiting')),
+      el('p', { id: 'fn-since', class: 'muted small' }, 'Invocations, failures, poisoned, throttled and refused count on this node since it started, ' + since +
+        ' (runs include retries; a restart starts them at 0). What the poison queues hold now is read from the queues, across restarts and nodes. Rates are from the last two readings.'));
+    // poisonCell shows what a function's poison queues hold now: those
+    // holding messages, or its first one (empty).
+    const poisonCell = f => {
+      const all = poisonQueues(f);
+      const shown = all.filter(q => depth[q]);
+      if (shown.length === 0 && all.length > 0) shown.push(all[0]);
+      return shown.map(q => el('div', { class: 'fn-poison' },
+        el('a', { href: '#/queues/' + encodeURIComponent(q), class: depth[q] ? 'bad-text' : '' }, plural(depth[q] || 0, 'message')), el('span', { class: 'muted small' }, ' in ' + q)));
+    };
     const fnRate = (f, k) => rate(f[k] || 0, (old.per[f.name] || {})[k] || 0);
     fill(list, dataTable([
       ['Name', f => el('strong', null, f.name)],
@@ -55,9 +88,10 @@ export async function functionsPage(root) {
       ['Trigger', f => trigger(f.trigger)],
       ['Deployed', f => f.deployed ? fmtTime(f.deployed) : ''],
       ['Module', f => f.builtin ? badge('built-in ' + f.builtin, 'info') : el('code', null, (f.digest || '').slice(0, 12))],
-      ['Runs', f => String(f.invocations || 0)],
-      ['Failures', f => el('span', { class: f.failures ? 'warn-text' : '' }, String(f.failures || 0))],
-      ['Poisoned', f => el('span', { class: f.poisoned ? 'bad-text' : '' }, String(f.poisoned || 0))],
+      ['Runs since start', f => String(f.invocations || 0)],
+      ['Failures since start', f => el('span', { class: f.failures ? 'warn-text' : '' }, String(f.failures || 0))],
+      ['Poisoned since start', f => el('span', { class: f.poisoned ? 'bad-text' : '' }, String(f.poisoned || 0))],
+      ['In poison queue now', poisonCell],
       ['Runs/s · failures/s', f => el('span', { class: 'fn-rate' }, fnRate(f, 'invocations') + ' · ' + fnRate(f, 'failures'))],
       ['Status', f => f.loadError ? el('span', { class: 'error' }, badge('load failed', 'bad'), ' ', f.loadError) : badge('loaded', 'ok')],
       ['', f => el('button', { class: 'small details', onclick: () => showDetail(f).catch(err => toast(describe(err), 'error')) }, f.builtin ? 'Invoke · logs' : 'History · invoke · logs')],
@@ -242,17 +276,14 @@ async function queuePage(root, queue) {
       if (f.enqueuedBefore && !(new Date(p.enqueued) < new Date(f.enqueuedBefore))) return false;
       return true;
     };
-    const recount = () => {
-      const n = ps.filter(matches).length;
-      count.textContent = n + ' of the ' + ps.length + ' listed message' + (ps.length === 1 ? '' : 's') + ' match' + (ps.length >= 200 ? ' (the queue may hold more)' : '');
-    };
+    const recount = () => { count.textContent = matchSentence(ps.filter(matches).length, ps.length, 200); };
     const run = async what => {
       const f = filter();
       const all = Object.keys(f).length === 0;
       const which = all ? 'every poison message of ' + queue : 'the poison messages of ' + queue + ' whose ' +
         [f.error && 'error contains "' + f.error + '"', f.poisonedBefore && 'poisoning was before ' + fmtTime(f.poisonedBefore), f.enqueuedBefore && 'first enqueue was before ' + fmtTime(f.enqueuedBefore)].filter(Boolean).join(' and ');
       const verb = what === 'requeue' ? 'Requeue' : 'Delete';
-      if (!await confirmDialog(verb + ' matching poison messages of ' + queue + '?', verb + ' ' + which + ': ' + count.textContent + ' (at most 10,000 per request). ' + (what === 'requeue' ? 'Each goes back on its queue with its attempts starting again.' : 'Their bodies and errors are lost.'), verb)) return;
+      if (!await confirmDialog(verb + ' matching poison messages of ' + queue + '?', verb + ' ' + which + '. ' + count.textContent + ' At most 10,000 are ' + (what === 'requeue' ? 'requeued' : 'deleted') + ' per request. ' + (what === 'requeue' ? 'Each goes back on its queue with its attempts starting again.' : 'Their bodies and errors are lost.'), verb)) return;
       try {
         const qs = new URLSearchParams(all ? { all: 'true' } : f);
         const r = (await api(path + '/' + what + '?' + qs, { method: 'POST' })).data;
@@ -283,6 +314,21 @@ async function queuePage(root, queue) {
   await load();
 }
 
+// matchSentence says how many of the listed poison messages a filter
+// matches, as a sentence: "1 of the 3 listed messages matches.", "All 2
+// listed messages match.", "The one listed message does not match."; a
+// list cut at limit may leave more in the queue.
+export function matchSentence(n, listed, limit) {
+  let s;
+  if (listed === 0) s = 'No messages are listed.';
+  else if (listed === 1) s = n === 1 ? 'The one listed message matches.' : 'The one listed message does not match.';
+  else if (n === listed) s = 'All ' + listed + ' listed messages match.';
+  else if (n === 0) s = 'None of the ' + listed + ' listed messages match.';
+  else s = n + ' of the ' + listed + ' listed messages ' + (n === 1 ? 'matches.' : 'match.');
+  if (limit && listed >= limit) s += ' Only the first ' + limit + ' are listed: the queue may hold more.';
+  return s;
+}
+
 const stateKind = { active: 'ok', building: 'info', rebuilding: 'info', faulted: 'bad', 'no-source': 'warn' };
 
 // projectionsPage shows the declared projections and where each stands
@@ -295,7 +341,7 @@ export async function projectionsPage(root) {
       pageHeader('Projections', refreshButton(load)),
       el('p', { class: 'muted' }, 'Declared indexes and aggregates (host projections deploy). State and lag as this node (' + d.node + ') has them.'),
       dataTable([
-        ['Projection', p => el('strong', null, p.name)],
+        ['Projection', p => el('strong', null, tableLink(projectionAccount(p.full || p.name), p.name, { class: 'open-projection', title: 'Open ' + p.name + ' as a read-only table' }))],
         ['Source', p => p.source],
         ['Kind', p => p.kind],
         ['Version', p => p.version + (p.declared !== p.version ? ' (declared ' + p.declared + ')' : '')],
@@ -337,7 +383,7 @@ export async function outboxPage(root) {
         ['Head', r => String(r.head)],
         ['Lag', r => { const lag = Math.max(0, r.head - r.position); return el('span', { class: lag ? 'warn-text' : '' }, String(lag)); }],
         ['Behind since', r => r.behind ? fmtTime(r.behind) + ' (' + ago(r.behind) + ')' : ''],
-        ['Blocked', r => r.blocked && r.blocked.length ? badge(r.blocked.length + ' blocked', 'bad') : badge('flowing', 'ok')],
+        ['State', r => r.blocked && r.blocked.length ? badge(plural(r.blocked.length, 'message') + ' blocked', 'bad') : badge('flowing', 'ok')],
       ], d.tables || [], { class: 'outbox', empty: 'No table has outbox messages.' }),
       el('h2', null, 'Relays on this node'),
       el('p', { class: 'muted small' }, 'Node ' + d.node + ' holds the leases of these tables.'),

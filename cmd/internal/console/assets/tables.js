@@ -8,8 +8,34 @@ import { TYPES, parseEntity, toJSON, exportJSON, exportCSV, columns, importEntit
 const ACCOUNT_KEY = 'cairn.account';
 const FULL = 'application/json;odata=fullmetadata';
 
-function account() { return sessionStorage.getItem(ACCOUNT_KEY) || 'devstoreaccount1'; }
+const DEV_ACCOUNT = 'devstoreaccount1';
+
+function account() { return sessionStorage.getItem(ACCOUNT_KEY) || DEV_ACCOUNT; }
 function base() { return '/$cairn/tables/' + encodeURIComponent(account()) + '/'; }
+
+// tableLink is a link to a table's (or projection's) page in an account:
+// following it makes that account the current one.
+export function tableLink(acct, name, attrs = {}) {
+  return el('a', Object.assign({ href: '#/tables/' + encodeURIComponent(name), onclick: () => sessionStorage.setItem(ACCOUNT_KEY, acct || DEV_ACCOUNT) }, attrs), name);
+}
+
+// projectionAccount is the account of a projection by its full name
+// (docs/PROJECTIONS.md: "contoso.ByEmail", or a bare name in the
+// development account).
+export function projectionAccount(full) {
+  const dot = (full || '').indexOf('.');
+  return dot < 0 ? DEV_ACCOUNT : full.slice(0, dot);
+}
+
+// listProjections reads the declared projections of the current account
+// as this node has them (GET /$cairn/projections): they are read like
+// tables but are not in the account's list of tables.
+async function listProjections() {
+  const d = (await api('/$cairn/projections')).data || {};
+  const acct = account().toLowerCase();
+  return (d.status || []).filter(p => projectionAccount(p.full || p.name).toLowerCase() === acct)
+    .sort((a, b) => a.name.localeCompare(b.name));
+}
 
 // listTables reads every page of the account's tables.
 async function listTables() {
@@ -25,10 +51,15 @@ async function listTables() {
 
 export async function tablesPage(root, args) {
   const current = args[0] || '';
-  const names = await listTables();
+  const [names, projections] = await Promise.all([listTables(), listProjections()]);
   const list = el('ul', { id: 'table-list', class: 'side-list' }, names.length === 0
     ? el('li', { class: 'muted' }, 'No tables yet.')
     : names.map(n => el('li', { class: n === current ? 'active' : '' }, el('a', { href: '#/tables/' + encodeURIComponent(n) }, n))));
+  const plist = projections.length === 0 ? null : [
+    el('div', { class: 'side-head' }, el('span', { title: 'Declared indexes and aggregates: read-only, queried like tables' }, 'Projections ', badge(String(projections.length)))),
+    el('ul', { id: 'projection-list', class: 'side-list' }, projections.map(p =>
+      el('li', { class: p.name === current ? 'active' : '' }, el('a', { href: '#/tables/' + encodeURIComponent(p.name), class: 'projection', title: p.kind + ' of ' + p.source + ', read-only' }, p.name, ' ', el('span', { class: 'muted small' }, p.kind))))),
+  ];
   const createErr = el('p', { id: 'create-table-error', class: 'error', hidden: true });
   const nameInput = el('input', { id: 'new-table-name', placeholder: 'NewTable', pattern: '[A-Za-z][A-Za-z0-9]{2,62}', required: true, title: '3 to 63 letters and digits, starting with a letter' });
   const createForm = el('form', { id: 'new-table-form', class: 'inline-form', hidden: true, onsubmit: async ev => {
@@ -52,7 +83,7 @@ export async function tablesPage(root, args) {
     el('label', { class: 'account' }, 'Account', accountInput),
     el('div', { class: 'side-head' }, el('span', null, 'Tables ', badge(String(names.length))),
       el('button', { id: 'new-table', class: 'ghost small', onclick: () => { createForm.hidden = !createForm.hidden; nameInput.focus(); } }, '+ New table')),
-    createForm, list);
+    createForm, list, plist);
   const pane = el('section', { class: 'pane' });
   fill(root, el('div', { class: 'tables-layout' }, side, pane));
   if (!current) {
@@ -60,18 +91,27 @@ export async function tablesPage(root, args) {
       el('p', null, 'Pick a table on the left, or create one. Queries, paging, the entity editor, export and import are on the table\'s page.')));
     return;
   }
+  const projection = projections.find(p => p.name.toLowerCase() === current.toLowerCase());
+  if (projection) {
+    new TableView(pane, projection.name, projection).render();
+    return;
+  }
   if (!names.some(n => n.toLowerCase() === current.toLowerCase())) {
-    fill(pane, el('p', { class: 'error' }, 'There is no table named ' + current + ' in ' + account() + '.'));
+    fill(pane, el('p', { class: 'error' }, 'There is no table or projection named ' + current + ' in ' + account() + '.'));
     return;
   }
   new TableView(pane, current).render();
 }
 
-// TableView is one table's page.
+// TableView is one table's page, or a declared projection's (projection:
+// its status from GET /$cairn/projections), which is read-only: queries,
+// paging and export, but no editor, import or delete (the server refuses
+// writes to it with ProjectionReadOnly).
 class TableView {
-  constructor(root, name) {
+  constructor(root, name, projection = null) {
     this.root = root;
     this.name = name;
+    this.projection = projection;
     this.entities = []; // the page shown
     this.next = null; // continuation of the page shown
     this.page = 0;
@@ -101,6 +141,23 @@ class TableView {
     this.progress = el('div', { id: 'import-progress', class: 'progress', hidden: true }, el('progress', { max: 1, value: 0 }), el('span'));
     this.grid = el('div', { class: 'grid-wrap' });
     this.history = el('span', { id: 'table-history', class: 'muted' });
+    const exports = [
+      el('button', { id: 'export-json', onclick: () => this.exportAll('json') }, 'Export JSON'),
+      el('button', { id: 'export-csv', onclick: () => this.exportAll('csv') }, 'Export CSV'),
+    ];
+    const p = this.projection;
+    if (p) {
+      fill(this.root,
+        el('div', { class: 'page-head' }, el('h1', null, this.name), badge('projection · read-only', 'info'), el('span', { class: 'muted' }, account()),
+          el('span', { id: 'projection-info', class: 'muted' }, p.kind + ' of ', tableLink(account(), p.source), ' · version ' + p.version + ' · ' + p.state),
+          el('span', { class: 'spacer' }), el('a', { class: 'button', href: '#/projections' }, 'Projections')),
+        el('p', { class: 'muted small' }, 'Derived by the node from the journal of ' + p.source + ' and kept exact; it cannot be written to (docs/PROJECTIONS.md). Query and export it as a table.'),
+        this.form,
+        el('div', { class: 'toolbar' }, exports, el('span', { class: 'spacer' }), this.info, this.firstBtn, this.nextBtn),
+        this.grid);
+      this.query();
+      return;
+    }
     fill(this.root,
       el('div', { class: 'page-head' }, el('h1', null, this.name), el('span', { class: 'muted' }, account()), this.history, el('span', { class: 'spacer' }),
         el('button', { id: 'delete-table', class: 'danger', onclick: () => this.deleteTable() }, 'Delete table')),
@@ -109,8 +166,7 @@ class TableView {
         el('button', { id: 'add-entity', class: 'primary', onclick: () => this.edit(null) }, '+ Add entity'),
         this.editBtn, this.delBtn,
         el('span', { class: 'sep' }),
-        el('button', { id: 'export-json', onclick: () => this.exportAll('json') }, 'Export JSON'),
-        el('button', { id: 'export-csv', onclick: () => this.exportAll('csv') }, 'Export CSV'),
+        exports,
         el('button', { id: 'import', onclick: () => fileInput.click() }, 'Import…'), fileInput,
         el('span', { class: 'spacer' }), this.info, this.firstBtn, this.nextBtn),
       this.progress, this.grid);
@@ -182,7 +238,7 @@ class TableView {
       el('th', null, 'Timestamp'));
     const rows = this.entities.map((e, i) => {
       const byName = new Map(e.props.map(p => [p.name, p]));
-      return el('tr', { dataset: { index: i }, onclick: () => this.select(i), ondblclick: () => this.edit(e) },
+      return el('tr', { dataset: { index: i }, onclick: () => this.select(i), ondblclick: this.projection ? null : () => this.edit(e) },
         el('td', { class: 'key' }, e.pk), el('td', { class: 'key' }, e.rk),
         cols.map(c => {
           const p = byName.get(c.name);
@@ -230,9 +286,13 @@ class TableView {
   // version of e read again by its keys, so that a grid read with $select
   // (some properties only) cannot replace the entity with part of it.
   async edit(e) {
+    if (this.projection) return; // read-only
     if (!e) { new Editor(this, null).open(); return; }
     try {
       const r = await api(this.path(keyPath(e.pk, e.rk)), { headers: { Accept: FULL } });
+      // Left meanwhile (another table, Back): the editor belongs to a
+      // page no longer shown.
+      if (!this.root.isConnected) return;
       new Editor(this, parseEntity(r.data)).open();
     } catch (err) {
       toast(err.status === 404 ? 'The entity was deleted by someone else: run the query again.' : describe(err), 'error');
