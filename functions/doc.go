@@ -45,11 +45,11 @@
 // and poisonqueue.go (the queue stream and the operators' view of poison
 // queues; queuepeek.go and queuewalk.go, reading a queue's messages;
 // poisonbulk.go and queuepurge.go, their bulk actions),
-// admin.go (the HTTP API under /$cairn/; admininvoke.go, its test
-// invocation; fnlogs.go, each function's latest log lines), metrics.go
+// fnlogs.go (each function's latest log lines), metrics.go
 // (metrics_fn.go, each function's counters for /metrics and the API), archive.go
 // (the built-in archive function), limits.go (a version's rates and
-// queue backlog).
+// queue backlog). The operators' HTTP API is functions/admin, which
+// imports this package; nothing here imports it.
 //
 // # What fails, and what the user sees
 //

@@ -31,9 +31,7 @@ type Stats struct {
 // format (appended to /metrics): the node's totals, and per function its
 // runs by trigger, failures and durations (perFunction).
 func (rn *Runner) WriteMetrics(w io.Writer) {
-	rn.mu.Lock()
-	loaded := len(rn.fns)
-	rn.mu.Unlock()
+	loaded := rn.Loaded()
 	for _, m := range []struct {
 		name, help, kind string
 		v                uint64

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -199,6 +201,43 @@ func (rn *Runner) Version(name string) (int, bool) {
 		return v.m.Version, true
 	}
 	return 0, false
+}
+
+// Manifest returns the manifest of the version of a function this node
+// runs, and whether it runs it.
+func (rn *Runner) Manifest(name string) (Manifest, bool) {
+	if v := rn.current(name); v != nil {
+		return v.m, true
+	}
+	return Manifest{}, false
+}
+
+// Running returns the manifests of the functions this node runs, by name:
+// deployed ones at the version it loaded, built-in and native ones with
+// Manifest.Builtin set. It costs a copy of each under the runner's lock.
+func (rn *Runner) Running() []Manifest {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return rn.runningLocked()
+}
+
+// runningLocked is Running; rn.mu must be held.
+func (rn *Runner) runningLocked() []Manifest {
+	out := make([]Manifest, 0, len(rn.fns))
+	for _, f := range rn.fns {
+		if v := f.cur.Load(); v != nil {
+			out = append(out, v.m)
+		}
+	}
+	slices.SortFunc(out, func(a, b Manifest) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Loaded returns how many functions this node runs, built-ins included.
+func (rn *Runner) Loaded() int {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return len(rn.fns)
 }
 
 // LoadFailure is a deployed version this node does not run, and why: its

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
 )
 
 // TestOperatorQueueAndFunctionActions: the operators' endpoints behind
@@ -24,7 +25,7 @@ func TestOperatorQueueAndFunctionActions(t *testing.T) {
 	th := startHost(t, "")
 	ctx := ctxT(t)
 	tok := th.h.OperatorToken()
-	api := th.h.HTTPURL() + functions.AdminPrefix
+	api := th.h.HTTPURL() + admin.Prefix
 	fr := th.h.Functions()
 	q := fr.Queues()
 
@@ -195,7 +196,7 @@ func TestOperatorQueueAndFunctionActions(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	var ir functions.InvokeResult
+	var ir admin.InvokeResult
 	call("POST", "functions/echo/invoke", []byte("hello"), http.StatusOK, &ir)
 	if string(ir.Output) != "echo: hello" || ir.Error != "" {
 		t.Fatalf("invoke: %+v", ir)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
 )
 
 // TestOperatorConsoleEndpoints: the operators' endpoints the web console
@@ -20,7 +21,7 @@ func TestOperatorConsoleEndpoints(t *testing.T) {
 	th := startHost(t, "")
 	ctx := ctxT(t)
 	tok := th.h.OperatorToken()
-	api := th.h.HTTPURL() + functions.AdminPrefix
+	api := th.h.HTTPURL() + admin.Prefix
 	fr := th.h.Functions()
 
 	for _, path := range []string{"queues", "runner", "queues/q/peek", "functions/f/history"} {
@@ -39,9 +40,9 @@ func TestOperatorConsoleEndpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var qs []functions.QueueInfo
+	var qs []admin.QueueInfo
 	getJSON(t, tok, api+"queues", &qs)
-	found := map[string]functions.QueueInfo{}
+	found := map[string]admin.QueueInfo{}
 	for _, q := range qs {
 		found[q.Name] = q
 	}
@@ -146,7 +147,7 @@ func TestOperatorConsoleEndpoints(t *testing.T) {
 		return false
 	})
 
-	var st functions.RunnerStats
+	var st admin.RunnerStats
 	getJSON(t, tok, api+"runner", &st)
 	if st.Loaded < 1 {
 		t.Fatalf("runner counters: %+v (the archive built-in is loaded)", st)

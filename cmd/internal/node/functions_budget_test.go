@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
 )
 
 // TestBudgetRefusesAFunctionThatDoesNotFit: with a sandbox budget of
@@ -39,7 +40,7 @@ func TestBudgetRefusesAFunctionThatDoesNotFit(t *testing.T) {
 		t.Error("the node runs roomy")
 	}
 	// The operators see it in the list of functions.
-	req, err := http.NewRequestWithContext(ctx, "GET", th.h.HTTPURL()+functions.AdminPrefix+"functions", nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", th.h.HTTPURL()+admin.Prefix+"functions", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

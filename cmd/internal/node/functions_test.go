@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
 	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/journal/jstest"
 )
@@ -121,22 +122,22 @@ func TestPoisonAndRequeue(t *testing.T) {
 		return err == nil && n == 0
 	})
 	// Inspect over HTTP, then requeue there.
-	admin := th.h.HTTPURL() + functions.AdminPrefix + "queues/work-poison"
+	poisonURL := th.h.HTTPURL() + admin.Prefix + "queues/work-poison"
 	var listed []functions.PoisonMessage
 	tok := th.h.OperatorToken()
-	getJSON(t, tok, admin, &listed)
+	getJSON(t, tok, poisonURL, &listed)
 	if len(listed) != 1 || listed[0].Seq != p.Seq || string(listed[0].Body) != "order 7" || listed[0].Attempts != 5 {
-		t.Fatalf("GET %s: %+v", admin, listed)
+		t.Fatalf("GET %s: %+v", poisonURL, listed)
 	}
 	var one functions.PoisonMessage
-	getJSON(t, tok, fmt.Sprintf("%s/%d", admin, p.Seq), &one)
+	getJSON(t, tok, fmt.Sprintf("%s/%d", poisonURL, p.Seq), &one)
 	if one.Error != p.Error {
 		t.Fatalf("one poison message over HTTP: %+v", one)
 	}
-	if code := httpDo(t, tok, "GET", fmt.Sprintf("%s/%d", admin, p.Seq+1000)); code != http.StatusNotFound {
+	if code := httpDo(t, tok, "GET", fmt.Sprintf("%s/%d", poisonURL, p.Seq+1000)); code != http.StatusNotFound {
 		t.Fatalf("unknown poison message: %d", code)
 	}
-	if code := httpDo(t, tok, "POST", fmt.Sprintf("%s/%d/requeue", admin, p.Seq)); code != http.StatusNoContent {
+	if code := httpDo(t, tok, "POST", fmt.Sprintf("%s/%d/requeue", poisonURL, p.Seq)); code != http.StatusNoContent {
 		t.Fatalf("requeue over HTTP: %d", code)
 	}
 	eventually(t, 30*time.Second, "the requeued message poisoned again", func() bool {

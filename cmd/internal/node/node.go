@@ -28,6 +28,7 @@ import (
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
 	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/outbox"
 	"github.com/cairn-dev/cairn/projections"
@@ -377,7 +378,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	// API signs its own requests.
 	guard := operator.NewGuard(n.opToken, cfg.API.CORS)
 	mux := http.NewServeMux()
-	mux.Handle(functions.AdminPrefix, guard.Wrap(n.fns.AdminHandler()))
+	mux.Handle(admin.Prefix, guard.Wrap(admin.New(n.fns, n.nc, cfg.Prefix)))
 	mux.Handle(outbox.AdminPath, guard.Wrap(n.relay.AdminHandler()))
 	mux.Handle(outbox.AdminPath+"/", guard.Wrap(n.relay.AdminHandler()))
 	mux.Handle(projections.AdminPath, guard.Wrap(n.decls.AdminHandler()))

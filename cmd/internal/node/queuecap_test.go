@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
 )
 
 // depth is how many messages a queue holds.
@@ -66,7 +67,7 @@ func consume(t testing.TB, th *testHost, queue string, n int) {
 // status and the error code of the answer.
 func enqueueHTTP(t *testing.T, th *testHost, queue, body string) (int, string) {
 	t.Helper()
-	resp := operatorDo(t, th.h.OperatorToken(), "POST", th.h.HTTPURL()+functions.AdminPrefix+"queues/"+queue, strings.NewReader(body))
+	resp := operatorDo(t, th.h.OperatorToken(), "POST", th.h.HTTPURL()+admin.Prefix+"queues/"+queue, strings.NewReader(body))
 	defer resp.Body.Close()
 	var e struct{ Code string }
 	if resp.StatusCode != http.StatusAccepted {
