@@ -42,10 +42,9 @@ type Runner struct {
 	// unloaded holds the deployed versions this node could not load.
 	unloaded map[string]LoadFailure
 
-	stats  Stats
-	perFn  perFunction // each function's counters, for /metrics and the operators' API
-	depths depthCache  // the queues' depths for /metrics
-	logs   sync.Map    // function name → *logRing, its latest log lines
+	stats Stats
+	perFn perFunction // each function's counters, for /metrics and the operators' API
+	logs  sync.Map    // function name → *logRing, its latest log lines
 }
 
 // NewRunner returns a runner that reads views and commits through comm.

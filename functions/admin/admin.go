@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 )
 
 // Prefix is the path under which the node serves the operators' API
@@ -26,31 +27,34 @@ import (
 //	GET    /$cairn/runner                             this node's invocation counters
 //	GET    /$cairn/queues                             queues: depth, oldest message, function
 //	GET    /$cairn/queues/<queue>/peek[?from=&limit=] messages waiting, not taken
-//	POST   /$cairn/queues/<queue>                     enqueue the body (Cairn-Position: as HeaderPosition)
+//	POST   /$cairn/queues/<queue>                     enqueue the body (Cairn-Position: as functions.HeaderPosition)
 //	POST   /$cairn/queues/<queue>/purge               remove all its messages: {"purged": n}
 //	GET    /$cairn/queues/<queue>-poison[?from=&limit=] poison messages
 //	GET    /$cairn/queues/<queue>-poison/<seq>        one of them
 //	POST   /$cairn/queues/<queue>-poison/<seq>/requeue
 //	DELETE /$cairn/queues/<queue>-poison/<seq>
-//	POST   /$cairn/queues/<queue>-poison/requeue?<filter> requeue those matching (ParsePoisonFilter)
+//	POST   /$cairn/queues/<queue>-poison/requeue?<filter> requeue those matching (queueadmin.ParsePoisonFilter)
 //	POST   /$cairn/queues/<queue>-poison/delete?<filter>  delete those matching
 const Prefix = "/$cairn/"
 
 // Handler serves the operators' API of a node's runner. It authenticates
 // nobody: the node serves it behind the operator token
 // (cmd/internal/operator). Every request that changes something is a POST
-// or a DELETE. It reads the runner's queues and registry per request, so
-// it may be made before the runner is Ready and must serve only after.
+// or a DELETE. It asks the runner for its queue stream and registry per
+// request, so it may be made before the runner is Ready, and must serve
+// only after.
 type Handler struct {
 	rn     *functions.Runner
+	queues *queueadmin.Admin
 	nc     *nats.Conn
 	prefix string
 }
 
-// New returns the operators' API of rn. nc sends the test invocations
-// (POST …/invoke) to <prefix>.fn.<name>, as any client does.
-func New(rn *functions.Runner, nc *nats.Conn, prefix string) *Handler {
-	return &Handler{rn: rn, nc: nc, prefix: prefix}
+// New returns the operators' API of rn and of queues, the administration
+// of rn's queue stream. nc sends the test invocations (POST …/invoke) to
+// <prefix>.fn.<name>, as any client does.
+func New(rn *functions.Runner, queues *queueadmin.Admin, nc *nats.Conn, prefix string) *Handler {
+	return &Handler{rn: rn, queues: queues, nc: nc, prefix: prefix}
 }
 
 // functionStatus is a deployed function as GET /$cairn/functions shows
@@ -86,7 +90,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	status := func(err error) int {
 		switch {
-		case errors.Is(err, functions.ErrNoMessage), errors.Is(err, functions.ErrNotDeployed):
+		case errors.Is(err, queueadmin.ErrNoMessage), errors.Is(err, functions.ErrNotDeployed):
 			return http.StatusNotFound
 		}
 		return http.StatusBadRequest
@@ -130,13 +134,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if limit <= 0 || limit > 1000 {
 			limit = 100
 		}
-		ps, err := rn.Queues().Poison(ctx, parts[1], from, limit)
+		ps, err := h.queues.Poison(ctx, parts[1], from, limit)
 		if err != nil {
 			fail(status(err), err)
 			return
 		}
 		if ps == nil {
-			ps = []functions.PoisonMessage{}
+			ps = []queueadmin.PoisonMessage{}
 		}
 		reply(ps)
 	case len(parts) == 1 && parts[0] == "runner" && r.Method == http.MethodGet:
@@ -154,7 +158,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if limit <= 0 || limit > 1000 {
 			limit = 100
 		}
-		ms, err := rn.Queues().Peek(ctx, parts[1], from, limit)
+		ms, err := h.queues.Peek(ctx, parts[1], from, limit)
 		if err != nil {
 			fail(status(err), err)
 			return
@@ -185,7 +189,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		reply(m)
 	case len(parts) == 3 && parts[0] == "queues" && parts[2] == "purge" && r.Method == http.MethodPost:
-		n, err := rn.Queues().Purge(ctx, parts[1])
+		n, err := h.queues.Purge(ctx, parts[1])
 		if err != nil {
 			fail(codedStatus(err), err)
 			return
@@ -196,12 +200,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fail(http.StatusBadRequest, fmt.Errorf("bulk requeue and delete act on a poison queue: %s%s", parts[1], functions.PoisonSuffix))
 			return
 		}
-		f, err := functions.ParsePoisonFilter(r.URL.Query())
+		f, err := queueadmin.ParsePoisonFilter(r.URL.Query())
 		if err != nil {
 			fail(http.StatusBadRequest, err)
 			return
 		}
-		res, err := rn.Queues().BulkPoison(ctx, parts[1], f, parts[2] == "requeue")
+		res, err := h.queues.BulkPoison(ctx, parts[1], f, parts[2] == "requeue")
 		if err != nil {
 			fail(codedStatus(err), err)
 			return
@@ -237,20 +241,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		switch {
 		case len(parts) == 3 && r.Method == http.MethodGet:
-			p, err := rn.Queues().PoisonMessage(ctx, parts[1], seq)
+			p, err := h.queues.PoisonMessage(ctx, parts[1], seq)
 			if err != nil {
 				fail(status(err), err)
 				return
 			}
 			reply(p)
 		case len(parts) == 3 && r.Method == http.MethodDelete:
-			if err := rn.Queues().Delete(ctx, parts[1], seq); err != nil {
+			if err := h.queues.Delete(ctx, parts[1], seq); err != nil {
 				fail(status(err), err)
 				return
 			}
 			w.WriteHeader(http.StatusNoContent)
 		case len(parts) == 4 && parts[3] == "requeue" && r.Method == http.MethodPost:
-			if err := rn.Queues().Requeue(ctx, parts[1], seq); err != nil {
+			if err := h.queues.Requeue(ctx, parts[1], seq); err != nil {
 				fail(status(err), err)
 				return
 			}
@@ -271,7 +275,7 @@ func codedStatus(err error) int {
 	switch {
 	case engine.ErrorCode(err) == engine.CodeInvalidInput:
 		return http.StatusBadRequest
-	case errors.Is(err, functions.ErrNoMessage), errors.Is(err, functions.ErrNotDeployed):
+	case errors.Is(err, queueadmin.ErrNoMessage), errors.Is(err, functions.ErrNotDeployed):
 		return http.StatusNotFound
 	case errors.Is(err, errInvokeTimeout):
 		return http.StatusGatewayTimeout

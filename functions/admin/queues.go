@@ -23,10 +23,10 @@ type QueueInfo struct {
 }
 
 // listQueues is GET /$cairn/queues: the queues holding messages, deepest
-// first, with their oldest message's age (Queues.Depths), then the queues
-// of the functions that hold none, by name.
+// first, with their oldest message's age (queueadmin.Admin.Depths), then
+// the queues of the functions that hold none, by name.
 func (h *Handler) listQueues(ctx context.Context) ([]QueueInfo, error) {
-	ds, err := h.rn.Queues().Depths(ctx)
+	ds, err := h.queues.Depths(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -342,7 +342,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.Click("#enqueue", chromedp.ByQuery),
 			until(`document.querySelector('#toast').textContent.startsWith('Message enqueued')`))
 	}
-	q := h.Functions().Queues()
+	q := h.QueueAdmin()
 	eventually(t, "two messages in orders-poison", func() bool {
 		ps, err := q.Poison(context.Background(), "orders", 0, 10)
 		return err == nil && len(ps) == 2

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 	"github.com/cairn-dev/cairn/functions/admin"
 )
 
@@ -157,7 +158,7 @@ func TestOperatorQueueAndFunctionActions(t *testing.T) {
 	} {
 		call("POST", bad, nil, http.StatusBadRequest, nil)
 	}
-	var res functions.BulkResult
+	var res queueadmin.BulkResult
 	call("POST", "queues/flaky-poison/delete?poisonedBefore=2000-01-01T00:00:00Z", nil, http.StatusOK, &res)
 	if res.Affected != 0 || depth("flaky-poison") != 5 {
 		t.Fatalf("a filter that matches none: %+v, %d left", res, depth("flaky-poison"))

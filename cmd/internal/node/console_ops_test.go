@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 	"github.com/cairn-dev/cairn/functions/admin"
 )
 
@@ -53,13 +54,13 @@ func TestOperatorConsoleEndpoints(t *testing.T) {
 		t.Fatalf("the built-in archive function's queue: %+v", a)
 	}
 	for range 2 { // a peek takes nothing
-		var ms []functions.QueueMessage
+		var ms []queueadmin.QueueMessage
 		getJSON(t, tok, api+"queues/parked/peek?limit=10", &ms)
 		if len(ms) != 2 || string(ms[0].Body) != "first" || string(ms[1].Body) != "second" || ms[0].Seq >= ms[1].Seq || ms[0].Time.IsZero() {
 			t.Fatalf("peek: %+v", ms)
 		}
 	}
-	var one []functions.QueueMessage
+	var one []queueadmin.QueueMessage
 	getJSON(t, tok, api+"queues/parked/peek?limit=1", &one)
 	if len(one) != 1 {
 		t.Fatalf("peek with limit 1: %d messages", len(one))

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 	"github.com/cairn-dev/cairn/functions/admin"
 )
 
@@ -144,9 +145,9 @@ func TestQueueCapRefusesEveryPublisher(t *testing.T) {
 	if err := fr.Queues().Enqueue(ctx, "feed", []byte("go")); err != nil {
 		t.Fatal(err)
 	}
-	var poisoned []functions.PoisonMessage
+	var poisoned []queueadmin.PoisonMessage
 	eventually(t, 30*time.Second, "the feeder's message poisoned", func() bool {
-		poisoned, err = fr.Queues().Poison(ctx, "feed", 0, 10)
+		poisoned, err = th.h.QueueAdmin().Poison(ctx, "feed", 0, 10)
 		return err == nil && len(poisoned) == 1
 	})
 	if !strings.Contains(poisoned[0].Error, string(functions.CodeQueueBacklogExceeded)) {
