@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/functions"
-	"github.com/cairn-dev/cairn/functions/queueadmin"
 	"github.com/cairn-dev/cairn/functions/admin"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 )
 
 // TestOperatorQueueAndFunctionActions: the operators' endpoints behind

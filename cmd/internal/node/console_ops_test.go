@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/functions"
-	"github.com/cairn-dev/cairn/functions/queueadmin"
 	"github.com/cairn-dev/cairn/functions/admin"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 )
 
 // TestOperatorConsoleEndpoints: the operators' endpoints the web console

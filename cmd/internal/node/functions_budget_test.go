@@ -10,8 +10,8 @@ import (
 
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/functions"
-	"github.com/cairn-dev/cairn/functions/queueadmin"
 	"github.com/cairn-dev/cairn/functions/admin"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 )
 
 // TestBudgetRefusesAFunctionThatDoesNotFit: with a sandbox budget of

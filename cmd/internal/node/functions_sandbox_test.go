@@ -11,8 +11,8 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/functions"
-	"github.com/cairn-dev/cairn/functions/queueadmin"
 	"github.com/cairn-dev/cairn/functions/guesttest"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 )
 
 // buildGuest builds a Go function package to WebAssembly.
