@@ -62,7 +62,12 @@
 // it writes poison messages but never reads them back, so reading them
 // is queueadmin's. What the operators' side needs of the runtime is
 // exported and documented (Queues.Stream, Publish, PurgeSubject, Prefix;
-// Runner.Running, Loaded, Manifest, FunctionTotals, FunctionLogs).
+// Runner.Running, Loaded, Manifest, FunctionTotals, FunctionLogs). Since
+// both packages import this one, the compiler keeps the direction: an
+// import back would be a cycle. The load reports and host statuses stay
+// here, their readers (SubscribeLoadReports, GatherHostStatus) included:
+// the runner publishes them, and a reader is the other half of the same
+// subject and format.
 //
 // # What fails, and what the user sees
 //
