@@ -41,15 +41,33 @@
 // handler.go (Handler, NativeFunc, Sandbox), function.go (a deployed
 // function and its versions), deploy.go (loading what the registry
 // announces), loadreport.go (what each node reports of each load),
-// registry.go and manifest.go (what is deployed), queues.go
-// and poisonqueue.go (the queue stream and the operators' view of poison
-// queues; queuepeek.go and queuewalk.go, reading a queue's messages;
-// poisonbulk.go and queuepurge.go, their bulk actions),
-// admin.go (the HTTP API under /$cairn/; admininvoke.go, its test
-// invocation; fnlogs.go, each function's latest log lines), metrics.go
-// (metrics_fn.go, each function's counters for /metrics and the API), archive.go
-// (the built-in archive function), limits.go (a version's rates and
-// queue backlog).
+// hoststatus.go (what each node runs, on request), registry.go and
+// manifest.go (what is deployed), queues.go (the queue stream: opening
+// it, its caps, publishing to it, one queue's length), poison.go (moving
+// a failed delivery to its poison queue, and the headers it carries),
+// fnlogs.go (each function's latest log lines), metrics.go (metrics_fn.go,
+// each function's counters for /metrics and the API), archive.go (the
+// built-in archive function), limits.go (a version's rates and queue
+// backlog).
+//
+// # What is not here
+//
+// This package is the runtime: what runs functions and feeds them. The
+// operators' side lives in two packages that import it, and it imports
+// neither: functions/queueadmin (the queues' depths, peeking, purging,
+// and the poison queues' listing, requeue and delete, one by one or in
+// bulk) and functions/admin (the HTTP API under /$cairn/). The cut runs
+// where the runtime stops needing a thing: the runner publishes to the
+// queue stream and reads one queue's length, so the stream stays here;
+// it writes poison messages but never reads them back, so reading them
+// is queueadmin's. What the operators' side needs of the runtime is
+// exported and documented (Queues.Stream, Publish, PurgeSubject, Prefix;
+// Runner.Running, Loaded, Manifest, FunctionTotals, FunctionLogs). Since
+// both packages import this one, the compiler keeps the direction: an
+// import back would be a cycle. The load reports and host statuses stay
+// here, their readers (SubscribeLoadReports, GatherHostStatus) included:
+// the runner publishes them, and a reader is the other half of the same
+// subject and format.
 //
 // # What fails, and what the user sees
 //

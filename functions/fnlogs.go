@@ -56,10 +56,11 @@ func (rn *Runner) logRingOf(name string) *logRing {
 }
 
 // FunctionLogs returns the latest lines (at most LogLinesKept) a function
-// logged on this node since it started, oldest first.
-func (rn *Runner) FunctionLogs(name string) []LogLine {
+// logged on this node since it started, oldest first, and whether it
+// logged any here.
+func (rn *Runner) FunctionLogs(name string) ([]LogLine, bool) {
 	if r, ok := rn.logs.Load(name); ok {
-		return r.(*logRing).all()
+		return r.(*logRing).all(), true
 	}
-	return []LogLine{}
+	return []LogLine{}, false
 }

@@ -43,13 +43,7 @@ func HostStatusSubject(prefix string) string { return prefix + ".events.function
 func (rn *Runner) status() HostStatus {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
-	s := HostStatus{Node: rn.cfg.Node, Functions: make([]Manifest, 0, len(rn.fns))}
-	for _, f := range rn.fns {
-		if v := f.cur.Load(); v != nil {
-			s.Functions = append(s.Functions, v.m)
-		}
-	}
-	sort.Slice(s.Functions, func(i, j int) bool { return s.Functions[i].Name < s.Functions[j].Name })
+	s := HostStatus{Node: rn.cfg.Node, Functions: rn.runningLocked()}
 	if len(rn.unloaded) > 0 {
 		s.Unloaded = make(map[string]LoadFailure, len(rn.unloaded))
 		for name, f := range rn.unloaded {

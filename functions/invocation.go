@@ -469,7 +469,7 @@ func (inv *Invocation) commit(ctx context.Context) error {
 		return nil
 	}
 	for i, m := range inv.msgs {
-		if err := inv.runner.queues.publish(ctx, m.queue, m.body, inv.messageID(i), nil); err != nil {
+		if err := inv.runner.queues.Publish(ctx, m.queue, m.body, inv.messageID(i), nil); err != nil {
 			if engine.ErrorCode(err) == CodeQueueBacklogExceeded {
 				inv.runner.stats.QueueFull.Add(1)
 			}

@@ -29,11 +29,10 @@ type Stats struct {
 
 // WriteMetrics writes the runner's counters in the Prometheus text
 // format (appended to /metrics): the node's totals, and per function its
-// runs by trigger, failures and durations (perFunction).
+// runs by trigger, failures and durations (perFunction). The queues'
+// depths are functions/queueadmin's (Admin.WriteMetrics).
 func (rn *Runner) WriteMetrics(w io.Writer) {
-	rn.mu.Lock()
-	loaded := len(rn.fns)
-	rn.mu.Unlock()
+	loaded := rn.Loaded()
 	for _, m := range []struct {
 		name, help, kind string
 		v                uint64
@@ -48,7 +47,6 @@ func (rn *Runner) WriteMetrics(w io.Writer) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.kind, m.name, m.v)
 	}
 	rn.perFn.write(w)
-	rn.writeQueueMetrics(w)
 }
 
 // Stats returns the runner's counters.

@@ -27,7 +27,7 @@ type fnCounts struct {
 
 // perFunction counts each function's runs, failures, durations and
 // poisoned deliveries on this node, by name. It serves both /metrics
-// (write) and the operators' API (totals). A function's counters last
+// (write) and the operators' API (totals, through Runner.FunctionTotals). A function's counters last
 // until the node stops, also after it was removed (a few counters per
 // function ever run).
 type perFunction struct {
@@ -135,4 +135,11 @@ func (p *perFunction) write(w io.Writer) {
 		fmt.Fprintf(w, "cairn_function_duration_seconds_sum{function=%s} %s\n", label(n), strconv.FormatFloat(c.seconds, 'g', -1, 64))
 		fmt.Fprintf(w, "cairn_function_duration_seconds_count{function=%s} %d\n", label(n), cum)
 	}
+}
+
+// FunctionTotals returns a function's runs begun (in-flight ones
+// included), failed runs and deliveries moved to a poison queue on this
+// node since it started: all zero for a function it never ran.
+func (rn *Runner) FunctionTotals(name string) (invocations, failures, poisoned uint64) {
+	return rn.perFn.totals(name)
 }

@@ -13,6 +13,22 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 )
 
+// PoisonSuffix ends the name of a queue's poison queue.
+const PoisonSuffix = "-poison"
+
+// Headers of a poison message, as poison and poisonChange write them
+// (functions/queueadmin reads them). Its body is the original message's.
+const (
+	HeaderError    = "Cairn-Error"      // the last attempt's error
+	HeaderAttempts = "Cairn-Attempts"   // deliveries, the last one included
+	HeaderQueue    = "Cairn-Queue"      // the queue it came from
+	HeaderFunction = "Cairn-Function"   // the function that failed on it
+	HeaderEnqueued = "Cairn-Enqueued"   // RFC 3339, when it was first enqueued
+	HeaderPoisoned = "Cairn-Poisoned"   // RFC 3339, when it was moved
+	HeaderSource   = "Cairn-Source"     // stream sequence it had on its queue
+	HeaderTrigger  = "Cairn-Trigger-Id" // on a timer tick: the tick's id
+)
+
 // poisonHeader is the header of a poison message: why, after how many
 // deliveries, when, by which function, from which stream sequence.
 func (f *function) poisonHeader(reason string, attempts int, source uint64) nats.Header {
@@ -51,7 +67,7 @@ func (f *function) poison(ctx context.Context, queue string, msg jetstream.Msg, 
 	id := "poison:" + queue + ":" + strconv.FormatUint(seq, 10)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := rn.queues.publish(pctx, queue+PoisonSuffix, msg.Data(), id, hdr); err != nil {
+	if err := rn.queues.Publish(pctx, queue+PoisonSuffix, msg.Data(), id, hdr); err != nil {
 		delay := f.cur.Load().m.BackoffMax.D()
 		if engine.ErrorCode(err) == CodeQueueBacklogExceeded {
 			rn.stats.PoisonRefused.Add(1)
@@ -84,7 +100,7 @@ func (f *function) poisonChange(ctx context.Context, table string, seq uint64, a
 	hdr := f.poisonHeader(reason, attempts, seq)
 	body := fmt.Appendf(nil, `{"table":%q,"seq":%d}`, table, seq)
 	id := "poison:" + queue + ":" + table + ":" + strconv.FormatUint(seq, 10)
-	if err := f.rn.queues.publish(context.WithoutCancel(ctx), queue+PoisonSuffix, body, id, hdr); err != nil {
+	if err := f.rn.queues.Publish(context.WithoutCancel(ctx), queue+PoisonSuffix, body, id, hdr); err != nil {
 		if engine.ErrorCode(err) == CodeQueueBacklogExceeded {
 			f.rn.stats.PoisonRefused.Add(1)
 			if !f.unmoved.shouldLog(time.Now()) {

@@ -2,6 +2,7 @@ package functions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -182,7 +183,7 @@ func OpenQueues(ctx context.Context, js jetstream.JetStream, prefix string, qc Q
 	q.stream, q.max, q.maxBytes = s, cfg.MaxMsgsPerSubject, cfg.MaxBytes
 	if strays {
 		// The stream takes no new ones now: what it holds is all.
-		n, err := q.purgeSubject(ctx, straySubjects(prefix))
+		n, err := q.PurgeSubject(ctx, straySubjects(prefix))
 		if err != nil {
 			return nil, fmt.Errorf("functions: queue stream: purge the subjects that name no queue: %w", err)
 		}
@@ -221,6 +222,16 @@ func deepestQueue(ctx context.Context, s jetstream.Stream, prefix string) (int64
 	return int64(deepest), nil
 }
 
+// Stream returns the stream's handle, for the operators' verbs
+// (functions/queueadmin: reading messages, deleting them, the stream's
+// information). A message sent to a queue goes through Publish, which
+// turns the caps' refusals into QueueBacklogExceeded.
+func (q *Queues) Stream() jetstream.Stream { return q.stream }
+
+// Prefix returns the subject prefix the stream's queues live under
+// (QueueSubject, StreamName).
+func (q *Queues) Prefix() string { return q.prefix }
+
 // Max is the most messages a queue holds: the stream's cap (0: none).
 func (q *Queues) Max() int64 { return q.max }
 
@@ -251,8 +262,13 @@ func streamFull(err error) bool { return storeRefused(err, "maximum bytes") }
 // queue stream is full.
 const fullLogEvery = 10 * time.Second
 
-// publish sends a message to a queue; id (if not empty) de-duplicates it.
-func (q *Queues) publish(ctx context.Context, queue string, body []byte, id string, hdr nats.Header) error {
+// Publish sends a message to a queue as the runner does: id (if not
+// empty) de-duplicates it within the stream's window of 10 minutes, hdr
+// is added to its headers. A full queue or stream is QueueBacklogExceeded
+// (a full stream is also logged, at most every fullLogEvery); anything
+// else is the stream's failure. It checks neither the name nor the body:
+// Enqueue does, for messages from outside.
+func (q *Queues) Publish(ctx context.Context, queue string, body []byte, id string, hdr nats.Header) error {
 	m := nats.NewMsg(QueueSubject(q.prefix, queue))
 	m.Data = body
 	for k, v := range hdr {
@@ -302,7 +318,7 @@ func (q *Queues) EnqueueAfter(ctx context.Context, queue string, body []byte, po
 			return engine.Errorf(engine.CodeInvalidInput, "%v", err)
 		}
 	}
-	return q.publish(ctx, queue, body, "", hdr)
+	return q.Publish(ctx, queue, body, "", hdr)
 }
 
 // Depth returns how many messages wait on a queue (delivered but not yet
@@ -314,3 +330,40 @@ func (q *Queues) Depth(ctx context.Context, queue string) (uint64, error) {
 	}
 	return info.State.Subjects[QueueSubject(q.prefix, queue)], nil
 }
+
+// PurgeSubject removes every message of the stream on subject (a
+// wildcard takes all it matches), those being delivered included, and
+// returns how many the server removed. It asks the server directly
+// because jetstream.Stream.Purge does not return the count. It checks
+// nothing: opening the stream purges the subjects that name no queue
+// with it, and functions/queueadmin a queue it has checked.
+func (q *Queues) PurgeSubject(ctx context.Context, subject string) (uint64, error) {
+	req, err := json.Marshal(jetstream.StreamPurgeRequest{Subject: subject})
+	if err != nil {
+		return 0, err
+	}
+	msg, err := q.js.Conn().RequestWithContext(ctx, q.apiPrefix()+"STREAM.PURGE."+StreamName(q.prefix), req)
+	if err != nil {
+		return 0, err
+	}
+	var resp struct {
+		Error *jetstream.APIError `json:"error,omitempty"`
+		// Success and Purged are the server's answer.
+		Success bool   `json:"success"`
+		Purged  uint64 `json:"purged"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return 0, fmt.Errorf("the server's answer: %w", err)
+	}
+	if resp.Error != nil {
+		return 0, resp.Error
+	}
+	if !resp.Success {
+		return 0, fmt.Errorf("the server did not purge")
+	}
+	return resp.Purged, nil
+}
+
+// apiPrefix is the JetStream API prefix of the runner's JetStream context
+// (jetstream.New's default).
+func (q *Queues) apiPrefix() string { return jetstream.DefaultAPIPrefix }

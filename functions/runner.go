@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,10 +45,9 @@ type Runner struct {
 	// unloaded holds the deployed versions this node could not load.
 	unloaded map[string]LoadFailure
 
-	stats  Stats
-	perFn  perFunction // each function's counters, for /metrics and the operators' API
-	depths depthCache  // the queues' depths for /metrics
-	logs   sync.Map    // function name → *logRing, its latest log lines
+	stats Stats
+	perFn perFunction // each function's counters, for /metrics and the operators' API
+	logs  sync.Map    // function name → *logRing, its latest log lines
 }
 
 // NewRunner returns a runner that reads views and commits through comm.
@@ -202,6 +203,47 @@ func (rn *Runner) Version(name string) (int, bool) {
 		return v.m.Version, true
 	}
 	return 0, false
+}
+
+// Manifest returns the manifest of the version of a function this node
+// runs, and whether it runs it.
+func (rn *Runner) Manifest(name string) (Manifest, bool) {
+	if v := rn.current(name); v != nil {
+		return v.m, true
+	}
+	return Manifest{}, false
+}
+
+// Running returns the manifests of the functions this node runs, by name:
+// deployed ones at the version it loaded, built-in and native ones with
+// Manifest.Builtin set. It costs a copy of each under the runner's lock.
+func (rn *Runner) Running() []Manifest {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return rn.runningLocked()
+}
+
+// runningLocked is Running; rn.mu must be held.
+func (rn *Runner) runningLocked() []Manifest {
+	out := make([]Manifest, 0, len(rn.fns))
+	for _, f := range rn.fns {
+		if v := f.cur.Load(); v != nil {
+			out = append(out, v.m)
+		}
+	}
+	slices.SortFunc(out, func(a, b Manifest) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Since is when the runner was made: its counters (Stats) count from
+// then.
+func (rn *Runner) Since() time.Time { return rn.since }
+
+// Loaded returns how many functions this node runs, built-ins included.
+func (rn *Runner) Loaded() int {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return len(rn.fns)
 }
 
 // LoadFailure is a deployed version this node does not run, and why: its

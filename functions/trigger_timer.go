@@ -44,7 +44,7 @@ func (f *function) runTimer(ctx context.Context, m Manifest) error {
 			id := "t:" + f.name + ":" + tick.Format(time.RFC3339Nano)
 			hdr := nats.Header{HeaderTrigger: []string{id}}
 			body := []byte(tick.Format(time.RFC3339Nano))
-			if err := f.rn.queues.publish(ctx, queue, body, id, hdr); err != nil && ctx.Err() == nil {
+			if err := f.rn.queues.Publish(ctx, queue, body, id, hdr); err != nil && ctx.Err() == nil {
 				if engine.ErrorCode(err) == CodeQueueBacklogExceeded {
 					f.rn.stats.QueueFull.Add(1)
 				}

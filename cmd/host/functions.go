@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/cli"
 	"github.com/cairn-dev/cairn/cmd/internal/natsauth"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 	"github.com/cairn-dev/cairn/functions/wasm"
 )
 
@@ -427,11 +428,12 @@ func poisonCmd(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	nc, q, _, err := conn.connect(ctx)
+	nc, queues, _, err := conn.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
+	q := queueadmin.New(queues, nil)
 	queue := a[1]
 	seqs := func() ([]uint64, error) {
 		if a[2] != "all" {

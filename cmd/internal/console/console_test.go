@@ -376,7 +376,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.Click("#enqueue", chromedp.ByQuery),
 			until(`document.querySelector('#toast').textContent.startsWith('Message enqueued')`))
 	}
-	q := h.Functions().Queues()
+	q := h.QueueAdmin()
 	eventually(t, "two messages in orders-poison", func() bool {
 		ps, err := q.Poison(context.Background(), "orders", 0, 10)
 		return err == nil && len(ps) == 2
@@ -518,7 +518,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// Beside the counters (this node's, since it started), what its
 	// poison queue holds now, read from the queue.
 	fail.Store(true)
-	if err := q.Enqueue(context.Background(), "orders", []byte("order 43")); err != nil {
+	if err := h.Queues().Enqueue(context.Background(), "orders", []byte("order 43")); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "order 43 in orders-poison", func() bool {

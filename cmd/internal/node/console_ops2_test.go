@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 )
 
 // TestOperatorQueueAndFunctionActions: the operators' endpoints behind
@@ -24,7 +26,7 @@ func TestOperatorQueueAndFunctionActions(t *testing.T) {
 	th := startHost(t, "")
 	ctx := ctxT(t)
 	tok := th.h.OperatorToken()
-	api := th.h.HTTPURL() + functions.AdminPrefix
+	api := th.h.HTTPURL() + admin.Prefix
 	fr := th.h.Functions()
 	q := fr.Queues()
 
@@ -156,7 +158,7 @@ func TestOperatorQueueAndFunctionActions(t *testing.T) {
 	} {
 		call("POST", bad, nil, http.StatusBadRequest, nil)
 	}
-	var res functions.BulkResult
+	var res queueadmin.BulkResult
 	call("POST", "queues/flaky-poison/delete?poisonedBefore=2000-01-01T00:00:00Z", nil, http.StatusOK, &res)
 	if res.Affected != 0 || depth("flaky-poison") != 5 {
 		t.Fatalf("a filter that matches none: %+v, %d left", res, depth("flaky-poison"))
@@ -195,7 +197,7 @@ func TestOperatorQueueAndFunctionActions(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	var ir functions.InvokeResult
+	var ir admin.InvokeResult
 	call("POST", "functions/echo/invoke", []byte("hello"), http.StatusOK, &ir)
 	if string(ir.Output) != "echo: hello" || ir.Error != "" {
 		t.Fatalf("invoke: %+v", ir)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 )
 
 // TestOperatorConsoleEndpoints: the operators' endpoints the web console
@@ -20,7 +22,7 @@ func TestOperatorConsoleEndpoints(t *testing.T) {
 	th := startHost(t, "")
 	ctx := ctxT(t)
 	tok := th.h.OperatorToken()
-	api := th.h.HTTPURL() + functions.AdminPrefix
+	api := th.h.HTTPURL() + admin.Prefix
 	fr := th.h.Functions()
 
 	for _, path := range []string{"queues", "runner", "queues/q/peek", "functions/f/history"} {
@@ -39,9 +41,9 @@ func TestOperatorConsoleEndpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var qs []functions.QueueInfo
+	var qs []admin.QueueInfo
 	getJSON(t, tok, api+"queues", &qs)
-	found := map[string]functions.QueueInfo{}
+	found := map[string]admin.QueueInfo{}
 	for _, q := range qs {
 		found[q.Name] = q
 	}
@@ -52,13 +54,13 @@ func TestOperatorConsoleEndpoints(t *testing.T) {
 		t.Fatalf("the built-in archive function's queue: %+v", a)
 	}
 	for range 2 { // a peek takes nothing
-		var ms []functions.QueueMessage
+		var ms []queueadmin.QueueMessage
 		getJSON(t, tok, api+"queues/parked/peek?limit=10", &ms)
 		if len(ms) != 2 || string(ms[0].Body) != "first" || string(ms[1].Body) != "second" || ms[0].Seq >= ms[1].Seq || ms[0].Time.IsZero() {
 			t.Fatalf("peek: %+v", ms)
 		}
 	}
-	var one []functions.QueueMessage
+	var one []queueadmin.QueueMessage
 	getJSON(t, tok, api+"queues/parked/peek?limit=1", &one)
 	if len(one) != 1 {
 		t.Fatalf("peek with limit 1: %d messages", len(one))
@@ -146,7 +148,7 @@ func TestOperatorConsoleEndpoints(t *testing.T) {
 		return false
 	})
 
-	var st functions.RunnerStats
+	var st admin.RunnerStats
 	getJSON(t, tok, api+"runner", &st)
 	if st.Loaded < 1 {
 		t.Fatalf("runner counters: %+v (the archive built-in is loaded)", st)

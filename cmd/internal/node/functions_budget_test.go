@@ -10,6 +10,8 @@ import (
 
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 )
 
 // TestBudgetRefusesAFunctionThatDoesNotFit: with a sandbox budget of
@@ -39,7 +41,7 @@ func TestBudgetRefusesAFunctionThatDoesNotFit(t *testing.T) {
 		t.Error("the node runs roomy")
 	}
 	// The operators see it in the list of functions.
-	req, err := http.NewRequestWithContext(ctx, "GET", th.h.HTTPURL()+functions.AdminPrefix+"functions", nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", th.h.HTTPURL()+admin.Prefix+"functions", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +93,10 @@ func TestBacklogStopsAmplification(t *testing.T) {
 	if err := fr.Queues().Enqueue(ctx, "amp", []byte("start")); err != nil {
 		t.Fatal(err)
 	}
-	var poisoned []functions.PoisonMessage
+	var poisoned []queueadmin.PoisonMessage
 	eventually(t, 30*time.Second, "a message poisoned by the backlog", func() bool {
 		var err error
-		poisoned, err = fr.Queues().Poison(ctx, "amp", 0, 1)
+		poisoned, err = th.h.QueueAdmin().Poison(ctx, "amp", 0, 1)
 		return err == nil && len(poisoned) == 1
 	})
 	if !strings.Contains(poisoned[0].Error, string(functions.CodeQueueBacklogExceeded)) {

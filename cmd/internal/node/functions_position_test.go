@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 )
 
 // TestFunctionReadsWaitForTheMessagesPosition: a queue message naming a
@@ -86,9 +87,9 @@ func TestFunctionReadsWaitForTheMessagesPosition(t *testing.T) {
 
 	// A malformed position is the message's fault: poisoned at once.
 	send("o4", "Orders/next")
-	var ps []functions.PoisonMessage
+	var ps []queueadmin.PoisonMessage
 	eventually(t, 20*time.Second, "the message with a bad position poisoned", func() bool {
-		ps, err = th.h.Functions().Queues().Poison(ctx, "after", 0, 10)
+		ps, err = th.h.QueueAdmin().Poison(ctx, "after", 0, 10)
 		return err == nil && len(ps) == 1
 	})
 	if p := ps[0]; p.Attempts != 1 || !strings.Contains(p.Error, functions.HeaderPosition) || string(p.Body) != "o4" {

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/functions/guesttest"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 )
 
 // buildGuest builds a Go function package to WebAssembly.
@@ -89,11 +90,11 @@ func TestSandboxLimits(t *testing.T) {
 			}
 		}
 	}
-	var ps []functions.PoisonMessage
+	var ps []queueadmin.PoisonMessage
 	eventually(t, 90*time.Second, "loop, bomb and panic poisoned", func() bool {
 		ps = nil
 		for _, q := range []string{"guest", "greedy", "crashy"} {
-			p, _ := th.h.Functions().Queues().Poison(ctx, q, 0, 10)
+			p, _ := th.h.QueueAdmin().Poison(ctx, q, 0, 10)
 			ps = append(ps, p...)
 		}
 		return len(ps) == 3
@@ -185,7 +186,7 @@ func TestHotDeploy(t *testing.T) {
 	if f := st.Failures.Load(); f != 0 {
 		t.Fatalf("%d failed invocations (a message processed twice fails its Insert)", f)
 	}
-	if ps, _ := q.Poison(ctx, "hot", 0, 10); len(ps) != 0 {
+	if ps, _ := th.h.QueueAdmin().Poison(ctx, "hot", 0, 10); len(ps) != 0 {
 		t.Fatalf("poisoned: %+v", ps)
 	}
 	// Roll back to version 1: a new version with version 1's module.

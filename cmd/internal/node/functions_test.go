@@ -21,6 +21,8 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/journal/jstest"
 )
@@ -82,10 +84,10 @@ func TestPoisonAndRequeue(t *testing.T) {
 	if err := fr.Queues().Enqueue(ctx, "work", []byte("order 7")); err != nil {
 		t.Fatal(err)
 	}
-	var poisoned []functions.PoisonMessage
+	var poisoned []queueadmin.PoisonMessage
 	eventually(t, 30*time.Second, "the message in work-poison", func() bool {
 		var err error
-		poisoned, err = fr.Queues().Poison(ctx, "work", 0, 10)
+		poisoned, err = th.h.QueueAdmin().Poison(ctx, "work", 0, 10)
 		return err == nil && len(poisoned) == 1
 	})
 	mu.Lock()
@@ -121,26 +123,26 @@ func TestPoisonAndRequeue(t *testing.T) {
 		return err == nil && n == 0
 	})
 	// Inspect over HTTP, then requeue there.
-	admin := th.h.HTTPURL() + functions.AdminPrefix + "queues/work-poison"
-	var listed []functions.PoisonMessage
+	poisonURL := th.h.HTTPURL() + admin.Prefix + "queues/work-poison"
+	var listed []queueadmin.PoisonMessage
 	tok := th.h.OperatorToken()
-	getJSON(t, tok, admin, &listed)
+	getJSON(t, tok, poisonURL, &listed)
 	if len(listed) != 1 || listed[0].Seq != p.Seq || string(listed[0].Body) != "order 7" || listed[0].Attempts != 5 {
-		t.Fatalf("GET %s: %+v", admin, listed)
+		t.Fatalf("GET %s: %+v", poisonURL, listed)
 	}
-	var one functions.PoisonMessage
-	getJSON(t, tok, fmt.Sprintf("%s/%d", admin, p.Seq), &one)
+	var one queueadmin.PoisonMessage
+	getJSON(t, tok, fmt.Sprintf("%s/%d", poisonURL, p.Seq), &one)
 	if one.Error != p.Error {
 		t.Fatalf("one poison message over HTTP: %+v", one)
 	}
-	if code := httpDo(t, tok, "GET", fmt.Sprintf("%s/%d", admin, p.Seq+1000)); code != http.StatusNotFound {
+	if code := httpDo(t, tok, "GET", fmt.Sprintf("%s/%d", poisonURL, p.Seq+1000)); code != http.StatusNotFound {
 		t.Fatalf("unknown poison message: %d", code)
 	}
-	if code := httpDo(t, tok, "POST", fmt.Sprintf("%s/%d/requeue", admin, p.Seq)); code != http.StatusNoContent {
+	if code := httpDo(t, tok, "POST", fmt.Sprintf("%s/%d/requeue", poisonURL, p.Seq)); code != http.StatusNoContent {
 		t.Fatalf("requeue over HTTP: %d", code)
 	}
 	eventually(t, 30*time.Second, "the requeued message poisoned again", func() bool {
-		ps, err := fr.Queues().Poison(ctx, "work", 0, 10)
+		ps, err := th.h.QueueAdmin().Poison(ctx, "work", 0, 10)
 		return err == nil && len(ps) == 1 && ps[0].Seq != p.Seq
 	})
 	resp := operatorDo(t, tok, "GET", th.h.HTTPURL()+"/metrics", nil)
@@ -155,7 +157,7 @@ func TestPoisonAndRequeue(t *testing.T) {
 	if len(attempts) != 10 || attempts[5].n != 1 || attempts[5].id == got[0].id {
 		t.Fatalf("after requeue: %+v", attempts[5:])
 	}
-	if _, err := fr.Queues().PoisonMessage(ctx, "work", p.Seq); !errors.Is(err, functions.ErrNoMessage) {
+	if _, err := th.h.QueueAdmin().PoisonMessage(ctx, "work", p.Seq); !errors.Is(err, queueadmin.ErrNoMessage) {
 		t.Fatalf("the requeued poison message is still there: %v", err)
 	}
 }
@@ -231,10 +233,10 @@ func TestPoisonCrashAndHang(t *testing.T) {
 			if _, err := th.c.InsertOrReplace(ctx, "Alive", engine.NewEntity("p", q)); err != nil {
 				t.Fatal(err)
 			}
-			ps, err := fr.Queues().Poison(ctx, q, 0, 10)
+			ps, err := th.h.QueueAdmin().Poison(ctx, q, 0, 10)
 			return err == nil && len(ps) == 1
 		})
-		ps, _ := fr.Queues().Poison(ctx, q, 0, 10)
+		ps, _ := th.h.QueueAdmin().Poison(ctx, q, 0, 10)
 		if ps[0].Attempts != 3 {
 			t.Errorf("%s: %d attempts", q, ps[0].Attempts)
 		}
@@ -555,7 +557,7 @@ func TestArchiveSurvivesSIGKILL(t *testing.T) {
 		n, err := q.Depth(ctx, "archive")
 		return err == nil && n == 0
 	})
-	if ps, _ := q.Poison(ctx, "archive", 0, 10); len(ps) != 0 {
+	if ps, _ := queueadmin.New(q, nil).Poison(ctx, "archive", 0, 10); len(ps) != 0 {
 		t.Fatalf("poisoned: %+v", ps)
 	}
 }
@@ -622,9 +624,9 @@ func TestMessageThatKillsItsHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ps []functions.PoisonMessage
+	var ps []queueadmin.PoisonMessage
 	eventually(t, 60*time.Second, "the deadly message in the poison queue", func() bool {
-		ps, _ = q.Poison(ctx, "deadly", 0, 10)
+		ps, _ = queueadmin.New(q, nil).Poison(ctx, "deadly", 0, 10)
 		return len(ps) == 1
 	})
 	if ps[0].Attempts != 2 || !strings.Contains(ps[0].Error, "without finishing") || string(ps[0].Body) != "version" {

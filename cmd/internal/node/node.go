@@ -28,6 +28,8 @@ import (
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 	"github.com/cairn-dev/cairn/journal"
 	"github.com/cairn-dev/cairn/outbox"
 	"github.com/cairn-dev/cairn/projections"
@@ -53,6 +55,7 @@ type Node struct {
 	pages   *pages.Service    // reads of tables whose shards other hosts hold too (nil: every view whole)
 	api     *natsapi.Service
 	fns     *functions.Runner
+	queues  *queueadmin.Admin // the operators' side of the runner's queue stream
 	relay   *outbox.Relay
 	members *members.Members
 	pruner  *projections.Pruner
@@ -113,6 +116,10 @@ func (n *Node) OperatorToken() string { return n.opToken }
 
 // Functions returns the node's function runner.
 func (n *Node) Functions() *functions.Runner { return n.fns }
+
+// QueueAdmin returns the operators' side of the node's queue stream: its
+// queues' depths, messages and poison queues.
+func (n *Node) QueueAdmin() *queueadmin.Admin { return n.queues }
 
 // Views returns the node's views (for in-process readers and tests).
 func (n *Node) Views() *projections.Views { return n.views }
@@ -356,6 +363,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		_ = sb.Close(context.WithoutCancel(ctx))
 		return fmt.Errorf("node: functions: %w", err)
 	}
+	n.queues = queueadmin.New(res.queues, log)
 	// The runner closes the sandbox when its Run returns.
 	if err := g.Start(ctx, "functions", n.fns); err != nil {
 		return fmt.Errorf("node: functions: %w", err)
@@ -398,7 +406,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	// API signs its own requests.
 	guard := operator.NewGuard(n.opToken, cfg.API.CORS)
 	mux := http.NewServeMux()
-	mux.Handle(functions.AdminPrefix, guard.Wrap(n.fns.AdminHandler()))
+	mux.Handle(admin.Prefix, guard.Wrap(admin.New(n.fns, n.queues, n.nc, cfg.Prefix)))
 	mux.Handle(outbox.AdminPath, guard.Wrap(n.relay.AdminHandler()))
 	mux.Handle(outbox.AdminPath+"/", guard.Wrap(n.relay.AdminHandler()))
 	mux.Handle(projections.AdminPath, guard.Wrap(n.decls.AdminHandler()))
@@ -412,6 +420,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		n.conns.WriteMetrics(w)
 		n.api.WriteMetrics(w)
 		n.fns.WriteMetrics(w)
+		n.queues.WriteMetrics(w)
 		n.relay.WriteMetrics(w)
 		n.pruner.WriteMetrics(w)
 		n.members.WriteMetrics(w)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
 )
 
 // scrapeMetrics reads a node's /metrics as the operator and returns its
@@ -110,7 +111,7 @@ func TestQueueDepthMetrics(t *testing.T) {
 	resp := operatorDo(t, th.h.OperatorToken(), "GET", th.h.HTTPURL()+"/$cairn/queues", nil)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var list []functions.QueueInfo
+	var list []admin.QueueInfo
 	if err := json.Unmarshal(body, &list); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("queues: %d %s (%v)", resp.StatusCode, body, err)
 	}

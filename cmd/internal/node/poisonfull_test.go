@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 )
 
 // TestFullPoisonQueueKeepsTheMessage: a failing message whose poison
@@ -56,16 +57,16 @@ func TestFullPoisonQueueKeepsTheMessage(t *testing.T) {
 	if !strings.Contains(metrics.String(), "cairn_function_poison_refused_total ") {
 		t.Errorf("metrics lack the refused moves:\n%s", metrics.String())
 	}
-	old, err := fr.Queues().Poison(ctx, "doomed", 0, 1)
+	old, err := th.h.QueueAdmin().Poison(ctx, "doomed", 0, 1)
 	if err != nil || len(old) != 1 {
 		t.Fatalf("poison list: %v %v", old, err)
 	}
-	if err := fr.Queues().Delete(ctx, "doomed", old[0].Seq); err != nil {
+	if err := th.h.QueueAdmin().Delete(ctx, "doomed", old[0].Seq); err != nil {
 		t.Fatal(err)
 	}
-	var moved *functions.PoisonMessage
+	var moved *queueadmin.PoisonMessage
 	eventually(t, 30*time.Second, "the message moved once there is room", func() bool {
-		ps, err := fr.Queues().Poison(ctx, "doomed", 0, 10)
+		ps, err := th.h.QueueAdmin().Poison(ctx, "doomed", 0, 10)
 		for _, p := range ps {
 			if bytes.Equal(p.Body, []byte("keep me")) {
 				moved = &p

@@ -218,7 +218,7 @@ func TestQueueStreamFullRelay(t *testing.T) {
 
 	// Room: the partition drains on its own.
 	for i := range n {
-		if _, err := queues.Purge(ctx, fmt.Sprintf("spray-%d", i)); err != nil {
+		if _, err := th.h.QueueAdmin().Purge(ctx, fmt.Sprintf("spray-%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -226,7 +226,7 @@ func TestQueueStreamFullRelay(t *testing.T) {
 		d, err := queues.Depth(context.Background(), "shipping")
 		return err == nil && d > 0
 	})
-	ms, err := queues.Peek(ctx, "shipping", 0, 10)
+	ms, err := th.h.QueueAdmin().Peek(ctx, "shipping", 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

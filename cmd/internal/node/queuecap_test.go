@@ -16,6 +16,8 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 )
 
 // depth is how many messages a queue holds.
@@ -66,7 +68,7 @@ func consume(t testing.TB, th *testHost, queue string, n int) {
 // status and the error code of the answer.
 func enqueueHTTP(t *testing.T, th *testHost, queue, body string) (int, string) {
 	t.Helper()
-	resp := operatorDo(t, th.h.OperatorToken(), "POST", th.h.HTTPURL()+functions.AdminPrefix+"queues/"+queue, strings.NewReader(body))
+	resp := operatorDo(t, th.h.OperatorToken(), "POST", th.h.HTTPURL()+admin.Prefix+"queues/"+queue, strings.NewReader(body))
 	defer resp.Body.Close()
 	var e struct{ Code string }
 	if resp.StatusCode != http.StatusAccepted {
@@ -143,9 +145,9 @@ func TestQueueCapRefusesEveryPublisher(t *testing.T) {
 	if err := fr.Queues().Enqueue(ctx, "feed", []byte("go")); err != nil {
 		t.Fatal(err)
 	}
-	var poisoned []functions.PoisonMessage
+	var poisoned []queueadmin.PoisonMessage
 	eventually(t, 30*time.Second, "the feeder's message poisoned", func() bool {
-		poisoned, err = fr.Queues().Poison(ctx, "feed", 0, 10)
+		poisoned, err = th.h.QueueAdmin().Poison(ctx, "feed", 0, 10)
 		return err == nil && len(poisoned) == 1
 	})
 	if !strings.Contains(poisoned[0].Error, string(functions.CodeQueueBacklogExceeded)) {

@@ -18,7 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
 )
 
 // signedLite signs a request with SharedKeyLite as account with its
@@ -120,7 +120,7 @@ func TestDNSRebinding(t *testing.T) {
 		{"the development account's entities", "/devstoreaccount1/Secrets()", rebound, dev, 403, refused},
 		{"the development account's tables", "/devstoreaccount1/Tables", rebound, dev, 403, refused},
 		{"a rebound name without a port", "/devstoreaccount1/Secrets()", "rebind.attacker.example", dev, 403, refused},
-		{"the operators' API", functions.AdminPrefix + "functions", rebound, tok, 403, refused},
+		{"the operators' API", admin.Prefix + "functions", rebound, tok, 403, refused},
 		{"metrics", "/metrics", rebound, tok, 403, refused},
 		{"the operators' door to the tables", httpapi.OperatorPrefix + "devstoreaccount1/Secrets()", rebound, tok, 403, refused},
 		{"the console", console.Path, rebound, nil, 403, refused},

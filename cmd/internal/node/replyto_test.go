@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
 	"github.com/cairn-dev/cairn/journal"
 )
 
@@ -203,7 +204,7 @@ func TestReplySubjectAttacks(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("/readyz after the attacks: %v %v", resp, err)
 	}
-	resp = operatorDo(t, th.h.OperatorToken(), "GET", th.h.HTTPURL()+functions.AdminPrefix+"functions", nil)
+	resp = operatorDo(t, th.h.OperatorToken(), "GET", th.h.HTTPURL()+admin.Prefix+"functions", nil)
 	if resp.Body.Close(); resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /$cairn/functions after the attacks: %d", resp.StatusCode)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
 	"github.com/cairn-dev/cairn/cmd/internal/operator"
-	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
 )
 
 // lockedBuffer is a log the node writes from its goroutines.
@@ -69,7 +69,7 @@ func TestOperatorAPIRefusesWithoutToken(t *testing.T) {
 	h, _ := nodetest.Start(t, node.Config{})
 	ctx := ctxT(t)
 	base := h.HTTPURL()
-	enqueue := base + functions.AdminPrefix + "queues/probe"
+	enqueue := base + admin.Prefix + "queues/probe"
 	good := "Bearer " + h.OperatorToken()
 	for _, c := range []struct {
 		name   string
@@ -86,7 +86,7 @@ func TestOperatorAPIRefusesWithoutToken(t *testing.T) {
 		{"enqueue from a web page with the token", "POST", enqueue, map[string]string{"Origin": "https://evil.example", "Authorization": good}, 403, operator.CodeOriginNotAllowed},
 		{"requeue without a token", "POST", enqueue + "-poison/1/requeue", nil, 401, operator.CodeAuthenticationFailed},
 		{"delete without a token", "DELETE", enqueue + "-poison/1", nil, 401, operator.CodeAuthenticationFailed},
-		{"functions without a token", "GET", base + functions.AdminPrefix + "functions", nil, 401, operator.CodeAuthenticationFailed},
+		{"functions without a token", "GET", base + admin.Prefix + "functions", nil, 401, operator.CodeAuthenticationFailed},
 		{"metrics without a token", "GET", base + "/metrics", nil, 401, operator.CodeAuthenticationFailed},
 		{"metrics with a wrong token", "GET", base + "/metrics", map[string]string{"Authorization": "Bearer x" + h.OperatorToken()}, 401, operator.CodeAuthenticationFailed},
 		{"preflight without -cors-origins", "OPTIONS", enqueue, map[string]string{"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}, 403, operator.CodeOriginNotAllowed},
@@ -121,7 +121,7 @@ func TestOperatorPreflight(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, _ := nodetest.Start(t, node.Config{API: httpapi.Config{CORS: origins}})
-	url := h.HTTPURL() + functions.AdminPrefix + "queues/probe"
+	url := h.HTTPURL() + admin.Prefix + "queues/probe"
 	req, _ := http.NewRequest("OPTIONS", url, nil)
 	req.Header.Set("Origin", "https://dash.example")
 	req.Header.Set("Access-Control-Request-Method", "POST")

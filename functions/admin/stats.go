@@ -1,9 +1,9 @@
-package functions
+package admin
 
 import (
-	"slices"
-	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/functions"
 )
 
 // RunnerStats are the runner's counters as GET /$cairn/runner shows them:
@@ -22,30 +22,26 @@ type RunnerStats struct {
 	PoisonRefused  uint64    `json:"poisonRefused"`
 }
 
-func (rn *Runner) runnerStats() RunnerStats {
-	rn.mu.Lock()
-	loaded := len(rn.fns)
-	rn.mu.Unlock()
-	s := &rn.stats
-	return RunnerStats{Since: rn.since, Loaded: loaded, Invocations: s.Invocations.Load(), Failures: s.Failures.Load(), Poisoned: s.Poisoned.Load(),
+// runnerStats reads the runner's counters, each on its own: a figure may
+// count an invocation another does not count yet.
+func (h *Handler) runnerStats() RunnerStats {
+	s := h.rn.Stats()
+	return RunnerStats{Since: h.rn.Since(), Loaded: h.rn.Loaded(), Invocations: s.Invocations.Load(), Failures: s.Failures.Load(), Poisoned: s.Poisoned.Load(),
 		Throttled: s.Throttled.Load(), BacklogRefused: s.BacklogRefused.Load(), QueueFull: s.QueueFull.Load(), PoisonRefused: s.PoisonRefused.Load()}
 }
 
 // unregistered returns the functions this node runs that the registry does
 // not hold (the built-ins and those registered in-process), by name.
-func (rn *Runner) unregistered(registered []Manifest) []Manifest {
+func (h *Handler) unregistered(registered []functions.Manifest) []functions.Manifest {
 	known := make(map[string]bool, len(registered))
 	for _, m := range registered {
 		known[m.Name] = true
 	}
-	rn.mu.Lock()
-	var out []Manifest
-	for name, f := range rn.fns {
-		if !known[name] {
-			out = append(out, f.cur.Load().m)
+	var out []functions.Manifest
+	for _, m := range h.rn.Running() {
+		if !known[m.Name] {
+			out = append(out, m)
 		}
 	}
-	rn.mu.Unlock()
-	slices.SortFunc(out, func(a, b Manifest) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }

@@ -1,20 +1,22 @@
-package functions
+package queueadmin
 
 import (
 	"context"
 	"errors"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/functions"
 )
 
 // walk hands visit the messages of queue, oldest first, from sequence
 // from (1 if 0), until visit returns false or an error, or the queue has
 // no more. It returns visit's error or the stream's. Cost: one direct get
 // per message visited.
-func (q *Queues) walk(ctx context.Context, queue string, from uint64, visit func(*jetstream.RawStreamMsg) (bool, error)) error {
-	subject := QueueSubject(q.prefix, queue)
+func (a *Admin) walk(ctx context.Context, queue string, from uint64, visit func(*jetstream.RawStreamMsg) (bool, error)) error {
+	subject := functions.QueueSubject(a.prefix, queue)
 	for seq := max(from, 1); ; {
-		m, err := q.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		m, err := a.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil
 		}

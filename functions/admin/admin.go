@@ -1,4 +1,4 @@
-package functions
+package admin
 
 import (
 	"encoding/json"
@@ -9,10 +9,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/queueadmin"
 )
 
-// AdminPrefix is the path under which the node serves the operators' API
+// Prefix is the path under which the node serves the operators' API
 // of functions and queues (docs/FUNCTIONS.md):
 //
 //	GET    /$cairn/functions                          deployed functions, then the node's built-ins
@@ -23,25 +27,40 @@ import (
 //	GET    /$cairn/runner                             this node's invocation counters
 //	GET    /$cairn/queues                             queues: depth, oldest message, function
 //	GET    /$cairn/queues/<queue>/peek[?from=&limit=] messages waiting, not taken
-//	POST   /$cairn/queues/<queue>                     enqueue the body (Cairn-Position: as HeaderPosition)
+//	POST   /$cairn/queues/<queue>                     enqueue the body (Cairn-Position: as functions.HeaderPosition)
 //	POST   /$cairn/queues/<queue>/purge               remove all its messages: {"purged": n}
 //	GET    /$cairn/queues/<queue>-poison[?from=&limit=] poison messages
 //	GET    /$cairn/queues/<queue>-poison/<seq>        one of them
 //	POST   /$cairn/queues/<queue>-poison/<seq>/requeue
 //	DELETE /$cairn/queues/<queue>-poison/<seq>
-//	POST   /$cairn/queues/<queue>-poison/requeue?<filter> requeue those matching (ParsePoisonFilter)
+//	POST   /$cairn/queues/<queue>-poison/requeue?<filter> requeue those matching (queueadmin.ParsePoisonFilter)
 //	POST   /$cairn/queues/<queue>-poison/delete?<filter>  delete those matching
-const AdminPrefix = "/$cairn/"
+const Prefix = "/$cairn/"
 
-// AdminHandler serves the operators' API. It authenticates nobody: the
-// node serves it behind the operator token (cmd/internal/operator). Every
-// request that changes something is a POST or a DELETE.
-func (rn *Runner) AdminHandler() http.Handler { return http.HandlerFunc(rn.admin) }
+// Handler serves the operators' API of a node's runner. It authenticates
+// nobody: the node serves it behind the operator token
+// (cmd/internal/operator). Every request that changes something is a POST
+// or a DELETE. It asks the runner for its queue stream and registry per
+// request, so it may be made before the runner is Ready, and must serve
+// only after.
+type Handler struct {
+	rn     *functions.Runner
+	queues *queueadmin.Admin
+	nc     *nats.Conn
+	prefix string
+}
+
+// New returns the operators' API of rn and of queues, the administration
+// of rn's queue stream. nc sends the test invocations (POST …/invoke) to
+// <prefix>.fn.<name>, as any client does.
+func New(rn *functions.Runner, queues *queueadmin.Admin, nc *nats.Conn, prefix string) *Handler {
+	return &Handler{rn: rn, queues: queues, nc: nc, prefix: prefix}
+}
 
 // functionStatus is a deployed function as GET /$cairn/functions shows
 // it: its manifest, and why the node serving the request did not load it.
 type functionStatus struct {
-	Manifest
+	functions.Manifest
 	LoadError string `json:"loadError,omitempty"`
 	// Invocations (retries included), Failures and messages Poisoned by
 	// the node answering, since it started.
@@ -50,14 +69,16 @@ type functionStatus struct {
 	Poisoned    uint64 `json:"poisoned"`
 }
 
-func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
-	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, AdminPrefix), "/"), "/")
+// ServeHTTP answers one request of the operators' API.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rn := h.rn
+	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, Prefix), "/"), "/")
 	fail := func(status int, err error) {
 		code := adminCode(status)
-		if engine.ErrorCode(err) == CodeQueueBacklogExceeded {
+		if engine.ErrorCode(err) == functions.CodeQueueBacklogExceeded {
 			// The queue is full: a coded answer the caller can wait on.
-			status, code = http.StatusServiceUnavailable, string(CodeQueueBacklogExceeded)
-			rn.stats.QueueFull.Add(1)
+			status, code = http.StatusServiceUnavailable, string(functions.CodeQueueBacklogExceeded)
+			rn.Stats().QueueFull.Add(1)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -69,7 +90,7 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 	}
 	status := func(err error) int {
 		switch {
-		case errors.Is(err, ErrNoMessage), errors.Is(err, ErrNotDeployed):
+		case errors.Is(err, queueadmin.ErrNoMessage), errors.Is(err, functions.ErrNotDeployed):
 			return http.StatusNotFound
 		}
 		return http.StatusBadRequest
@@ -77,28 +98,28 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	switch {
 	case len(parts) == 1 && parts[0] == "functions" && r.Method == http.MethodGet:
-		ms, err := rn.registry.List(ctx)
+		ms, err := rn.Registry().List(ctx)
 		if err != nil {
 			fail(http.StatusInternalServerError, err)
 			return
 		}
-		ms = append(ms, rn.unregistered(ms)...) // built-ins: no history, no rollback
+		ms = append(ms, h.unregistered(ms)...) // built-ins: no history, no rollback
 		out := make([]functionStatus, len(ms))
 		for i, m := range ms {
 			out[i].Manifest = m
 			if f, ok := rn.LoadFailure(m.Name); ok && f.Version == m.Version {
 				out[i].LoadError = f.Error
 			}
-			out[i].Invocations, out[i].Failures, out[i].Poisoned = rn.perFn.totals(m.Name)
+			out[i].Invocations, out[i].Failures, out[i].Poisoned = rn.FunctionTotals(m.Name)
 		}
 		reply(out)
-	case len(parts) == 2 && parts[0] == "queues" && r.Method == http.MethodPost && !strings.HasSuffix(parts[1], PoisonSuffix):
-		body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessage+1))
+	case len(parts) == 2 && parts[0] == "queues" && r.Method == http.MethodPost && !strings.HasSuffix(parts[1], functions.PoisonSuffix):
+		body, err := io.ReadAll(io.LimitReader(r.Body, functions.MaxMessage+1))
 		if err != nil {
 			fail(http.StatusBadRequest, err)
 			return
 		}
-		if err := rn.queues.EnqueueAfter(ctx, parts[1], body, r.Header.Get(HeaderPosition)); err != nil {
+		if err := rn.Queues().EnqueueAfter(ctx, parts[1], body, r.Header.Get(functions.HeaderPosition)); err != nil {
 			st := http.StatusInternalServerError // the queue stream failed
 			if engine.ErrorCode(err) == engine.CodeInvalidInput {
 				st = http.StatusBadRequest
@@ -113,19 +134,19 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 		if limit <= 0 || limit > 1000 {
 			limit = 100
 		}
-		ps, err := rn.queues.Poison(ctx, parts[1], from, limit)
+		ps, err := h.queues.Poison(ctx, parts[1], from, limit)
 		if err != nil {
 			fail(status(err), err)
 			return
 		}
 		if ps == nil {
-			ps = []PoisonMessage{}
+			ps = []queueadmin.PoisonMessage{}
 		}
 		reply(ps)
 	case len(parts) == 1 && parts[0] == "runner" && r.Method == http.MethodGet:
-		reply(rn.runnerStats())
+		reply(h.runnerStats())
 	case len(parts) == 1 && parts[0] == "queues" && r.Method == http.MethodGet:
-		qs, err := rn.listQueues(ctx)
+		qs, err := h.listQueues(ctx)
 		if err != nil {
 			fail(http.StatusInternalServerError, err)
 			return
@@ -137,16 +158,16 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 		if limit <= 0 || limit > 1000 {
 			limit = 100
 		}
-		ms, err := rn.queues.Peek(ctx, parts[1], from, limit)
+		ms, err := h.queues.Peek(ctx, parts[1], from, limit)
 		if err != nil {
 			fail(status(err), err)
 			return
 		}
 		reply(ms)
 	case len(parts) == 3 && parts[0] == "functions" && parts[2] == "history" && r.Method == http.MethodGet:
-		hist, err := rn.registry.History(ctx, parts[1])
+		hist, err := rn.Registry().History(ctx, parts[1])
 		if err == nil && len(hist) == 0 {
-			err = fmt.Errorf("function %q: %w", parts[1], ErrNotDeployed)
+			err = fmt.Errorf("function %q: %w", parts[1], functions.ErrNotDeployed)
 		}
 		if err != nil {
 			fail(status(err), err)
@@ -161,58 +182,57 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		m, err := rn.registry.Rollback(ctx, parts[1], version)
+		m, err := rn.Registry().Rollback(ctx, parts[1], version)
 		if err != nil {
 			fail(status(err), err)
 			return
 		}
 		reply(m)
 	case len(parts) == 3 && parts[0] == "queues" && parts[2] == "purge" && r.Method == http.MethodPost:
-		n, err := rn.queues.Purge(ctx, parts[1])
+		n, err := h.queues.Purge(ctx, parts[1])
 		if err != nil {
 			fail(codedStatus(err), err)
 			return
 		}
 		reply(map[string]uint64{"purged": n})
 	case len(parts) == 3 && parts[0] == "queues" && (parts[2] == "requeue" || parts[2] == "delete") && r.Method == http.MethodPost:
-		if !strings.HasSuffix(parts[1], PoisonSuffix) {
-			fail(http.StatusBadRequest, fmt.Errorf("bulk requeue and delete act on a poison queue: %s%s", parts[1], PoisonSuffix))
+		if !strings.HasSuffix(parts[1], functions.PoisonSuffix) {
+			fail(http.StatusBadRequest, fmt.Errorf("bulk requeue and delete act on a poison queue: %s%s", parts[1], functions.PoisonSuffix))
 			return
 		}
-		f, err := ParsePoisonFilter(r.URL.Query())
+		f, err := queueadmin.ParsePoisonFilter(r.URL.Query())
 		if err != nil {
 			fail(http.StatusBadRequest, err)
 			return
 		}
-		res, err := rn.queues.BulkPoison(ctx, parts[1], f, parts[2] == "requeue")
+		res, err := h.queues.BulkPoison(ctx, parts[1], f, parts[2] == "requeue")
 		if err != nil {
 			fail(codedStatus(err), err)
 			return
 		}
 		reply(res)
 	case len(parts) == 3 && parts[0] == "functions" && parts[2] == "invoke" && r.Method == http.MethodPost:
-		res, err := rn.testInvoke(ctx, parts[1], r)
+		res, err := h.testInvoke(ctx, parts[1], r)
 		if err != nil {
 			fail(codedStatus(err), err)
 			return
 		}
 		reply(res)
 	case len(parts) == 3 && parts[0] == "functions" && parts[2] == "logs" && r.Method == http.MethodGet:
-		if err := ValidateName("function", parts[1]); err != nil {
+		if err := functions.ValidateName("function", parts[1]); err != nil {
 			fail(http.StatusBadRequest, err)
 			return
 		}
 		// A function this node runs, or ran, or that is deployed (and
 		// did not load here) has lines, maybe none.
-		if _, ok := rn.Version(parts[1]); !ok {
-			if _, seen := rn.logs.Load(parts[1]); !seen {
-				if _, err := rn.registry.Get(ctx, parts[1]); err != nil {
-					fail(codedStatus(err), err)
-					return
-				}
+		lines, logged := rn.FunctionLogs(parts[1])
+		if _, ok := rn.Version(parts[1]); !ok && !logged {
+			if _, err := rn.Registry().Get(ctx, parts[1]); err != nil {
+				fail(codedStatus(err), err)
+				return
 			}
 		}
-		reply(rn.FunctionLogs(parts[1]))
+		reply(lines)
 	case (len(parts) == 3 || len(parts) == 4) && parts[0] == "queues":
 		seq, err := strconv.ParseUint(parts[2], 10, 64)
 		if err != nil {
@@ -221,20 +241,20 @@ func (rn *Runner) admin(w http.ResponseWriter, r *http.Request) {
 		}
 		switch {
 		case len(parts) == 3 && r.Method == http.MethodGet:
-			p, err := rn.queues.PoisonMessage(ctx, parts[1], seq)
+			p, err := h.queues.PoisonMessage(ctx, parts[1], seq)
 			if err != nil {
 				fail(status(err), err)
 				return
 			}
 			reply(p)
 		case len(parts) == 3 && r.Method == http.MethodDelete:
-			if err := rn.queues.Delete(ctx, parts[1], seq); err != nil {
+			if err := h.queues.Delete(ctx, parts[1], seq); err != nil {
 				fail(status(err), err)
 				return
 			}
 			w.WriteHeader(http.StatusNoContent)
 		case len(parts) == 4 && parts[3] == "requeue" && r.Method == http.MethodPost:
-			if err := rn.queues.Requeue(ctx, parts[1], seq); err != nil {
+			if err := h.queues.Requeue(ctx, parts[1], seq); err != nil {
 				fail(status(err), err)
 				return
 			}
@@ -255,7 +275,7 @@ func codedStatus(err error) int {
 	switch {
 	case engine.ErrorCode(err) == engine.CodeInvalidInput:
 		return http.StatusBadRequest
-	case errors.Is(err, ErrNoMessage), errors.Is(err, ErrNotDeployed):
+	case errors.Is(err, queueadmin.ErrNoMessage), errors.Is(err, functions.ErrNotDeployed):
 		return http.StatusNotFound
 	case errors.Is(err, errInvokeTimeout):
 		return http.StatusGatewayTimeout

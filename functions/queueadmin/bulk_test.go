@@ -1,4 +1,4 @@
-package functions
+package queueadmin
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/journal/jstest"
 )
 
@@ -58,15 +59,16 @@ func TestBulkPoisonBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := OpenQueues(ctx, js, "cairn", QueueConfig{Replicas: 1})
+	q, err := functions.OpenQueues(ctx, js, "cairn", functions.QueueConfig{Replicas: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	a := New(q, nil)
 	for i := range 7 {
-		m := nats.NewMsg(QueueSubject("cairn", "jobs-poison"))
+		m := nats.NewMsg(functions.QueueSubject("cairn", "jobs-poison"))
 		m.Data = []byte(strconv.Itoa(i))
-		m.Header.Set(HeaderQueue, "jobs")
-		m.Header.Set(HeaderError, map[bool]string{true: "timeout", false: "refused"}[i%3 != 2]) // 2 and 5 refused
+		m.Header.Set(functions.HeaderQueue, "jobs")
+		m.Header.Set(functions.HeaderError, map[bool]string{true: "timeout", false: "refused"}[i%3 != 2]) // 2 and 5 refused
 		if _, err := js.PublishMsg(ctx, m); err != nil {
 			t.Fatal(err)
 		}
@@ -74,11 +76,11 @@ func TestBulkPoisonBound(t *testing.T) {
 	f := PoisonFilter{ErrorContains: "timeout"}
 	var got []int
 	for _, want := range []BulkResult{{Affected: 2, More: true}, {Affected: 2, More: true}, {Affected: 1}, {}} {
-		res, err := q.bulkPoison(ctx, "jobs-poison", f, true, 2)
+		res, err := a.bulkPoison(ctx, "jobs-poison", f, true, 2)
 		if err != nil || res != want {
 			t.Fatalf("bulk requeue: %+v %v, want %+v", res, err, want)
 		}
-		ms, err := q.Peek(ctx, "jobs", 0, 100)
+		ms, err := a.Peek(ctx, "jobs", 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,11 +93,11 @@ func TestBulkPoisonBound(t *testing.T) {
 	if len(got) != 5 || got[0] != 0 || got[1] != 1 || got[2] != 3 || got[3] != 4 || got[4] != 6 {
 		t.Fatalf("requeued in order %v, want [0 1 3 4 6]", got)
 	}
-	left, err := q.Poison(ctx, "jobs", 0, 100)
+	left, err := a.Poison(ctx, "jobs", 0, 100)
 	if err != nil || len(left) != 2 || string(left[0].Body) != "2" || string(left[1].Body) != "5" {
 		t.Fatalf("left in the poison queue: %+v %v", left, err)
 	}
-	res, err := q.BulkPoison(ctx, "jobs", PoisonFilter{All: true}, false)
+	res, err := a.BulkPoison(ctx, "jobs", PoisonFilter{All: true}, false)
 	if err != nil || res != (BulkResult{Affected: 2}) {
 		t.Fatalf("delete all: %+v %v", res, err)
 	}

@@ -1,4 +1,4 @@
-package functions
+package queueadmin
 
 import (
 	"context"
@@ -10,23 +10,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/functions"
 )
 
-// PoisonSuffix ends the name of a queue's poison queue.
-const PoisonSuffix = "-poison"
-
-// Headers of a poison message. Its body is the original message's.
-const (
-	HeaderError    = "Cairn-Error"      // the last attempt's error
-	HeaderAttempts = "Cairn-Attempts"   // deliveries, the last one included
-	HeaderQueue    = "Cairn-Queue"      // the queue it came from
-	HeaderFunction = "Cairn-Function"   // the function that failed on it
-	HeaderEnqueued = "Cairn-Enqueued"   // RFC 3339, when it was first enqueued
-	HeaderPoisoned = "Cairn-Poisoned"   // RFC 3339, when it was moved
-	HeaderSource   = "Cairn-Source"     // stream sequence it had on its queue
-	HeaderRequeued = "Cairn-Requeued"   // on a requeued message: its poison sequence
-	HeaderTrigger  = "Cairn-Trigger-Id" // on a timer tick: the tick's id
-)
+// HeaderRequeued is on a message Requeue or BulkPoison put back on its
+// queue: its sequence in the poison queue.
+const HeaderRequeued = "Cairn-Requeued"
 
 // PoisonMessage is a message in a poison queue.
 type PoisonMessage struct {
@@ -44,15 +34,15 @@ type PoisonMessage struct {
 func poisonOf(m *jetstream.RawStreamMsg) PoisonMessage {
 	p := PoisonMessage{
 		Seq:      m.Sequence,
-		Queue:    m.Header.Get(HeaderQueue),
-		Function: m.Header.Get(HeaderFunction),
-		Error:    m.Header.Get(HeaderError),
+		Queue:    m.Header.Get(functions.HeaderQueue),
+		Function: m.Header.Get(functions.HeaderFunction),
+		Error:    m.Header.Get(functions.HeaderError),
 		Body:     m.Data,
 		Poisoned: m.Time,
 	}
-	p.Attempts, _ = strconv.Atoi(m.Header.Get(HeaderAttempts))
-	p.Enqueued, _ = time.Parse(time.RFC3339Nano, m.Header.Get(HeaderEnqueued))
-	if t, err := time.Parse(time.RFC3339Nano, m.Header.Get(HeaderPoisoned)); err == nil {
+	p.Attempts, _ = strconv.Atoi(m.Header.Get(functions.HeaderAttempts))
+	p.Enqueued, _ = time.Parse(time.RFC3339Nano, m.Header.Get(functions.HeaderEnqueued))
+	if t, err := time.Parse(time.RFC3339Nano, m.Header.Get(functions.HeaderPoisoned)); err == nil {
 		p.Poisoned = t
 	}
 	return p
@@ -64,15 +54,15 @@ var ErrNoMessage = errors.New("no such message")
 // poisonQueue checks and completes a poison queue's name: "orders" and
 // "orders-poison" both mean "orders-poison".
 func poisonQueue(queue string) (string, error) {
-	if !strings.HasSuffix(queue, PoisonSuffix) {
-		queue += PoisonSuffix
+	if !strings.HasSuffix(queue, functions.PoisonSuffix) {
+		queue += functions.PoisonSuffix
 	}
-	return queue, ValidateName("queue", queue)
+	return queue, functions.ValidateName("queue", queue)
 }
 
 // Poison lists up to limit messages of a poison queue, oldest first,
 // starting at sequence from.
-func (q *Queues) Poison(ctx context.Context, queue string, from uint64, limit int) ([]PoisonMessage, error) {
+func (a *Admin) Poison(ctx context.Context, queue string, from uint64, limit int) ([]PoisonMessage, error) {
 	queue, err := poisonQueue(queue)
 	if err != nil {
 		return nil, err
@@ -81,7 +71,7 @@ func (q *Queues) Poison(ctx context.Context, queue string, from uint64, limit in
 	if limit <= 0 {
 		return out, nil
 	}
-	err = q.walk(ctx, queue, from, func(m *jetstream.RawStreamMsg) (bool, error) {
+	err = a.walk(ctx, queue, from, func(m *jetstream.RawStreamMsg) (bool, error) {
 		out = append(out, poisonOf(m))
 		return len(out) < limit, nil
 	})
@@ -89,13 +79,13 @@ func (q *Queues) Poison(ctx context.Context, queue string, from uint64, limit in
 }
 
 // PoisonMessage returns one message of a poison queue.
-func (q *Queues) PoisonMessage(ctx context.Context, queue string, seq uint64) (PoisonMessage, error) {
+func (a *Admin) PoisonMessage(ctx context.Context, queue string, seq uint64) (PoisonMessage, error) {
 	queue, err := poisonQueue(queue)
 	if err != nil {
 		return PoisonMessage{}, err
 	}
-	m, err := q.stream.GetMsg(ctx, seq)
-	if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Subject != QueueSubject(q.prefix, queue)) {
+	m, err := a.stream.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Subject != functions.QueueSubject(a.prefix, queue)) {
 		return PoisonMessage{}, fmt.Errorf("%s: message %d: %w", queue, seq, ErrNoMessage)
 	}
 	if err != nil {
@@ -107,8 +97,8 @@ func (q *Queues) PoisonMessage(ctx context.Context, queue string, seq uint64) (P
 // Requeue puts a poison message back on the queue it came from, as a new
 // message (its dequeue count starts again), then removes it from the
 // poison queue. A requeue repeated after a crash does not send it twice.
-func (q *Queues) Requeue(ctx context.Context, queue string, seq uint64) error {
-	p, err := q.PoisonMessage(ctx, queue, seq)
+func (a *Admin) Requeue(ctx context.Context, queue string, seq uint64) error {
+	p, err := a.PoisonMessage(ctx, queue, seq)
 	if err != nil {
 		return err
 	}
@@ -116,22 +106,22 @@ func (q *Queues) Requeue(ctx context.Context, queue string, seq uint64) error {
 		return fmt.Errorf("message %d does not say which queue it came from", seq)
 	}
 	hdr := nats.Header{HeaderRequeued: []string{strconv.FormatUint(seq, 10)}}
-	if err := q.publish(ctx, p.Queue, p.Body, "requeue:"+StreamName(q.prefix)+":"+strconv.FormatUint(seq, 10), hdr); err != nil {
+	if err := a.q.Publish(ctx, p.Queue, p.Body, "requeue:"+functions.StreamName(a.prefix)+":"+strconv.FormatUint(seq, 10), hdr); err != nil {
 		return err
 	}
-	return q.deleteMsg(ctx, seq)
+	return a.deleteMsg(ctx, seq)
 }
 
 // Delete removes a poison message.
-func (q *Queues) Delete(ctx context.Context, queue string, seq uint64) error {
-	if _, err := q.PoisonMessage(ctx, queue, seq); err != nil {
+func (a *Admin) Delete(ctx context.Context, queue string, seq uint64) error {
+	if _, err := a.PoisonMessage(ctx, queue, seq); err != nil {
 		return err
 	}
-	return q.deleteMsg(ctx, seq)
+	return a.deleteMsg(ctx, seq)
 }
 
-func (q *Queues) deleteMsg(ctx context.Context, seq uint64) error {
-	err := q.stream.DeleteMsg(ctx, seq)
+func (a *Admin) deleteMsg(ctx context.Context, seq uint64) error {
+	err := a.stream.DeleteMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
 		return nil // deleted already
 	}

@@ -1,4 +1,4 @@
-package functions
+package queueadmin
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/functions"
 )
 
 // QueueDepth is a queue's backlog: the messages it holds (delivered but
@@ -34,15 +36,15 @@ const maxAgedQueues = 1000
 // deepest first, with the age of its oldest message. It costs one stream
 // information request listing the queues' subjects and one direct get per
 // queue (of the maxAgedQueues deepest).
-func (q *Queues) Depths(ctx context.Context) ([]QueueDepth, error) {
-	ds, _, err := q.depths(ctx)
+func (a *Admin) Depths(ctx context.Context) ([]QueueDepth, error) {
+	ds, _, err := a.depths(ctx)
 	return ds, err
 }
 
 // depths is Depths, and the bytes the stream holds, every queue together.
-func (q *Queues) depths(ctx context.Context) ([]QueueDepth, uint64, error) {
-	prefix := QueueSubject(q.prefix, "")
-	info, err := q.stream.Info(ctx, jetstream.WithSubjectFilter(queuesSubject(q.prefix)))
+func (a *Admin) depths(ctx context.Context) ([]QueueDepth, uint64, error) {
+	prefix := functions.QueueSubject(a.prefix, "")
+	info, err := a.stream.Info(ctx, jetstream.WithSubjectFilter(functions.QueueSubject(a.prefix, "*")))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -63,7 +65,7 @@ func (q *Queues) depths(ctx context.Context) ([]QueueDepth, uint64, error) {
 	})
 	now := time.Now()
 	for i := range out[:min(len(out), maxAgedQueues)] {
-		m, err := q.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(prefix+out[i].Queue))
+		m, err := a.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(prefix+out[i].Queue))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue // consumed since the stream's information
 		}
@@ -76,7 +78,7 @@ func (q *Queues) depths(ctx context.Context) ([]QueueDepth, uint64, error) {
 	return out, info.State.Bytes, nil
 }
 
-// depthEvery is the most often the runner reads the queues' depths for
+// depthEvery is the most often WriteMetrics reads the queues' depths for
 // /metrics; a scrape in between sees the last figures.
 const depthEvery = 5 * time.Second
 
@@ -96,9 +98,9 @@ type depthCache struct {
 	known  map[string]bool
 }
 
-// get returns the depths and the bytes of the stream, read again from q
-// when older than depthEvery. Concurrent callers wait for one read.
-func (c *depthCache) get(q *Queues) ([]QueueDepth, uint64, error) {
+// get returns the depths and the bytes of the stream, read again through
+// a when older than depthEvery. Concurrent callers wait for one read.
+func (c *depthCache) get(a *Admin) ([]QueueDepth, uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.at.IsZero() && time.Since(c.at) < depthEvery {
@@ -107,7 +109,7 @@ func (c *depthCache) get(q *Queues) ([]QueueDepth, uint64, error) {
 	// Short: a scrape waits for it (NATS unreachable: 2 s every 5 s).
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	ds, stored, err := q.depths(ctx)
+	ds, stored, err := a.depths(ctx)
 	c.at, c.err = time.Now(), err
 	if err != nil {
 		return nil, 0, err
@@ -127,23 +129,22 @@ func (c *depthCache) get(q *Queues) ([]QueueDepth, uint64, error) {
 			ds = append(ds, QueueDepth{Queue: name})
 		}
 	}
-	slices.SortFunc(ds, func(a, b QueueDepth) int { return strings.Compare(a.Queue, b.Queue) })
+	slices.SortFunc(ds, func(x, y QueueDepth) int { return strings.Compare(x.Queue, y.Queue) })
 	c.depths, c.bytes = ds, stored
 	return ds, stored, nil
 }
 
-// writeQueueMetrics writes each queue's depth (as of the last read, at
-// most depthEvery ago) and its oldest message's age (that message's, now),
-// the bytes of the stream against its bound, and whether that read failed.
-func (rn *Runner) writeQueueMetrics(w io.Writer) {
-	if rn.queues == nil {
-		return // not started
-	}
-	ds, stored, err := rn.depths.get(rn.queues)
+// WriteMetrics writes, in the Prometheus text format (appended to
+// /metrics after the runner's series), each queue's depth (as of the last
+// read, at most depthEvery ago) and its oldest message's age (that
+// message's, now), the bytes of the stream against its bound, and whether
+// that read failed (logged as a warning).
+func (a *Admin) WriteMetrics(w io.Writer) {
+	ds, stored, err := a.cache.get(a)
 	failed := 0
 	if err != nil {
 		failed = 1
-		rn.log.Warn("functions: the queues' depths", "err", err)
+		a.log.Warn("functions: the queues' depths", "err", err)
 	}
 	fmt.Fprintln(w, "# HELP cairn_queue_messages Messages a queue holds (poison queues included; delivered but unacknowledged ones too).")
 	fmt.Fprintln(w, "# TYPE cairn_queue_messages gauge")
@@ -167,8 +168,13 @@ func (rn *Runner) writeQueueMetrics(w io.Writer) {
 	}
 	fmt.Fprintln(w, "# HELP cairn_queue_stream_max_bytes The queue stream's bound of bytes (-queue-max-bytes; 0: none).")
 	fmt.Fprintln(w, "# TYPE cairn_queue_stream_max_bytes gauge")
-	fmt.Fprintf(w, "cairn_queue_stream_max_bytes %d\n", rn.queues.MaxBytes())
+	fmt.Fprintf(w, "cairn_queue_stream_max_bytes %d\n", a.q.MaxBytes())
 	fmt.Fprintln(w, "# HELP cairn_queue_depth_read_failed 1 when the last read of the queues' depths failed (the series above are then missing).")
 	fmt.Fprintln(w, "# TYPE cairn_queue_depth_read_failed gauge")
 	fmt.Fprintf(w, "cairn_queue_depth_read_failed %d\n", failed)
 }
+
+// labelEscaper escapes a Prometheus label value.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+func label(s string) string { return `"` + labelEscaper.Replace(s) + `"` }

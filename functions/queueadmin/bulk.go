@@ -1,4 +1,4 @@
-package functions
+package queueadmin
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/functions"
 )
 
 // MaxBulkPoison is the most poison messages one bulk requeue or delete
@@ -87,18 +88,18 @@ type BulkResult struct {
 // delete per message affected. A failure midway returns what was done
 // and the error; what was done stays done (each message is requeued at
 // most once, as Requeue does).
-func (q *Queues) BulkPoison(ctx context.Context, queue string, f PoisonFilter, requeue bool) (BulkResult, error) {
-	return q.bulkPoison(ctx, queue, f, requeue, MaxBulkPoison)
+func (a *Admin) BulkPoison(ctx context.Context, queue string, f PoisonFilter, requeue bool) (BulkResult, error) {
+	return a.bulkPoison(ctx, queue, f, requeue, MaxBulkPoison)
 }
 
 // bulkPoison is BulkPoison acting on at most limit messages.
-func (q *Queues) bulkPoison(ctx context.Context, queue string, f PoisonFilter, requeue bool, limit int) (BulkResult, error) {
+func (a *Admin) bulkPoison(ctx context.Context, queue string, f PoisonFilter, requeue bool, limit int) (BulkResult, error) {
 	var res BulkResult
 	queue, err := poisonQueue(queue)
 	if err != nil {
 		return res, engine.Errorf(engine.CodeInvalidInput, "%v", err)
 	}
-	err = q.walk(ctx, queue, 1, func(m *jetstream.RawStreamMsg) (bool, error) {
+	err = a.walk(ctx, queue, 1, func(m *jetstream.RawStreamMsg) (bool, error) {
 		p := poisonOf(m)
 		if !f.Match(p) {
 			return true, nil
@@ -113,11 +114,11 @@ func (q *Queues) bulkPoison(ctx context.Context, queue string, f PoisonFilter, r
 		}
 		if requeue {
 			hdr := nats.Header{HeaderRequeued: []string{strconv.FormatUint(p.Seq, 10)}}
-			if err := q.publish(ctx, p.Queue, p.Body, "requeue:"+StreamName(q.prefix)+":"+strconv.FormatUint(p.Seq, 10), hdr); err != nil {
+			if err := a.q.Publish(ctx, p.Queue, p.Body, "requeue:"+functions.StreamName(a.prefix)+":"+strconv.FormatUint(p.Seq, 10), hdr); err != nil {
 				return false, fmt.Errorf("requeue poison message %d: %w", p.Seq, err)
 			}
 		}
-		if err := q.deleteMsg(ctx, p.Seq); err != nil {
+		if err := a.deleteMsg(ctx, p.Seq); err != nil {
 			return false, fmt.Errorf("remove poison message %d: %w", p.Seq, err)
 		}
 		res.Affected++
