@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
 )
 
 // TestConsoleInBrowser drives the console in a real headless Chromium
@@ -518,7 +519,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// Beside the counters (this node's, since it started), what its
 	// poison queue holds now, read from the queue.
 	fail.Store(true)
-	if err := h.Queues().Enqueue(context.Background(), "orders", []byte("order 43")); err != nil {
+	if err := h.Functions().Queues().Enqueue(context.Background(), "orders", []byte("order 43")); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "order 43 in orders-poison", func() bool {
@@ -536,7 +537,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if w := u.text("#poison-waiting .stat-value"); w != "1" {
 		t.Fatalf("messages in poison queues now: %q, want 1", w)
 	}
-	var rs functions.RunnerStats
+	var rs admin.RunnerStats
 	if st, _, b := operator(t, h, "GET", "/$cairn/runner", nil, nil); st != http.StatusOK || json.Unmarshal(b, &rs) != nil {
 		t.Fatalf("GET /$cairn/runner: %d %s", st, b)
 	}
