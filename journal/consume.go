@@ -169,7 +169,8 @@ func subjectShard(subj, prefix string) (shard uint32, ok bool) {
 func (j *Journal) consume(ctx context.Context, stream string, rd reading, from uint64, fn func(seq uint64, subj string, data []byte, pending uint64) error) error {
 	defer j.watchLeader(stream)()
 	// The consumers left behind are deleted on the side (on a live server
-	// they would linger until their inactivity threshold, 5 minutes).
+	// they would linger until their inactivity threshold, 5 minutes), and
+	// a lost one is logged on the side (logLost).
 	var deletes sync.WaitGroup
 	defer deletes.Wait()
 	// What fn returns ends the reading at once (a record it cannot take
@@ -186,7 +187,11 @@ func (j *Journal) consume(ctx context.Context, stream string, rd reading, from u
 			return fnErr
 		}
 		if restart && ctx.Err() == nil {
-			j.logf("journal: a reader's consumer was lost; making another", "stream", stream, "after", max(last, from-1), "err", err)
+			deletes.Add(1)
+			go func(after uint64, err error) {
+				defer deletes.Done()
+				j.logLost(ctx, stream, after, err)
+			}(max(last, from-1), err)
 		}
 		if last > 0 {
 			from = last + 1
@@ -712,6 +717,41 @@ func (j *Journal) logf(msg string, args ...any) {
 	if j.cfg.Log != nil {
 		j.cfg.Log.Warn(msg, args...)
 	}
+}
+
+// A reader whose consumer the server deleted looks lostLooks times,
+// lostLookEvery apart, whether the consumer went with its stream: a
+// dropped table's stream is deleted while its consumers get the news,
+// and a stream-info request a millisecond after the news may still find
+// it. Each look is one JetStream API request, bounded by lostLookEvery.
+const (
+	lostLooks     = 5
+	lostLookEvery = 50 * time.Millisecond
+)
+
+// logLost logs a reader's lost consumer (err) at Warn, except when the
+// server deleted it with its stream, or the reader's owner stops it
+// meanwhile: a dropped table's, whose views stop its readers once the
+// catalog's record reaches them. That is logged at Debug; the reader's
+// next consumer finds the stream gone and returns engine.ErrTableGone to
+// its owner, who knows whether the table was dropped (the views fault a
+// table whose stream vanished while the catalog holds it). consume runs
+// it on the side, so that the looks do not hold the reader up.
+func (j *Journal) logLost(ctx context.Context, stream string, after uint64, err error) {
+	if j.cfg.Log == nil {
+		return
+	}
+	for look := 0; look < lostLooks && errors.Is(err, jetstream.ErrConsumerDeleted); look++ {
+		lctx, cancel := context.WithTimeout(ctx, lostLookEvery)
+		_, serr := j.js.Stream(lctx, stream)
+		<-lctx.Done() // the next look a period later
+		cancel()
+		if ctx.Err() != nil || errors.Is(serr, jetstream.ErrStreamNotFound) {
+			j.cfg.Log.Debug("journal: a reader's consumer was deleted with its stream, or the reader stopped", "stream", stream, "after", after)
+			return
+		}
+	}
+	j.cfg.Log.Warn("journal: a reader's consumer was lost; making another", "stream", stream, "after", after, "err", err)
 }
 
 // fnError is what a reader's callback returned, from inside fill.

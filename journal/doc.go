@@ -149,6 +149,9 @@
 //     announcement; between two creations that failed (the meta leader,
 //     which places consumers, being elected) the reader reads the
 //     records there are with direct gets, so that it goes on meanwhile.
+//     A lost consumer is logged at Warn, except one the server deleted
+//     with its stream (a dropped table's) or whose reader is stopped
+//     meanwhile: Debug (logLost looks on the side, up to 250 ms).
 //     Probe asks the readers of a table to read up to a sequence from a
 //     replica: the committer does when its view has not shown a record it
 //     stored within 250 ms, and the reader acts once its consumer has

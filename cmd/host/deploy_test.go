@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn/cmd/internal/natsauth"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
 	"github.com/cairn-dev/cairn/functions/guesttest"
@@ -102,5 +103,39 @@ func TestDeployWaitsForEveryHost(t *testing.T) {
 	t.Log(err)
 	if v, _ := h1.Functions().Version("roomy"); v != 1 {
 		t.Fatalf("the host that refused version 2 runs version %d, want 1", v)
+	}
+}
+
+// TestDeployFindsNoHostBeforeBuilding: with a data directory whose host
+// has stopped (its NATS URL and credentials left behind), deploy fails
+// saying that no host answers and how to start one, without building
+// the package (which does not compile: a build would fail otherwise).
+// A directory no host ever ran on says so too.
+func TestDeployFindsNoHostBeforeBuilding(t *testing.T) {
+	data := t.TempDir()
+	if _, _, _, _, err := natsauth.LoadOrCreate(data); err != nil {
+		t.Fatal(err)
+	}
+	url := "nats://" + nodetest.FreeAddr(t)
+	if err := natsauth.WriteURL(data, url); err != nil {
+		t.Fatal(err)
+	}
+	pkg := t.TempDir()
+	if err := os.WriteFile(filepath.Join(pkg, "main.go"), []byte("package main\n\nthis is not Go\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runCLI(t, "deploy", "-data", data, "-name", "orders", pkg)
+	if err == nil || !strings.HasPrefix(err.Error(), "no host answers at "+url) || !strings.Contains(err.Error(), "start one in another terminal with `host -data "+data+"`") {
+		t.Fatalf("deploy without a host: %v", err)
+	}
+	t.Log(err)
+	_, err = runCLI(t, "deploy", "-nats-url", url, "-nats-creds", natsauth.Path(data), "-name", "orders", pkg)
+	if err == nil || !strings.HasPrefix(err.Error(), "no host answers at "+url) || !strings.Contains(err.Error(), "of -nats-url "+url) {
+		t.Fatalf("deploy to -nats-url without a host: %v", err)
+	}
+	empty := t.TempDir()
+	_, err = runCLI(t, "deploy", "-data", empty, "-name", "orders", pkg)
+	if err == nil || !strings.Contains(err.Error(), "no host has run with -data "+empty+"; start one in another terminal") {
+		t.Fatalf("deploy with a data directory no host ran on: %v", err)
 	}
 }

@@ -129,18 +129,24 @@ func TestExamplesWalkthrough(t *testing.T) {
 }
 
 // TestDeployRefusesNonFunctions: a module without the ABI's export, and a
-// file that is not WebAssembly, are refused before anything is uploaded
-// (no host is even contacted).
+// file that is not WebAssembly, are refused before anything is uploaded:
+// the host has no function of that name after.
 func TestDeployRefusesNonFunctions(t *testing.T) {
+	h, _ := nodetest.Start(t, node.Config{})
+	url, creds := h.ClientURL(), h.NATSCredsFile()
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain.wasm")
 	os.WriteFile(plain, guesttest.Module(t, guesttest.Build{Dir: "testdata/noexport", Command: true}), 0o644)
 	garbage := filepath.Join(dir, "garbage.wasm")
 	os.WriteFile(garbage, []byte("#!/bin/sh\necho not wasm\n"), 0o644)
 	for file, want := range map[string]string{plain: "does not export cairn_handle", garbage: "not a WebAssembly module"} {
-		_, err := runCLI(t, "deploy", "-nats-url", "nats://127.0.0.1:1", "-name", "bad", file)
-		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "connect") {
+		_, err := runCLI(t, "deploy", "-nats-url", url, "-nats-creds", creds, "-name", "bad", file)
+		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want a refusal mentioning %q", filepath.Base(file), err, want)
 		}
+	}
+	out, err := runCLI(t, "functions", "list", "-nats-url", url, "-nats-creds", creds)
+	if err != nil || strings.Contains(out, "bad") {
+		t.Fatalf("after the refusals: %v\n%s", err, out)
 	}
 }

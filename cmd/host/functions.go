@@ -50,10 +50,11 @@ func (c *connFlags) declare(fs *flag.FlagSet) {
 // dial connects to the host's NATS server as the node user and returns
 // the connection and its JetStream context.
 func (c *connFlags) dial() (*nats.Conn, jetstream.JetStream, error) {
-	if c.url == "" {
+	fromData := c.url == ""
+	if fromData {
 		u, err := natsauth.ReadURL(c.data)
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil, fmt.Errorf("no NATS URL: %s does not exist (has a host run with -data %s? give the host's data directory with -data, or its server with -nats-url)", natsauth.URLPath(c.data), c.data)
+			return nil, nil, fmt.Errorf("no NATS URL: %s does not exist: no host has run with -data %s; %s", natsauth.URLPath(c.data), c.data, startHost(c.data))
 		}
 		if err != nil {
 			return nil, nil, err
@@ -91,6 +92,12 @@ func (c *connFlags) dial() (*nats.Conn, jetstream.JetStream, error) {
 		}
 		return nil, nil, fmt.Errorf("connect to %s: the credentials of %s are refused (another host's? -data, -nats-creds)", c.url, src)
 	}
+	if errors.Is(err, nats.ErrNoServers) && fromData {
+		return nil, nil, fmt.Errorf("no host answers at %s, the NATS URL in %s (%v): %s", c.url, natsauth.URLPath(c.data), err, startHost(c.data))
+	}
+	if errors.Is(err, nats.ErrNoServers) {
+		return nil, nil, fmt.Errorf("no host answers at %s (%v): start the host, or the NATS server, of -nats-url %s", c.url, err, c.url)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s (is the host running? -nats-url): %w", c.url, err)
 	}
@@ -117,6 +124,15 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, *functions.Queues,
 	}
 	nc.Close()
 	return nil, nil, nil, err
+}
+
+// startHost tells how to start a host on data, or to reach a running one.
+func startHost(data string) string {
+	here := ""
+	if !filepath.IsAbs(data) {
+		here = " in this directory"
+	}
+	return fmt.Sprintf("start one in another terminal with `host -data %s`%s, or give a running host's data directory (-data) or its NATS server (-nats-url)", data, here)
 }
 
 func fileExists(path string) bool {
@@ -198,6 +214,16 @@ func deploy(args []string) error {
 		return err
 	}
 
+	if *wait < 0 {
+		return errors.New("deploy: -wait must not be negative")
+	}
+	// The host first: a build takes seconds, finding that no host runs
+	// takes one connection attempt (nats.Connect's 2 s at most).
+	nc, _, reg, err := conn.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
 	module, err := cli.Module(ctx, src)
 	if err != nil {
 		return err
@@ -210,14 +236,6 @@ func deploy(args []string) error {
 	if err := rt.Validate(ctx, module); err != nil {
 		return fmt.Errorf("refused: %w", err)
 	}
-	if *wait < 0 {
-		return errors.New("deploy: -wait must not be negative")
-	}
-	nc, _, reg, err := conn.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
 	// Subscribed, and the hosts asked, before the manifest is written: no
 	// host can report the new version before the subscriptions exist.
 	var reports *functions.LoadReports

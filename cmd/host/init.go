@@ -24,7 +24,13 @@ Writes a new Go module for a Cairn function into <dir> (created if missing):
 go.mod, main.go (an example: a queue message adds to an entity), main_test.go,
 cairn.json (its manifest), README.md, and vendor/ with the guest SDK of this
 host, so that the module builds with the go command alone: no network, no
-checkout of Cairn. Deploy it with "host deploy <dir>".
+checkout of Cairn. Deploy it with "host deploy <dir>", a node running.
+
+host itself is installed with
+  go install github.com/cairn-dev/cairn/cmd/host@latest
+(from a checkout of Cairn: go install ./cmd/host) into $(go env GOPATH)/bin,
+or $GOBIN, which must be on PATH; "go run ./cmd/host" works only inside a
+checkout of Cairn.
 
 `
 

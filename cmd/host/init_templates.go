@@ -218,11 +218,26 @@ GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o /tmp/{{name}}.wasm .
 The SDK's calls (` + "`ctx.Get`" + `, ` + "`ctx.Insert`" + `, …) run only inside a node, so the
 tests cover the code around them.
 
+## Get host
+
+The ` + "`host`" + ` commands below are Cairn's binary. Install it with the go command
+(it goes to ` + "`$(go env GOPATH)/bin`" + `, or ` + "`GOBIN`" + `, which must be on ` + "`PATH`" + `):
+
+` + "```sh" + `
+go install github.com/cairn-dev/cairn/cmd/host@latest   # in a checkout of Cairn: go install ./cmd/host
+export PATH="$PATH:$(go env GOPATH)/bin"
+host version
+` + "```" + `
+
+or take ` + "`host`" + ` from a release archive. ` + "`go run ./cmd/host`" + ` works only inside a
+checkout of Cairn, not from this directory.
+
 ## Deploy and invoke
 
-With a node running (` + "`host serve`" + `), from this directory (the ` + "`host`" + `
-commands connect as the node's user: they read its credentials in the
-node's data directory, ` + "`-data`" + ` or ` + "`CAIRN_DATA`" + `, or take ` + "`-nats-url`" + ` and
+With a node running (` + "`host`" + ` in another terminal serves one on ` + "`./data`" + `;
+` + "`host -data DIR`" + ` elsewhere), from this directory (the ` + "`host`" + ` commands
+connect as the node's user: they read its credentials in the node's data
+directory, ` + "`-data`" + ` or ` + "`CAIRN_DATA`" + `, or take ` + "`-nats-url`" + ` and
 ` + "`-nats-creds`" + `; ` + "`nats`" + ` is the NATS CLI):
 
 ` + "```sh" + `

@@ -293,5 +293,5 @@ func serve(args []string) error {
 	cfg.Log = log
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return node.Run(ctx, *cfg, nil)
+	return explainListen(node.Run(ctx, *cfg, nil), cfg)
 }

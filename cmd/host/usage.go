@@ -56,11 +56,12 @@ Exits 0 after SIGINT or SIGTERM once the commands it took are answered.
 
 const deployUsage = `usage: host deploy [flags] <package directory | module.wasm>
 
-Builds a Go function package to WebAssembly (GOOS=wasip1 GOARCH=wasm
--buildmode=c-shared), checks it against the function ABI, deploys it, and
-waits until every running host reports that it loaded the new version. Exits
-1 naming the host that refused it (and why), or the hosts that did not load
-it within -wait. The manifest is cairn.json in the package directory (or
+Reaches the host (-data, or -nats-url), builds a Go function package to
+WebAssembly (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared; the go command must
+be on PATH), checks it against the function ABI, deploys it, and waits until
+every running host reports that it loaded the new version. Exits 1 at once
+when no host answers (saying how to start one), naming the host that refused
+it (and why), or the hosts that did not load it within -wait. The manifest is cairn.json in the package directory (or
 <module>.json next to a .wasm file); the flags override it.
 
 `

@@ -12,7 +12,7 @@ import (
 // versionCmd prints the build of this binary (package version).
 func versionCmd(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	cli.Usage(fs, "usage: host version   (or host -version)\n\nPrints the module version, the VCS revision and time the binary was built\nfrom (\"(modified)\" for a tree with local changes) and the Go version.\nThe running node shows the same as cairn_build_info on /metrics.\n")
+	cli.Usage(fs, versionUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -22,3 +22,14 @@ func versionCmd(args []string, out io.Writer) error {
 	_, err := fmt.Fprint(out, version.Get().String())
 	return err
 }
+
+const versionUsage = `usage: host version   (or host -version)
+
+Prints the version, the VCS revision and time the binary was built from
+("(modified)" for a tree with local changes) and the Go version. The
+version is the release's for a binary of a release archive (stamped by
+.ci/release), the module's for one installed with
+"go install github.com/cairn-dev/cairn/cmd/host@v0.1.0", and a
+pseudo-version or "(devel)" for one built from a checkout. The running
+node shows the same as cairn_build_info on /metrics.
+`

@@ -4,6 +4,15 @@
 // its time and whether the tree had local changes, and the Go version.
 // Reading it costs a parse of that information once per call; the
 // values do not change while the process runs.
+//
+// A release build stamps its version into the binary (.ci/release):
+//
+//	go build -ldflags "-X github.com/cairn-dev/cairn/cmd/internal/version.stamped=v0.1.0" ./cmd/host
+//
+// A stamped version wins over the module's. Without one the version is
+// the module's, as the go command recorded it: v0.1.0 for
+// "go install github.com/cairn-dev/cairn/cmd/host@v0.1.0", a
+// pseudo-version or "(devel)" for a build from a checkout.
 package version
 
 import (
@@ -14,11 +23,16 @@ import (
 	"strings"
 )
 
+// stamped is the version a release build sets with -ldflags -X (see the
+// package doc); empty otherwise. It is a variable, not a constant, for
+// the linker to be able to set it.
+var stamped string
+
 // Info is the build of the running binary. Fields the build did not
 // record are empty ("(devel)" is the version of a binary built from a
 // checkout rather than installed at a tagged version).
 type Info struct {
-	Version   string // the main module's version
+	Version   string // the stamped version, else the main module's
 	Revision  string // vcs.revision
 	Time      string // vcs.time
 	Modified  bool   // vcs.modified: built from a tree with local changes
@@ -27,12 +41,23 @@ type Info struct {
 
 // Get returns the running binary's build.
 func Get() Info {
-	in := Info{GoVersion: runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
+		bi = nil
+	}
+	return fromBuild(stamped, bi)
+}
+
+// fromBuild is the build that bi (nil: none recorded) describes, with
+// the version stamped, when not empty, in place of the module's.
+func fromBuild(stamped string, bi *debug.BuildInfo) Info {
+	in := Info{Version: stamped, GoVersion: runtime.Version()}
+	if bi == nil {
 		return in
 	}
-	in.Version = bi.Main.Version
+	if in.Version == "" {
+		in.Version = bi.Main.Version
+	}
 	if bi.GoVersion != "" {
 		in.GoVersion = bi.GoVersion
 	}
