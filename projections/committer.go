@@ -26,8 +26,8 @@ func (v commitViews) Table(name string) (commit.Table, bool) {
 func (v commitViews) Lookup(ctx context.Context, name string) (commit.Table, bool, error) {
 	t, ok, err := v.Views.Lookup(ctx, name)
 	if !ok {
-		if err == nil && v.IsProjection(name) {
-			err = ErrReadOnly(name)
+		if err == nil {
+			err = v.readOnly(name)
 		}
 		return nil, false, err
 	}
@@ -35,12 +35,7 @@ func (v commitViews) Lookup(ctx context.Context, name string) (commit.Table, boo
 }
 
 // Reserved answers ProjectionReadOnly for a declared projection's name.
-func (v commitViews) Reserved(name string) error {
-	if v.IsProjection(name) {
-		return ErrReadOnly(name)
-	}
-	return nil
-}
+func (v commitViews) Reserved(name string) error { return v.readOnly(name) }
 
 // commitTable adapts a table's view to commit.Table.
 type commitTable struct {

@@ -177,11 +177,15 @@ func (v *Views) Readable(ctx context.Context, name string) (*Table, bool, error)
 	return r, true, nil
 }
 
-// IsProjection reports whether name is a declared projection, which no
-// write, creation or deletion may name (ProjectionReadOnly).
-func (v *Views) IsProjection(name string) bool {
-	_, ok := v.Declared(name)
-	return ok
+// readOnly is ErrReadOnly when name, in any case, is a declared
+// projection's (nil otherwise), naming the projection as it was declared:
+// the committer looks tables up by their names in lower case.
+func (v *Views) readOnly(name string) error {
+	d, ok := v.Declared(name)
+	if !ok {
+		return nil
+	}
+	return ErrReadOnly(d.Full())
 }
 
 // ErrReadOnly is the error of a write to a declared projection.

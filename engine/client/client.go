@@ -396,17 +396,9 @@ func (c *Client) Delete(ctx context.Context, table, pk, rk, ifMatch string, opts
 // reply's Results hold one ETag per operation; on failure the
 // *engine.Error's Index names the failing operation.
 func (c *Client) Batch(ctx context.Context, table string, ops []engine.Operation, opts ...CallOption) (*engine.Reply, error) {
-	req := &engine.Request{Op: "Batch", Ops: make([]engine.Request, len(ops))}
-	for i, op := range ops {
-		r := engine.Request{Op: op.Op.String(), IfMatch: op.IfMatch}
-		if op.Op == engine.OpDelete && op.Entity != nil {
-			r.PartitionKey, r.RowKey = op.Entity.PartitionKey, op.Entity.RowKey
-		} else {
-			r.Entity = op.Entity
-		}
-		req.Ops[i] = r
-	}
-	return c.entity(ctx, table, req, opts)
+	// An IfMatch the operation ignores (Insert's, the upserts') is left
+	// out: the hosts refuse a field an operation does not take.
+	return c.entity(ctx, table, wire.FromCommand(&engine.Command{Batch: true, Ops: ops}), opts)
 }
 
 // AsOf reads as of a journal position of the table (a write's Reply.Seq,

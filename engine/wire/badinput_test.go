@@ -255,7 +255,7 @@ func TestRequestKeys(t *testing.T) {
 		{`{"op":"Delete","rowKey":"r"}`, engine.CodePropertiesNeedValue},
 		{`{"op":"Retrieve","partitionKey":"p"}`, engine.CodePropertiesNeedValue},
 		{`{"op":"Delete","partitionKey":null,"rowKey":"r"}`, engine.CodePropertiesNeedValue},
-		{`{"op":"Insert","rowKey":null,"entity":{"PartitionKey":"p","RowKey":"r"}}`, engine.CodePropertiesNeedValue},
+		{`{"op":"Insert","rowKey":null,"entity":{"PartitionKey":"p","RowKey":"r"}}`, engine.CodeInvalidInput}, // an Insert takes no rowKey
 		{`{"op":"Delete","partitionKey":1,"rowKey":"r"}`, engine.CodeInvalidValueType},
 		{`{"op":"Batch","ops":[{"op":"Delete","partitionKey":"p"}]}`, engine.CodePropertiesNeedValue},
 	}

@@ -140,19 +140,28 @@ func decodeBoundedMsgpack(out *[]string, d *msgpack.Decoder, max int, what strin
 }
 
 // DecodeChangesRequest decodes and checks a change feed request: unknown
-// fields, a max beyond MaxChanges, a wait that is not a duration of at
+// fields (names are case-sensitive: "from", never "From"), a field given
+// twice, a max beyond MaxChanges, a wait that is not a duration of at
 // most MaxChangesWait, more than MaxFeedPartitions partitions or one that
 // is not a key are InvalidInput.
 func DecodeChangesRequest(data []byte, enc Encoding) (*ChangesRequest, error) {
 	var f changesRequestForm
 	var err error
-	if len(bytes.TrimSpace(data)) == 0 {
-		err = nil // an empty request reads from the beginning
-	} else {
-		err = decodeStrict(enc, data, &f)
+	switch {
+	case len(bytes.TrimSpace(data)) == 0:
+		// an empty request reads from the beginning
+	case enc == JSON:
+		err = checkObjectJSON(data, changesFields, "changes request")
+	default:
+		err = checkObjectMsgpack(newDecoder(data).dec, changesFields, "changes request")
 	}
 	if err != nil {
-		return nil, at("changes request", err)
+		return nil, err
+	}
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := decodeStrict(enc, data, &f); err != nil {
+			return nil, at("changes request", err)
+		}
 	}
 	r := &ChangesRequest{From: max(f.From, 1), Max: f.Max, Partitions: f.Partitions}
 	switch {

@@ -6,9 +6,11 @@ import (
 
 // ToCommand converts an entity request (Insert, Replace or Update, Merge,
 // InsertOrReplace, InsertOrMerge, Delete, Batch) for table into a command.
-// It checks the request's shape; the limits are engine.ValidateCommand's.
+// It refuses the fields an operation does not take as the decoders do
+// (fields.go), for a request built in Go, and checks what each operation
+// needs. The limits are engine.ValidateCommand's.
 func ToCommand(r *engine.Request, table string) (*engine.Command, error) {
-	if err := readOnly(r); err != nil {
+	if err := checkGiven(r, false); err != nil {
 		return nil, err
 	}
 	cmd := &engine.Command{ID: r.ID, Table: table, Messages: r.Messages}
@@ -19,10 +21,11 @@ func ToCommand(r *engine.Request, table string) (*engine.Command, error) {
 		cmd.Batch = true
 		cmd.Ops = make([]engine.Operation, len(r.Ops))
 		for i := range r.Ops {
-			if len(r.Ops[i].Messages) > 0 {
-				return nil, engine.AsError(errOpMessages()).AtIndex(i)
+			err := checkGiven(&r.Ops[i], true)
+			var op engine.Operation
+			if err == nil {
+				op, err = toOperation(&r.Ops[i], true)
 			}
-			op, err := toOperation(&r.Ops[i])
 			if err != nil {
 				return nil, engine.AsError(err).AtIndex(i)
 			}
@@ -30,10 +33,7 @@ func ToCommand(r *engine.Request, table string) (*engine.Command, error) {
 		}
 		return cmd, nil
 	}
-	if len(r.Ops) > 0 {
-		return nil, invalid("\"ops\" is only for a Batch, not %s", r.Op)
-	}
-	op, err := toOperation(r)
+	op, err := toOperation(r, false)
 	if err != nil {
 		return nil, err
 	}
@@ -42,10 +42,24 @@ func ToCommand(r *engine.Request, table string) (*engine.Command, error) {
 }
 
 // FromCommand is the inverse of ToCommand: the request that names cmd, for
-// a host that sends a command to another (the table travels apart).
+// a host that sends a command to another (the table travels apart), and
+// for clients. An IfMatch an operation ignores (Insert's, the upserts')
+// is left out, since a request is refused with it; a Delete is named by
+// its keys.
 func FromCommand(cmd *engine.Command) *engine.Request {
 	op := func(o *engine.Operation) engine.Request {
-		return engine.Request{Op: o.Op.String(), IfMatch: o.IfMatch, Entity: o.Entity}
+		r := engine.Request{Op: o.Op.String(), Entity: o.Entity}
+		switch o.Op {
+		case engine.OpDelete:
+			r.Entity = nil // its keys name it: nothing else travels
+			if o.Entity != nil {
+				r.PartitionKey, r.RowKey = o.Entity.PartitionKey, o.Entity.RowKey
+			}
+			r.IfMatch = o.IfMatch
+		case engine.OpReplace, engine.OpMerge:
+			r.IfMatch = o.IfMatch
+		}
+		return r
 	}
 	if !cmd.Batch && len(cmd.Ops) == 1 {
 		r := op(&cmd.Ops[0])
@@ -59,22 +73,14 @@ func FromCommand(cmd *engine.Command) *engine.Request {
 	return r
 }
 
-// readOnly refuses a write that names read positions: "asOf" and
-// "position" are a Retrieve's.
-func readOnly(r *engine.Request) error {
-	if r.AsOf != 0 || r.Position != 0 {
-		return invalid("\"asOf\" and \"position\" are for Retrieve, not %s", r.Op)
-	}
-	return nil
-}
-
-func toOperation(r *engine.Request) (engine.Operation, error) {
-	if err := readOnly(r); err != nil {
-		return engine.Operation{}, err
-	}
+// toOperation converts a write, or an operation of a Batch (inBatch).
+func toOperation(r *engine.Request, inBatch bool) (engine.Operation, error) {
 	o, ok := engine.ParseOp(r.Op)
 	if !ok {
-		return engine.Operation{}, invalid("unknown operation %q: use Insert, Replace (or Update), Merge, InsertOrReplace, InsertOrMerge, Delete, Batch or Retrieve", r.Op)
+		if inBatch {
+			return engine.Operation{}, errUnknownBatchOp(r.Op)
+		}
+		return engine.Operation{}, errUnknownOp(r.Op)
 	}
 	op := engine.Operation{Op: o, IfMatch: r.IfMatch, Entity: r.Entity}
 	if o == engine.OpDelete {

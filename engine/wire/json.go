@@ -27,40 +27,17 @@ type jsonRequest struct {
 // jsonOps are a Batch's operations, decoded one at a time: more than
 // engine.MaxBatchOps are refused at the first past the bound, before the
 // rest is decoded (an operation "{}" is 3 bytes of a request and about
-// 200 of the decoder's: 8 MiB of them cost gigabytes).
-type jsonOps []jsonOp
+// 200 of the decoder's: 8 MiB of them cost gigabytes). Their members
+// were checked before (checkRequestJSON): none has "ops" of its own.
+type jsonOps []jsonRequest
 
-// jsonOp is an operation of a Batch: a request of its own "ops" and
-// "messages" (which, at the shallower depth, hide the request's) are
-// refused as they are met, so nothing nests.
-type jsonOp struct {
-	jsonRequest
-	Ops      *opsInOp      `json:"ops,omitempty"`
-	Messages *messagesInOp `json:"messages,omitempty"`
-}
-
-// opsInOp and messagesInOp are fields an operation of a Batch may not
-// have: decoding one fails.
-type (
-	opsInOp      struct{}
-	messagesInOp struct{}
-)
-
-func (*opsInOp) UnmarshalJSON([]byte) error {
-	return invalid("operations of a batch cannot have \"ops\"")
-}
-
-func (*messagesInOp) UnmarshalJSON([]byte) error { return errOpMessages() }
-
-// UnmarshalJSON decodes the array (null: none). Unknown fields are
-// refused, as in the rest of a request.
+// UnmarshalJSON decodes the array (null: none).
 func (ops *jsonOps) UnmarshalJSON(data []byte) error {
 	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
 		*ops = nil
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return invalid("ops: not a JSON array of operations")
 	}
@@ -69,7 +46,7 @@ func (ops *jsonOps) UnmarshalJSON(data []byte) error {
 		if len(out) == engine.MaxBatchOps {
 			return invalid("The batch request operation exceeds the maximum %d changes per change set (it has more).", engine.MaxBatchOps)
 		}
-		var op jsonOp
+		var op jsonRequest
 		if err := dec.Decode(&op); err != nil {
 			return at(fmt.Sprintf("ops[%d]", len(out)), codedOr(err, "not a JSON operation"))
 		}
@@ -99,15 +76,14 @@ type jsonMessage struct {
 // hundreds of thousands of them.
 type jsonMessages []jsonMessage
 
-// UnmarshalJSON decodes the array (null: none). Unknown fields are
-// refused, as in the rest of a request.
+// UnmarshalJSON decodes the array (null: none). Its messages' members
+// were checked before (checkMessagesJSON).
 func (ms *jsonMessages) UnmarshalJSON(data []byte) error {
 	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
 		*ms = nil
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return invalid("messages: not a JSON array of messages")
 	}
@@ -147,12 +123,13 @@ func (m *jsonMessage) message(i int) (engine.Message, error) {
 
 // DecodeMessagesJSON decodes a JSON array of outbox messages, each as in
 // a request's "messages" field: {"queue": …} or {"subject": …}, with
-// "id", and "body" (text) or "bodyBase64". Unknown fields, bad UTF-8 and
-// anything but one array are refused with InvalidInput; the messages'
-// destinations and sizes are engine.ValidateCommand's to check.
+// "id", and "body" (text) or "bodyBase64", names spelled exactly so.
+// Unknown fields, a field given twice, bad UTF-8 and anything but one
+// array are refused with InvalidInput; the messages' destinations and
+// sizes are engine.ValidateCommand's to check.
 func DecodeMessagesJSON(data []byte) ([]engine.Message, error) {
-	if s := (jsonScanner{data: data}); !s.valid() {
-		return nil, invalid("messages: not valid JSON: %s at offset %d", s.err, s.errAt)
+	if err := checkMessagesJSON(data); err != nil {
+		return nil, err
 	}
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '[' {
 		return nil, invalid("messages: not a JSON array of messages")
@@ -179,27 +156,28 @@ func DecodeMessagesJSON(data []byte) ([]engine.Message, error) {
 	return out, nil
 }
 
-// DecodeRequestJSON decodes a JSON request. Unknown fields are refused.
+// DecodeRequestJSON decodes a JSON request. Members are named exactly as
+// the protocol names them, each once, and each a field its operation
+// takes (fields.go): anything else is refused with InvalidInput.
 func DecodeRequestJSON(data []byte) (*engine.Request, error) {
 	if len(data) > maxBody {
 		return nil, engine.Errorf(engine.CodeRequestBodyTooLarge, "request of %d bytes; the limit is %d", len(data), maxBody)
 	}
 	// encoding/json would read bad UTF-8 and lone surrogate escapes in the
-	// request's strings (a Delete's keys, ids) as U+FFFD: the scanner
-	// refuses them first.
-	if s := (jsonScanner{data: data}); !s.valid() {
-		return nil, invalid("request: not a valid JSON request: %s at offset %d", s.err, s.errAt)
+	// request's strings (a Delete's keys, ids) as U+FFFD, and match "OP"
+	// to "op": the scan refuses them first.
+	if err := checkRequestJSON(data, "request"); err != nil {
+		return nil, err
 	}
 	var jr jsonRequest
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(&jr); err != nil {
 		return nil, at("request", codedOr(err, "not a valid JSON request"))
 	}
 	if dec.More() {
 		return nil, invalid("request: data after the JSON object")
 	}
-	r, err := fromJSONRequest(&jr, 0)
+	r, err := fromJSONRequest(&jr)
 	if err != nil {
 		return nil, at("request", err)
 	}
@@ -241,7 +219,7 @@ func keyField(name string, raw json.RawMessage) (key string, given bool, err err
 	return key, true, nil
 }
 
-func fromJSONRequest(jr *jsonRequest, depth int) (*engine.Request, error) {
+func fromJSONRequest(jr *jsonRequest) (*engine.Request, error) {
 	r := &engine.Request{Op: jr.Op, ID: jr.ID, IfMatch: jr.IfMatch, Table: jr.Table, Position: jr.Position}
 	if jr.AsOf != nil {
 		if *jr.AsOf == 0 {
@@ -269,20 +247,14 @@ func fromJSONRequest(jr *jsonRequest, depth int) (*engine.Request, error) {
 		return nil, engine.Errorf(engine.CodePropertiesNeedValue, "%s needs \"partitionKey\" and \"rowKey\" (or an \"entity\" with the keys); the empty string is a key, a missing one is not", r.Op)
 	}
 	if len(jr.Ops) > 0 {
-		if depth > 0 {
-			return nil, invalid("operations of a batch cannot have \"ops\"")
-		}
 		r.Ops = make([]engine.Request, len(jr.Ops))
 		for i := range jr.Ops {
-			op, err := fromJSONRequest(&jr.Ops[i].jsonRequest, depth+1)
+			op, err := fromJSONRequest(&jr.Ops[i])
 			if err != nil {
 				return nil, at(fmt.Sprintf("ops[%d]", i), err)
 			}
 			r.Ops[i] = *op
 		}
-	}
-	if depth > 0 && len(jr.Messages) > 0 {
-		return nil, errOpMessages()
 	}
 	for i := range jr.Messages {
 		m, err := jr.Messages[i].message(i)
@@ -316,7 +288,7 @@ func toJSONRequest(r *engine.Request) *jsonRequest {
 		jr.Entity = AppendEntityJSON(nil, r.Entity, "", MinimalMetadata)
 	}
 	for i := range r.Ops {
-		jr.Ops = append(jr.Ops, jsonOp{jsonRequest: *toJSONRequest(&r.Ops[i])})
+		jr.Ops = append(jr.Ops, *toJSONRequest(&r.Ops[i]))
 	}
 	for _, m := range r.Messages {
 		jr.Messages = append(jr.Messages, jsonMessage{Queue: m.Queue, Subject: m.Subject, ID: m.ID, BodyBase64: m.Body})

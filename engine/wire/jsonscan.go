@@ -149,6 +149,19 @@ func (s *jsonScanner) enter() bool {
 // object reads the object at s.pos, handing each member to visit unless
 // visit is nil.
 func (s *jsonScanner) object(visit func(name, value jsonValue)) bool {
+	return s.members(func(name jsonValue) bool {
+		v, ok := s.value()
+		if ok && visit != nil {
+			visit(name, v)
+		}
+		return ok
+	})
+}
+
+// members reads the object at s.pos, calling member with each member's
+// name once s.pos is at its value: member reads the value, and returns
+// false to stop (with s.err set when the text is invalid).
+func (s *jsonScanner) members(member func(name jsonValue) bool) bool {
 	if !s.enter() {
 		return false
 	}
@@ -173,12 +186,9 @@ func (s *jsonScanner) object(visit func(name, value jsonValue)) bool {
 			return s.fail(s.pos, "expected ':' after a member name")
 		}
 		s.pos++
-		v, ok := s.value()
-		if !ok {
+		s.space()
+		if !member(name) {
 			return false
-		}
-		if visit != nil {
-			visit(name, v)
 		}
 		s.space()
 		switch {
@@ -196,6 +206,16 @@ func (s *jsonScanner) object(visit func(name, value jsonValue)) bool {
 
 // array reads the array at s.pos.
 func (s *jsonScanner) array() bool {
+	return s.elements(func() bool {
+		_, ok := s.value()
+		return ok
+	})
+}
+
+// elements reads the array at s.pos, calling element once s.pos is at
+// each element: element reads it, and returns false to stop (with s.err
+// set when the text is invalid).
+func (s *jsonScanner) elements(element func() bool) bool {
 	if !s.enter() {
 		return false
 	}
@@ -207,7 +227,8 @@ func (s *jsonScanner) array() bool {
 		return true
 	}
 	for {
-		if _, ok := s.value(); !ok {
+		s.space()
+		if !element() {
 			return false
 		}
 		s.space()

@@ -257,28 +257,35 @@ func (d *decoder) entity() (*engine.Entity, error) {
 	return e, nil
 }
 
-// DecodeRequestMsgpack decodes a msgpack request. Unknown fields are refused.
+// DecodeRequestMsgpack decodes a msgpack request. Its keys are the
+// protocol's fields, each once and each one its operation takes
+// (fields.go): anything else is refused with InvalidInput.
 func DecodeRequestMsgpack(data []byte) (*engine.Request, error) {
 	if len(data) > maxBody {
 		return nil, engine.Errorf(engine.CodeRequestBodyTooLarge, "request of %d bytes; the limit is %d", len(data), maxBody)
 	}
 	d := newDecoder(data)
-	r, err := d.request(0)
+	r, err := d.request(false)
 	if err != nil {
 		return nil, at("request", err)
 	}
 	return r, nil
 }
 
-func (d *decoder) request(depth int) (*engine.Request, error) {
+// request decodes a request, or an operation of a Batch (inBatch).
+func (d *decoder) request(inBatch bool) (*engine.Request, error) {
 	n, err := d.mapLen()
 	if err != nil {
 		return nil, err
 	}
 	r := &engine.Request{}
+	sh := shape{inBatch: inBatch}
 	for i := 0; i < n; i++ {
 		k, err := d.str("key")
 		if err != nil {
+			return nil, err
+		}
+		if err := sh.add([]byte(k)); err != nil {
 			return nil, err
 		}
 		switch k {
@@ -304,9 +311,6 @@ func (d *decoder) request(depth int) (*engine.Request, error) {
 		case "entity":
 			r.Entity, err = d.entity() // properties come sorted by name
 		case "ops":
-			if depth > 0 {
-				return nil, invalid("operations of a batch cannot have \"ops\"")
-			}
 			var m int
 			if m, err = d.arrayLen(); err == nil {
 				if err := engine.ValidateBatchOps(m); err != nil {
@@ -315,17 +319,14 @@ func (d *decoder) request(depth int) (*engine.Request, error) {
 				r.Ops = make([]engine.Request, m)
 				for j := 0; j < m && err == nil; j++ {
 					var op *engine.Request
-					if op, err = d.request(depth + 1); err == nil {
+					if op, err = d.request(true); err == nil {
 						r.Ops[j] = *op
 					} else {
-						err = at(fmt.Sprintf("[%d]", j), err)
+						err = engine.AsError(at(fmt.Sprintf("[%d]", j), err)).AtIndex(j)
 					}
 				}
 			}
 		case "messages":
-			if depth > 0 {
-				return nil, errOpMessages()
-			}
 			r.Messages, err = d.messages()
 		case "asOf":
 			if r.AsOf, err = d.dec.DecodeUint64(); err == nil && r.AsOf == 0 {
@@ -334,11 +335,16 @@ func (d *decoder) request(depth int) (*engine.Request, error) {
 		case "position":
 			r.Position, err = d.dec.DecodeUint64()
 		default:
-			return nil, invalid("unknown field %q", k)
+			// A Query's field: a Query is decoded by DecodeQueryRequest,
+			// and the check below refuses it on any other operation.
+			err = d.dec.Skip()
 		}
 		if err != nil {
 			return nil, at(k, err)
 		}
+	}
+	if err := sh.check([]byte(r.Op)); err != nil {
+		return nil, err
 	}
 	return r, nil
 }

@@ -69,18 +69,16 @@ type queryForm struct {
 	Position     uint64      `json:"position,omitempty" msgpack:"position,omitempty"`
 }
 
-// IsQuery reports whether a request body is a Query ("op": "Query"),
-// without decoding the rest. Bodies that cannot be one (no "Query" in
-// their bytes, the common case for writes) cost one byte search.
+// IsQuery reports whether a request body is a Query ("op": "Query",
+// spelled so), without decoding the rest. Bodies that cannot be one (no
+// "Query" in their bytes, the common case for writes) cost one byte
+// search.
 func IsQuery(data []byte, enc Encoding) bool {
 	if enc == JSON {
 		if !bytes.Contains(data, []byte("Query")) && !bytes.Contains(data, []byte(`\u`)) {
 			return false
 		}
-		var probe struct {
-			Op string `json:"op"`
-		}
-		return json.Unmarshal(data, &probe) == nil && probe.Op == "Query"
+		return string(jsonOp(data)) == "Query"
 	}
 	if !bytes.Contains(data, []byte("Query")) {
 		return false
@@ -106,18 +104,21 @@ func IsQuery(data []byte, enc Encoding) bool {
 	return false
 }
 
-// DecodeQueryRequest decodes a Query. Unknown fields, a "top" outside
-// 1..MaxQueryPage, an "asOf" of 0 and an op other than Query are
-// InvalidInput (InvalidAsOfPosition for the "asOf").
+// DecodeQueryRequest decodes a Query. Its fields are named exactly as the
+// protocol names them, each once; any other, a field a Query does not
+// take, a "top" outside 1..MaxQueryPage, an "asOf" of 0 and an op other
+// than Query are InvalidInput (InvalidAsOfPosition for the "asOf").
 func DecodeQueryRequest(data []byte, enc Encoding) (*QueryRequest, error) {
 	if len(data) > maxBody {
 		return nil, engine.Errorf(engine.CodeRequestBodyTooLarge, "request of %d bytes; the limit is %d", len(data), maxBody)
 	}
 	var f queryForm
 	if enc == JSON {
-		if s := (jsonScanner{data: data}); !s.valid() {
-			return nil, invalid("query: not a valid JSON request: %s at offset %d", s.err, s.errAt)
+		if err := checkRequestJSON(data, "query"); err != nil {
+			return nil, err
 		}
+	} else if err := checkRequestMsgpack(newDecoder(data).dec); err != nil {
+		return nil, at("query", err)
 	}
 	if err := decodeStrict(enc, data, &f); err != nil {
 		return nil, at("query", err)

@@ -9,6 +9,13 @@
 // given twice. Nothing is read lossily: JSON that is not valid UTF-8, or has
 // a lone surrogate escape, is refused rather than read with U+FFFD.
 //
+// Requests are strict (fields.go): a member whose name is not a field of
+// the protocol spelled exactly (case and all), a field given twice, or a
+// field its operation does not take is InvalidInput naming the field and
+// the operation, in JSON and msgpack alike; one table says which
+// operation takes which field. The journal's records are not decoded
+// here (journal/record_decode.go), and keep what a newer writer added.
+//
 // What it costs: decoding and encoding are single passes without
 // reflection (the entity JSON has its own validating scanner, checked
 // against encoding/json by a differential fuzz target); the figures per

@@ -481,6 +481,6 @@ func (s *Service) tableCommand(ctx context.Context, account string, req *engine.
 		return &engine.Reply{Tables: s.views.TablesOf(account)}
 	}
 	return errReply(engine.Errorf(engine.CodeInvalidInput,
-		"op %q is not a table command (CreateTable, DeleteTable, ListTables); entity commands go to %s",
-		req.Op, CommandSubject(s.cfg.Prefix, engine.FullTableName(account, "<Table>"))))
+		"op %q is not a table command (%s); entity commands (%s) go to %s",
+		req.Op, wire.TableOps(), wire.EntityOps(), CommandSubject(s.cfg.Prefix, engine.FullTableName(account, "<Table>"))))
 }

@@ -86,15 +86,15 @@ func TestRetrieveAsOfOverNATS(t *testing.T) {
 		return ""
 	}
 	for body, want := range map[string]string{
-		`{"op":"Retrieve","partitionKey":"p","rowKey":"r","asOf":0}`:                           "InvalidAsOfPosition",
-		`{"op":"Retrieve","partitionKey":"p","rowKey":"r","asOf":5}`:                           "InvalidAsOfPosition",
-		`{"op":"Retrieve","partitionKey":"p","rowKey":"r","asOf":-1}`:                          "InvalidInput",
-		`{"op":"Retrieve","partitionKey":"p","rowKey":"r","asOf":1,"position":1}`:              "InvalidInput",
-		`{"op":"Insert","entity":{"PartitionKey":"p","RowKey":"x"},"asOf":1}`:                  "InvalidInput",
-		`{"op":"Retrieve","partitionKey":"q","rowKey":"r","position":99}`:                      "PositionNotReached",
-		`{"op":"Retrieve","partitionKey":"q","rowKey":"r","position":4}`:                       "",
-		`{"op":"Retrieve","partitionKey":"q","rowKey":"r","asOf":4}`:                           "",
-		`{"op":"Retrieve","partitionKey":"p","rowKey":"r","asOf":1,"id":"ignored, as before"}`: "",
+		`{"op":"Retrieve","partitionKey":"p","rowKey":"r","asOf":0}`:                        "InvalidAsOfPosition",
+		`{"op":"Retrieve","partitionKey":"p","rowKey":"r","asOf":5}`:                        "InvalidAsOfPosition",
+		`{"op":"Retrieve","partitionKey":"p","rowKey":"r","asOf":-1}`:                       "InvalidInput",
+		`{"op":"Retrieve","partitionKey":"p","rowKey":"r","asOf":1,"position":1}`:           "InvalidInput",
+		`{"op":"Insert","entity":{"PartitionKey":"p","RowKey":"x"},"asOf":1}`:               "InvalidInput",
+		`{"op":"Retrieve","partitionKey":"q","rowKey":"r","position":99}`:                   "PositionNotReached",
+		`{"op":"Retrieve","partitionKey":"q","rowKey":"r","position":4}`:                    "",
+		`{"op":"Retrieve","partitionKey":"q","rowKey":"r","asOf":4}`:                        "",
+		`{"op":"Retrieve","partitionKey":"p","rowKey":"r","asOf":1,"id":"a read has none"}`: "InvalidInput", // once ignored
 	} {
 		if got := codeOf(ask(body)); got != want {
 			t.Errorf("%s: code %q, want %q", body, got, want)
