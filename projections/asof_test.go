@@ -208,14 +208,32 @@ func TestAsOfFromBases(t *testing.T) {
 	cfg := r.cfg
 	cfg.SnapshotStore = obj
 	writer := r.startViews(cfg, nil)
-	h.write(600) // bases and deltas, shared as they are written
+	const maxRecords = 40
+	// Bases and deltas, shared as they are written. Which positions get
+	// one depends on how the view's batches fall: records are written
+	// until the store has dropped the bases of the first records (it
+	// keeps the newest), so that the oldest it keeps is well past
+	// maxRecords.
 	wtb, _ := writer.v.Table("Snap")
-	if _, err := wtb.WaitSeq(r.ctx, 600); err != nil {
-		t.Fatal(err)
+	for written := 0; ; {
+		h.write(200)
+		written += 200
+		if _, err := wtb.WaitSeq(r.ctx, uint64(written)); err != nil {
+			t.Fatal(err)
+		}
+		bases, err := writer.v.SharedBases(r.ctx, "Snap", epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if written >= 600 && len(bases) >= 2 && bases[0] > maxRecords+10 {
+			break
+		}
+		if written >= 3000 {
+			t.Fatalf("after %d records the store keeps the bases %v, want two or more, the oldest past %d", written, bases, maxRecords+10)
+		}
 	}
 	writer.stop()
 
-	const maxRecords = 40
 	// Views that read the store and write nothing, on an empty directory.
 	cfg.SnapshotDir, cfg.AsOfMaxRecords, cfg.AsOfCache, cfg.HistoryCheck = t.TempDir(), maxRecords, 1, time.Hour
 	cfg.SnapshotEvery, cfg.NoSnapshotOnStop = 1<<30, true
