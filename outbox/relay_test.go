@@ -386,8 +386,8 @@ func waitBlocked(t *testing.T, r *rig, rl *outbox.Relay, n int) outbox.TableStat
 }
 
 // TestRelaySubjects: a message to a subject a stream captures is stored
-// there with its id; one to a subject no stream captures is published once
-// to its core NATS subscribers.
+// there with its id; one to a subject of Config.Core is published once to
+// its core NATS subscribers, with no stream behind it.
 func TestRelaySubjects(t *testing.T) {
 	r := newRig(t, jetstream.StreamConfig{})
 	orders, err := r.js.CreateStream(r.ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
@@ -399,7 +399,7 @@ func TestRelaySubjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.create("Orders")
-	rl, _ := r.relay("n1", outbox.Config{})
+	rl, _ := r.relay("n1", outbox.Config{Core: []string{"notify.*"}})
 	rec := &engine.Record{Time: 1, PartitionKey: "p", Nonce: "s1", Messages: []engine.Message{
 		{Subject: "orders.created", ID: "order-7", Body: []byte("7")},
 		{Subject: "notify.sales", Body: []byte("hello")},
@@ -436,6 +436,110 @@ func TestRelaySubjects(t *testing.T) {
 	}
 	if extra, err := sub.NextMsg(0); err == nil {
 		t.Fatalf("the core subscriber got a second message: %s", extra.Data)
+	}
+}
+
+// appendSubject appends a record of partition pk with one message per
+// body to subject.
+func (r *rig) appendSubject(table, pk, subject string, bodies ...string) uint64 {
+	r.t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := &engine.Record{Time: engine.TimeToTicks(time.Now()), PartitionKey: pk, Nonce: fmt.Sprint(table, pk, r.last[table+"/"+pk])}
+	for _, b := range bodies {
+		rec.Messages = append(rec.Messages, engine.Message{Subject: subject, Body: []byte(b)})
+	}
+	seq, err := r.j.Append(r.ctx, table, r.epoch[table], rigShards, rec, r.last[table+"/"+pk])
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.last[table+"/"+pk] = seq
+	return seq
+}
+
+// TestRelayWaitsForAStream: a message to a subject no stream captures,
+// and not opted into core NATS, is not lost: its partition blocks, the
+// status says why and what to do, and once a stream that captures it is
+// created the partition drains into it in order, each message once. With
+// a core subscriber of the subject, the attempts find a responder that
+// never acknowledges: they end at Config.AckWait, and the reason is the
+// same.
+func TestRelayWaitsForAStream(t *testing.T) {
+	t.Run("alone", func(t *testing.T) { testRelayWaitsForAStream(t, false) })
+	t.Run("subscribed", func(t *testing.T) { testRelayWaitsForAStream(t, true) })
+}
+
+func testRelayWaitsForAStream(t *testing.T, subscribed bool) {
+	r := newRig(t, jetstream.StreamConfig{})
+	r.create("Orders")
+	if subscribed {
+		if _, err := r.nc.Subscribe("orders.>", func(*nats.Msg) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rl, _ := r.relay("n1", outbox.Config{MaxBackoff: 50 * time.Millisecond, AckWait: 200 * time.Millisecond})
+	first := r.appendSubject("Orders", "p", "orders.created", "p:1", "p:2")
+	r.appendSubject("Orders", "p", "orders.created", "p:3")
+	for i := 0; i < 5; i++ {
+		r.commit("Orders", "free", "mail") // another partition goes on
+	}
+	r.waitCount(5)
+	st := waitBlocked(t, r, rl, 1)
+	b := st.Blocked[0]
+	if b.Partition != "p" || b.Seq != first || b.Index != 0 || b.Destination != "orders.created" || b.Waiting != 3 ||
+		b.Reason != outbox.ReasonNoStream || !strings.Contains(b.Remedy, "-outbox-core") || !strings.Contains(b.Remedy, "host outbox skip") {
+		t.Fatalf("blocked %+v", b)
+	}
+	if st.Position >= first {
+		t.Fatalf("position %d passed the blocked record %d", st.Position, first)
+	}
+	// The operators' status (the bucket) shows the reason too.
+	reports, err := outbox.Reports(r.ctx, r.js, "cairn")
+	for err == nil && (len(reports) != 1 || len(reports[0].Blocked) != 1 || reports[0].Blocked[0].Reason != outbox.ReasonNoStream) {
+		if r.ctx.Err() != nil {
+			t.Fatalf("reports %+v", reports)
+		}
+		time.Sleep(10 * time.Millisecond) // the bucket is written at the next checkpoint
+		reports, err = outbox.Reports(r.ctx, r.js, "cairn")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders, err := r.js.CreateStream(r.ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitBlocked(t, r, rl, 0)
+	head := r.last["Orders/p"]
+	for st := rl.Status(); len(st) != 1 || st[0].Position < head || st[0].Pending != 0; st = rl.Status() {
+		if r.ctx.Err() != nil {
+			t.Fatalf("status %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	info, err := orders.Info(r.ctx)
+	if err != nil || info.State.Msgs != 3 {
+		t.Fatalf("the stream holds %+v %v, want 3 messages", info, err)
+	}
+	for seq := uint64(1); seq <= 3; seq++ {
+		m, err := orders.GetMsg(r.ctx, seq)
+		if err != nil || string(m.Data) != "p:"+strconv.FormatUint(seq, 10) {
+			t.Fatalf("message %d: %v %v", seq, m, err)
+		}
+	}
+}
+
+// TestRelayRefusesBadCore: a core pattern that is not a NATS subject
+// pattern, or names $ or _ subjects, stops the relay before it starts.
+func TestRelayRefusesBadCore(t *testing.T) {
+	for _, p := range []string{"", "orders..created", "orders.>.x", "or ders", "$JS.>", "_INBOX.>", "orders.a*"} {
+		_, err := outbox.New(nil, nil, nil, outbox.Config{NodeID: "n1", Core: []string{"notify.>", p}})
+		if err == nil || !strings.Contains(err.Error(), "core subjects") {
+			t.Errorf("core %q: %v", p, err)
+		}
+	}
+	if err := outbox.CheckCore([]string{"notify.>", "billing.*.created", ">"}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -30,6 +30,8 @@ type partition struct {
 	inflight bool
 	// blocked: the head's last attempt failed.
 	err      string
+	reason   Reason
+	remedy   string
 	since    time.Time // the first failure of the head
 	attempts int
 	retryAt  time.Time
@@ -62,6 +64,8 @@ type worker struct {
 	waiting      map[*partition]bool // blocked, until their retryAt
 	blockedShown string              // the blocked list last stored, to store changes only
 	lagLogged    time.Time           // when the relay last logged that it is behind
+	blockLogged  time.Time           // when the relay last logged a blocked partition
+	blockQuiet   int                 // partitions blocked since, not logged
 
 	status *tableStatus
 }
@@ -234,10 +238,10 @@ func (w *worker) delivered(ctx context.Context, d delivery) {
 	it := p.queue[0]
 	if p.err == "" {
 		p.since = time.Now()
-		w.r.cfg.Log.Warn("outbox: a message cannot be delivered; its partition waits", "table", w.table, "partition", p.pk,
-			"seq", it.seq, "index", it.index, "destination", destination(w.r.cfg.Prefix, it.msg), "err", d.err)
+		w.logBlocked(p, it, d.err)
 	}
 	p.err = d.err.Error()
+	p.reason, p.remedy = classify(d.err, it.msg.Subject == "")
 	p.attempts++
 	backoff := min(w.r.cfg.MaxBackoff, 100*time.Millisecond<<min(p.attempts, 16))
 	p.retryAt = time.Now().Add(backoff)
@@ -255,12 +259,33 @@ func (w *worker) delivered(ctx context.Context, d delivery) {
 	w.waiting[p] = true
 }
 
+// logBlocked logs that a partition's head cannot be delivered, with why
+// and what to do: at most once per blockLogEvery per table, so that a
+// subject no stream captures, blocking a thousand partitions, is a line
+// and a count rather than a thousand lines.
+func (w *worker) logBlocked(p *partition, it item, err error) {
+	now := time.Now()
+	if now.Sub(w.blockLogged) < blockLogEvery {
+		w.blockQuiet++
+		return
+	}
+	reason, remedy := classify(err, it.msg.Subject == "")
+	w.r.cfg.Log.Warn("outbox: a message cannot be delivered; its partition waits and it is tried again", "table", w.table, "partition", p.pk,
+		"record", it.seq, "index", it.index, "destination", destination(w.r.cfg.Prefix, it.msg), "reason", reason, "err", err,
+		"remedy", remedy, "more_blocked_since_last_line", w.blockQuiet)
+	w.blockLogged, w.blockQuiet = now, 0
+}
+
+// blockLogEvery is the least time between two lines about blocked
+// partitions of one table: the status lists every one of them.
+const blockLogEvery = 10 * time.Second
+
 // pop removes a partition's head.
 func (w *worker) pop(p *partition) {
 	p.queue[0] = item{}
 	p.queue = p.queue[1:]
 	w.pending--
-	p.err, p.attempts, p.since, p.retryAt = "", 0, time.Time{}, time.Time{}
+	p.err, p.reason, p.remedy, p.attempts, p.since, p.retryAt = "", "", "", 0, time.Time{}, time.Time{}
 	if len(p.queue) == 0 {
 		delete(w.parts, p.pk)
 	}
@@ -298,14 +323,18 @@ func (w *worker) checkpoint(ctx context.Context, last *uint64) {
 
 // Blocked is a partition whose oldest message cannot be delivered.
 type Blocked struct {
-	Partition   string    `json:"partition"`
-	Seq         uint64    `json:"seq"`
-	Index       int       `json:"index"`
-	Destination string    `json:"destination"`
-	Error       string    `json:"error"`
-	Since       time.Time `json:"since"`
-	Attempts    int       `json:"attempts"`
-	Waiting     int       `json:"waiting"` // messages of the partition waiting behind it, itself included
+	Partition   string `json:"partition"`
+	Seq         uint64 `json:"seq"`
+	Index       int    `json:"index"`
+	Destination string `json:"destination"`
+	Error       string `json:"error"`
+	// Reason classifies Error (ReasonNoStream, …) and Remedy says what
+	// an operator can do about it.
+	Reason   Reason    `json:"reason,omitempty"`
+	Remedy   string    `json:"remedy,omitempty"`
+	Since    time.Time `json:"since"`
+	Attempts int       `json:"attempts"`
+	Waiting  int       `json:"waiting"` // messages of the partition waiting behind it, itself included
 }
 
 // publishStatus updates what Status and /metrics show, and the blocked
@@ -321,7 +350,7 @@ func (w *worker) publishStatus(ctx context.Context) {
 		if p.err != "" {
 			it := p.queue[0]
 			st.Blocked = append(st.Blocked, Blocked{Partition: p.pk, Seq: it.seq, Index: it.index, Destination: destination(w.r.cfg.Prefix, it.msg),
-				Error: p.err, Since: p.since, Attempts: p.attempts, Waiting: len(p.queue)})
+				Error: p.err, Reason: p.reason, Remedy: p.remedy, Since: p.since, Attempts: p.attempts, Waiting: len(p.queue)})
 		}
 	}
 	if oldest != 0 {

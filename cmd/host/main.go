@@ -120,6 +120,7 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.Var(&hostsFlag{n: &cfg.API.Hosts}, "http-hosts", "DNS names the HTTP API answers (tables.example.com), comma-separated, besides IP addresses and localhost; a request with another name in its Host is refused (DNS rebinding): the development account's, the operators' API's, /metrics' and the console's, and once names are listed every request's; none by default")
 	fs.Var(&corsFlag{o: &cfg.API.CORS}, "cors-origins", "web origins a browser may call the HTTP API from, exactly as scheme://host[:port], comma-separated; * for any (the Tables API only); none by default")
 	fs.Var((*listFlag)(&cfg.OutboxSubjects), "outbox-subjects", "NATS subject patterns (orders.>, billing.*.created), comma-separated, that the outbox messages of commands may name besides Cairn queues; never $… or _… or under -prefix; none by default")
+	fs.Var((*listFlag)(&cfg.OutboxCore), "outbox-core", "NATS subject patterns (notify.>, cache.*.invalidate), comma-separated, whose outbox messages go to core NATS: published once without an acknowledgement, at most once; every other subject's messages wait, blocking their partition, until a stream stores them; none by default")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) to serve the HTTP API and the embedded NATS server's client port with TLS")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of -tls-cert")
 	fs.StringVar(&cfg.Prefix, "prefix", "cairn", "first token of every subject and stream name")
