@@ -26,7 +26,7 @@ import (
 // that captures cairn.queue.* (as the functions' does), and relays
 // started on them.
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	nc    *nats.Conn
 	js    jetstream.JetStream
@@ -40,7 +40,7 @@ type rig struct {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newRig(t *testing.T, queue jetstream.StreamConfig) *rig {
+func newRig(t testing.TB, queue jetstream.StreamConfig) *rig {
 	t.Helper()
 	_, nc := jstest.Server(t)
 	// A bound on a broken test, not a timed assertion.

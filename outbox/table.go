@@ -52,9 +52,9 @@ type worker struct {
 	shards uint32
 	stream string
 
-	pos     uint64 // stored: every message of records ≤ pos is delivered
-	read    uint64 // the last record read
-	head    uint64 // the journal's last record, as last seen
+	pos     *positioner // stores the position: every message of records ≤ it is delivered
+	read    uint64      // the last record read
+	head    uint64      // the journal's last record, as last seen
 	pending int
 	parts   map[string]*partition
 	// ready holds the partitions whose head may be published now: queued
@@ -84,14 +84,15 @@ func (w *worker) run(ctx context.Context) error {
 	if err := w.loadPos(ctx); err != nil {
 		return err
 	}
-	w.read, w.head = w.pos, w.pos
-	r.cfg.Log.Debug("outbox: relaying a table", "table", w.table, "epoch", w.epoch, "from", w.pos+1)
+	from := w.pos.stored.Load()
+	w.read, w.head = from, from
+	r.cfg.Log.Debug("outbox: relaying a table", "table", w.table, "epoch", w.epoch, "from", from+1)
 	recs := make(chan record, 1024)
 	readErr := make(chan error, 1)
 	rctx, stopRead := context.WithCancel(ctx)
 	defer stopRead()
 	go func() {
-		readErr <- r.j.Consume(rctx, w.table, w.epoch, w.shards, w.pos+1, func(seq uint64, rec *engine.Record, pending uint64) error {
+		readErr <- r.j.Consume(rctx, w.table, w.epoch, w.shards, from+1, func(seq uint64, rec *engine.Record, pending uint64) error {
 			select {
 			case recs <- record{seq: seq, head: seq + pending, rec: rec}:
 				return nil
@@ -103,7 +104,10 @@ func (w *worker) run(ctx context.Context) error {
 	done := make(chan delivery, 256)
 	tick := time.NewTicker(r.cfg.CheckpointEvery)
 	defer tick.Stop()
-	var lastStored uint64 = w.pos
+	pctx, stopPos := context.WithCancel(ctx)
+	go w.pos.run(pctx)
+	defer func() { stopPos(); <-w.pos.done }() // no store of this run after it
+	delivered := 0 // since the position was last asked for
 	inflight := 0
 	defer func() {
 		// Let the publishes in flight end before the worker is gone: a
@@ -119,8 +123,11 @@ func (w *worker) run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			w.checkpoint(cctx, &lastStored)
+			// The last position, once the positioner has stopped (so
+			// that no older one overwrites it).
+			<-w.pos.done
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalStoreWait)
+			w.pos.store(cctx, w.low())
 			cancel()
 			return nil
 		case err := <-readErr:
@@ -136,8 +143,12 @@ func (w *worker) run(ctx context.Context) error {
 		case d := <-done:
 			inflight--
 			w.delivered(ctx, d)
+			if delivered++; delivered >= checkpointMessages {
+				w.pos.ask(w.low())
+				delivered = 0
+			}
 		case <-tick.C:
-			w.checkpoint(ctx, &lastStored)
+			w.pos.ask(w.low())
 			w.publishStatus(ctx)
 			w.due(time.Now())
 		}
@@ -148,9 +159,12 @@ func (w *worker) run(ctx context.Context) error {
 // loadPos reads the table's stored position (0 when none).
 func (w *worker) loadPos(ctx context.Context) error {
 	pos, _, err := StoredPosition(ctx, w.r.kv, w.stream)
-	w.pos = pos
+	w.pos = newPositioner(w, pos)
 	return err
 }
+
+// finalStoreWait bounds the store of the position when a worker stops.
+const finalStoreWait = 2 * time.Second
 
 // StoredPosition returns the position the relay stored for a table
 // incarnation's journal (its stream): every outbox message of a record up
@@ -308,19 +322,6 @@ func (w *worker) low() uint64 {
 	return low
 }
 
-// checkpoint stores the position when it moved.
-func (w *worker) checkpoint(ctx context.Context, last *uint64) {
-	pos := w.low()
-	if pos == *last {
-		return
-	}
-	if _, err := w.r.kv.Put(ctx, posKey(w.stream), []byte(strconv.FormatUint(pos, 10))); err != nil {
-		w.r.cfg.Log.Warn("outbox: cannot store the position", "table", w.table, "err", err)
-		return
-	}
-	*last, w.pos = pos, pos
-}
-
 // Blocked is a partition whose oldest message cannot be delivered.
 type Blocked struct {
 	Partition   string `json:"partition"`
@@ -341,7 +342,7 @@ type Blocked struct {
 // list in the bucket (for the CLI on any node) when it changed. A retry
 // request of an operator makes every blocked head due now.
 func (w *worker) publishStatus(ctx context.Context) {
-	st := TableStatus{Table: w.table, Epoch: w.epoch, Position: w.pos, Read: w.read, Head: w.head, Pending: w.pending}
+	st := TableStatus{Table: w.table, Epoch: w.epoch, Position: w.pos.stored.Load(), Read: w.read, Head: w.head, Pending: w.pending}
 	var oldest int64
 	for _, p := range w.parts {
 		if len(p.queue) > 0 && (oldest == 0 || p.queue[0].time < oldest) {
