@@ -20,9 +20,15 @@ import (
 // Headers of a relayed message.
 const (
 	// PositionHeader carries a message's journal position,
-	// "<table>/<epoch>/<seq>/<index>" (the table's full name): unique and
-	// increasing per partition, for consumers that de-duplicate beyond
-	// JetStream's window.
+	// "<table>/<epoch>/<seq>/<index>": the table's full name in lower
+	// case, its incarnation, the journal record's sequence, and the
+	// message's place among all the messages of that record, from 0,
+	// across every command the record holds (a group commit puts several
+	// commands of one partition in one record; their messages are
+	// numbered in the order of the commands, then of each command's
+	// messages). Unique and increasing per partition, for consumers that
+	// de-duplicate beyond JetStream's window; <seq> and <index> are what
+	// Skip takes.
 	PositionHeader = "Cairn-Outbox-Position"
 	// PartitionHeader carries the PartitionKey of the write.
 	PartitionHeader = "Cairn-Partition"
@@ -72,7 +78,7 @@ func position(table string, epoch, seq uint64, index int) string {
 
 // ParsePosition reads a PositionHeader value: the table's full name
 // (lower-cased), its epoch, the record's sequence and the message's index
-// in it. ok is false when v is not of that form.
+// among all the record's messages. ok is false when v is not of that form.
 func ParsePosition(v string) (table string, epoch, seq uint64, index int, ok bool) {
 	parts := strings.Split(v, "/")
 	if len(parts) != 4 || parts[0] == "" {

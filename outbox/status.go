@@ -132,7 +132,9 @@ var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 var ErrNotBlocked = errors.New("outbox: that message is not blocked")
 
 // Skip asks the relay of a table incarnation (its stream) to pass over
-// one message, at record seq and index, that cannot be delivered: the
+// one message, at record seq and index (its place among all the record's
+// messages, from 0, across the record's commands: PositionHeader), that
+// cannot be delivered: the
 // holder of its shard drops it at its next attempt and its partition goes
 // on. Nothing is published for it, ever. Only a message the relay shows
 // blocked (Reports) may be skipped; any other position is refused with

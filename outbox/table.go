@@ -106,7 +106,8 @@ func (w *worker) run(ctx context.Context) error {
 	defer tick.Stop()
 	pctx, stopPos := context.WithCancel(ctx)
 	go w.pos.run(pctx)
-	defer func() { stopPos(); <-w.pos.done }() // no store of this run after it
+	// No store of this run after it ends.
+	defer func() { stopPos(); <-w.pos.done }()
 	delivered := 0 // since the position was last asked for
 	inflight := 0
 	defer func() {
