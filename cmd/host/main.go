@@ -107,7 +107,7 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "use this NATS server or cluster instead of the embedded one")
 	fs.StringVar(&cfg.NATSCreds, "nats-creds", "", "file with user:password to connect to -nats-url with (another node's <data>/nats/node.user); default: the credentials in -nats-url, if any")
 	fs.StringVar(&cfg.NATSServeCreds, "nats-serve-creds", "", "file with user:password of the user the node answers requests as on -nats-url, one that may only publish replies (docs/PROTOCOL.md, An external NATS server); default: the serving user of another node's embedded server")
-	fs.StringVar(&cfg.NATSUsers, "nats-users", "", "JSON file of the embedded server's service users, each with rights on some tables of one storage account, queues and functions (docs/PROTOCOL.md, Giving a service its own user); mode 0600; not with -nats-url")
+	fs.StringVar(&cfg.NATSUsers, "nats-users", "", "JSON file of the embedded server's service users, each with rights on some tables of one storage account, queues and functions, outbox subjects and streams to consume (docs/PROTOCOL.md, Giving a service its own user); mode 0600; not with -nats-url")
 	fs.IntVar(&cfg.Replicas, "replicas", 1, "stream replicas (3 on a cluster)")
 	fs.IntVar(&cfg.ViewReplicas, "view-replicas", 0, "hosts holding each view shard of a table on a cluster (2 is the sane choice): each host then holds its share of every table's entities and asks the others for the rest (docs/SCALE.md); 0: every host holds every table whole; give every host the same")
 	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:10002", "address of the HTTP API (Azure Tables protocol); \"off\" for none")
