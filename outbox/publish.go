@@ -129,7 +129,10 @@ func (r *Relay) publish(ctx context.Context, w *worker, it item, done func(error
 	}
 	go func() {
 		select {
-		case <-f.Ok():
+		case ack := <-f.Ok():
+			if ack != nil && ack.Duplicate {
+				r.stats.duplicates.Add(1)
+			}
 			done(nil)
 		case err := <-f.Err():
 			done(r.explain(ctx, m.Subject, err))

@@ -34,7 +34,7 @@ type Relay struct {
 	status  map[string]*tableStatus
 
 	stats struct {
-		delivered, failed, skipped atomic.Uint64
+		delivered, failed, skipped, duplicates atomic.Uint64
 	}
 }
 

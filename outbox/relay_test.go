@@ -294,6 +294,51 @@ func TestRelayDeliversInOrderOnce(t *testing.T) {
 	}
 }
 
+// TestRelayRepublishIsDeduplicated: a relay that starts from an older
+// position than what it delivered (as after a crash, here with the
+// position put back to 0) publishes those messages again with the same
+// ids; the stream stores none of them twice, and the relay counts them as
+// duplicates.
+func TestRelayRepublishIsDeduplicated(t *testing.T) {
+	r := newRig(t, jetstream.StreamConfig{})
+	r.create("Orders")
+	for i := 0; i < 20; i++ {
+		r.commit("Orders", "p"+strconv.Itoa(i%3), "mail")
+	}
+	_, stop := r.relay("n1", outbox.Config{})
+	r.waitCount(20) // all stored, whatever position the relay stored
+	stop()
+	kv, err := r.js.KeyValue(r.ctx, outbox.BucketName("cairn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(r.ctx, "pos."+journal.StreamName("cairn", "Orders", r.epoch["Orders"]), []byte("0")); err != nil {
+		t.Fatal(err)
+	}
+	rl2, _ := r.relay("n1", outbox.Config{})
+	r.commit("Orders", "p0", "mail")
+	r.waitCount(21)
+	for {
+		var m strings.Builder
+		rl2.WriteMetrics(&m)
+		if strings.Contains(m.String(), "cairn_outbox_delivered_total 21\n") {
+			if !strings.Contains(m.String(), "cairn_outbox_duplicates_total 20\n") {
+				t.Fatalf("metrics:\n%s", m.String())
+			}
+			break
+		}
+		if r.ctx.Err() != nil {
+			t.Fatalf("metrics:\n%s", m.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.waitCount(21) // still: none stored twice
+	bodies, _ := r.received(21)
+	for p := 0; p < 3; p++ {
+		inOrder(t, bodies["cairn.queue.mail"], "p"+strconv.Itoa(p), map[int]int{0: 8, 1: 7, 2: 6}[p])
+	}
+}
+
 // TestRelayBlockedPartition: a message its queue refuses blocks its
 // partition only; the block is visible in the status and the metrics, and
 // the position waits before it; once the stream takes the message the
