@@ -15,7 +15,7 @@ import (
 //
 //	GET  /$cairn/outbox                              every table's stored position, head, lag and blocked partitions, and what this node relays
 //	POST /$cairn/outbox/retry?table=T                try T's blocked messages now
-//	POST /$cairn/outbox/skip?table=T&seq=S&index=I   never send the message at record S, index I of T
+//	POST /$cairn/outbox/skip?table=T&seq=S&index=I   never send the blocked message I (from 0, among all the messages of the record, across its commands) of T's record S
 const AdminPath = "/$cairn/outbox"
 
 // AdminHandler serves AdminPath. It authenticates nobody: the node serves
@@ -72,7 +72,7 @@ func (r *Relay) admin(w http.ResponseWriter, req *http.Request) {
 	seq, err1 := strconv.ParseUint(q.Get("seq"), 10, 64)
 	index, err2 := strconv.Atoi(q.Get("index"))
 	if err1 != nil || err2 != nil || seq == 0 || index < 0 {
-		fail(http.StatusBadRequest, "InvalidInput", errors.New("skip needs seq (a record's journal sequence) and index (the message's place in it)"))
+		fail(http.StatusBadRequest, "InvalidInput", errors.New("skip needs seq (a record's journal sequence) and index (the message's place among all the record's messages, from 0, across its commands: the last two numbers of Cairn-Outbox-Position)"))
 		return
 	}
 	if err := Skip(ctx, r.js, r.kv, stream, seq, index); errors.Is(err, ErrNotBlocked) {

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -45,6 +46,15 @@ type Config struct {
 	// MaxBackoff bounds the wait between two attempts of a blocked
 	// message (30 s).
 	MaxBackoff time.Duration
+	// Core are the subject patterns (NATS wildcards) whose messages go to
+	// core NATS: published once, at most once, without an
+	// acknowledgement. Every other message is stream-backed: delivered
+	// only once a stream acknowledges it, its partition blocked until then
+	// (CheckCore checks them).
+	Core []string
+	// AckWait bounds the wait for a stream's acknowledgement of one
+	// attempt (publishAckWait, 10 s).
+	AckWait time.Duration
 	// Log receives the relay's lines.
 	Log *slog.Logger
 }
@@ -74,6 +84,9 @@ func (c *Config) defaults() {
 	if c.MaxBackoff <= 0 {
 		c.MaxBackoff = 30 * time.Second
 	}
+	if c.AckWait <= 0 {
+		c.AckWait = publishAckWait
+	}
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
@@ -83,8 +96,26 @@ func (c *Config) validate() error {
 	if c.NodeID == "" || strings.ContainsAny(c.NodeID, " .*>\t\r\n") {
 		return errors.New("outbox: a node id without spaces, dots or wildcards is required")
 	}
+	if err := CheckCore(c.Core); err != nil {
+		return err
+	}
 	if c.Renew >= c.LeaseTTL {
 		return errors.New("outbox: leases must be renewed more often than they expire")
+	}
+	return nil
+}
+
+// CheckCore checks the patterns of Config.Core: valid NATS subject
+// patterns (`*` one token, a final `>` the rest), none under $ or _, which
+// outbox messages never reach. An error names the pattern.
+func CheckCore(patterns []string) error {
+	for _, p := range patterns {
+		if err := engine.ValidateSubjectPattern(p); err != nil {
+			return fmt.Errorf("outbox: core subjects: %s", engine.AsError(err).Message)
+		}
+		if p[0] == '$' || p[0] == '_' {
+			return fmt.Errorf("outbox: core subjects: %q names the server's own subjects ($) or inboxes (_), which outbox messages never reach", p)
+		}
 	}
 	return nil
 }

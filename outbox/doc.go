@@ -12,20 +12,27 @@
 //     table, epoch, record sequence, index; keyed with a secret the nodes
 //     share, so that no client can forge one) and its position in the
 //     Cairn-Outbox-Position header, so a consumer can de-duplicate beyond
-//     JetStream's de-duplication window.
+//     JetStream's de-duplication window. The index counts the messages of
+//     the whole record, across the commands a group commit put in it.
+//     Messages to subjects of Config.Core are the exception: at most
+//     once (below).
 //   - Order per partition: a message of a partition is published only
 //     after every earlier message of that partition was delivered. A
-//     message that cannot be delivered (no stream for its subject, a full
-//     queue, a permission refused) blocks its partition, retried with
-//     back-off up to 30 s, and shows up with its error and age in Status,
-//     /metrics and the log; the other partitions go on. An operator may
-//     skip it (host outbox skip) or retry at once (host outbox retry).
+//     message that cannot be delivered (no stream for its subject, no
+//     acknowledgement, a full stream, a refusal) blocks its partition,
+//     retried with back-off up to 30 s, and shows up with its error, its
+//     Reason, what to do and its age in Status, the bucket's blocked list
+//     (Reports), /metrics and the log (one line per table every 10 s at
+//     most); the other partitions go on. An operator may skip it (host
+//     outbox skip) or retry at once (host outbox retry).
 //   - Durable position: per table incarnation, the relay stores in the
 //     key-value bucket <PREFIX>_OUTBOX the sequence up to which every
-//     message was delivered (pos.<stream>), at most every
-//     Config.CheckpointEvery. After a crash the new holder starts after
-//     it: messages delivered after the last checkpoint are published again
-//     with the same ids.
+//     message was delivered (pos.<stream>), every checkpointMessages (128)
+//     deliveries and every Config.CheckpointEvery, from a goroutine of its
+//     own (position.go). After a crash the new holder starts after it:
+//     the messages delivered since the last store, about 128 plus what one
+//     store's round trip lets through (up to 255 measured), are published
+//     again with the same ids.
 //   - Shared work: the tables are hashed into Config.Shards shards, and
 //     each shard is relayed by the one node holding its lease (a key of the
 //     same bucket renewed every Config.Renew by compare-and-set, free once
@@ -42,11 +49,15 @@
 // # Destinations
 //
 // A message names a Cairn queue (published on <prefix>.queue.<q>, a subject
-// of the work-queue stream; a refusal of that stream, or its absence,
-// blocks the partition) or any NATS subject (engine.Message.Subject): a
-// subject a JetStream stream captures is delivered once the stream
-// acknowledges it; a subject no stream captures is delivered once
-// published (core NATS: no one may be listening).
+// of the work-queue stream) or any NATS subject (engine.Message.Subject).
+// Both are stream-backed: published through JetStream, delivered once a
+// stream acknowledges it, and until then its partition waits. A failed
+// attempt is explained (Relay.explain asks the server whether a stream
+// captures the subject: the server answers a publish no stream takes
+// with "no responders", or, when a core subscriber takes it, with
+// nothing) and classified (reason.go). A subject matching Config.Core
+// (-outbox-core) is published once on core NATS and is delivered once
+// published: at most once, to whoever listens at that moment.
 //
 // # Cost
 //

@@ -5,12 +5,14 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/engine"
 )
@@ -18,9 +20,15 @@ import (
 // Headers of a relayed message.
 const (
 	// PositionHeader carries a message's journal position,
-	// "<table>/<epoch>/<seq>/<index>" (the table's full name): unique and
-	// increasing per partition, for consumers that de-duplicate beyond
-	// JetStream's window.
+	// "<table>/<epoch>/<seq>/<index>": the table's full name in lower
+	// case, its incarnation, the journal record's sequence, and the
+	// message's place among all the messages of that record, from 0,
+	// across every command the record holds (a group commit puts several
+	// commands of one partition in one record; their messages are
+	// numbered in the order of the commands, then of each command's
+	// messages). Unique and increasing per partition, for consumers that
+	// de-duplicate beyond JetStream's window; <seq> and <index> are what
+	// Skip takes.
 	PositionHeader = "Cairn-Outbox-Position"
 	// PartitionHeader carries the PartitionKey of the write.
 	PartitionHeader = "Cairn-Partition"
@@ -70,7 +78,7 @@ func position(table string, epoch, seq uint64, index int) string {
 
 // ParsePosition reads a PositionHeader value: the table's full name
 // (lower-cased), its epoch, the record's sequence and the message's index
-// in it. ok is false when v is not of that form.
+// among all the record's messages. ok is false when v is not of that form.
 func ParsePosition(v string) (table string, epoch, seq uint64, index int, ok bool) {
 	parts := strings.Split(v, "/")
 	if len(parts) != 4 || parts[0] == "" {
@@ -88,7 +96,15 @@ func ParsePosition(v string) (table string, epoch, seq uint64, index int, ok boo
 
 // publish sends a partition's head and calls done with the outcome, from
 // another goroutine: nil once the destination's stream stored it (or, for a
-// subject no stream captures, once published).
+// subject of Config.Core, once published on core NATS).
+//
+// Every message but those of Config.Core is stream-backed: published
+// through JetStream and delivered only when a stream acknowledges it. No
+// stream, no leader, a full stream, a refusal: each is a failure, retried
+// by the worker with back-off, its partition blocked meanwhile. The
+// Nats-Msg-Id makes the retries harmless: a stream that stored an earlier
+// attempt whose acknowledgement was lost answers the next one as a
+// duplicate, within its duplicate window, and stores nothing.
 func (r *Relay) publish(ctx context.Context, w *worker, it item, done func(error)) {
 	m := nats.NewMsg(destination(r.cfg.Prefix, it.msg))
 	m.Data = it.msg.Body
@@ -98,20 +114,13 @@ func (r *Relay) publish(ctx context.Context, w *worker, it item, done func(error
 	if it.msg.ID != "" {
 		m.Header.Set(IDHeader, it.msg.ID)
 	}
-	// A subject no stream captures is core NATS: published, it is
-	// delivered (there is no one to acknowledge it, and publishing again
-	// would only repeat it to its subscribers).
-	if it.msg.Subject != "" {
-		captured, err := r.captured(ctx, it.msg.Subject)
-		if err != nil {
-			go done(err)
-			return
-		}
-		if !captured {
-			err := r.nc.PublishMsg(m)
-			go done(err)
-			return
-		}
+	// A core subject is at most once: published, it is delivered (there
+	// is no one to acknowledge it, and publishing again would only repeat
+	// it to its subscribers).
+	if it.msg.Subject != "" && r.core(it.msg.Subject) {
+		err := r.nc.PublishMsg(m)
+		go done(err)
+		return
 	}
 	f, err := r.js.PublishMsgAsync(m)
 	if err != nil {
@@ -120,42 +129,66 @@ func (r *Relay) publish(ctx context.Context, w *worker, it item, done func(error
 	}
 	go func() {
 		select {
-		case <-f.Ok():
+		case ack := <-f.Ok():
+			if ack != nil && ack.Duplicate {
+				r.stats.duplicates.Add(1)
+			}
 			done(nil)
 		case err := <-f.Err():
-			done(err)
+			done(r.explain(ctx, m.Subject, err))
 		case <-ctx.Done():
 			done(ctx.Err())
 		}
 	}()
 }
 
-// captured reports whether a JetStream stream captures subject, from the
-// subjects of all streams, read again when the list is older than
-// captureTTL (one request for up to 256 streams, whatever the number of
-// destination subjects). A stream created for a destination is seen within
-// captureTTL: until then its subject's messages go to core NATS.
-func (r *Relay) captured(ctx context.Context, subject string) (bool, error) {
-	r.capMu.Lock()
-	defer r.capMu.Unlock()
-	if time.Since(r.capAt) >= captureTTL {
-		var subjects []string
-		list := r.js.ListStreams(ctx)
-		for info := range list.Info() {
-			subjects = append(subjects, info.Config.Subjects...)
-		}
-		if err := list.Err(); err != nil {
-			return false, fmt.Errorf("outbox: list the streams: %w", err)
-		}
-		r.capSubjects, r.capAt = subjects, time.Now()
+// explain says which stream did not answer a publish to subject that no
+// stream answered (no responders, or no acknowledgement in time: a core
+// subscriber of the subject takes the publish and answers nothing), or
+// that none captures it: the server cannot tell these apart, the operator
+// must. It asks the server once per failed attempt, never on the way of a
+// delivery.
+func (r *Relay) explain(ctx context.Context, subject string, err error) error {
+	if !errors.Is(err, jetstream.ErrNoStreamResponse) && !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrAsyncPublishTimeout) {
+		return err
 	}
-	for _, pattern := range r.capSubjects {
-		if engine.SubjectMatch(pattern, subject) {
-			return true, nil
-		}
+	lctx, cancel := context.WithTimeout(ctx, explainWait)
+	defer cancel()
+	stream, lerr := r.js.StreamNameBySubject(lctx, subject)
+	switch {
+	case errors.Is(lerr, jetstream.ErrStreamNotFound):
+		return fmt.Errorf("%w %s (%v)", errNoStream, subject, err)
+	case lerr == nil:
+		return fmt.Errorf("%w: stream %s captures %s and did not answer: %w", errNoAnswer, stream, subject, err)
 	}
-	return false, nil
+	return err
 }
 
-// captureTTL is how long the streams' subjects are trusted.
-const captureTTL = 2 * time.Second
+// explainWait bounds the question explain asks.
+const explainWait = 2 * time.Second
+
+// Why a stream-backed publish failed, as explain found out.
+var (
+	errNoStream = errors.New("no stream captures")
+	errNoAnswer = errors.New("no acknowledgement")
+)
+
+// core reports whether subject is one the operator opted into core NATS
+// (Config.Core).
+func (r *Relay) core(subject string) bool {
+	for _, p := range r.cfg.Core {
+		if engine.SubjectMatch(p, subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// publishAckWait bounds the wait for a stream's acknowledgement: without
+// it a publish whose request or answer was lost (a leader election, a
+// reconnect) would hold its partition for ever. A publish past it is
+// retried with the same id, which the stream de-duplicates if the first
+// was stored after all. It is far above a healthy acknowledgement (under
+// 10 ms, docs/PERFORMANCE.md) and above the 4–6 s an election takes.
+// Config.AckWait changes it.
+const publishAckWait = 10 * time.Second

@@ -33,12 +33,8 @@ type Relay struct {
 	workers map[string]*running // by stream name
 	status  map[string]*tableStatus
 
-	capMu       sync.Mutex
-	capSubjects []string  // every stream's subjects
-	capAt       time.Time // when they were read
-
 	stats struct {
-		delivered, failed, skipped atomic.Uint64
+		delivered, failed, skipped, duplicates atomic.Uint64
 	}
 }
 
@@ -54,7 +50,7 @@ func New(nc *nats.Conn, j *journal.Journal, tables Tables, cfg Config) (*Relay, 
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096), jetstream.WithPublishAsyncTimeout(cfg.AckWait))
 	if err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}

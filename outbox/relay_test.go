@@ -26,7 +26,7 @@ import (
 // that captures cairn.queue.* (as the functions' does), and relays
 // started on them.
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	nc    *nats.Conn
 	js    jetstream.JetStream
@@ -40,7 +40,7 @@ type rig struct {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newRig(t *testing.T, queue jetstream.StreamConfig) *rig {
+func newRig(t testing.TB, queue jetstream.StreamConfig) *rig {
 	t.Helper()
 	_, nc := jstest.Server(t)
 	// A bound on a broken test, not a timed assertion.
@@ -285,12 +285,66 @@ func TestRelayDeliversInOrderOnce(t *testing.T) {
 	}
 	// A new relay starts after the position: what it publishes is new.
 	rl2, _ := r.relay("n1", outbox.Config{})
-	r.commit("Orders", "p0", "mail")
+	last := r.commit("Orders", "p0", "mail")
 	r.waitCount(351)
+	// Once its position passed the new record (the stream may count the
+	// message before the relay has its acknowledgement), it delivered that
+	// one message and nothing again.
+	for st := rl2.Status(); len(st) != 1 || st[0].Position != last; st = rl2.Status() {
+		if r.ctx.Err() != nil {
+			t.Fatalf("status %+v, want position %d", st, last)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	var m strings.Builder
 	rl2.WriteMetrics(&m)
-	if !strings.Contains(m.String(), "cairn_outbox_delivered_total 1\n") {
+	if !strings.Contains(m.String(), "cairn_outbox_delivered_total 1\n") || !strings.Contains(m.String(), "cairn_outbox_duplicates_total 0\n") {
 		t.Fatalf("the restarted relay delivered more than the new message:\n%s", m.String())
+	}
+}
+
+// TestRelayRepublishIsDeduplicated: a relay that starts from an older
+// position than what it delivered (as after a crash, here with the
+// position put back to 0) publishes those messages again with the same
+// ids; the stream stores none of them twice, and the relay counts them as
+// duplicates.
+func TestRelayRepublishIsDeduplicated(t *testing.T) {
+	r := newRig(t, jetstream.StreamConfig{})
+	r.create("Orders")
+	for i := 0; i < 20; i++ {
+		r.commit("Orders", "p"+strconv.Itoa(i%3), "mail")
+	}
+	_, stop := r.relay("n1", outbox.Config{})
+	r.waitCount(20) // all stored, whatever position the relay stored
+	stop()
+	kv, err := r.js.KeyValue(r.ctx, outbox.BucketName("cairn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(r.ctx, "pos."+journal.StreamName("cairn", "Orders", r.epoch["Orders"]), []byte("0")); err != nil {
+		t.Fatal(err)
+	}
+	rl2, _ := r.relay("n1", outbox.Config{})
+	r.commit("Orders", "p0", "mail")
+	r.waitCount(21)
+	for {
+		var m strings.Builder
+		rl2.WriteMetrics(&m)
+		if strings.Contains(m.String(), "cairn_outbox_delivered_total 21\n") {
+			if !strings.Contains(m.String(), "cairn_outbox_duplicates_total 20\n") {
+				t.Fatalf("metrics:\n%s", m.String())
+			}
+			break
+		}
+		if r.ctx.Err() != nil {
+			t.Fatalf("metrics:\n%s", m.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.waitCount(21) // still: none stored twice
+	bodies, _ := r.received(21)
+	for p := 0; p < 3; p++ {
+		inOrder(t, bodies["cairn.queue.mail"], "p"+strconv.Itoa(p), map[int]int{0: 8, 1: 7, 2: 6}[p])
 	}
 }
 
@@ -386,8 +440,8 @@ func waitBlocked(t *testing.T, r *rig, rl *outbox.Relay, n int) outbox.TableStat
 }
 
 // TestRelaySubjects: a message to a subject a stream captures is stored
-// there with its id; one to a subject no stream captures is published once
-// to its core NATS subscribers.
+// there with its id; one to a subject of Config.Core is published once to
+// its core NATS subscribers, with no stream behind it.
 func TestRelaySubjects(t *testing.T) {
 	r := newRig(t, jetstream.StreamConfig{})
 	orders, err := r.js.CreateStream(r.ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
@@ -399,7 +453,7 @@ func TestRelaySubjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.create("Orders")
-	rl, _ := r.relay("n1", outbox.Config{})
+	rl, _ := r.relay("n1", outbox.Config{Core: []string{"notify.*"}})
 	rec := &engine.Record{Time: 1, PartitionKey: "p", Nonce: "s1", Messages: []engine.Message{
 		{Subject: "orders.created", ID: "order-7", Body: []byte("7")},
 		{Subject: "notify.sales", Body: []byte("hello")},
@@ -436,6 +490,110 @@ func TestRelaySubjects(t *testing.T) {
 	}
 	if extra, err := sub.NextMsg(0); err == nil {
 		t.Fatalf("the core subscriber got a second message: %s", extra.Data)
+	}
+}
+
+// appendSubject appends a record of partition pk with one message per
+// body to subject.
+func (r *rig) appendSubject(table, pk, subject string, bodies ...string) uint64 {
+	r.t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := &engine.Record{Time: engine.TimeToTicks(time.Now()), PartitionKey: pk, Nonce: fmt.Sprint(table, pk, r.last[table+"/"+pk])}
+	for _, b := range bodies {
+		rec.Messages = append(rec.Messages, engine.Message{Subject: subject, Body: []byte(b)})
+	}
+	seq, err := r.j.Append(r.ctx, table, r.epoch[table], rigShards, rec, r.last[table+"/"+pk])
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.last[table+"/"+pk] = seq
+	return seq
+}
+
+// TestRelayWaitsForAStream: a message to a subject no stream captures,
+// and not opted into core NATS, is not lost: its partition blocks, the
+// status says why and what to do, and once a stream that captures it is
+// created the partition drains into it in order, each message once. With
+// a core subscriber of the subject, the attempts find a responder that
+// never acknowledges: they end at Config.AckWait, and the reason is the
+// same.
+func TestRelayWaitsForAStream(t *testing.T) {
+	t.Run("alone", func(t *testing.T) { testRelayWaitsForAStream(t, false) })
+	t.Run("subscribed", func(t *testing.T) { testRelayWaitsForAStream(t, true) })
+}
+
+func testRelayWaitsForAStream(t *testing.T, subscribed bool) {
+	r := newRig(t, jetstream.StreamConfig{})
+	r.create("Orders")
+	if subscribed {
+		if _, err := r.nc.Subscribe("orders.>", func(*nats.Msg) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rl, _ := r.relay("n1", outbox.Config{MaxBackoff: 50 * time.Millisecond, AckWait: 200 * time.Millisecond})
+	first := r.appendSubject("Orders", "p", "orders.created", "p:1", "p:2")
+	r.appendSubject("Orders", "p", "orders.created", "p:3")
+	for i := 0; i < 5; i++ {
+		r.commit("Orders", "free", "mail") // another partition goes on
+	}
+	r.waitCount(5)
+	st := waitBlocked(t, r, rl, 1)
+	b := st.Blocked[0]
+	if b.Partition != "p" || b.Seq != first || b.Index != 0 || b.Destination != "orders.created" || b.Waiting != 3 ||
+		b.Reason != outbox.ReasonNoStream || !strings.Contains(b.Remedy, "-outbox-core") || !strings.Contains(b.Remedy, "host outbox skip") {
+		t.Fatalf("blocked %+v", b)
+	}
+	if st.Position >= first {
+		t.Fatalf("position %d passed the blocked record %d", st.Position, first)
+	}
+	// The operators' status (the bucket) shows the reason too.
+	reports, err := outbox.Reports(r.ctx, r.js, "cairn")
+	for err == nil && (len(reports) != 1 || len(reports[0].Blocked) != 1 || reports[0].Blocked[0].Reason != outbox.ReasonNoStream) {
+		if r.ctx.Err() != nil {
+			t.Fatalf("reports %+v", reports)
+		}
+		time.Sleep(10 * time.Millisecond) // the bucket is written at the next checkpoint
+		reports, err = outbox.Reports(r.ctx, r.js, "cairn")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders, err := r.js.CreateStream(r.ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitBlocked(t, r, rl, 0)
+	head := r.last["Orders/p"]
+	for st := rl.Status(); len(st) != 1 || st[0].Position < head || st[0].Pending != 0; st = rl.Status() {
+		if r.ctx.Err() != nil {
+			t.Fatalf("status %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	info, err := orders.Info(r.ctx)
+	if err != nil || info.State.Msgs != 3 {
+		t.Fatalf("the stream holds %+v %v, want 3 messages", info, err)
+	}
+	for seq := uint64(1); seq <= 3; seq++ {
+		m, err := orders.GetMsg(r.ctx, seq)
+		if err != nil || string(m.Data) != "p:"+strconv.FormatUint(seq, 10) {
+			t.Fatalf("message %d: %v %v", seq, m, err)
+		}
+	}
+}
+
+// TestRelayRefusesBadCore: a core pattern that is not a NATS subject
+// pattern, or names $ or _ subjects, stops the relay before it starts.
+func TestRelayRefusesBadCore(t *testing.T) {
+	for _, p := range []string{"", "orders..created", "orders.>.x", "or ders", "$JS.>", "_INBOX.>", "orders.a*"} {
+		_, err := outbox.New(nil, nil, nil, outbox.Config{NodeID: "n1", Core: []string{"notify.>", p}})
+		if err == nil || !strings.Contains(err.Error(), "core subjects") {
+			t.Errorf("core %q: %v", p, err)
+		}
+	}
+	if err := outbox.CheckCore([]string{"notify.>", "billing.*.created", ">"}); err != nil {
+		t.Fatal(err)
 	}
 }
 

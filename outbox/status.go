@@ -92,7 +92,7 @@ func (r *Relay) Status() []TableStatus {
 // WriteMetrics appends the relay's series in the Prometheus text format:
 // per table this node relays, its position, lag in records and seconds,
 // and blocked partitions; totals of deliveries, failed attempts and
-// skipped messages.
+// skipped messages, and of those a stream had already stored.
 func (r *Relay) WriteMetrics(w io.Writer) {
 	now := time.Now()
 	st := r.Status()
@@ -119,6 +119,7 @@ func (r *Relay) WriteMetrics(w io.Writer) {
 		{"cairn_outbox_delivered_total", "Outbox messages delivered.", r.stats.delivered.Load()},
 		{"cairn_outbox_failed_attempts_total", "Outbox deliveries that failed (and wait to be tried again).", r.stats.failed.Load()},
 		{"cairn_outbox_skipped_total", "Outbox messages skipped by an operator.", r.stats.skipped.Load()},
+		{"cairn_outbox_duplicates_total", "Outbox messages their stream answered as duplicates of ones it had stored: published again after a crash, a lease taken over or a lost acknowledgement.", r.stats.duplicates.Load()},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.v)
 	}
@@ -132,7 +133,9 @@ var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 var ErrNotBlocked = errors.New("outbox: that message is not blocked")
 
 // Skip asks the relay of a table incarnation (its stream) to pass over
-// one message, at record seq and index, that cannot be delivered: the
+// one message, at record seq and index (its place among all the record's
+// messages, from 0, across the record's commands: PositionHeader), that
+// cannot be delivered: the
 // holder of its shard drops it at its next attempt and its partition goes
 // on. Nothing is published for it, ever. Only a message the relay shows
 // blocked (Reports) may be skipped; any other position is refused with

@@ -30,6 +30,8 @@ type partition struct {
 	inflight bool
 	// blocked: the head's last attempt failed.
 	err      string
+	reason   Reason
+	remedy   string
 	since    time.Time // the first failure of the head
 	attempts int
 	retryAt  time.Time
@@ -50,9 +52,9 @@ type worker struct {
 	shards uint32
 	stream string
 
-	pos     uint64 // stored: every message of records ≤ pos is delivered
-	read    uint64 // the last record read
-	head    uint64 // the journal's last record, as last seen
+	pos     *positioner // stores the position: every message of records ≤ it is delivered
+	read    uint64      // the last record read
+	head    uint64      // the journal's last record, as last seen
 	pending int
 	parts   map[string]*partition
 	// ready holds the partitions whose head may be published now: queued
@@ -62,6 +64,8 @@ type worker struct {
 	waiting      map[*partition]bool // blocked, until their retryAt
 	blockedShown string              // the blocked list last stored, to store changes only
 	lagLogged    time.Time           // when the relay last logged that it is behind
+	blockLogged  time.Time           // when the relay last logged a blocked partition
+	blockQuiet   int                 // partitions blocked since, not logged
 
 	status *tableStatus
 }
@@ -80,14 +84,15 @@ func (w *worker) run(ctx context.Context) error {
 	if err := w.loadPos(ctx); err != nil {
 		return err
 	}
-	w.read, w.head = w.pos, w.pos
-	r.cfg.Log.Debug("outbox: relaying a table", "table", w.table, "epoch", w.epoch, "from", w.pos+1)
+	from := w.pos.stored.Load()
+	w.read, w.head = from, from
+	r.cfg.Log.Debug("outbox: relaying a table", "table", w.table, "epoch", w.epoch, "from", from+1)
 	recs := make(chan record, 1024)
 	readErr := make(chan error, 1)
 	rctx, stopRead := context.WithCancel(ctx)
 	defer stopRead()
 	go func() {
-		readErr <- r.j.Consume(rctx, w.table, w.epoch, w.shards, w.pos+1, func(seq uint64, rec *engine.Record, pending uint64) error {
+		readErr <- r.j.Consume(rctx, w.table, w.epoch, w.shards, from+1, func(seq uint64, rec *engine.Record, pending uint64) error {
 			select {
 			case recs <- record{seq: seq, head: seq + pending, rec: rec}:
 				return nil
@@ -99,7 +104,11 @@ func (w *worker) run(ctx context.Context) error {
 	done := make(chan delivery, 256)
 	tick := time.NewTicker(r.cfg.CheckpointEvery)
 	defer tick.Stop()
-	var lastStored uint64 = w.pos
+	pctx, stopPos := context.WithCancel(ctx)
+	go w.pos.run(pctx)
+	// No store of this run after it ends.
+	defer func() { stopPos(); <-w.pos.done }()
+	delivered := 0 // since the position was last asked for
 	inflight := 0
 	defer func() {
 		// Let the publishes in flight end before the worker is gone: a
@@ -115,8 +124,11 @@ func (w *worker) run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			w.checkpoint(cctx, &lastStored)
+			// The last position, once the positioner has stopped (so
+			// that no older one overwrites it).
+			<-w.pos.done
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalStoreWait)
+			w.pos.store(cctx, w.low())
 			cancel()
 			return nil
 		case err := <-readErr:
@@ -132,8 +144,12 @@ func (w *worker) run(ctx context.Context) error {
 		case d := <-done:
 			inflight--
 			w.delivered(ctx, d)
+			if delivered++; delivered >= checkpointMessages {
+				w.pos.ask(w.low())
+				delivered = 0
+			}
 		case <-tick.C:
-			w.checkpoint(ctx, &lastStored)
+			w.pos.ask(w.low())
 			w.publishStatus(ctx)
 			w.due(time.Now())
 		}
@@ -144,9 +160,12 @@ func (w *worker) run(ctx context.Context) error {
 // loadPos reads the table's stored position (0 when none).
 func (w *worker) loadPos(ctx context.Context) error {
 	pos, _, err := StoredPosition(ctx, w.r.kv, w.stream)
-	w.pos = pos
+	w.pos = newPositioner(w, pos)
 	return err
 }
+
+// finalStoreWait bounds the store of the position when a worker stops.
+const finalStoreWait = 2 * time.Second
 
 // StoredPosition returns the position the relay stored for a table
 // incarnation's journal (its stream): every outbox message of a record up
@@ -234,10 +253,10 @@ func (w *worker) delivered(ctx context.Context, d delivery) {
 	it := p.queue[0]
 	if p.err == "" {
 		p.since = time.Now()
-		w.r.cfg.Log.Warn("outbox: a message cannot be delivered; its partition waits", "table", w.table, "partition", p.pk,
-			"seq", it.seq, "index", it.index, "destination", destination(w.r.cfg.Prefix, it.msg), "err", d.err)
+		w.logBlocked(p, it, d.err)
 	}
 	p.err = d.err.Error()
+	p.reason, p.remedy = classify(d.err, it.msg.Subject == "")
 	p.attempts++
 	backoff := min(w.r.cfg.MaxBackoff, 100*time.Millisecond<<min(p.attempts, 16))
 	p.retryAt = time.Now().Add(backoff)
@@ -255,12 +274,33 @@ func (w *worker) delivered(ctx context.Context, d delivery) {
 	w.waiting[p] = true
 }
 
+// logBlocked logs that a partition's head cannot be delivered, with why
+// and what to do: at most once per blockLogEvery per table, so that a
+// subject no stream captures, blocking a thousand partitions, is a line
+// and a count rather than a thousand lines.
+func (w *worker) logBlocked(p *partition, it item, err error) {
+	now := time.Now()
+	if now.Sub(w.blockLogged) < blockLogEvery {
+		w.blockQuiet++
+		return
+	}
+	reason, remedy := classify(err, it.msg.Subject == "")
+	w.r.cfg.Log.Warn("outbox: a message cannot be delivered; its partition waits and it is tried again", "table", w.table, "partition", p.pk,
+		"record", it.seq, "index", it.index, "destination", destination(w.r.cfg.Prefix, it.msg), "reason", reason, "err", err,
+		"remedy", remedy, "more_blocked_since_last_line", w.blockQuiet)
+	w.blockLogged, w.blockQuiet = now, 0
+}
+
+// blockLogEvery is the least time between two lines about blocked
+// partitions of one table: the status lists every one of them.
+const blockLogEvery = 10 * time.Second
+
 // pop removes a partition's head.
 func (w *worker) pop(p *partition) {
 	p.queue[0] = item{}
 	p.queue = p.queue[1:]
 	w.pending--
-	p.err, p.attempts, p.since, p.retryAt = "", 0, time.Time{}, time.Time{}
+	p.err, p.reason, p.remedy, p.attempts, p.since, p.retryAt = "", "", "", 0, time.Time{}, time.Time{}
 	if len(p.queue) == 0 {
 		delete(w.parts, p.pk)
 	}
@@ -283,36 +323,27 @@ func (w *worker) low() uint64 {
 	return low
 }
 
-// checkpoint stores the position when it moved.
-func (w *worker) checkpoint(ctx context.Context, last *uint64) {
-	pos := w.low()
-	if pos == *last {
-		return
-	}
-	if _, err := w.r.kv.Put(ctx, posKey(w.stream), []byte(strconv.FormatUint(pos, 10))); err != nil {
-		w.r.cfg.Log.Warn("outbox: cannot store the position", "table", w.table, "err", err)
-		return
-	}
-	*last, w.pos = pos, pos
-}
-
 // Blocked is a partition whose oldest message cannot be delivered.
 type Blocked struct {
-	Partition   string    `json:"partition"`
-	Seq         uint64    `json:"seq"`
-	Index       int       `json:"index"`
-	Destination string    `json:"destination"`
-	Error       string    `json:"error"`
-	Since       time.Time `json:"since"`
-	Attempts    int       `json:"attempts"`
-	Waiting     int       `json:"waiting"` // messages of the partition waiting behind it, itself included
+	Partition   string `json:"partition"`
+	Seq         uint64 `json:"seq"`
+	Index       int    `json:"index"`
+	Destination string `json:"destination"`
+	Error       string `json:"error"`
+	// Reason classifies Error (ReasonNoStream, …) and Remedy says what
+	// an operator can do about it.
+	Reason   Reason    `json:"reason,omitempty"`
+	Remedy   string    `json:"remedy,omitempty"`
+	Since    time.Time `json:"since"`
+	Attempts int       `json:"attempts"`
+	Waiting  int       `json:"waiting"` // messages of the partition waiting behind it, itself included
 }
 
 // publishStatus updates what Status and /metrics show, and the blocked
 // list in the bucket (for the CLI on any node) when it changed. A retry
 // request of an operator makes every blocked head due now.
 func (w *worker) publishStatus(ctx context.Context) {
-	st := TableStatus{Table: w.table, Epoch: w.epoch, Position: w.pos, Read: w.read, Head: w.head, Pending: w.pending}
+	st := TableStatus{Table: w.table, Epoch: w.epoch, Position: w.pos.stored.Load(), Read: w.read, Head: w.head, Pending: w.pending}
 	var oldest int64
 	for _, p := range w.parts {
 		if len(p.queue) > 0 && (oldest == 0 || p.queue[0].time < oldest) {
@@ -321,7 +352,7 @@ func (w *worker) publishStatus(ctx context.Context) {
 		if p.err != "" {
 			it := p.queue[0]
 			st.Blocked = append(st.Blocked, Blocked{Partition: p.pk, Seq: it.seq, Index: it.index, Destination: destination(w.r.cfg.Prefix, it.msg),
-				Error: p.err, Since: p.since, Attempts: p.attempts, Waiting: len(p.queue)})
+				Error: p.err, Reason: p.reason, Remedy: p.remedy, Since: p.since, Attempts: p.attempts, Waiting: len(p.queue)})
 		}
 	}
 	if oldest != 0 {

@@ -59,6 +59,31 @@ func TestOutboxSubjectsFlag(t *testing.T) {
 	}
 }
 
+// TestOutboxCoreFlag: -outbox-core a,b, or CAIRN_OUTBOX_CORE, with the
+// command line winning.
+func TestOutboxCoreFlag(t *testing.T) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg := hostFlags(fs)
+	if err := cli.Parse(fs, nil); err != nil || cfg.OutboxCore != nil {
+		t.Fatalf("default: %q, %v", cfg.OutboxCore, err)
+	}
+	t.Setenv("CAIRN_OUTBOX_CORE", "notify.>")
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg = hostFlags(fs)
+	if err := cli.Parse(fs, nil); err != nil || strings.Join(cfg.OutboxCore, "|") != "notify.>" {
+		t.Fatalf("environment: %q, %v", cfg.OutboxCore, err)
+	}
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg = hostFlags(fs)
+	if err := cli.Parse(fs, []string{"-outbox-core", "cache.*.invalidate, notify.>"}); err != nil || strings.Join(cfg.OutboxCore, "|") != "cache.*.invalidate|notify.>" {
+		t.Fatalf("flag: %q, %v", cfg.OutboxCore, err)
+	}
+	cfg.DataDir = t.TempDir()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	for _, c := range []struct {
 		cfg  node.Config
@@ -75,6 +100,9 @@ func TestConfigValidate(t *testing.T) {
 		{node.Config{DataDir: "d", OutboxSubjects: []string{"orders.>", "orders.>.x"}}, "-outbox-subjects"},
 		{node.Config{DataDir: "d", OutboxSubjects: []string{"$JS.API.>"}}, "-outbox-subjects"},
 		{node.Config{DataDir: "d", OutboxSubjects: []string{"cairn.j.>"}}, "node's prefix"},
+		{node.Config{DataDir: "d", OutboxCore: []string{"notify.>", "notify.>.x"}}, "-outbox-core"},
+		{node.Config{DataDir: "d", OutboxCore: []string{"_INBOX.>"}}, "-outbox-core"},
+		{node.Config{DataDir: "d", OutboxCore: []string{"not a subject"}}, "-outbox-core"},
 	} {
 		err := c.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -55,8 +55,15 @@ func outboxCmd(args []string) error {
 		tw.Flush()
 		for _, r := range rs {
 			for _, b := range r.Blocked {
-				fmt.Printf("%s: partition %q blocked at record %d message %d → %s for %s (%d attempts, %d waiting): %s\n",
-					r.Stream, b.Partition, b.Seq, b.Index, b.Destination, time.Since(b.Since).Round(time.Second), b.Attempts, b.Waiting, firstLine(b.Error, 120))
+				reason := string(b.Reason)
+				if reason == "" {
+					reason = "blocked" // written by a relay older than reasons
+				}
+				fmt.Printf("%s: partition %q blocked at record %d message %d → %s for %s (%d attempts, %d waiting): %s: %s\n",
+					r.Stream, b.Partition, b.Seq, b.Index, b.Destination, time.Since(b.Since).Round(time.Second), b.Attempts, b.Waiting, reason, firstLine(b.Error, 120))
+				if b.Remedy != "" {
+					fmt.Printf("  what to do: %s\n", b.Remedy)
+				}
 			}
 		}
 	case "retry", "skip":
@@ -78,7 +85,7 @@ func outboxCmd(args []string) error {
 		seq, err1 := strconv.ParseUint(a[2], 10, 64)
 		index, err2 := strconv.Atoi(a[3])
 		if err1 != nil || err2 != nil || index < 0 {
-			return fmt.Errorf("outbox skip: %q %q are not a record sequence and a message index", a[2], a[3])
+			return fmt.Errorf("outbox skip: %q %q are not a record's sequence and a message's index in it (from 0, across the record's commands)", a[2], a[3])
 		}
 		if err := outbox.Skip(ctx, js, kv, stream, seq, index); err != nil {
 			return err

@@ -90,10 +90,16 @@ standard input. A message that starts with a dash follows "--".
 `
 
 const outboxUsage = `usage: host outbox [flags] status
-       host outbox [flags] retry <table>                 try the table's blocked messages again now
-       host outbox [flags] skip <table> <seq> <index>    never send the message at that journal position
+       host outbox [flags] retry <table>                    try the table's blocked messages again now
+       host outbox [flags] skip <table> <record> <index>    never send that one blocked message
 
 <table> is the table's name ("Orders"; "contoso.Orders" for account contoso's).
+<record> is the journal record's sequence and <index> the message's place among
+all the messages of that record, counted from 0 across every command the record
+holds (a record may commit several commands of one partition together): the
+last two numbers of its Cairn-Outbox-Position header, <table>/<epoch>/<record>/<index>,
+and what "status" shows as "record R message I". Only a message status shows
+blocked may be skipped.
 
 `
 

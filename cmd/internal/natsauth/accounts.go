@@ -155,8 +155,13 @@ func NewServer(prefix string, node Creds, service []ServiceUser, dev bool) (*Ser
 			{Username: serve.User, Password: serve.Password, Permissions: ServePermissions(prefix), Account: nodeAcc},
 		},
 	}
-	add := func(account, user, password string, perms *server.Permissions) error {
+	add := func(account, user, password string, perms *server.Permissions, u *ServiceUser) error {
 		acc := server.NewAccount(account)
+		if u != nil {
+			if err := exportToConsumer(nodeAcc, acc, *u); err != nil {
+				return fmt.Errorf("natsauth: user %s: %w", user, err)
+			}
+		}
 		for _, subject := range perms.Publish.Allow {
 			if err := acc.AddServiceImport(nodeAcc, subject, ""); err != nil {
 				return fmt.Errorf("natsauth: user %s: import %s: %w", user, subject, err)
@@ -167,20 +172,74 @@ func NewServer(prefix string, node Creds, service []ServiceUser, dev bool) (*Ser
 		return nil
 	}
 	for _, u := range service {
-		if err := add(serviceAccountPrefix+u.User, u.User, u.Password, u.Permissions(prefix)); err != nil {
+		if err := u.CheckPrefix(prefix); err != nil {
+			return nil, fmt.Errorf("natsauth: user %q: %w", u.User, err)
+		}
+		if err := add(serviceAccountPrefix+u.User, u.User, u.Password, u.Permissions(prefix), &u); err != nil {
 			return nil, err
 		}
 	}
 	if dev {
 		var b [32]byte
 		_, _ = rand.Read(b[:]) // the password nobody uses: its connections come unauthenticated
-		if err := add(devAccountName, DevUser, hex.EncodeToString(b[:]), DevPermissions(prefix)); err != nil {
+		if err := add(devAccountName, DevUser, hex.EncodeToString(b[:]), DevPermissions(prefix), nil); err != nil {
 			return nil, err
 		}
 		s.NoAuthUser = DevUser
 	}
 	return s, nil
 }
+
+// exportToConsumer exports from the node account, to acc alone, what a
+// service user who consumes outbox messages is given: its Subjects as a
+// stream (what is published there in the node account is delivered in
+// acc too, to the subscriptions its permissions allow), and the
+// JetStream API subjects of its Streams as services (consumeSubjects: a
+// request crosses with a reply subject the server made, as every other
+// request of the account does, and the pull of messages answers with
+// many messages). The account imports them; the service imports of the
+// API follow from its publish permissions, as every other's.
+func exportToConsumer(nodeAcc, acc *server.Account, u ServiceUser) error {
+	only := []*server.Account{acc}
+	for _, subject := range u.Subjects {
+		if err := nodeAcc.AddStreamExport(subject, only); err != nil {
+			return fmt.Errorf("export %s: %w", subject, err)
+		}
+		if err := acc.AddStreamImport(nodeAcc, subject, ""); err != nil {
+			return fmt.Errorf("import %s: %w", subject, err)
+		}
+	}
+	if len(u.Streams) > 0 {
+		// An account without JetStream of its own gets the server's
+		// answer to the whole API, "not enabled for account", which
+		// would answer its requests before the node account's, unless
+		// it imports the account information from elsewhere: the server
+		// then leaves the API to its imports. It imports it and may not
+		// ask it (its permissions do not allow the subject): the node
+		// account's usage and limits are not its business.
+		if err := nodeAcc.AddServiceExport(jsAccountInfo, only); err != nil {
+			return fmt.Errorf("export %s: %w", jsAccountInfo, err)
+		}
+		if err := acc.AddServiceImport(nodeAcc, jsAccountInfo, ""); err != nil {
+			return fmt.Errorf("import %s: %w", jsAccountInfo, err)
+		}
+	}
+	for _, stream := range u.Streams {
+		api, next := consumeSubjects(stream)
+		for _, subject := range api {
+			if err := nodeAcc.AddServiceExport(subject, only); err != nil {
+				return fmt.Errorf("export %s: %w", subject, err)
+			}
+		}
+		if err := nodeAcc.AddServiceExportWithResponse(next, server.Streamed, only); err != nil {
+			return fmt.Errorf("export %s: %w", next, err)
+		}
+	}
+	return nil
+}
+
+// jsAccountInfo is the JetStream API's account information subject.
+const jsAccountInfo = "$JS.API.INFO"
 
 // nodeAccount returns the node account, the server's global account with
 // JetStream on. A server with accounts of its own enables JetStream only

@@ -17,9 +17,14 @@
 // one storage account it is given, and read their change feeds (exactly as
 // spelled in the file: subjects are case-sensitive), manage that account's
 // tables if allowed, enqueue to its queues and call its functions, and
-// receive replies only under its own inbox prefix, _INBOX_<user>. For all
-// but the node user, the JetStream API, the journal, the catalog, the
-// key-value and object stores and the system account are out of reach.
+// receive replies only under its own inbox prefix, _INBOX_<user>. A
+// service user may also be given outbox subjects to subscribe to and
+// streams to consume from (create and look up consumers, pull and
+// acknowledge, nothing that changes or deletes a stream or a consumer):
+// the node account exports those to its account alone
+// (exportToConsumer). For all but the node user, the rest of the
+// JetStream API, the journal, the catalog, the key-value and object
+// stores and the system account are out of reach.
 //
 // The development user and every service user have a NATS account of
 // their own, which imports from the node's account only what the user may

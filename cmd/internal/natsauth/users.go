@@ -43,6 +43,18 @@ type ServiceUser struct {
 	Queues []string `json:"queues,omitempty"`
 	// Functions are the functions it may call directly.
 	Functions []string `json:"functions,omitempty"`
+	// Subjects are the outbox subjects it may subscribe to (NATS subject
+	// patterns: `*` one token, a final `>` the rest), on core NATS: what
+	// the relay publishes there reaches it. Never under $ or _ or the
+	// node's prefix.
+	Subjects []string `json:"subjects,omitempty"`
+	// Streams are the JetStream streams it may consume from, whole: make
+	// and look up consumers on them (ordered, ephemeral or durable, with
+	// a filter or not), pull their messages and acknowledge them. It may
+	// not delete, purge or change a stream or delete a consumer. Never
+	// one of the node's own (the journal, the catalog, the queues, any
+	// key-value or object store).
+	Streams []string `json:"streams,omitempty"`
 }
 
 // usersFile is the users file's shape.
@@ -86,8 +98,8 @@ func (u ServiceUser) Validate() error {
 			return err
 		}
 	}
-	if len(u.Tables) == 0 && !u.ManageTables && len(u.Queues) == 0 && len(u.Functions) == 0 {
-		return errors.New("grants nothing: give it tables, manageTables, queues or functions")
+	if len(u.Tables) == 0 && !u.ManageTables && len(u.Queues) == 0 && len(u.Functions) == 0 && len(u.Subjects) == 0 && len(u.Streams) == 0 {
+		return errors.New("grants nothing: give it tables, manageTables, queues, functions, subjects or streams")
 	}
 	if slices.Contains(u.Tables, "*") && len(u.Tables) > 1 {
 		return errors.New(`tables: "*" (every table of the account) stands alone`)
@@ -114,12 +126,70 @@ func (u ServiceUser) Validate() error {
 			return fmt.Errorf("functions: %v", err)
 		}
 	}
-	for what, list := range map[string][]string{"tables": u.Tables, "queues": u.Queues, "functions": u.Functions} {
+	for _, p := range u.Subjects {
+		if err := engine.ValidateSubjectPattern(p); err != nil {
+			return fmt.Errorf("subjects: %s", engine.AsError(err).Message)
+		}
+		if p[0] == '$' || p[0] == '_' {
+			return fmt.Errorf("subjects: %q is the server's ($) or an inbox (_): outbox messages never go there", p)
+		}
+	}
+	for _, s := range u.Streams {
+		if !streamNameRE.MatchString(s) {
+			return fmt.Errorf("streams: stream name %q: use 1 to 255 letters, digits, '-' and '_'", s)
+		}
+		if strings.HasPrefix(s, "KV_") || strings.HasPrefix(s, "OBJ_") {
+			return fmt.Errorf("streams: %q is a key-value or object store's stream, not an outbox stream", s)
+		}
+	}
+	for what, list := range map[string][]string{"tables": u.Tables, "queues": u.Queues, "functions": u.Functions, "subjects": u.Subjects, "streams": u.Streams} {
 		if d := duplicate(list); d != "" {
 			return fmt.Errorf("%s: %q is listed twice", what, d)
 		}
 	}
 	return nil
+}
+
+// streamNameRE is the rule for a stream a user may consume from: what a
+// token of the JetStream API's subjects may be, and no wildcard.
+var streamNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`)
+
+// CheckPrefix refuses what the user would be given of the node's own
+// subjects and streams under prefix: a subject under it (the journal,
+// the catalog, commands, queues) or a stream whose name starts like the
+// node's (<PREFIX>_…: the journals, the catalog, the queues).
+func (u ServiceUser) CheckPrefix(prefix string) error {
+	for _, p := range u.Subjects {
+		if first, _, _ := strings.Cut(p, "."); first == prefix || first == "*" || first == ">" {
+			return fmt.Errorf("subjects: %q reaches under the node's prefix %q (the journal, the catalog, commands, queues)", p, prefix)
+		}
+	}
+	own := strings.ToUpper(prefix) + "_"
+	for _, s := range u.Streams {
+		if strings.HasPrefix(strings.ToUpper(s), own) {
+			return fmt.Errorf("streams: %q is named like the node's own streams (%s…: journals, catalog, queues)", s, own)
+		}
+	}
+	return nil
+}
+
+// consumeSubjects are the JetStream API subjects a user who may consume
+// from stream publishes to: the stream's info; a consumer's creation
+// (with a filter subject or without; durable by the older API too), info
+// and the names and list of the stream's consumers; acknowledgements.
+// next, apart, is the pull of messages, whose answer is many messages.
+// The stream's deletion, purge, update and messages by sequence, and a
+// consumer's deletion, are not among them.
+func consumeSubjects(stream string) (api []string, next string) {
+	return []string{
+		"$JS.API.STREAM.INFO." + stream,
+		"$JS.API.CONSUMER.CREATE." + stream + ".>",
+		"$JS.API.CONSUMER.DURABLE.CREATE." + stream + ".*",
+		"$JS.API.CONSUMER.INFO." + stream + ".*",
+		"$JS.API.CONSUMER.NAMES." + stream,
+		"$JS.API.CONSUMER.LIST." + stream,
+		"$JS.ACK." + stream + ".>",
+	}, "$JS.API.CONSUMER.MSG.NEXT." + stream + ".*"
 }
 
 // validBcrypt is what nats-server takes for a bcrypt hash; anything else
@@ -128,8 +198,9 @@ var validBcrypt = regexp.MustCompile(`^\$2[abxy]\$\d{2}\$`)
 
 // Permissions returns the user's permissions: publish the subjects of its
 // tables (TableSubjects) and of their change feeds (ChangesSubjects), of its account's table commands with
-// ManageTables (TablesSubjects), of its queues and its functions;
-// subscribe under its InboxPrefix only. The allow lists are never empty
+// ManageTables (TablesSubjects), of its queues and its functions, and
+// the JetStream API subjects that consume from its Streams
+// (consumeSubjects); subscribe under its InboxPrefix and to its Subjects. The allow lists are never empty
 // (Validate refuses a user that grants nothing; an empty list would allow
 // everything).
 func (u ServiceUser) Permissions(prefix string) *server.Permissions {
@@ -147,9 +218,13 @@ func (u ServiceUser) Permissions(prefix string) *server.Permissions {
 	for _, f := range u.Functions {
 		pub = append(pub, functions.DirectSubject(prefix, f))
 	}
+	for _, s := range u.Streams {
+		api, next := consumeSubjects(s)
+		pub = append(append(pub, api...), next)
+	}
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: pub},
-		Subscribe: &server.SubjectPermission{Allow: []string{u.InboxPrefix() + ".>"}},
+		Subscribe: &server.SubjectPermission{Allow: append([]string{u.InboxPrefix() + ".>"}, u.Subjects...)},
 	}
 }
 

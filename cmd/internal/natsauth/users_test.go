@@ -74,6 +74,17 @@ func TestParseUsersRefuses(t *testing.T) {
 		{`{"users":[{"user":"a","password":"pw","queues":["mail.>"]}]}`, "queues: queue name"},
 		{`{"users":[{"user":"a","password":"pw","functions":["*"]}]}`, "functions: function name"},
 		{`{"users":[{"user":"a","password":"pw","functions":["hello","hello"]}]}`, "listed twice"},
+		{`{"users":[{"user":"a","password":"pw","subjects":["orders..x"]}]}`, "subjects: subject pattern"},
+		{`{"users":[{"user":"a","password":"pw","subjects":["orders.>.x"]}]}`, "subjects: subject pattern"},
+		{`{"users":[{"user":"a","password":"pw","subjects":["$JS.API.>"]}]}`, "subjects: \"$JS.API.>\" is the server's"},
+		{`{"users":[{"user":"a","password":"pw","subjects":["_INBOX.>"]}]}`, "is the server's ($) or an inbox"},
+		{`{"users":[{"user":"a","password":"pw","subjects":["orders.>","orders.>"]}]}`, `subjects: "orders.>" is listed twice`},
+		{`{"users":[{"user":"a","password":"pw","streams":["OR.DERS"]}]}`, "streams: stream name"},
+		{`{"users":[{"user":"a","password":"pw","streams":["ORDERS*"]}]}`, "streams: stream name"},
+		{`{"users":[{"user":"a","password":"pw","streams":[""]}]}`, "streams: stream name"},
+		{`{"users":[{"user":"a","password":"pw","streams":["KV_CAIRN_OUTBOX"]}]}`, "key-value or object store"},
+		{`{"users":[{"user":"a","password":"pw","streams":["OBJ_x"]}]}`, "key-value or object store"},
+		{`{"users":[{"user":"a","password":"pw","streams":["ORDERS","ORDERS"]}]}`, "listed twice"},
 	} {
 		_, err := ParseUsers([]byte(c.file))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -104,6 +115,46 @@ func TestServiceUserPermissions(t *testing.T) {
 		}
 		if !slices.Equal(p.Subscribe.Allow, []string{"_INBOX_billing.>"}) || p.Subscribe.Deny != nil || p.Response != nil {
 			t.Errorf("%+v: subscribe %+v, response %+v", c.u, p.Subscribe, p.Response)
+		}
+	}
+}
+
+// TestConsumerUser: a user given outbox subjects and streams subscribes
+// to the subjects and publishes only the consumer API of its streams; the
+// node's own subjects and streams are refused when the server is made.
+func TestConsumerUser(t *testing.T) {
+	u := ServiceUser{User: "shipping", Password: "pw", Subjects: []string{"orders.>", "billing.*.created"}, Streams: []string{"ORDERS"}}
+	if err := u.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := u.Permissions("cairn")
+	if !slices.Equal(p.Subscribe.Allow, []string{"_INBOX_shipping.>", "orders.>", "billing.*.created"}) {
+		t.Fatalf("subscribe %v", p.Subscribe.Allow)
+	}
+	want := []string{"$JS.API.STREAM.INFO.ORDERS", "$JS.API.CONSUMER.CREATE.ORDERS.>", "$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.*",
+		"$JS.API.CONSUMER.INFO.ORDERS.*", "$JS.API.CONSUMER.NAMES.ORDERS", "$JS.API.CONSUMER.LIST.ORDERS", "$JS.ACK.ORDERS.>", "$JS.API.CONSUMER.MSG.NEXT.ORDERS.*"}
+	if !slices.Equal(p.Publish.Allow, want) {
+		t.Fatalf("publish %v", p.Publish.Allow)
+	}
+	s, err := NewServer("cairn", Creds{User: NodeUser, Password: "secret"}, []ServiceUser{u}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Users) != 3 || s.Users[2].Account.Name != "cairn-svc-shipping" {
+		t.Fatalf("%+v", s.Users)
+	}
+	for _, bad := range []ServiceUser{
+		{User: "a", Password: "pw", Subjects: []string{"cairn.j.>"}},
+		{User: "a", Password: "pw", Subjects: []string{"*.created"}},
+		{User: "a", Password: "pw", Subjects: []string{">"}},
+		{User: "a", Password: "pw", Streams: []string{"CAIRN_QUEUES"}},
+		{User: "a", Password: "pw", Streams: []string{"cairn_t_orders_1"}},
+	} {
+		if err := bad.Validate(); err != nil {
+			t.Fatalf("%+v: %v", bad, err)
+		}
+		if _, err := NewServer("cairn", Creds{User: NodeUser, Password: "secret"}, []ServiceUser{bad}, false); err == nil || !strings.Contains(err.Error(), `user "a"`) {
+			t.Errorf("%+v: %v", bad, err)
 		}
 	}
 }

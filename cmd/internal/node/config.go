@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/outbox"
 	"github.com/cairn-dev/cairn/projections"
 )
 
@@ -125,6 +126,11 @@ type Config struct {
 	// Subjects under $ or _ and under Prefix are never allowed: the relay
 	// publishes with the node's rights.
 	OutboxSubjects []string
+	// OutboxCore are the subject patterns whose outbox messages the relay
+	// publishes on core NATS, once, without an acknowledgement: at most
+	// once. Every other message to a subject is stream-backed: its
+	// partition waits until a stream stores it (outbox.Config.Core).
+	OutboxCore []string
 
 	outbox  *outboxsubjects.Allowlist // OutboxSubjects, checked by Validate
 	history projections.Retention     // History, checked by Validate
@@ -229,11 +235,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("node: -history: %w", err)
 	}
 	c.history = history
-	outbox, err := outboxsubjects.New(c.Prefix, c.OutboxSubjects)
+	allow, err := outboxsubjects.New(c.Prefix, c.OutboxSubjects)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
-	c.outbox = outbox
+	c.outbox = allow
+	if err := outbox.CheckCore(c.OutboxCore); err != nil {
+		return fmt.Errorf("node: -outbox-core: %w", err)
+	}
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}

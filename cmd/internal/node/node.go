@@ -375,6 +375,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		IDKey:    n.secret,
 		Replicas: cfg.Replicas,
 		Bucket:   res.outbox,
+		Core:     cfg.OutboxCore,
 		Log:      log,
 	})
 	if err != nil {

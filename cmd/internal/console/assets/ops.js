@@ -394,7 +394,10 @@ export async function outboxPage(root) {
         ['Head', s => String(s.head)],
         ['Pending', s => String(s.pending)],
         ['Oldest pending', s => fmtTime(s.oldestPending)],
-        ['Blocked', s => (s.blocked || []).map(b => el('div', { class: 'error' }, JSON.stringify(b)))],
+        ['Blocked', s => (s.blocked || []).map(b => el('div', { class: 'error' },
+          'partition ' + b.partition + ', record ' + b.seq + ' message ' + b.index + ' → ' + b.destination + ': ' +
+          (b.reason ? b.reason + ' (' + b.error + ')' : b.error) + ', ' + b.attempts + ' attempts since ' + fmtTime(b.since) +
+          (b.remedy ? '. ' + b.remedy : '')))],
       ], d.relays || [], { class: 'relays', empty: 'This node relays no table now.' }));
   };
   await load();
