@@ -52,7 +52,11 @@ func TestClusterCatalogLeaderFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer wnc.Close()
-	c := client.New(wnc, client.WithTimeout(20*time.Second), client.WithAttempts(1))
+	// The client waits longer than the node's own bound on a table
+	// command (natsapi's TableTimeout, 30 s): one that gave up first
+	// would send again a creation the node was still settling, and meet
+	// its own table.
+	c := client.New(wnc, client.WithTimeout(45*time.Second), client.WithAttempts(1))
 
 	var (
 		mu      sync.Mutex
@@ -92,7 +96,7 @@ func TestClusterCatalogLeaderFailover(t *testing.T) {
 	before := count()
 	killed := time.Now()
 	tc.stop(victim)
-	eventually(t, 45*time.Second, "creations resumed", func() bool { return count() >= before+5 })
+	eventually(t, 90*time.Second, "creations resumed", func() bool { return count() >= before+5 })
 	close(stop)
 	wg.Wait()
 
