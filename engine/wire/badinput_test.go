@@ -292,3 +292,36 @@ func TestRequestKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestDeepMsgpackRefused: a msgpack body nested millions of levels deep
+// (8 MiB of one-element arrays, the embedded server's largest message)
+// is refused by every decoder a client's body reaches, instead of
+// overflowing the stack, which ends the process.
+func TestDeepMsgpackRefused(t *testing.T) {
+	nested := func(prefix ...byte) []byte {
+		b := append([]byte(nil), prefix...)
+		for range 8<<20 - 64 {
+			b = append(b, 0x91) // an array of one element
+		}
+		return append(b, 0xc0)
+	}
+	// {"op": "Insert", "filter": [[[…]]]}, {"op": "Query", …}, {"max": …}
+	insert := nested(0x82, 0xa2, 'o', 'p', 0xa6, 'I', 'n', 's', 'e', 'r', 't', 0xa6, 'f', 'i', 'l', 't', 'e', 'r')
+	query := nested(0x82, 0xa2, 'o', 'p', 0xa5, 'Q', 'u', 'e', 'r', 'y', 0xa6, 'f', 'i', 'l', 't', 'e', 'r')
+	feed := nested(0x81, 0xa3, 'm', 'a', 'x')
+	if _, err := DecodeRequest(insert, Msgpack); engine.ErrorCode(err) != engine.CodeInvalidInput {
+		t.Errorf("a deep Insert: %v", err)
+	}
+	if _, err := DecodeQueryRequest(query, Msgpack); engine.ErrorCode(err) != engine.CodeInvalidInput {
+		t.Errorf("a deep Query: %v", err)
+	}
+	if _, err := DecodeChangesRequest(feed, Msgpack); engine.ErrorCode(err) != engine.CodeInvalidInput {
+		t.Errorf("a deep change feed request: %v", err)
+	}
+	if IsQuery(nested(0x81, 0xa1, 'x'), Msgpack) {
+		t.Error("a deep body is a Query")
+	}
+	if ErrorEncoding(insert, "") != JSON {
+		t.Error("a deep body is one msgpack map")
+	}
+}

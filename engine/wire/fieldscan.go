@@ -220,7 +220,7 @@ func checkRequestMsgpack(d *msgpack.Decoder) error {
 			op = []byte(s)
 			continue
 		}
-		if d.Skip() != nil {
+		if skip(d) != nil {
 			return nil
 		}
 	}
@@ -243,7 +243,7 @@ func checkObjectMsgpack(d *msgpack.Decoder, names fieldNames, what string) error
 		if err := sh.add([]byte(k)); err != nil {
 			return at(what, err)
 		}
-		if d.Skip() != nil {
+		if skip(d) != nil {
 			return nil
 		}
 	}

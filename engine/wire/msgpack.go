@@ -337,7 +337,7 @@ func (d *decoder) request(inBatch bool) (*engine.Request, error) {
 		default:
 			// A Query's field: a Query is decoded by DecodeQueryRequest,
 			// and the check below refuses it on any other operation.
-			err = d.dec.Skip()
+			err = skip(d.dec)
 		}
 		if err != nil {
 			return nil, at(k, err)
@@ -435,7 +435,7 @@ func DecodeReplyMsgpack(data []byte) (*engine.Reply, error) {
 		case "error":
 			r.Error, err = d.error()
 		default:
-			err = d.dec.Skip()
+			err = skip(d.dec)
 		}
 		if err != nil {
 			return nil, at("reply: "+k, err)
@@ -467,7 +467,7 @@ func (d *decoder) error() (*engine.Error, error) {
 			ix, err = d.dec.DecodeInt64()
 			e.Index = int(ix)
 		default:
-			err = d.dec.Skip()
+			err = skip(d.dec)
 		}
 		if err != nil {
 			return nil, err

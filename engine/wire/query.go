@@ -97,7 +97,7 @@ func IsQuery(data []byte, enc Encoding) bool {
 			op, err := d.dec.DecodeString()
 			return err == nil && op == "Query"
 		}
-		if d.dec.Skip() != nil {
+		if skip(d.dec) != nil {
 			return false
 		}
 	}
@@ -271,7 +271,7 @@ func DecodeQueryReply(data []byte, enc Encoding) (*QueryReply, error) {
 		case "error":
 			r.Error, err = d.error()
 		default:
-			err = d.dec.Skip()
+			err = skip(d.dec)
 		}
 		if err != nil {
 			return nil, at("query reply: "+k, err)
@@ -296,7 +296,7 @@ func (d *decoder) queryEntity(qe *QueryEntity) error {
 		case "entity":
 			qe.Entity, err = d.entity()
 		default:
-			err = d.dec.Skip()
+			err = skip(d.dec)
 		}
 		if err != nil {
 			return at(k, err)
@@ -333,7 +333,7 @@ func isMsgpackMap(data []byte) bool {
 		return false
 	}
 	r := bytes.NewReader(data)
-	if msgpack.NewDecoder(r).Skip() != nil {
+	if skip(msgpack.NewDecoder(r)) != nil {
 		return false
 	}
 	return r.Len() == 0
