@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -148,21 +149,32 @@ func NewServer(prefix string, node Creds, service []ServiceUser, dev bool) (*Ser
 		return nil, fmt.Errorf("natsauth: %w", err)
 	}
 	serve := ServeCreds(node)
+	servePerms := ServePermissions(prefix)
+	if slices.ContainsFunc(service, func(u ServiceUser) bool { return len(u.Streams) > 0 }) {
+		// The service users' consumer creations, which the node checks
+		// (ConsumerCreateSubjects).
+		servePerms.Subscribe.Allow = append(servePerms.Subscribe.Allow, ConsumerAPIPrefix(prefix)+">")
+	}
 	s := &Server{
 		Accounts: []*server.Account{nodeAcc},
 		Users: []*server.User{
 			{Username: node.User, Password: node.Password, Account: nodeAcc},
-			{Username: serve.User, Password: serve.Password, Permissions: ServePermissions(prefix), Account: nodeAcc},
+			{Username: serve.User, Password: serve.Password, Permissions: servePerms, Account: nodeAcc},
 		},
 	}
 	add := func(account, user, password string, perms *server.Permissions, u *ServiceUser) error {
 		acc := server.NewAccount(account)
+		var imported map[string]bool
 		if u != nil {
-			if err := exportToConsumer(nodeAcc, acc, *u); err != nil {
+			var err error
+			if imported, err = exportToConsumer(prefix, nodeAcc, acc, *u); err != nil {
 				return fmt.Errorf("natsauth: user %s: %w", user, err)
 			}
 		}
 		for _, subject := range perms.Publish.Allow {
+			if imported[subject] {
+				continue
+			}
 			if err := acc.AddServiceImport(nodeAcc, subject, ""); err != nil {
 				return fmt.Errorf("natsauth: user %s: import %s: %w", user, subject, err)
 			}
@@ -199,14 +211,14 @@ func NewServer(prefix string, node Creds, service []ServiceUser, dev bool) (*Ser
 // request of the account does, and the pull of messages answers with
 // many messages). The account imports them; the service imports of the
 // API follow from its publish permissions, as every other's.
-func exportToConsumer(nodeAcc, acc *server.Account, u ServiceUser) error {
+func exportToConsumer(prefix string, nodeAcc, acc *server.Account, u ServiceUser) (imported map[string]bool, err error) {
 	only := []*server.Account{acc}
 	for _, subject := range u.Subjects {
 		if err := nodeAcc.AddStreamExport(subject, only); err != nil {
-			return fmt.Errorf("export %s: %w", subject, err)
+			return nil, fmt.Errorf("export %s: %w", subject, err)
 		}
 		if err := acc.AddStreamImport(nodeAcc, subject, ""); err != nil {
-			return fmt.Errorf("import %s: %w", subject, err)
+			return nil, fmt.Errorf("import %s: %w", subject, err)
 		}
 	}
 	if len(u.Streams) > 0 {
@@ -218,24 +230,38 @@ func exportToConsumer(nodeAcc, acc *server.Account, u ServiceUser) error {
 		// ask it (its permissions do not allow the subject): the node
 		// account's usage and limits are not its business.
 		if err := nodeAcc.AddServiceExport(jsAccountInfo, only); err != nil {
-			return fmt.Errorf("export %s: %w", jsAccountInfo, err)
+			return nil, fmt.Errorf("export %s: %w", jsAccountInfo, err)
 		}
 		if err := acc.AddServiceImport(nodeAcc, jsAccountInfo, ""); err != nil {
-			return fmt.Errorf("import %s: %w", jsAccountInfo, err)
+			return nil, fmt.Errorf("import %s: %w", jsAccountInfo, err)
 		}
 	}
+	imported = map[string]bool{}
 	for _, stream := range u.Streams {
+		create := ConsumerCreateSubjects(prefix, stream)
 		api, next := consumeSubjects(stream)
 		for _, subject := range api {
+			if to, ok := create[subject]; ok {
+				// Imported as the node's subject, which checks the
+				// consumer's configuration (ConsumerCreateSubjects).
+				if err := nodeAcc.AddServiceExport(to, only); err != nil {
+					return nil, fmt.Errorf("export %s: %w", to, err)
+				}
+				if err := acc.AddServiceImport(nodeAcc, subject, to); err != nil {
+					return nil, fmt.Errorf("import %s as %s: %w", subject, to, err)
+				}
+				imported[subject] = true
+				continue
+			}
 			if err := nodeAcc.AddServiceExport(subject, only); err != nil {
-				return fmt.Errorf("export %s: %w", subject, err)
+				return nil, fmt.Errorf("export %s: %w", subject, err)
 			}
 		}
 		if err := nodeAcc.AddServiceExportWithResponse(next, server.Streamed, only); err != nil {
-			return fmt.Errorf("export %s: %w", next, err)
+			return nil, fmt.Errorf("export %s: %w", next, err)
 		}
 	}
-	return nil
+	return imported, nil
 }
 
 // jsAccountInfo is the JetStream API's account information subject.

@@ -19,10 +19,11 @@
 // tables if allowed, enqueue to its queues and call its functions, and
 // receive replies only under its own inbox prefix, _INBOX_<user>. A
 // service user may also be given outbox subjects to subscribe to and
-// streams to consume from (create and look up consumers, pull and
+// streams to consume from (create and look up pull consumers, pull and
 // acknowledge, nothing that changes or deletes a stream or a consumer):
 // the node account exports those to its account alone
-// (exportToConsumer). For all but the node user, the rest of the
+// (exportToConsumer), the creations as subjects the node answers, which
+// checks the consumer's configuration (ConsumerCreateSubjects). For all but the node user, the rest of the
 // JetStream API, the journal, the catalog, the key-value and object
 // stores and the system account are out of reach.
 //

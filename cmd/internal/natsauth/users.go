@@ -179,7 +179,9 @@ func (u ServiceUser) CheckPrefix(prefix string) error {
 // and the names and list of the stream's consumers; acknowledgements.
 // next, apart, is the pull of messages, whose answer is many messages.
 // The stream's deletion, purge, update and messages by sequence, and a
-// consumer's deletion, are not among them.
+// consumer's deletion, are not among them. A creation names the consumer's
+// configuration in its body, which no subject permission sees: it goes
+// to the node (ConsumerCreateSubjects), never straight to the API.
 func consumeSubjects(stream string) (api []string, next string) {
 	return []string{
 		"$JS.API.STREAM.INFO." + stream,
@@ -191,6 +193,25 @@ func consumeSubjects(stream string) (api []string, next string) {
 		"$JS.ACK." + stream + ".>",
 	}, "$JS.API.CONSUMER.MSG.NEXT." + stream + ".*"
 }
+
+// ConsumerCreateSubjects maps the API subjects that create a consumer on
+// stream to the node's subjects a user's creations are imported as: the
+// node checks the configuration and creates the consumer (a push
+// consumer would deliver the stream's messages to any subject of the
+// node account: queues, buckets, commands). ConsumerAPIPrefix and the
+// rest of the API subject make the node's subject.
+func ConsumerCreateSubjects(prefix, stream string) map[string]string {
+	m := map[string]string{}
+	for _, api := range []string{"$JS.API.CONSUMER.CREATE." + stream + ".>", "$JS.API.CONSUMER.DURABLE.CREATE." + stream + ".*"} {
+		m[api] = ConsumerAPIPrefix(prefix) + strings.TrimPrefix(api, "$JS.API.")
+	}
+	return m
+}
+
+// ConsumerAPIPrefix is the start of the node's subjects that take
+// consumer creations for users (ConsumerCreateSubjects); what follows it
+// is the API subject after "$JS.API.".
+func ConsumerAPIPrefix(prefix string) string { return prefix + ".jsapi." }
 
 // validBcrypt is what nats-server takes for a bcrypt hash; anything else
 // it would compare as a plain password.

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -146,6 +147,13 @@ func (n *Node) connect(ctx context.Context) error {
 	if err != nil {
 		n.close()
 		return fmt.Errorf("node: connect to the embedded server: %w", err)
+	}
+	if slices.ContainsFunc(service, func(u natsauth.ServiceUser) bool { return len(u.Streams) > 0 }) {
+		api := &consumerAPI{prefix: cfg.Prefix, nc: n.nc, serve: n.serve, log: cfg.Log}
+		if err := api.subscribe(); err != nil {
+			n.close()
+			return fmt.Errorf("node: take the service users' consumer creations: %w", err)
+		}
 	}
 	n.recordURL(ns.ClientURL())
 	return nil

@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/functions"
 )
 
 // TestOutboxConsumerUser: a service user given outbox subjects and a
@@ -118,6 +120,23 @@ func TestOutboxConsumerUser(t *testing.T) {
 	for _, subj := range []string{"audit.>", ">", "orders", "cairn.j.>", "_INBOX.>", "$JS.API.>"} {
 		refused(t, svc, subj, func() error { _, err := svc.SubscribeSync(subj); return err })
 	}
+	// A push consumer would deliver the stream's messages as the node, to
+	// any subject of the node account (here the queue of a function): a
+	// creation naming a deliver subject is refused, by either API.
+	queues := queuedMessages(t, js)
+	for _, subj := range []string{"$JS.API.CONSUMER.CREATE.ORDERS.push", "$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.push"} {
+		r, err := svc.RequestWithContext(ctx, subj, []byte(`{"stream_name":"ORDERS","config":{"durable_name":"push","name":"push","deliver_subject":"cairn.queue.archive","ack_policy":"none"}}`))
+		if err != nil || !strings.Contains(string(r.Data), `"error"`) || !strings.Contains(string(r.Data), "push consumer") {
+			t.Fatalf("a push consumer's creation on %s: %v %s", subj, err, r.Data)
+		}
+	}
+	if _, err := js.Consumer(ctx, "ORDERS", "push"); err == nil {
+		t.Fatal("the push consumer exists")
+	}
+	if got := queuedMessages(t, js); got != queues {
+		t.Fatalf("the queues' stream holds %d messages, %d before", got, queues)
+	}
+
 	// The refused requests changed nothing.
 	if s, err := js.Stream(ctx, "ORDERS"); err != nil || s.CachedInfo().State.Msgs != 2 {
 		t.Fatalf("the stream after the refused requests: %v", err)
@@ -125,6 +144,16 @@ func TestOutboxConsumerUser(t *testing.T) {
 	if _, err := js.Consumer(ctx, "ORDERS", "shipping"); err != nil {
 		t.Fatalf("the consumer after the refused requests: %v", err)
 	}
+}
+
+// queuedMessages is how many messages the node's queue stream holds.
+func queuedMessages(t *testing.T, js jetstream.JetStream) uint64 {
+	t.Helper()
+	s, err := js.Stream(ctxT(t), functions.StreamName("cairn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.CachedInfo().State.Msgs
 }
 
 // fetchBodies pulls n messages from a consumer, acknowledging each when
