@@ -19,7 +19,6 @@ type positioner struct {
 	w      *worker
 	want   chan uint64 // the newest position to store, one at most
 	stored atomic.Uint64
-	asked  uint64 // the worker's: the last position asked for
 	done   chan struct{}
 }
 
@@ -32,7 +31,7 @@ type positioner struct {
 const checkpointMessages = 128
 
 func newPositioner(w *worker, pos uint64) *positioner {
-	p := &positioner{w: w, want: make(chan uint64, 1), asked: pos, done: make(chan struct{})}
+	p := &positioner{w: w, want: make(chan uint64, 1), done: make(chan struct{})}
 	p.stored.Store(pos)
 	return p
 }
@@ -50,12 +49,14 @@ func (p *positioner) run(ctx context.Context) {
 	}
 }
 
-// ask asks for pos to be stored (the worker's goroutine only).
+// ask asks for pos to be stored (the worker's goroutine only). A
+// position not stored yet is asked for again: a store that failed (the
+// bucket electing a leader) is tried again at the next ask, even when
+// the table is idle.
 func (p *positioner) ask(pos uint64) {
-	if pos <= p.asked {
+	if pos <= p.stored.Load() {
 		return
 	}
-	p.asked = pos
 	select {
 	case <-p.want: // replaced by the newer one
 	default:
