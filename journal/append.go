@@ -56,7 +56,6 @@ func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectL
 		// Refused before anything was sent (too large, connection closed).
 		return 0, fmt.Errorf("%w: %w", engine.ErrNotSent, err)
 	}
-	t := time.NewTimer(timeout)
 	if lost {
 		select { // the append is carried out, its answer lost on the way
 		case <-f.Ok():
@@ -65,6 +64,7 @@ func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectL
 		}
 		return 0, errors.New("no acknowledgement: lost on its way")
 	}
+	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case ack := <-f.Ok():

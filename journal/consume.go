@@ -483,18 +483,22 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, fr
 	// positions cost no more than that. A question not answered when the
 	// consumer ends is kept for the next one.
 	type asked struct {
-		h      head
-		err    error
-		to     uint64
-		beyond bool
+		h   head
+		err error
+		to  uint64
 	}
 	var (
 		standAt, standAfter uint64     // stands at standAt once standAfter is handed over (standAt 0: nothing learnt)
 		askedAt             time.Time  // when the head was last asked for
+		learntAt            time.Time  // when its answer came
 		beyond              bool       // the last question was past the stream's end
 		heads               chan asked // the head asked for on the side, or nil
 		asking              uint64     // the question it answers
 	)
+	// A question this consumer leaves unanswered is kept for the next
+	// (below), which asks it again: this one's requests stop.
+	hctx, hcancel := context.WithCancel(ctx)
+	defer hcancel()
 	if rd.stand != nil {
 		defer func() {
 			if heads != nil {
@@ -535,19 +539,17 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, fr
 				}
 				return false, nil
 			}
-			beyond = a.beyond
-			standAt, standAfter = a.h.last, a.h.mine
+			beyond = a.to > a.h.last && a.to != math.MaxUint64
+			standAt, standAfter, learntAt = a.h.last, a.h.mine, time.Now()
 			if err := settle(); err != nil {
 				drop()
 				return false, err
 			}
-			if standAt >= next {
-				time.AfterFunc(probeQuiet, wake) // to find a loss in transit
-			}
 		}
 		if standAt >= next {
-			// Learnt already: its records are due.
-			if quiet := min(time.Since(lastDelivery), time.Since(askedAt)); quiet < probeQuiet {
+			// Learnt: its records are due, and lost in transit if the
+			// consumer delivers nothing for probeQuiet after the answer.
+			if quiet := min(time.Since(lastDelivery), time.Since(learntAt)); quiet < probeQuiet {
 				time.AfterFunc(probeQuiet-quiet, wake)
 				return false, nil
 			}
@@ -567,8 +569,7 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, fr
 		asking = to
 		heads = make(chan asked, 1)
 		go func(a asked, from uint64, out chan<- asked) {
-			a.h, a.err = j.headOf(ctx, stream, rd.filters, from, a.to)
-			a.beyond = a.to > a.h.last && a.to != math.MaxUint64
+			a.h, a.err = j.headOf(hctx, stream, rd.filters, from, a.to)
 			out <- a
 			wake()
 		}(asked{to: to}, next, heads)

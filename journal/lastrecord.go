@@ -10,9 +10,8 @@ import (
 
 // storedRecord is a record as the stream's leader holds it.
 type storedRecord struct {
-	Seq     uint64 `json:"seq"`
-	Subject string `json:"subject"`
-	Data    []byte `json:"data"`
+	Seq  uint64 `json:"seq"`
+	Data []byte `json:"data"`
 }
 
 // lastRecord returns stream's last record on a subject matching filter
@@ -22,40 +21,55 @@ type storedRecord struct {
 // record asks here. With no leader (an election under way) the request
 // goes unanswered until ctx ends.
 func (j *Journal) lastRecord(ctx context.Context, stream, filter string) (*storedRecord, error) {
+	var r storedRecord
+	if found, err := j.lastMsg(ctx, stream, filter, &r); !found || err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// lastOn returns the sequence of stream's last record on a subject
+// matching filter (0: none), as the stream's leader holds it; the
+// record's data is not decoded.
+func (j *Journal) lastOn(ctx context.Context, stream, filter string) (uint64, error) {
+	var r struct {
+		Seq uint64 `json:"seq"`
+	}
+	_, err := j.lastMsg(ctx, stream, filter, &r)
+	return r.Seq, err
+}
+
+// lastMsg asks the leader of stream for its last record on a subject
+// matching filter and decodes the answer's message into msg; found is
+// false when there is none.
+func (j *Journal) lastMsg(ctx context.Context, stream, filter string, msg any) (found bool, err error) {
 	req, err := json.Marshal(struct {
 		LastBySubject string `json:"last_by_subj"`
 	}{filter})
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	m, err := j.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
 	if err != nil {
-		return nil, fmt.Errorf("last record on %s: %w", filter, err)
+		return false, fmt.Errorf("last record on %s: %w", filter, err)
 	}
 	var resp struct {
-		Message *storedRecord       `json:"message"`
+		Message json.RawMessage     `json:"message"`
 		Error   *jetstream.APIError `json:"error"`
 	}
 	if err := json.Unmarshal(m.Data, &resp); err != nil {
-		return nil, fmt.Errorf("last record on %s: %w", filter, err)
+		return false, fmt.Errorf("last record on %s: %w", filter, err)
 	}
 	switch {
 	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		return nil, nil
+		return false, nil
 	case resp.Error != nil:
-		return nil, fmt.Errorf("last record on %s: %w", filter, resp.Error)
-	case resp.Message == nil:
-		return nil, fmt.Errorf("last record on %s: an answer without a message", filter)
+		return false, fmt.Errorf("last record on %s: %w", filter, resp.Error)
+	case len(resp.Message) == 0 || string(resp.Message) == "null":
+		return false, fmt.Errorf("last record on %s: an answer without a message", filter)
 	}
-	return resp.Message, nil
-}
-
-// lastOn returns the sequence of stream's last record on a subject
-// matching filter (0: none), as the stream's leader holds it.
-func (j *Journal) lastOn(ctx context.Context, stream, filter string) (uint64, error) {
-	r, err := j.lastRecord(ctx, stream, filter)
-	if r == nil || err != nil {
-		return 0, err
+	if err := json.Unmarshal(resp.Message, msg); err != nil {
+		return false, fmt.Errorf("last record on %s: %w", filter, err)
 	}
-	return r.Seq, nil
+	return true, nil
 }
