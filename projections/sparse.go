@@ -25,10 +25,12 @@ import (
 // otherwise the stream's last sequence, then the last record of each of
 // its shards, asked of the stream's leader), and the view moves to the
 // stream's last sequence once it has applied the last record of its
-// shards before it. A question costs a direct get for a record of its
-// own shards, otherwise two requests when the stream has not moved past
-// the view and one more per shard held when it has; questions asked
-// while one is answered are answered together.
+// shards before it. A question at a position costs a direct get first,
+// and nothing more when that is a record of its own shards; then (and
+// for a question about any record) one request for the stream's state
+// when the stream has not moved past the view, one more per shard held
+// when it has; questions asked while one is answered are answered
+// together.
 //
 // Who asks: reads at a position (WaitPosition, WaitAt, Await for any
 // record), a ticker while waits for any record are registered (a change

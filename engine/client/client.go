@@ -415,7 +415,8 @@ func AtLeast(seq uint64) CallOption { return func(r *engine.Request) { r.Positio
 
 // Retrieve reads one entity from a host's view. The reply's ETag is the
 // entity's and Seq the view's journal position (with AsOf, that position).
-// Its options are AsOf and AtLeast (a write's are ignored).
+// Its options are AsOf and AtLeast; a write's (WithID, WithMessages)
+// make the node refuse it with InvalidInput.
 func (c *Client) Retrieve(ctx context.Context, table, pk, rk string, opts ...CallOption) (*engine.Entity, *engine.Reply, error) {
 	rep, err := c.entity(ctx, table, &engine.Request{Op: "Retrieve", PartitionKey: pk, RowKey: rk}, opts)
 	if err != nil {

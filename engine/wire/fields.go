@@ -11,10 +11,12 @@ import (
 // case and all: "op", never "OP" or "Op". Each operation takes the fields
 // the operations table below gives it and no other; a member that is not
 // a field of the protocol, one given twice, or one the operation does not
-// take is refused with InvalidInput before anything is decoded, in JSON
-// and in msgpack alike. encoding/json would match "OP" to "op", so the
-// JSON decoder checks the names as it validates the text (fieldscan.go);
-// the msgpack decoder meets the names one by one.
+// take is refused with InvalidInput. encoding/json would match "OP" to
+// "op", so the JSON decoder checks the names as it validates the text
+// (fieldscan.go), before anything is decoded; the msgpack decoder meets
+// the names one by one, refusing an unknown or repeated one as it meets
+// it and a field the operation does not take once the whole request is
+// read, so a bad value met first is reported instead.
 
 // fields is a set of the members of an object, a bit per name of its
 // fieldNames.

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cairn-dev/cairn/cmd/internal/console"
 	"github.com/cairn-dev/cairn/projections"
 )
 
@@ -225,6 +226,9 @@ func newFrontDoor(srv *http.Server, r *readiness) *frontDoor {
 	mux := http.NewServeMux()
 	mux.Handle(HealthPath, r.healthHandler(false))
 	mux.Handle(ReadyPath, r.healthHandler(true))
+	// The console's icon, the same public image for everyone (browsers
+	// ask for it on every page): without the token and under any Host.
+	mux.Handle(console.FaviconPath, console.Favicon())
 	mux.Handle("/", http.HandlerFunc(f.serveAPI))
 	srv.Handler = bodyWait(mux, bodyGap)
 	return f

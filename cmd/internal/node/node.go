@@ -444,22 +444,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	mux.Handle("/", tables)
 	// Everything but the health probes and the icon answers only the
 	// node's names (DNS rebinding).
-	return g.Start(ctx, "http api", newAPIGate(n.door, withFavicon(tables.HostGuard(mux)), log))
-}
-
-// withFavicon serves the console's icon at console.FaviconPath before h:
-// without the token and under any Host, since it is the same public image
-// for everyone (browsers ask for it on every page), and everything else
-// through h.
-func withFavicon(h http.Handler) http.Handler {
-	icon := console.Favicon()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == console.FaviconPath {
-			icon.ServeHTTP(w, r)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
+	return g.Start(ctx, "http api", newAPIGate(n.door, tables.HostGuard(mux), log))
 }
 
 // readyAttrs are the log attributes that tell a user where to reach the
