@@ -63,11 +63,7 @@ func (c *requestScan) request() bool {
 		}
 		switch {
 		case string(n) == "op":
-			v, ok := c.value()
-			if ok && v.kind == kindString {
-				c.op = v.str()
-			}
-			return ok
+			return c.str(&c.op)
 		case c.probe || !c.at('['):
 			return c.valid()
 		case string(n) == "ops":
@@ -88,32 +84,25 @@ func (c *requestScan) request() bool {
 // batchOps reads a Batch's array of operations, checking each that is
 // an object.
 func (c *requestScan) batchOps() bool {
-	n := 0
-	return c.elements(func() bool {
-		i := n
-		n++
-		if !c.at('{') {
-			return c.valid()
+	return c.objects(func(i int) bool {
+		refuse := func(err error) bool {
+			return c.refuse(engine.AsError(at(fmt.Sprintf("ops[%d]", i), err)).AtIndex(i))
 		}
 		sh := shape{inBatch: true}
 		var op []byte
 		ok := c.members(func(name jsonValue) bool {
 			n := name.str()
 			if err := sh.add(n); err != nil {
-				return c.refuse(engine.AsError(at(fmt.Sprintf("ops[%d]", i), err)).AtIndex(i))
+				return refuse(err)
 			}
 			if string(n) != "op" {
 				return c.valid()
 			}
-			v, ok := c.value()
-			if ok && v.kind == kindString {
-				op = v.str()
-			}
-			return ok
+			return c.str(&op)
 		})
 		if ok {
 			if err := sh.check(op); err != nil {
-				return c.refuse(engine.AsError(at(fmt.Sprintf("ops[%d]", i), err)).AtIndex(i))
+				return refuse(err)
 			}
 		}
 		return ok
@@ -123,13 +112,7 @@ func (c *requestScan) batchOps() bool {
 // messages reads an array of outbox messages, checking each that is an
 // object.
 func (c *requestScan) messages() bool {
-	n := 0
-	return c.elements(func() bool {
-		i := n
-		n++
-		if !c.at('{') {
-			return c.valid()
-		}
+	return c.objects(func(i int) bool {
 		sh := objectShape{names: messageFields, what: "outbox message"}
 		return c.members(func(name jsonValue) bool {
 			if err := sh.add(name.str()); err != nil {
@@ -138,6 +121,28 @@ func (c *requestScan) messages() bool {
 			return c.valid()
 		})
 	})
+}
+
+// objects reads an array, calling object with the index of each element
+// that is an object (at its '{'); other elements are only validated.
+func (c *requestScan) objects(object func(i int) bool) bool {
+	i := -1
+	return c.elements(func() bool {
+		i++
+		if !c.at('{') {
+			return c.valid()
+		}
+		return object(i)
+	})
+}
+
+// str reads a value, into *dst when it is a string.
+func (c *requestScan) str(dst *[]byte) bool {
+	v, ok := c.value()
+	if ok && v.kind == kindString {
+		*dst = v.str()
+	}
+	return ok
 }
 
 // refuse records why the request is refused, and stops the scan.
