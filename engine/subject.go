@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -95,4 +96,10 @@ func SubjectMatch(pattern, subject string) bool {
 		}
 		pattern, subject = prest, srest
 	}
+}
+
+// SubjectMatchAny reports whether subject matches one of patterns
+// (SubjectMatch).
+func SubjectMatchAny(patterns []string, subject string) bool {
+	return slices.ContainsFunc(patterns, func(p string) bool { return SubjectMatch(p, subject) })
 }

@@ -199,10 +199,8 @@ func (rn *Runner) Register(m Manifest, fn Handler) error {
 // Version returns the version of a function this node runs (0 for a
 // native one), and whether it runs it.
 func (rn *Runner) Version(name string) (int, bool) {
-	if v := rn.current(name); v != nil {
-		return v.m.Version, true
-	}
-	return 0, false
+	m, ok := rn.Manifest(name)
+	return m.Version, ok
 }
 
 // Manifest returns the manifest of the version of a function this node

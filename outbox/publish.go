@@ -175,14 +175,7 @@ var (
 
 // core reports whether subject is one the operator opted into core NATS
 // (Config.Core).
-func (r *Relay) core(subject string) bool {
-	for _, p := range r.cfg.Core {
-		if engine.SubjectMatch(p, subject) {
-			return true
-		}
-	}
-	return false
-}
+func (r *Relay) core(subject string) bool { return engine.SubjectMatchAny(r.cfg.Core, subject) }
 
 // publishAckWait bounds the wait for a stream's acknowledgement: without
 // it a publish whose request or answer was lost (a leader election, a

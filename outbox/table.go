@@ -251,12 +251,12 @@ func (w *worker) delivered(ctx context.Context, d delivery) {
 	}
 	w.r.stats.failed.Add(1)
 	it := p.queue[0]
+	p.reason, p.remedy = classify(d.err, it.msg.Subject == "")
 	if p.err == "" {
 		p.since = time.Now()
 		w.logBlocked(p, it, d.err)
 	}
 	p.err = d.err.Error()
-	p.reason, p.remedy = classify(d.err, it.msg.Subject == "")
 	p.attempts++
 	backoff := min(w.r.cfg.MaxBackoff, 100*time.Millisecond<<min(p.attempts, 16))
 	p.retryAt = time.Now().Add(backoff)
@@ -275,7 +275,7 @@ func (w *worker) delivered(ctx context.Context, d delivery) {
 }
 
 // logBlocked logs that a partition's head cannot be delivered, with why
-// and what to do: at most once per blockLogEvery per table, so that a
+// and what to do (p.reason, p.remedy): at most once per blockLogEvery per table, so that a
 // subject no stream captures, blocking a thousand partitions, is a line
 // and a count rather than a thousand lines.
 func (w *worker) logBlocked(p *partition, it item, err error) {
@@ -284,10 +284,9 @@ func (w *worker) logBlocked(p *partition, it item, err error) {
 		w.blockQuiet++
 		return
 	}
-	reason, remedy := classify(err, it.msg.Subject == "")
 	w.r.cfg.Log.Warn("outbox: a message cannot be delivered; its partition waits and it is tried again", "table", w.table, "partition", p.pk,
-		"record", it.seq, "index", it.index, "destination", destination(w.r.cfg.Prefix, it.msg), "reason", reason, "err", err,
-		"remedy", remedy, "more_blocked_since_last_line", w.blockQuiet)
+		"record", it.seq, "index", it.index, "destination", destination(w.r.cfg.Prefix, it.msg), "reason", p.reason, "err", err,
+		"remedy", p.remedy, "more_blocked_since_last_line", w.blockQuiet)
 	w.blockLogged, w.blockQuiet = now, 0
 }
 

@@ -92,10 +92,10 @@ func (c *connFlags) dial() (*nats.Conn, jetstream.JetStream, error) {
 		}
 		return nil, nil, fmt.Errorf("connect to %s: the credentials of %s are refused (another host's? -data, -nats-creds)", c.url, src)
 	}
-	if errors.Is(err, nats.ErrNoServers) && fromData {
-		return nil, nil, fmt.Errorf("no host answers at %s, the NATS URL in %s (%v): %s", c.url, natsauth.URLPath(c.data), err, startHost(c.data))
-	}
 	if errors.Is(err, nats.ErrNoServers) {
+		if fromData {
+			return nil, nil, fmt.Errorf("no host answers at %s, the NATS URL in %s (%v): %s", c.url, natsauth.URLPath(c.data), err, startHost(c.data))
+		}
 		return nil, nil, fmt.Errorf("no host answers at %s (%v): start the host, or the NATS server, of -nats-url %s", c.url, err, c.url)
 	}
 	if err != nil {

@@ -97,11 +97,4 @@ func (a *Allowlist) Check(account string, msgs []engine.Message) error {
 	return nil
 }
 
-func (a *Allowlist) allows(subject string) bool {
-	for _, p := range a.patterns {
-		if engine.SubjectMatch(p, subject) {
-			return true
-		}
-	}
-	return false
-}
+func (a *Allowlist) allows(subject string) bool { return engine.SubjectMatchAny(a.patterns, subject) }

@@ -41,10 +41,7 @@ type Info struct {
 
 // Get returns the running binary's build.
 func Get() Info {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		bi = nil
-	}
+	bi, _ := debug.ReadBuildInfo() // nil when the binary recorded none
 	return fromBuild(stamped, bi)
 }
 
