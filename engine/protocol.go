@@ -67,4 +67,7 @@ type TableInfo struct {
 	// into (CatalogRecord.Shards; 0: none, a table of the layout before
 	// shards).
 	Shards uint32
+	// MarksMessages is CatalogRecord.MarksMessages: writers mark the
+	// table before its first outbox message.
+	MarksMessages bool
 }

@@ -65,7 +65,12 @@ type CatalogRecord struct {
 	// are cut into (Shard), 1 to MaxShards; 0 for a table created before
 	// shards, or in their absence, whose journal subjects name no shard.
 	Shards uint32
-	Extra  map[string]msgpack.RawMessage
+	// MarksMessages is true for a table whose writers mark it before its
+	// first outbox message (the outbox relays only a marked table's
+	// journal); false for a table created before marks, whose journal the
+	// relay always reads.
+	MarksMessages bool
+	Extra         map[string]msgpack.RawMessage
 }
 
 // PrevVersion returns the version the entity of event i had before the

@@ -86,7 +86,22 @@ package journal
 // and every older host refuses it. A table created without shards (a
 // node run with -table-shards 0, as on a cluster not yet upgraded
 // throughout) is written as before.
-const FormatVersion = 3
+//
+// Format version 4 adds to the catalog record of a created table
+//
+//	"marks" bool   true: every writer of the table marks it in the
+//	               outbox's bucket before it appends the table's first
+//	               record with outbox messages, and the relay reads
+//	               only a marked table's journal (docs/INTERNALS.md,
+//	               The outbox)
+//
+// A host that does not know marks would append messages to such a table
+// without marking it, and a relay that waits for the mark would never
+// send them (and the pruner would remove them): the record is version 4
+// and every older host refuses the table. Tables without the field are
+// relayed whole, as before. A node that creates tables without shards
+// creates them without marks too.
+const FormatVersion = 4
 
 // Record versions this code writes.
 const (
@@ -98,6 +113,9 @@ const (
 	versionSubjects = 2
 	// versionShards is the first version with tables cut into shards.
 	versionShards = 3
+	// versionMarks is the first version with tables whose writers mark
+	// them before their first outbox message.
+	versionMarks = 4
 )
 
 // Record types, written as the envelope's "t" field.
@@ -111,5 +129,5 @@ const (
 // one of them (it would be written twice).
 var (
 	commitFields  = map[string]bool{"v": true, "t": true, "ts": true, "pk": true, "n": true, "cmds": true, "ev": true, "out": true, "prev": true}
-	catalogFields = map[string]bool{"v": true, "t": true, "name": true, "ts": true, "acct": true, "shards": true}
+	catalogFields = map[string]bool{"v": true, "t": true, "name": true, "ts": true, "acct": true, "shards": true, "marks": true}
 )

@@ -29,6 +29,7 @@ const (
 	fAccount
 	fPrev
 	fShards
+	fMarks
 )
 
 // Smallest encodings of the array elements, which bound an array's length
@@ -317,6 +318,11 @@ func (d *decoder) catalog() (*engine.CatalogRecord, error) {
 				}
 				r.Shards = uint32(n)
 			}
+		case "marks":
+			bit = fMarks
+			if r.MarksMessages, err = d.dec.DecodeBool(); err == nil && !r.MarksMessages {
+				err = errors.New("false (a writer leaves the field out instead)")
+			}
 		default:
 			if err := d.extra(&r.Extra, key); err != nil {
 				return nil, err
@@ -351,6 +357,13 @@ func (d *decoder) catalog() (*engine.CatalogRecord, error) {
 	if seen&fShards != 0 && r.Kind != engine.CatalogTableCreated {
 		return nil, errors.New("field \"shards\" in a record that creates no table")
 	}
+	// Likewise marks, which came with version 4.
+	if seen&fMarks != 0 && version < versionMarks {
+		return nil, fmt.Errorf("field \"marks\" in a version %d record (marks came with version %d)", version, versionMarks)
+	}
+	if seen&fMarks != 0 && r.Kind != engine.CatalogTableCreated {
+		return nil, errors.New("field \"marks\" in a record that creates no table")
+	}
 	return r, nil
 }
 
@@ -375,7 +388,7 @@ func catalogAccount(r *engine.CatalogRecord, version uint64, raw msgpack.RawMess
 
 // missing names the first field of a set of field bits.
 func missing(bits uint) string {
-	names := []string{"v", "t", "ts", "pk", "n", "cmds", "ev", "out", "name", "acct", "prev", "shards"}
+	names := []string{"v", "t", "ts", "pk", "n", "cmds", "ev", "out", "name", "acct", "prev", "shards", "marks"}
 	for i, name := range names {
 		if bits&(1<<i) != 0 {
 			return fmt.Sprintf("%q", name)

@@ -109,6 +109,9 @@ func EncodeCatalogRecord(r *engine.CatalogRecord) ([]byte, error) {
 	if r.Shards != 0 && (r.Kind != engine.CatalogTableCreated || r.Shards > engine.MaxShards) {
 		return nil, fmt.Errorf("journal: encode catalog record: %d shards in a record of kind %d", r.Shards, r.Kind)
 	}
+	if r.MarksMessages && r.Kind != engine.CatalogTableCreated {
+		return nil, fmt.Errorf("journal: encode catalog record: marks in a record of kind %d", r.Kind)
+	}
 	account, name := engine.SplitTableName(r.Name)
 	// The oldest version that holds the record: a host of that version
 	// reads it as before.
@@ -118,6 +121,9 @@ func EncodeCatalogRecord(r *engine.CatalogRecord) ([]byte, error) {
 	}
 	if r.Shards != 0 {
 		version, fields = versionShards, fields+1
+	}
+	if r.MarksMessages {
+		version, fields = versionMarks, fields+1
 	}
 	s := getEncoder(64 + len(r.Name) + extraSize(r.Extra))
 	enc := s.enc
@@ -132,6 +138,9 @@ func EncodeCatalogRecord(r *engine.CatalogRecord) ([]byte, error) {
 	)
 	if r.Shards != 0 {
 		err = first(err, enc.EncodeString("shards"), enc.EncodeUint(uint64(r.Shards)))
+	}
+	if r.MarksMessages {
+		err = first(err, enc.EncodeString("marks"), enc.EncodeBool(true))
 	}
 	err = first(err, s.writeExtra(r.Extra))
 	data := s.finish()

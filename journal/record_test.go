@@ -100,6 +100,14 @@ func sampleShardedCatalog(account string, shards uint32) *engine.CatalogRecord {
 		Time: engine.TimeToTicks(time.Date(2026, 11, 27, 6, 0, 0, 100, time.UTC))}
 }
 
+// sampleMarkingCatalog creates a table whose writers mark it before its
+// first outbox message (version 4).
+func sampleMarkingCatalog() *engine.CatalogRecord {
+	r := sampleShardedCatalog(engine.DevAccount, engine.DefaultShards)
+	r.MarksMessages = true
+	return r
+}
+
 func equalRecords(t *testing.T, got, want *engine.Record) {
 	t.Helper()
 	if got.Time != want.Time || got.PartitionKey != want.PartitionKey || got.Nonce != want.Nonce {
@@ -163,30 +171,38 @@ func TestRecordRoundTrip(t *testing.T) {
 	equalRecords(t, got2, want)
 }
 
+// goldenWriters writes each golden file from its sample: what the
+// encoder writes today must match the file (TestEncodeMatchesGolden), and
+// -golden-add creates a missing one (TestGolden).
+var goldenWriters = map[string]func() ([]byte, error){
+	"commit-v1.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleRecord()) },
+	"commit-v2.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleSubjectRecord()) },
+	"commit-v1-prev.msgpack":   func() ([]byte, error) { return EncodeRecord(samplePrevRecord()) },
+	"table-created-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated)) },
+	"table-deleted-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableDeleted)) },
+	"table-created-v2.msgpack": func() ([]byte, error) {
+		return EncodeCatalogRecord(sampleAccountCatalog(engine.CatalogTableCreated))
+	},
+	"table-deleted-v2.msgpack": func() ([]byte, error) {
+		return EncodeCatalogRecord(sampleAccountCatalog(engine.CatalogTableDeleted))
+	},
+	"table-created-v3.msgpack": func() ([]byte, error) {
+		return EncodeCatalogRecord(sampleShardedCatalog(engine.DevAccount, engine.DefaultShards))
+	},
+	"table-created-v3-acct.msgpack": func() ([]byte, error) {
+		return EncodeCatalogRecord(sampleShardedCatalog("contoso", engine.MaxShards))
+	},
+	"table-created-v4.msgpack": func() ([]byte, error) {
+		return EncodeCatalogRecord(sampleMarkingCatalog())
+	},
+}
+
 // TestEncodeMatchesGolden: the writer still writes exactly what it wrote
 // when the golden files were made (version 1 for everything a version 1
 // host can read, version 2 for another account's catalog records and for
 // commits with messages to subjects).
 func TestEncodeMatchesGolden(t *testing.T) {
-	for file, enc := range map[string]func() ([]byte, error){
-		"commit-v1.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleRecord()) },
-		"commit-v2.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleSubjectRecord()) },
-		"commit-v1-prev.msgpack":   func() ([]byte, error) { return EncodeRecord(samplePrevRecord()) },
-		"table-created-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated)) },
-		"table-deleted-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableDeleted)) },
-		"table-created-v2.msgpack": func() ([]byte, error) {
-			return EncodeCatalogRecord(sampleAccountCatalog(engine.CatalogTableCreated))
-		},
-		"table-deleted-v2.msgpack": func() ([]byte, error) {
-			return EncodeCatalogRecord(sampleAccountCatalog(engine.CatalogTableDeleted))
-		},
-		"table-created-v3.msgpack": func() ([]byte, error) {
-			return EncodeCatalogRecord(sampleShardedCatalog(engine.DevAccount, engine.DefaultShards))
-		},
-		"table-created-v3-acct.msgpack": func() ([]byte, error) {
-			return EncodeCatalogRecord(sampleShardedCatalog("contoso", engine.MaxShards))
-		},
-	} {
+	for file, enc := range goldenWriters {
 		want, err := os.ReadFile(filepath.Join("testdata", "golden", file))
 		if err != nil {
 			t.Fatal(err)
@@ -289,13 +305,13 @@ func TestRecordRejects(t *testing.T) {
 		t.Fatal("commit decoded as a catalog record")
 	}
 	newerCat, _ := msgpack.Marshal(map[string]any{"v": 7, "t": "table.created", "name": "T", "ts": 1})
-	if _, err := DecodeCatalogRecord(newerCat); err == nil || !strings.Contains(err.Error(), "record version 7 is newer than this host understands (max 3)") {
+	if _, err := DecodeCatalogRecord(newerCat); err == nil || !strings.Contains(err.Error(), "record version 7 is newer than this host understands (max 4)") {
 		t.Fatalf("v7 catalog record: %v", err)
 	}
 
-	newer, _ := msgpack.Marshal(map[string]any{"v": 4, "t": "commit", "ts": 1, "pk": "", "cmds": []any{}, "ev": []any{}})
+	newer, _ := msgpack.Marshal(map[string]any{"v": FormatVersion + 1, "t": "commit", "ts": 1, "pk": "", "cmds": []any{}, "ev": []any{}})
 	if _, err := DecodeRecord(newer); err == nil || !strings.Contains(err.Error(), "newer than this host understands") {
-		t.Fatalf("v4 record: %v", err)
+		t.Fatalf("v%d record: %v", FormatVersion+1, err)
 	}
 	missing, _ := msgpack.Marshal(map[string]any{"v": 1, "t": "commit", "pk": ""})
 	if _, err := DecodeRecord(missing); err == nil {
@@ -417,25 +433,18 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("got %+v, want %+v", got, w)
 			}
 		}},
-	}
-	writers := map[string]func() ([]byte, error){
-		"commit-v1.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleRecord()) },
-		"commit-v2.msgpack":        func() ([]byte, error) { return EncodeRecord(sampleSubjectRecord()) },
-		"commit-v1-prev.msgpack":   func() ([]byte, error) { return EncodeRecord(samplePrevRecord()) },
-		"table-created-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableCreated)) },
-		"table-deleted-v1.msgpack": func() ([]byte, error) { return EncodeCatalogRecord(sampleCatalog(engine.CatalogTableDeleted)) },
-		"table-created-v2.msgpack": func() ([]byte, error) {
-			return EncodeCatalogRecord(sampleAccountCatalog(engine.CatalogTableCreated))
-		},
-		"table-deleted-v2.msgpack": func() ([]byte, error) {
-			return EncodeCatalogRecord(sampleAccountCatalog(engine.CatalogTableDeleted))
-		},
-		"table-created-v3.msgpack": func() ([]byte, error) {
-			return EncodeCatalogRecord(sampleShardedCatalog(engine.DevAccount, engine.DefaultShards))
-		},
-		"table-created-v3-acct.msgpack": func() ([]byte, error) {
-			return EncodeCatalogRecord(sampleShardedCatalog("contoso", engine.MaxShards))
-		},
+		{"table-created-v4.msgpack", func(t *testing.T, data []byte) {
+			got, err := DecodeCatalogRecord(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := sampleMarkingCatalog(); !reflect.DeepEqual(got, w) {
+				t.Fatalf("got %+v, want %+v", got, w)
+			}
+			if !bytes.HasPrefix(data[1:], []byte{0xa1, 'v', 0x04}) {
+				t.Fatalf("not a version 4 record: %x", data[:4])
+			}
+		}},
 	}
 	// Every golden file is decoded by a case: none can be added and left
 	// untested.
@@ -455,7 +464,7 @@ func TestGolden(t *testing.T) {
 			path := filepath.Join("testdata", "golden", c.file)
 			data, err := os.ReadFile(path)
 			if os.IsNotExist(err) && *goldenAdd {
-				data, err = writers[c.file]()
+				data, err = goldenWriters[c.file]()
 				if err == nil {
 					err = os.WriteFile(path, data, 0o644)
 				}
@@ -620,7 +629,6 @@ func TestCatalogAccountField(t *testing.T) {
 		"dotted name":      enc("v", 2, "acct", "contoso", "t", "table.created", "name", "x.Employees", "ts", 1),
 		"account not text": enc("v", 2, "acct", 7, "t", "table.created", "name", "Employees", "ts", 1),
 		"acct twice":       enc("v", 2, "acct", "contoso", "acct", "fabrikam", "t", "table.created", "name", "Employees", "ts", 1),
-		"version 4":        enc("v", 4, "t", "table.created", "name", "Employees", "ts", 1),
 		"version 0":        enc("v", 0, "t", "table.created", "name", "Employees", "ts", 1),
 	} {
 		if r, err := DecodeCatalogRecord(data); err == nil {
@@ -669,6 +677,39 @@ func TestCatalogShardsField(t *testing.T) {
 	data, err := EncodeCatalogRecord(sampleShardedCatalog("contoso", 0))
 	if err != nil || !bytes.HasPrefix(data[1:], []byte{0xa1, 'v', 0x02}) {
 		t.Fatalf("an account's table without shards %x, %v: not version 2", data, err)
+	}
+}
+
+// TestCatalogMarksField: "marks" is read only where version 4 put it (a
+// created table's record), only as true; a table without it is written
+// as before.
+func TestCatalogMarksField(t *testing.T) {
+	enc := encodeFields
+	if r, err := DecodeCatalogRecord(enc("v", 4, "t", "table.created", "name", "T", "ts", 1, "shards", 7, "marks", true)); err != nil || !r.MarksMessages || r.Shards != 7 {
+		t.Fatalf("got %+v, %v", r, err)
+	}
+	if r, err := DecodeCatalogRecord(enc("v", 4, "t", "table.created", "name", "T", "ts", 1, "shards", 7)); err != nil || r.MarksMessages {
+		t.Fatalf("a version 4 record without marks: got %+v, %v", r, err)
+	}
+	for name, data := range map[string][]byte{
+		"marks in v3":       enc("v", 3, "t", "table.created", "name", "T", "ts", 1, "shards", 7, "marks", true),
+		"marks false":       enc("v", 4, "t", "table.created", "name", "T", "ts", 1, "marks", false),
+		"marks not bool":    enc("v", 4, "t", "table.created", "name", "T", "ts", 1, "marks", 1),
+		"marks twice":       enc("v", 4, "t", "table.created", "name", "T", "ts", 1, "marks", true, "marks", true),
+		"marks on deletion": enc("v", 4, "t", "table.deleted", "name", "T", "ts", 1, "marks", true),
+		"version 5":         enc("v", FormatVersion+1, "t", "table.created", "name", "T", "ts", 1),
+	} {
+		if r, err := DecodeCatalogRecord(data); err == nil {
+			t.Errorf("%s: decoded as %+v", name, r)
+		}
+	}
+	if data, err := EncodeCatalogRecord(&engine.CatalogRecord{Kind: engine.CatalogTableDeleted, Name: "T", MarksMessages: true}); err == nil {
+		t.Errorf("marks on a deletion encoded as %x", data)
+	}
+	// Without marks a sharded table's record is version 3, as before.
+	data, err := EncodeCatalogRecord(sampleShardedCatalog(engine.DevAccount, 7))
+	if err != nil || !bytes.HasPrefix(data[1:], []byte{0xa1, 'v', 0x03}) {
+		t.Fatalf("a table without marks %x, %v: not version 3", data, err)
 	}
 }
 

@@ -128,7 +128,7 @@ func (v *Views) applyCatalog(ctx context.Context, seq uint64, rec *engine.Catalo
 	e.seq = seq
 	switch rec.Kind {
 	case engine.CatalogTableCreated:
-		e.info = engine.TableInfo{Name: rec.Name, Epoch: seq, Created: rec.Time, Shards: rec.Shards}
+		e.info = engine.TableInfo{Name: rec.Name, Epoch: seq, Created: rec.Time, Shards: rec.Shards, MarksMessages: rec.MarksMessages}
 		e.live = true
 		e.table = NewTable(rec.Name, seq, v.cfg.DedupWindow)
 		e.table.shards = rec.Shards
