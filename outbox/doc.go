@@ -61,7 +61,20 @@
 //
 // # Cost
 //
-// The holder of a table's shard reads its journal a second time (an
+// The relay reads only the journals that carry messages. A table created
+// with shards (journal format 4, engine.TableInfo.MarksMessages) is
+// marked in the bucket (marked.<stream>, Marker) by the committer before
+// the first record with messages is appended to it, and the relay starts
+// reading it once the mark is there (its watch of the bucket, the next
+// sync of its tables: within about 50 ms), from its stored position or
+// the start. A table that never has a message is read once, by the views,
+// instead of twice: one delivery and one decoding per record fewer, which
+// measured 1.3–1.4 times the rate of single-entity inserts over many
+// partitions (cmd/cairn-bench). The pruner counts an unmarked table's
+// records as relayed (Relayed). A table created without shards, as by a
+// host of an earlier version, is read whole, as before.
+//
+// The holder of a marked table's shard reads its journal a second time (an
 // ordered consumer, every record decoded) and publishes asynchronously,
 // one message in flight per partition, so throughput grows with the number
 // of partitions that have messages. At most Config.MaxPending messages per

@@ -52,10 +52,10 @@ func newLeases(kv jetstream.KeyValue, cfg *Config) *leases {
 	return &leases{kv: kv, cfg: cfg, mirror: map[string]seenEntry{}, held: map[int]heldLease{}}
 }
 
-// watch mirrors the lease and heartbeat keys until ctx ends. ready is
-// closed once the initial values are in.
+// watch mirrors the lease, heartbeat and mark keys until ctx ends. ready
+// is closed once the initial values are in.
 func (l *leases) watch(ctx context.Context, ready chan<- struct{}) error {
-	w, err := l.kv.WatchFiltered(ctx, []string{"lease.>", "node.>"})
+	w, err := l.kv.WatchFiltered(ctx, []string{"lease.>", "node.>", markKey(">")})
 	if err != nil {
 		return err
 	}
@@ -93,6 +93,15 @@ func (l *leases) note(e jetstream.KeyValueEntry, now time.Time) {
 	} else {
 		delete(l.mirror, e.Key())
 	}
+}
+
+// marked reports whether a table incarnation's journal is marked as
+// carrying outbox messages (Marker).
+func (l *leases) marked(stream string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.mirror[markKey(stream)]
+	return ok
 }
 
 // Held returns the shards this node holds a valid lease on.

@@ -132,7 +132,8 @@ func (r *Relay) Run(ctx context.Context) error {
 }
 
 // syncWorkers runs a worker for every live table of a shard this node
-// holds, and stops the others.
+// holds whose journal may carry messages (a table that marks them only
+// once marked), and stops the others.
 func (r *Relay) syncWorkers(ctx context.Context) {
 	held := r.leases.Held(time.Now())
 	want, live := map[string]bool{}, map[string]bool{}
@@ -140,7 +141,7 @@ func (r *Relay) syncWorkers(ctx context.Context) {
 		stream := r.names(t.Name, t.Epoch)
 		live[stream] = true
 		shard := shardOf(stream, r.cfg.Shards)
-		if !held[shard] {
+		if !held[shard] || (t.MarksMessages && !r.leases.marked(stream)) {
 			continue
 		}
 		want[stream] = true
@@ -165,6 +166,7 @@ func (r *Relay) syncWorkers(ctx context.Context) {
 			// Dropped: its position and blocked list go with it.
 			_ = r.kv.Delete(ctx, posKey(s))
 			_ = r.kv.Delete(ctx, blockedKey(s))
+			_ = r.kv.Delete(ctx, markKey(s))
 		}
 	}
 }

@@ -49,7 +49,9 @@ type PrunerConfig struct {
 	// node cut off for less than it finds the records it missed.
 	Grace time.Duration
 	// Relayed returns the position up to which the outbox has relayed a
-	// table incarnation's messages (ok false: not known yet).
+	// table incarnation's messages (ok false: not known yet). It is called
+	// after the journal's history is read: a record appended since may be
+	// the table's first with messages (outbox.Relayed).
 	Relayed func(ctx context.Context, table string, epoch uint64) (pos uint64, ok bool, err error)
 	// Bases returns the positions of a table incarnation's full snapshots
 	// in the shared store, ascending (Views.SharedBases).

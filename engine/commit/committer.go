@@ -41,8 +41,15 @@ type Config struct {
 	// TableShards is the number of view shards a table created here is
 	// cut into (engine.DefaultShards is the node's default), at most
 	// engine.MaxShards; 0 creates tables of the layout before shards,
-	// which hosts older than journal format 3 read.
+	// which hosts older than journal format 3 read. A table with shards
+	// marks its outbox messages (engine.TableInfo.MarksMessages, journal
+	// format 4).
 	TableShards uint32
+	// MarkMessages, when set, is called before a record with outbox
+	// messages is appended to a table, and the record is appended only
+	// once it returns nil (outbox.Marker.Mark). An error is retried like
+	// an append that could not be sent.
+	MarkMessages func(ctx context.Context, table string, epoch uint64) error
 	// Now is the clock (server Timestamps); time.Now when nil.
 	Now func() time.Time
 }

@@ -68,10 +68,16 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 			group = rest
 			continue
 		}
-		tbl.NoteAppending(rec)
-		seq, err := c.appendRecord(tbl, rec, expect, latestDeadline(group[:len(outs)]))
+		deadline := latestDeadline(group[:len(outs)])
+		err = c.markMessages(tbl, rec, deadline)
+		var seq uint64
+		if err == nil {
+			tbl.NoteAppending(rec)
+			if seq, err = c.appendRecord(tbl, rec, expect, deadline); err != nil {
+				tbl.ForgetAppending(rec)
+			}
+		}
 		if err != nil {
-			tbl.ForgetAppending(rec)
 			switch {
 			case errors.Is(err, engine.ErrTableGone):
 				failAll(group, engine.Errorf(engine.CodeTableNotFound, "table %s does not exist", engine.ShownTable(tbl.Name())))
@@ -106,6 +112,21 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 		}
 		group, attempt = rest, 0
 	}
+}
+
+// markMessages marks a table that marks its messages
+// (engine.TableInfo.MarksMessages) before its record's outbox messages are
+// appended (Config.MarkMessages), by the round's deadline.
+func (c *Committer) markMessages(tbl Table, rec *engine.Record, deadline time.Time) error {
+	if len(rec.Messages) == 0 || c.cfg.MarkMessages == nil {
+		return nil
+	}
+	if _, info, live := c.views.CatalogEntry(tbl.Name()); live && info.Epoch == tbl.Epoch() && !info.MarksMessages {
+		return nil // relayed whole, mark or not
+	}
+	ctx, cancel := context.WithDeadline(c.ctx, deadline)
+	defer cancel()
+	return c.cfg.MarkMessages(ctx, tbl.Name(), tbl.Epoch())
 }
 
 // stopped is the answer for a table whose view stopped with err: its code

@@ -33,7 +33,10 @@ func (c *Committer) CreateTable(ctx context.Context, name string) (engine.TableI
 			return engine.TableInfo{}, engine.Errorf(engine.CodeTableQuotaExceeded,
 				"account %s already has %d tables, the most this node allows one account: delete one first", account, c.cfg.MaxTablesPerAccount)
 		}
-		rec := &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: name, Time: engine.TimeToTicks(c.cfg.Now()), Shards: c.cfg.TableShards}
+		rec := &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: name, Time: engine.TimeToTicks(c.cfg.Now()), Shards: c.cfg.TableShards,
+			// Marks came after shards: a node creating tables an older
+			// host reads (no shards) makes them without marks too.
+			MarksMessages: c.cfg.TableShards != 0}
 		epoch, err := c.j.AppendCatalog(ctx, rec, seq)
 		if errors.Is(err, engine.ErrConflict) && attempt < c.cfg.MaxAttempts {
 			if err := c.catchUpCatalog(ctx); err != nil {
@@ -53,7 +56,7 @@ func (c *Committer) CreateTable(ctx context.Context, name string) (engine.TableI
 		if err := c.views.WaitTableReady(ctx, name, epoch); err != nil {
 			return engine.TableInfo{}, err
 		}
-		return engine.TableInfo{Name: name, Epoch: epoch, Created: rec.Time, Shards: rec.Shards}, nil
+		return engine.TableInfo{Name: name, Epoch: epoch, Created: rec.Time, Shards: rec.Shards, MarksMessages: rec.MarksMessages}, nil
 	}
 }
 

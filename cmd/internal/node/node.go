@@ -300,6 +300,9 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	}
 	log.Info("views ready", "tables", len(n.views.Tables()), "elapsed", time.Since(begin).Round(time.Millisecond))
 
+	// A table is marked before its first outbox message: the relay reads
+	// only marked tables' journals.
+	cfg.Commit.MarkMessages = outbox.NewMarker(res.outbox, n.j.TableStream).Mark
 	n.comm = commit.New(n.j, n.views.ForCommitter(), log, cfg.Commit)
 	if err := g.Start(ctx, "committer", n.comm); err != nil {
 		return err
@@ -390,7 +393,9 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		Every:   cfg.PruneEvery,
 		Grace:   cfg.PruneGrace,
 		Relayed: func(ctx context.Context, table string, epoch uint64) (uint64, bool, error) {
-			return outbox.StoredPosition(ctx, res.outbox, journal.StreamName(cfg.Prefix, table, epoch))
+			_, info, live := n.views.CatalogEntry(table)
+			marks := live && info.Epoch == epoch && info.MarksMessages
+			return outbox.Relayed(ctx, res.outbox, journal.StreamName(cfg.Prefix, table, epoch), marks)
 		},
 		Bases:       n.views.SharedBases,
 		DedupWindow: cfg.Views.DedupWindow,
