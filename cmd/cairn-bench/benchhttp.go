@@ -139,6 +139,8 @@ func benchHTTP(args []string) error {
 			}
 		}
 	}
+	fl := &floors{client: *client, doer: doer, n: *n, rounds: *rounds, warmup: *warmup}
+	printed := map[*floor]bool{}
 	for _, w := range httpWorkloads(*n, *settle) {
 		if !selected(w) {
 			continue
@@ -147,49 +149,19 @@ func benchHTTP(args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Println(w.row(c, a))
-		if strings.HasPrefix(w.name, "point read") && cairn != nil && cairn.pid != 0 {
-			f, err := measureFloor(ctx, *client, doer, *n, *rounds, *warmup)
-			if err != nil {
+		var f *floor
+		if cairn != nil {
+			if f, err = fl.of(ctx, w.floor, cairn.pid != 0); err != nil {
 				return err
 			}
-			fmt.Printf("| floor of a point read: net/http answering every GET with one stored entity, %d concurrent, same client | %.0f reads/s | - | - | - | %.2f µs | - | - |\n", writers, f.v, f.cpu)
+		}
+		fmt.Println(w.row(c, a, f))
+		if f != nil {
+			fmt.Println(w.floorRow(c, f, printed[f]))
+			printed[f] = true
 		}
 	}
 	return nil
-}
-
-// measureFloor measures what a point read costs a server that does
-// nothing but answer (floorChild), with the same client and concurrency
-// as the point reads: the median rate and server CPU per read of rounds
-// rounds, after an uncounted one of warmup reads.
-func measureFloor(ctx context.Context, kind string, doer *http.Client, n, rounds, warmup int) (figure, error) {
-	c, err := startFloorChild(ctx)
-	if err != nil {
-		return figure{}, fmt.Errorf("bench-http: %w", err)
-	}
-	defer c.stop()
-	t, err := newTarget("net/http floor", c.url+"/"+httpapi.DevAccountName, kind, doer, nil)
-	if err != nil {
-		return figure{}, err
-	}
-	t.pid = c.cmd.Process.Pid
-	read := func(ctx context.Context, i int) error { return t.client.Get(ctx, "Floor", key("p", i), key("r", i)) }
-	if warmup > 0 {
-		if _, err := t.rate(ctx, writers, warmup, 1, read); err != nil {
-			return figure{}, err
-		}
-	}
-	var rates, cpus []float64
-	for r := 1; r <= rounds; r++ {
-		v, err := t.rate(ctx, writers, n, 1, read)
-		if err != nil {
-			return figure{}, err
-		}
-		fmt.Fprintf(os.Stderr, "bench-http: floor of a point read, round %d/%d: %.0f reads/s, server CPU %.2f µs per read\n", r, rounds, v, t.cpu)
-		rates, cpus = append(rates, v), append(cpus, t.cpu)
-	}
-	return figure{v: median(rates), cpu: medianOrZero(cpus)}, nil
 }
 
 // azuriteTarget installs Azurite into dir if needed and starts it. When npm
@@ -433,6 +405,12 @@ type httpWorkload struct {
 	// Azurite/Cairn when lowerIsBetter.
 	goal          float64
 	lowerIsBetter bool
+	// floor is what the workload's Cairn figure is also compared with
+	// (benchfloor.go): its server CPU per entity, or for memory its bytes
+	// per entity. floorGoal is the most that figure may be, as a multiple
+	// of the floor's.
+	floor     floorKind
+	floorGoal float64
 	// run loads what the workload needs into table, a fresh table of t,
 	// and returns the figure it measures.
 	run func(ctx context.Context, t *target, table string) (float64, error)
@@ -442,14 +420,14 @@ type httpWorkload struct {
 // number of point reads, settle is the wait before a memory reading.
 func httpWorkloads(n int, settle time.Duration) []httpWorkload {
 	return []httpWorkload{
-		{name: fmt.Sprintf("insert, %d concurrent (AddEntity, %d partitions)", writers, partitions), unit: "entities/s", goal: 10,
+		{name: fmt.Sprintf("insert, %d concurrent (AddEntity, %d partitions)", writers, partitions), unit: "entities/s", goal: 10, floor: writeFloor, floorGoal: 1.5,
 			run: func(ctx context.Context, t *target, table string) (float64, error) {
 				rows := makeRows(n, func(i int) string { return key("p", i%partitions) })
 				return t.rate(ctx, writers, n, 1, func(ctx context.Context, i int) error {
 					return t.client.Insert(ctx, table, rows[i].body)
 				})
 			}},
-		{name: fmt.Sprintf("upsert, %d concurrent (UpsertEntity replace, %d partitions, half of them new)", writers, partitions), unit: "entities/s", goal: 10,
+		{name: fmt.Sprintf("upsert, %d concurrent (UpsertEntity replace, %d partitions, half of them new)", writers, partitions), unit: "entities/s", goal: 10, floor: writeFloor, floorGoal: 1.5,
 			run: func(ctx context.Context, t *target, table string) (float64, error) {
 				rows := makeRows(n, func(i int) string { return key("p", i%partitions) })
 				if err := load(ctx, t, table, rows[:n/2]); err != nil {
@@ -470,7 +448,7 @@ func httpWorkloads(n int, settle time.Duration) []httpWorkload {
 				batches := toBatches(makeRows(max(n/batchSize, 1)*batchSize, byBatch))
 				return t.rate(ctx, batchWriters, len(batches), batchSize, submitter(t, table, batches))
 			}},
-		{name: fmt.Sprintf("point read, %d concurrent (GetEntity, random keys)", writers), unit: "entities/s", goal: 20,
+		{name: fmt.Sprintf("point read, %d concurrent (GetEntity, random keys)", writers), unit: "entities/s", goal: 20, floor: readFloor, floorGoal: 1.3,
 			run: func(ctx context.Context, t *target, table string) (float64, error) {
 				rows := makeRows(n, byBatch)
 				if err := load(ctx, t, table, rows); err != nil {
@@ -499,7 +477,7 @@ func httpWorkloads(n int, settle time.Duration) []httpWorkload {
 				filter := fmt.Sprintf("Bucket eq %d", scanBuckets/2)
 				return t.rate(ctx, queryWorkers, max(n/50, 20), scanEntities, querier(t, table, filter, scanEntities/scanBuckets))
 			}},
-		{name: fmt.Sprintf("memory per entity, %d entities (live heap after GC)", scanEntities), unit: "bytes", goal: 10, lowerIsBetter: true,
+		{name: fmt.Sprintf("memory per entity, %d entities (live heap after GC)", scanEntities), unit: "bytes", goal: 10, lowerIsBetter: true, floor: memoryFloor, floorGoal: 1.1,
 			run: func(ctx context.Context, t *target, table string) (float64, error) {
 				return memoryPerEntity(ctx, t, table, makeRows(scanEntities, byBatch), settle)
 			}},
@@ -583,14 +561,17 @@ func (w httpWorkload) once(ctx context.Context, t *target) (float64, error) {
 	return v, nil
 }
 
-// row formats the table row of w from the two medians (0: not measured).
-func (w httpWorkload) row(c, a figure) string {
+// row formats the table row of w from the two medians (0: not measured)
+// and, with a floor, Cairn's figure's multiple of it.
+func (w httpWorkload) row(c, a figure, f *floor) string {
 	cairn, azure := c.v, a.v
-	cpu := func(v float64) string {
-		if v <= 0 {
-			return "-"
+	cairnCell, cairnCPU := w.cell(cairn), cpuCell(c.cpu)
+	if r := w.ofFloor(c, f); r > 0 {
+		if w.floor == memoryFloor {
+			cairnCell += fmt.Sprintf(" (%.2f× encoded)", r)
+		} else {
+			cairnCPU += fmt.Sprintf(" (%.2f× floor)", r)
 		}
-		return fmt.Sprintf("%.2f µs", v)
 	}
 	cpuRatio := "-"
 	if c.cpu > 0 && a.cpu > 0 {
@@ -610,7 +591,52 @@ func (w httpWorkload) row(c, a figure) string {
 			goal += " ✗"
 		}
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s |", w.name, w.cell(cairn), w.cell(azure), ratio, goal, cpu(c.cpu), cpu(a.cpu), cpuRatio)
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s |", w.name, cairnCell, w.cell(azure), ratio, goal, cairnCPU, cpuCell(a.cpu), cpuRatio)
+}
+
+// ofFloor returns Cairn's figure as a multiple of the floor's: server CPU
+// per entity, or bytes per entity for memory (0: either is missing).
+func (w httpWorkload) ofFloor(c figure, f *floor) float64 {
+	switch {
+	case f == nil:
+		return 0
+	case w.floor == memoryFloor && c.v > 0 && f.bytes > 0:
+		return c.v / f.bytes
+	case w.floor != memoryFloor && c.cpu > 0 && f.cpu > 0:
+		return c.cpu / f.cpu
+	}
+	return 0
+}
+
+// floorRow formats the row of f below w's: the floor's figures, Cairn's
+// multiple of it in the ratio column and the goal (floorGoal) met or not;
+// again names a floor printed before by its short name.
+func (w httpWorkload) floorRow(c figure, f *floor, again bool) string {
+	name := f.name
+	if again && f.short != "" {
+		name = f.short
+	}
+	of := "floor"
+	if w.floor == memoryFloor {
+		of = "encoded"
+	}
+	want := fmt.Sprintf("≤ %.1f× %s", w.floorGoal, of)
+	ratio, goal := "-", want
+	if r := w.ofFloor(c, f); r > 0 {
+		ratio, goal = fmt.Sprintf("%.2f× (Cairn/%s)", r, of), verdict(want, r <= w.floorGoal)
+	}
+	if w.floor == memoryFloor {
+		return fmt.Sprintf("| %s | %.0f bytes | - | %s | %s | - | - | - |", name, f.bytes, ratio, goal)
+	}
+	return fmt.Sprintf("| %s | %.0f entities/s | - | %s | %s | %s | - | - |", name, f.rate, ratio, goal, cpuCell(f.cpu))
+}
+
+// cpuCell formats CPU per entity in microseconds ("-": not measured).
+func cpuCell(v float64) string {
+	if v <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f µs", v)
 }
 
 func (w httpWorkload) cell(v float64) string {

@@ -97,13 +97,21 @@ type cairnChild struct {
 }
 
 // floorChild serves HTTP with net/http and nothing else until its stdin
-// closes: every request is answered 200 with one stored entity, with the
-// headers a Tables API read has. It is the floor of a point read's server
-// CPU: what net/http and the system calls cost before any work.
+// closes: a GET is answered 200 with one stored entity, with the headers a
+// Tables API read has; any other request's body is read and answered 204
+// with the headers of an insert that asked for no content. It is the
+// floor of a point read's server CPU, and the HTTP part of an insert's:
+// what net/http and the system calls cost before any work. With
+// -nats-store it is instead the journal's part of an insert's floor
+// (natsFloorChild, benchfloor.go).
 func floorChild(args []string) error {
 	fs := flag.NewFlagSet("http-floor-child", flag.ContinueOnError)
+	store := fs.String("nats-store", "", "embed a NATS server storing in this directory and measure raw appends and deliveries, instead of serving HTTP")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *store != "" {
+		return natsFloorChild(*store)
 	}
 	body := benchEntity(key("p", 0), key("r", 0), 0)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -112,10 +120,17 @@ func floorChild(args []string) error {
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h["Content-Type"] = []string{"application/json;odata=nometadata;streaming=true;charset=utf-8"}
 		h["Etag"] = []string{`W/"datetime'2026-11-23T00%3A00%3A00.0000000Z'"`}
 		h["X-Ms-Version"] = []string{"2019-02-02"}
 		h["Dataserviceversion"] = []string{"3.0;"}
+		if r.Method != http.MethodGet {
+			_, _ = io.Copy(io.Discard, r.Body)
+			h["Location"] = []string{"http://" + r.Host + r.URL.Path + "(PartitionKey='p0000000',RowKey='r0000000')"}
+			h["Preference-Applied"] = []string{"return-no-content"}
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		h["Content-Type"] = []string{"application/json;odata=nometadata;streaming=true;charset=utf-8"}
 		_, _ = w.Write(body)
 	})}
 	go func() { _ = srv.Serve(ln) }()
@@ -133,11 +148,6 @@ func startCairnChild(ctx context.Context, cpuprofile string) (*cairnChild, error
 		return nil, err
 	}
 	return startChild(ctx, dir, "host-child", "-data", filepath.Join(dir, "data"), "-cpuprofile", cpuprofile)
-}
-
-// startFloorChild starts this binary as the net/http floor (floorChild).
-func startFloorChild(ctx context.Context) (*cairnChild, error) {
-	return startChild(ctx, "", "http-floor-child")
 }
 
 // startChild starts this binary with args, and waits until it prints

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/engine"
+)
+
+// Sizes of the latency workloads.
+const (
+	// latencyCommands are the commands, and the synchronous publishes,
+	// of a round one at a time.
+	latencyCommands = 2000
+	// pacedFor is the longest a paced round runs: it sends -n commands
+	// or what pacedFor holds at its rate, whichever is fewer.
+	pacedFor = 5 * time.Second
+	// pacedMin is the fewest commands a paced round may send: fewer give
+	// no p99.
+	pacedMin = 200
+)
+
+// latencyOneAtATime measures command → visible latency one command at a
+// time beside a synchronous JetStream publish one at a time, rounds
+// times, prints the medians of the rounds' p50 and p99 and returns the
+// goal: a p99 at most twice the publish's.
+func (b *bencher) latencyOneAtATime(ctx context.Context, size int) (goal, error) {
+	table, err := b.newTable(ctx, "Latency")
+	if err != nil {
+		return goal{}, err
+	}
+	var p50s, p99s, rawP50s, rawP99s []time.Duration
+	for r := 0; r < b.rounds; r++ {
+		res, err := b.pipelined(b.nc, latencyCommands, 1, "cairn.cmd."+table, func(i int) *engine.Request {
+			return &engine.Request{Op: "Insert", Entity: sampleEntity("lat", fmt.Sprintf("r%d-%07d", r, i))}
+		})
+		if err != nil {
+			return goal{}, err
+		}
+		raw, err := b.rawLatency(ctx, latencyCommands, size)
+		if err != nil {
+			return goal{}, err
+		}
+		p50s, p99s = append(p50s, percentile(res.latencies, .5)), append(p99s, percentile(res.latencies, .99))
+		rawP50s, rawP99s = append(rawP50s, percentile(raw, .5)), append(rawP99s, percentile(raw, .99))
+	}
+	if err := b.cl.DeleteTable(ctx, table); err != nil {
+		return goal{}, err
+	}
+	p50, p99, rawP50, rawP99 := medianDuration(p50s), medianDuration(p99s), medianDuration(rawP50s), medianDuration(rawP99s)
+	r99 := float64(p99) / float64(rawP99)
+	met := r99 <= 2
+	fmt.Printf("| command → visible latency, one at a time | p50 %v, p99 %v | sync publish p50 %v, p99 %v | %.1f× (p50), %.1f× (p99) | %s |\n",
+		us(p50), us(p99), us(rawP50), us(rawP99), float64(p50)/float64(rawP50), r99, verdict("p99 ≤ 2× sync publish", met))
+	return goal{name: "p99 command → visible, one at a time, ≤ 2× a sync publish one at a time",
+		figure: fmt.Sprintf("p99 %v", us(p99)), floor: fmt.Sprintf("sync publish p99 %v", us(rawP99)),
+		ratio: fmt.Sprintf("%.1f×", r99), met: met}, nil
+}
+
+// latencyPaced measures command → visible latency of many-partition
+// inserts sent open loop at rate commands/s (half of the peak: the
+// many-partition rate of the run), rounds times on a fresh table each,
+// prints the medians of the rounds' p50, p99 and max, and returns the
+// goal: a p99 of at most 5 ms.
+func (b *bencher) latencyPaced(ctx context.Context, rate float64) (goal, error) {
+	n := min(b.n, int(rate*pacedFor.Seconds()))
+	if n < pacedMin {
+		return goal{}, fmt.Errorf("paced latency: %.0f commands/s sends fewer than %d commands in %v", rate, pacedMin, pacedFor)
+	}
+	var p50s, p99s, maxes []time.Duration
+	var sent []float64
+	for r := 0; r < b.rounds; r++ {
+		table, err := b.newTable(ctx, "Paced")
+		if err != nil {
+			return goal{}, err
+		}
+		// Steady state: the table's first write, and whatever it starts,
+		// is done before the clock starts.
+		if _, err := b.cl.Do(ctx, "cairn.cmd."+table, &engine.Request{Op: "Insert", Entity: sampleEntity("warm", "up")}); err != nil {
+			return goal{}, err
+		}
+		res, err := b.send(b.nc, n, n, rate, "cairn.cmd."+table, func(i int) *engine.Request {
+			return &engine.Request{Op: "Insert", Entity: sampleEntity(fmt.Sprintf("p%05d", i%10000), fmt.Sprintf("r%07d", i))}
+		})
+		if err != nil {
+			return goal{}, fmt.Errorf("paced latency: %w", err)
+		}
+		if err := b.cl.DeleteTable(ctx, table); err != nil {
+			return goal{}, err
+		}
+		p50s, p99s, maxes = append(p50s, percentile(res.latencies, .5)), append(p99s, percentile(res.latencies, .99)), append(maxes, percentile(res.latencies, 1))
+		sent = append(sent, res.rate)
+	}
+	p99 := medianDuration(p99s)
+	met := p99 <= 5*time.Millisecond
+	fmt.Printf("| command → visible latency, many partitions sent open loop at half the first row's rate (%.0f commands/s; %d a round, answered at %.0f/s) | p50 %v, p99 %v, max %v | | | %s |\n",
+		rate, n, median(sent), us(medianDuration(p50s)), us(p99), us(medianDuration(maxes)), verdict("p99 ≤ 5 ms", met))
+	return goal{name: "p99 command → visible ≤ 5 ms at half of the peak rate",
+		figure: fmt.Sprintf("p99 %v", us(p99)), floor: fmt.Sprintf("half of the peak: %.0f commands/s", rate), met: met}, nil
+}
+
+// rawLatency measures synchronous JetStream publishes one at a time.
+func (b *bencher) rawLatency(ctx context.Context, n, size int) ([]time.Duration, error) {
+	js, err := jetstream.New(b.nc)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BENCHLAT", Subjects: []string{"benchlat.>"}, Storage: jetstream.FileStorage}); err != nil {
+		return nil, err
+	}
+	defer js.DeleteStream(ctx, "BENCHLAT")
+	data := make([]byte, size)
+	out := make([]time.Duration, n)
+	for i := range out {
+		t := time.Now()
+		if _, err := js.Publish(ctx, "benchlat.p", data); err != nil {
+			return nil, err
+		}
+		out[i] = time.Since(t)
+	}
+	return out, nil
+}
+
+// medianDuration returns the median of ds.
+func medianDuration(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// us rounds d to the microsecond, as the tables print latencies.
+func us(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
