@@ -19,9 +19,20 @@ type ArchiveRequest struct {
 	RowKey       string `json:"rowKey"`
 }
 
+// Budgets of the built-in archive. Its code is the node's own, so the
+// write rate that guards against a runaway module does not apply: it
+// writes what its invocations in flight commit, as a client with that many
+// requests in flight would (two commits per entity, each waiting until
+// the view shows it).
+const (
+	archiveConcurrency = 16
+	archiveWriteRate   = MaxRate
+)
+
 // ArchiveManifest is the built-in archive function's manifest.
 func ArchiveManifest() Manifest {
-	m := Manifest{Name: "archive", Trigger: Trigger{Queue: "archive"}, Builtin: "archive"}
+	m := Manifest{Name: "archive", Trigger: Trigger{Queue: "archive"}, Builtin: "archive",
+		Concurrency: archiveConcurrency, WriteRate: archiveWriteRate}
 	m.Defaults()
 	return m
 }
