@@ -158,6 +158,48 @@ type side struct {
 	rounds bool   // its benchmark has -rounds
 }
 
+// commits are the two commits compared, as the comparison names them.
+type commits struct {
+	top       string // the current tree's root
+	base      string // the base's full hash
+	baseLabel string // "(REF sha)"
+	headLabel string // "(sha)", or "(sha dirty)" with uncommitted changes
+}
+
+// resolve finds the repository holding cwd and the commit ref names in it.
+func resolve(ctx context.Context, cwd, ref string) (commits, error) {
+	top, err := git(ctx, cwd, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return commits{}, fmt.Errorf("-baseline builds the ref from the repository holding the current directory, and %s is in none: %w", cwd, err)
+	}
+	base, err := git(ctx, top, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
+	if err != nil {
+		return commits{}, fmt.Errorf("-baseline %s: no such commit in %s", ref, top)
+	}
+	head, err := git(ctx, top, "rev-parse", "--verify", "HEAD^{commit}")
+	if err != nil {
+		return commits{}, fmt.Errorf("-baseline: the current tree has no commit: %w", err)
+	}
+	status, err := git(ctx, top, "status", "--porcelain")
+	if err != nil {
+		return commits{}, err
+	}
+	c := commits{top: top, base: base}
+	baseShort, headShort := short(ctx, top, base), short(ctx, top, head)
+	c.baseLabel = "(" + ref + " " + baseShort + ")"
+	if strings.HasPrefix(base, ref) {
+		c.baseLabel = "(" + baseShort + ")"
+	}
+	c.headLabel = "(" + headShort + ")"
+	what := "the current tree"
+	if status != "" {
+		c.headLabel = "(" + headShort + " dirty)"
+		what += ", with its uncommitted changes"
+	}
+	fmt.Fprintf(os.Stderr, "cairn-bench -baseline: base %s, head %s: %s\n", c.baseLabel, c.headLabel, what)
+	return c, nil
+}
+
 // compareBaseline runs the comparison (the steps at the top of this file).
 func compareBaseline(b baselineRun) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -166,55 +208,28 @@ func compareBaseline(b baselineRun) error {
 	if err != nil {
 		return err
 	}
-	top, err := git(ctx, cwd, "rev-parse", "--show-toplevel")
-	if err != nil {
-		return fmt.Errorf("-baseline builds the ref from the repository holding the current directory, and %s is in none: %w", cwd, err)
-	}
-	baseSHA, err := git(ctx, top, "rev-parse", "--verify", "--quiet", b.ref+"^{commit}")
-	if err != nil {
-		return fmt.Errorf("-baseline %s: no such commit in %s", b.ref, top)
-	}
-	headSHA, err := git(ctx, top, "rev-parse", "--verify", "HEAD^{commit}")
-	if err != nil {
-		return fmt.Errorf("-baseline: the current tree has no commit: %w", err)
-	}
-	status, err := git(ctx, top, "status", "--porcelain")
+	cs, err := resolve(ctx, cwd, b.ref)
 	if err != nil {
 		return err
 	}
-	baseShort, headShort := short(ctx, top, baseSHA), short(ctx, top, headSHA)
-	baseLabel := fmt.Sprintf("(%s %s)", b.ref, baseShort)
-	if b.ref == baseShort || strings.HasPrefix(baseSHA, b.ref) {
-		baseLabel = "(" + baseShort + ")"
-	}
-	headLabel := "(" + headShort + ")"
-	if status != "" {
-		headLabel = "(" + headShort + " dirty)"
-	}
-	what := "the current tree"
-	if status != "" {
-		what += ", with its uncommitted changes"
-	}
-	fmt.Fprintf(os.Stderr, "cairn-bench -baseline: base %s, head %s (%s)\n", baseLabel, headLabel, what)
-
 	tmp, err := os.MkdirTemp("", "cairn-bench-baseline-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
 	baseTree := filepath.Join(tmp, "tree")
-	if _, err := git(ctx, top, "worktree", "add", "--quiet", "--detach", baseTree, baseSHA); err != nil {
-		return fmt.Errorf("-baseline: check out %s: %w", baseShort, err)
+	if _, err := git(ctx, cs.top, "worktree", "add", "--quiet", "--detach", baseTree, cs.base); err != nil {
+		return fmt.Errorf("-baseline: check out %s: %w", cs.baseLabel, err)
 	}
-	defer removeWorktree(top, baseTree)
+	defer removeWorktree(cs.top, baseTree)
 
-	base := side{name: "base", bin: filepath.Join(tmp, "cairn-bench-base"), dir: sameDir(top, cwd, baseTree)}
+	base := side{name: "base", bin: filepath.Join(tmp, "cairn-bench-base"), dir: sameDir(cs.top, cwd, baseTree)}
 	head := side{name: "head", bin: filepath.Join(tmp, "cairn-bench-head"), dir: cwd}
 	for _, s := range []struct {
 		side *side
 		tree string
-	}{{&base, baseTree}, {&head, top}} {
-		if err := build(ctx, s.tree, s.side.bin); err != nil {
+	}{{&base, baseTree}, {&head, cs.top}} {
+		if err := build(ctx, s.tree, s.side.bin, s.side.name); err != nil {
 			return fmt.Errorf("-baseline: build %s: %w", s.side.name, err)
 		}
 		s.side.rounds = hasRoundsFlag(ctx, *s.side, b.withHelp())
@@ -226,12 +241,15 @@ func compareBaseline(b baselineRun) error {
 		if runErr != nil {
 			return runErr
 		}
-		return fmt.Errorf("-baseline: no table rows found in the output of %s %s", b.sub, strings.Join(b.args, " "))
+		return fmt.Errorf("-baseline: no table rows found in the output of cairn-bench %s", quoteArgs(b.args))
 	}
-	fmt.Printf("# cairn-bench %s -baseline %s: base %s, head %s; %d rounds each side, alternating which runs first; medians\n\n",
-		strings.Join(b.args, " "), b.ref, baseLabel, headLabel, b.rounds)
+	fmt.Printf("# cairn-bench %s -baseline %s: base %s, head %s; rounds each side: %d, alternating which runs first; medians\n\n",
+		quoteArgs(b.args), b.ref, cs.baseLabel, cs.headLabel, b.rounds)
+	if runErr != nil {
+		fmt.Printf("Stopped early (%v): the last column counts the rounds each side gave.\n\n", runErr)
+	}
 	fmt.Printf("head/base above 1 is better for a rate (…/s), worse for a duration or a size. \"head is\" says better or worse only when every head round lies beyond every base round, with %d rounds or more each.\n\n", minVerdictRounds)
-	c.write(os.Stdout, baseLabel, headLabel)
+	c.write(os.Stdout, cs.baseLabel, cs.headLabel)
 	return runErr
 }
 
@@ -254,7 +272,7 @@ func runRounds(ctx context.Context, b baselineRun, base, head side, c *compariso
 				if ctx.Err() != nil {
 					return fmt.Errorf("-baseline: interrupted in round %d of %s", r, s.name)
 				}
-				return fmt.Errorf("-baseline: round %d of %s (%s): %w", r, s.name, s.bin, err)
+				return fmt.Errorf("-baseline: round %d of %s: %w", r, s.name, err)
 			}
 			ms := parseRows(out)
 			fmt.Fprintf(os.Stderr, "round %d/%d, %s (%.1f s):", r, b.rounds, s.name, time.Since(start).Seconds())
@@ -301,8 +319,9 @@ func hasRoundsFlag(ctx context.Context, s side, help []string) bool {
 	return roundsFlag.Match(out)
 }
 
-// build builds the benchmark binary of the tree at dir into out.
-func build(ctx context.Context, dir, out string) error {
+// build builds the benchmark binary of the tree at dir into out; name
+// says which in what it prints.
+func build(ctx context.Context, dir, out, name string) error {
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./cmd/cairn-bench")
 	cmd.Dir = dir
@@ -311,7 +330,7 @@ func build(ctx context.Context, dir, out string) error {
 	if err := cmd.Run(); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "cairn-bench -baseline: built %s in %.1f s\n", dir, time.Since(start).Seconds())
+	fmt.Fprintf(os.Stderr, "cairn-bench -baseline: built %s (%s) in %.1f s\n", name, dir, time.Since(start).Seconds())
 	return nil
 }
 
@@ -370,6 +389,19 @@ func short(ctx context.Context, dir, sha string) string {
 		return s
 	}
 	return sha[:min(12, len(sha))]
+}
+
+// quoteArgs joins args as a shell would read them back: quoted where they
+// hold a space or a quote, or are empty.
+func quoteArgs(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = a
+		if a == "" || strings.ContainsAny(a, " \t\"'\\$") {
+			q[i] = strconv.Quote(a)
+		}
+	}
+	return strings.Join(q, " ")
 }
 
 // childEnv is the environment without CAIRN_BASELINE.

@@ -77,11 +77,14 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		if ok && b.help {
+		switch {
+		case ok && b.sub == "help": // usage() says what -baseline does
+			args = b.args
+		case ok && b.help:
 			fmt.Fprint(os.Stderr, baselineUsage)
 			args = b.args
-		} else if ok {
-			if childBenchmarks[b.sub] || b.sub == "help" {
+		case ok:
+			if childBenchmarks[b.sub] {
 				return fmt.Errorf("-baseline compares a benchmark, and %q is none", b.sub)
 			}
 			return compareBaseline(b)
