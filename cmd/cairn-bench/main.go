@@ -10,6 +10,7 @@
 //	go run ./cmd/cairn-bench start           # a view's start from the journal and from a snapshot
 //	go run ./cmd/cairn-bench start -kill     # a node's start after SIGKILL under a write load
 //	go run ./cmd/cairn-bench snapshots       # what writing snapshots costs the inserts
+//	go run ./cmd/cairn-bench -baseline main  # any of them on main's build and on this tree's, side by side
 //
 // It is a binary of its own so that the host links neither the Azure SDK
 // nor the Azurite installer. Flags can be set as CAIRN_<NAME> too. A
@@ -37,6 +38,10 @@ func main() {
 	}
 }
 
+// childBenchmarks are the processes a benchmark starts of this binary: not
+// benchmarks themselves, and never compared with -baseline.
+var childBenchmarks = map[string]bool{"host-child": true, "node-child": true, "http-floor-child": true}
+
 func usage() {
 	fmt.Fprintf(os.Stderr, `usage: cairn-bench [nats] [flags]   end-to-end benchmarks over NATS (default)
        cairn-bench http [flags]     the HTTP API side by side with Azurite
@@ -48,12 +53,43 @@ func usage() {
        cairn-bench snapshots [flags] many-partition inserts on a node writing snapshots and on one that does not
        cairn-bench placement [flags] a simulation of view shards placed on 3 to 1,000 hosts: balance, moves on a join and a death
        cairn-bench placed [flags]    the heap of each host when 3 and 6 hosts each hold their share of a table's shards, against one host holding it whole
+       cairn-bench [name] -baseline REF [-rounds N] [flags]
+                                     any of them on REF's build and on the current tree's, side by side
 
 Run "cairn-bench <name> -h" for the flags.
-`)
+`+baselineUsage)
 }
 
+// baselineUsage is the help of -baseline (baseline.go).
+const baselineUsage = `
+-baseline REF (or CAIRN_BASELINE) builds REF, a commit of the repository
+holding the current directory, and the current tree with its uncommitted
+changes, and runs the benchmark on both binaries, -rounds N rounds each
+(default 3) of -rounds 1, alternating which runs first, each in its own
+tree; the other flags go to both. It prints each table row's median on
+both sides and head/base: above 1 is better for a rate, worse for a
+duration or a size.
+`
+
 func run(args []string) error {
+	if len(args) == 0 || !childBenchmarks[args[0]] {
+		b, ok, err := cutBaseline(args, os.LookupEnv)
+		if err != nil {
+			return err
+		}
+		switch {
+		case ok && b.sub == "help": // usage() says what -baseline does
+			args = b.args
+		case ok && b.help:
+			fmt.Fprint(os.Stderr, baselineUsage)
+			args = b.args
+		case ok:
+			if childBenchmarks[b.sub] {
+				return fmt.Errorf("-baseline compares a benchmark, and %q is none", b.sub)
+			}
+			return compareBaseline(b)
+		}
+	}
 	sub := "nats"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		sub, args = args[0], args[1:]
