@@ -178,8 +178,10 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 	}
 	sinceSnap := 0
 	apply := func(seq uint64, rec *engine.Record, pending uint64) error {
+		t.applyMu.Lock()
+		defer t.applyMu.Unlock()
 		if seq <= t.Seq() {
-			return nil // delivered again after a resumed consumer
+			return nil // delivered again after a resumed consumer, or applied at its acknowledgement
 		}
 		if err := t.checkRecord(seq, rec); err != nil {
 			return err
@@ -210,6 +212,27 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 			}
 		}
 		return nil
+	}
+	// A view that tails its whole journal applies this host's records at
+	// their acknowledgement (Table.Appended) when it stands right before
+	// them with nothing queued: the next record in the stream, so no
+	// other host's record can come between. A view of some shards does
+	// not (its journal has gaps it learns of between records).
+	if stand == nil && !t.Partial() {
+		atAck := func(seq uint64, rec *engine.Record) {
+			t.applyMu.Lock()
+			defer t.applyMu.Unlock()
+			if !caughtUp || seq != t.Seq()+1 || t.behind.Load() != 0 {
+				return
+			}
+			t.Apply(seq, rec)
+			t.Publish()
+			sinceSnap = 0
+			snaps.applied(rec)
+			t.ackApplied.Add(1)
+		}
+		t.atAck.Store(&atAck)
+		defer t.atAck.Store(nil)
 	}
 	// The watch ends the follow with a fault as its cause when records
 	// disappear from the journal.

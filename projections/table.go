@@ -101,6 +101,14 @@ type Table struct {
 	// behind is how many records of its journal the applier had yet to
 	// apply after its last one (the consumer's pending count): the lag.
 	behind atomic.Uint64
+	// applyMu makes the applier's records and the records this host
+	// applies at their acknowledgement (Appended) one writer.
+	applyMu sync.Mutex
+	// atAck, while the applier tails the whole journal caught up, applies
+	// a record this host appended at its acknowledgement (Appended).
+	atAck atomic.Pointer[func(seq uint64, rec *engine.Record)]
+	// ackApplied counts the records applied at their acknowledgement.
+	ackApplied atomic.Uint64
 	// afterHead, in tests, runs under dmu when a build has done its head.
 	afterHead func(*attached)
 
@@ -336,6 +344,22 @@ func (t *Table) NoteAppending(rec *engine.Record) { t.appended.Store(rec.Nonce, 
 
 // ForgetAppending drops what NoteAppending stored.
 func (t *Table) ForgetAppending(rec *engine.Record) { t.appended.Delete(rec.Nonce) }
+
+// Appended tells the view that rec, which this host appended, is stored
+// at seq. When the view has applied every record before it and its
+// consumer has nothing else queued, the record is applied and published
+// now, without waiting for its delivery (which is then skipped): the
+// reply to its commands goes one hop earlier. Otherwise the delivery
+// applies it, as every other record.
+func (t *Table) Appended(seq uint64, rec *engine.Record) {
+	if f := t.atAck.Load(); f != nil {
+		(*f)(seq, rec)
+	}
+}
+
+// AppliedAtAck counts the records the view applied at their
+// acknowledgement (Appended) rather than at their delivery.
+func (t *Table) AppliedAtAck() uint64 { return t.ackApplied.Load() }
 
 // appendedRecord returns the record being appended with that nonce.
 func (t *Table) appendedRecord(nonce string) *engine.Record {

@@ -101,6 +101,7 @@ func (c *Committer) commitGroup(key partKey, group []*pending) {
 		}
 		c.stats.records.Add(1)
 		c.stats.commands.Add(uint64(len(rec.Commands)))
+		tbl.Appended(seq, rec)
 		werr := c.waitVisible(tbl, seq)
 		tbl.ForgetAppending(rec)
 		if werr != nil {

@@ -61,6 +61,9 @@ type Table interface {
 	// drops it afterwards, whatever became of the append.
 	NoteAppending(rec *engine.Record)
 	ForgetAppending(rec *engine.Record)
+	// Appended tells the view that rec is stored at seq: it may show it
+	// before its delivery.
+	Appended(seq uint64, rec *engine.Record)
 	// SyncHistory reads where the table's journal now starts (its
 	// horizon: records below it were pruned) so that a partition whose
 	// records all went is seen as empty by the journal's check (a
