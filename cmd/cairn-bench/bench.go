@@ -239,25 +239,11 @@ func (b *bencher) rawPublish(ctx context.Context, n, size, partitions int) (floa
 	}
 	name := "BENCHRAW" + strconv.Itoa(b.table)
 	b.table++
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{"benchraw." + name + ".>"}, Storage: jetstream.FileStorage})
-	if err != nil {
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{"benchraw." + name + ".>"}, Storage: jetstream.FileStorage}); err != nil {
 		return 0, err
 	}
 	defer js.DeleteStream(ctx, name)
-	_ = s
-	data := make([]byte, size)
-	start := time.Now()
-	for i := 0; i < n; i++ {
-		if _, err := js.PublishAsync("benchraw."+name+".p"+strconv.Itoa(i%partitions), data); err != nil {
-			return 0, err
-		}
-	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-time.After(time.Minute):
-		return 0, errors.New("raw publish did not complete")
-	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	return rawAppend(js, "benchraw."+name+".p", make([]byte, size), n, partitions)
 }
 
 func median(xs []float64) float64 {
@@ -559,27 +545,5 @@ func rawReplay(ctx context.Context, nc *nats.Conn, stream string, n uint64) (flo
 	if err != nil {
 		return 0, err
 	}
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	var got uint64
-	done := make(chan struct{})
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		got++
-		if got == n {
-			close(done)
-		}
-	})
-	if err != nil {
-		return 0, err
-	}
-	defer cc.Stop()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Minute):
-		return 0, errors.New("raw replay did not finish")
-	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	return rawDeliver(ctx, js, stream, int(n))
 }

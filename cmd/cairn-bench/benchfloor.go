@@ -295,7 +295,7 @@ func natsFloorChild(store string) error {
 				_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{"floor." + name + ".>"}, Storage: jetstream.FileStorage})
 			}
 		case "append":
-			rate, err = rawAppend(js, "floor."+name+".p", data, n)
+			rate, err = rawAppend(js, "floor."+name+".p", data, n, partitions)
 		case "deliver":
 			rate, err = rawDeliver(ctx, js, name, n)
 		default:
@@ -313,10 +313,10 @@ func natsFloorChild(store string) error {
 	return in.Err()
 }
 
-// rawAppend publishes n messages of data to subject prefix + partition
-// asynchronously and waits for their acknowledgements; it returns the
-// rate.
-func rawAppend(js jetstream.JetStream, prefix string, data []byte, n int) (float64, error) {
+// rawAppend publishes n messages of data asynchronously, round the
+// subjects prefix + 0 to partitions-1, and waits for their
+// acknowledgements; it returns the rate.
+func rawAppend(js jetstream.JetStream, prefix string, data []byte, n, partitions int) (float64, error) {
 	if n < 1 {
 		return 0, errors.New("append: no messages")
 	}

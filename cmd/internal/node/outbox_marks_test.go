@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/cmd/internal/node"
@@ -29,21 +27,10 @@ import (
 // cluster being upgraded) are not marked and are relayed whole, as
 // before.
 func TestOutboxReadsMarkedTablesOnly(t *testing.T) {
-	var logb lockedBuffer
-	defer func() {
-		if t.Failed() {
-			t.Log(logb.String())
-		}
-	}()
-	h, _ := nodetest.Start(t, node.Config{Log: slog.New(slog.NewTextHandler(&logb, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	h, _ := nodetest.Start(t, node.Config{Log: debugLog(t)})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	dev, err := nats.Connect(h.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	cl := client.New(dev)
+	cl := devClient(t, h)
 	plain, err := cl.CreateTable(ctx, "Plain")
 	if err != nil {
 		t.Fatal(err)
@@ -123,15 +110,10 @@ func TestOutboxReadsMarkedTablesOnly(t *testing.T) {
 // layout older hosts read) marks nothing, and the relay reads it whole:
 // its message is sent though no mark is stored.
 func TestOutboxUnmarkedLayoutRelayed(t *testing.T) {
-	h, _ := nodetest.Start(t, node.Config{TableShards: -1})
+	h, _ := nodetest.Start(t, node.Config{TableShards: -1, Log: debugLog(t)})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	dev, err := nats.Connect(h.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	cl := client.New(dev)
+	cl := devClient(t, h)
 	info, err := cl.CreateTable(ctx, "Legacy")
 	if err != nil {
 		t.Fatal(err)

@@ -75,24 +75,38 @@ func waitRelayed(t *testing.T, ctx context.Context, js jetstream.JetStream, tabl
 	}
 }
 
-// TestOutboxOverNATS: the documented messages field is relayed to its
-// queue after the write; a command refused stores and sends nothing.
-func TestOutboxOverNATS(t *testing.T) {
+// debugLog returns a logger at Debug whose lines the test prints if it
+// fails.
+func debugLog(t *testing.T) *slog.Logger {
+	t.Helper()
 	var logb lockedBuffer
-	defer func() {
+	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(logb.String())
 		}
-	}()
-	h, _ := nodetest.Start(t, node.Config{Log: slog.New(slog.NewTextHandler(&logb, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
+	})
+	return slog.New(slog.NewTextHandler(&logb, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// devClient connects to h as the development user, the connection closed
+// when the test ends.
+func devClient(t *testing.T, h *node.Node) *client.Client {
+	t.Helper()
 	dev, err := nats.Connect(h.ClientURL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dev.Close()
-	cl := client.New(dev)
+	t.Cleanup(dev.Close)
+	return client.New(dev)
+}
+
+// TestOutboxOverNATS: the documented messages field is relayed to its
+// queue after the write; a command refused stores and sends nothing.
+func TestOutboxOverNATS(t *testing.T) {
+	h, _ := nodetest.Start(t, node.Config{Log: debugLog(t)})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cl := devClient(t, h)
 	info, err := cl.CreateTable(ctx, "Orders")
 	if err != nil {
 		t.Fatal(err)
