@@ -69,8 +69,8 @@
 // sync of its tables: within about 50 ms), from its stored position or
 // the start. A table that never has a message is read once, by the views,
 // instead of twice: one delivery and one decoding per record fewer, which
-// measured 1.3–1.4 times the rate of single-entity inserts over many
-// partitions (cmd/cairn-bench). The pruner counts an unmarked table's
+// raised single-entity inserts over many partitions by 1.15–1.25 times
+// (cmd/cairn-bench, docs/PERFORMANCE.md). The pruner counts an unmarked table's
 // records as relayed (Relayed). A table created without shards, as by a
 // host of an earlier version, is read whole, as before.
 //
