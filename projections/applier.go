@@ -230,6 +230,7 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 			sinceSnap = 0
 			snaps.applied(rec)
 			t.ackApplied.Add(1)
+			t.acked.keep(rec)
 		}
 		t.atAck.Store(&atAck)
 		defer t.atAck.Store(nil)

@@ -109,6 +109,9 @@ type Table struct {
 	atAck atomic.Pointer[func(seq uint64, rec *engine.Record)]
 	// ackApplied counts the records applied at their acknowledgement.
 	ackApplied atomic.Uint64
+	// acked keeps the records applied at their acknowledgement until
+	// their delivery, which the applier then skips without decoding it.
+	acked ackedRecords
 	// afterHead, in tests, runs under dmu when a build has done its head.
 	afterHead func(*attached)
 
@@ -361,12 +364,53 @@ func (t *Table) Appended(seq uint64, rec *engine.Record) {
 // acknowledgement (Appended) rather than at their delivery.
 func (t *Table) AppliedAtAck() uint64 { return t.ackApplied.Load() }
 
-// appendedRecord returns the record being appended with that nonce.
+// appendedRecord returns the record being appended with that nonce, or
+// applied at its acknowledgement and not yet delivered (once: its
+// delivery takes it).
 func (t *Table) appendedRecord(nonce string) *engine.Record {
 	if v, ok := t.appended.Load(nonce); ok {
 		return v.(*engine.Record)
 	}
-	return nil
+	return t.acked.take(nonce)
+}
+
+// ackedKeep bounds the records kept for their delivery after being
+// applied at their acknowledgement: a delivery comes within a few
+// records, and one that never comes (the consumer resumed past it) must
+// not hold its record for ever.
+const ackedKeep = 64
+
+// ackedRecords holds the last ackedKeep records applied at their
+// acknowledgement whose delivery has not come, by nonce.
+type ackedRecords struct {
+	mu    sync.Mutex
+	recs  map[string]*engine.Record
+	order [ackedKeep]string // a ring of the nonces kept, oldest at next
+	next  int
+}
+
+// keep holds rec until its delivery takes it.
+func (a *ackedRecords) keep(rec *engine.Record) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.recs == nil {
+		a.recs = make(map[string]*engine.Record, ackedKeep)
+	}
+	delete(a.recs, a.order[a.next]) // the oldest, if its delivery never came
+	a.order[a.next] = rec.Nonce
+	a.next = (a.next + 1) % ackedKeep
+	a.recs[rec.Nonce] = rec
+}
+
+// take returns the record with that nonce and forgets it (nil: none).
+func (a *ackedRecords) take(nonce string) *engine.Record {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rec := a.recs[nonce]
+	if rec != nil {
+		delete(a.recs, nonce)
+	}
+	return rec
 }
 
 // Seq returns the writer's applied position (applier goroutine only).
