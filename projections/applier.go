@@ -218,11 +218,15 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 	// them with nothing queued: the next record in the stream, so no
 	// other host's record can come between. A view of some shards does
 	// not (its journal has gaps it learns of between records).
+	// Once the follow ends, a committer that took the early apply before
+	// it was withdrawn finds it off (ackOn, under applyMu), so nothing
+	// writes the view behind the applier's back.
 	if stand == nil && !t.Partial() {
+		ackOn := true
 		atAck := func(seq uint64, rec *engine.Record) {
 			t.applyMu.Lock()
 			defer t.applyMu.Unlock()
-			if !caughtUp || seq != t.Seq()+1 || t.behind.Load() != 0 {
+			if !ackOn || !caughtUp || seq != t.Seq()+1 || t.behind.Load() != 0 {
 				return
 			}
 			t.Apply(seq, rec)
@@ -233,7 +237,12 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 			t.acked.keep(rec)
 		}
 		t.atAck.Store(&atAck)
-		defer t.atAck.Store(nil)
+		defer func() {
+			t.atAck.Store(nil)
+			t.applyMu.Lock()
+			ackOn = false
+			t.applyMu.Unlock()
+		}()
 	}
 	// The watch ends the follow with a fault as its cause when records
 	// disappear from the journal.
@@ -272,19 +281,22 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 	}
 	err = v.retry(fctx, "follow the journal", t.Name(), func() error {
 		for {
-			// After an interruption, resume right after the last record applied.
+			// After an interruption, resume right after the last record
+			// applied (read under applyMu: records are applied at their
+			// acknowledgement meanwhile).
+			from := t.appliedSeq() + 1
 			var err error
 			switch {
 			case filtered:
-				err = v.j.ConsumeShards(fctx, t.Name(), t.Epoch(), t.Shards(), held, stand, t.Seq()+1, t.appendedRecord, tail)
+				err = v.j.ConsumeShards(fctx, t.Name(), t.Epoch(), t.Shards(), held, stand, from, t.appendedRecord, tail)
 			case t.Partial():
-				err = v.j.ConsumeHeld(fctx, t.Name(), t.Epoch(), t.Shards(), t.HoldsShard, t.Seq()+1, t.appendedRecord, replay)
+				err = v.j.ConsumeHeld(fctx, t.Name(), t.Epoch(), t.Shards(), t.HoldsShard, from, t.appendedRecord, replay)
 			default:
-				err = v.j.ConsumeKnown(fctx, t.Name(), t.Epoch(), t.Shards(), t.Seq()+1, t.appendedRecord, apply)
+				err = v.j.ConsumeKnown(fctx, t.Name(), t.Epoch(), t.Shards(), from, t.appendedRecord, apply)
 			}
 			if errors.Is(err, errSwitch) {
 				filtered = !filtered
-				v.log.Debug("view of some shards switches its reader", "table", t.Name(), "at", t.Seq(), "filtered", filtered)
+				v.log.Debug("view of some shards switches its reader", "table", t.Name(), "at", t.appliedSeq(), "filtered", filtered)
 				continue
 			}
 			if errors.Is(err, engine.ErrTableGone) {

@@ -413,8 +413,17 @@ func (a *ackedRecords) take(nonce string) *engine.Record {
 	return rec
 }
 
-// Seq returns the writer's applied position (applier goroutine only).
+// Seq returns the writer's applied position (applier goroutine only, and
+// under applyMu while records may be applied at their acknowledgement).
 func (t *Table) Seq() uint64 { return t.seq }
+
+// appliedSeq is Seq for the applier's goroutine outside its apply, while
+// records may be applied at their acknowledgement.
+func (t *Table) appliedSeq() uint64 {
+	t.applyMu.Lock()
+	defer t.applyMu.Unlock()
+	return t.seq
+}
 
 // Publish makes everything applied so far visible to readers and wakes
 // those waiting for a position. It costs O(1) (copy-on-write B-trees), but
