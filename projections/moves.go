@@ -33,8 +33,8 @@ type Move struct {
 	To     int    `json:"heldNext"`
 	// Started is when the successor started.
 	Started time.Time `json:"started"`
-	// Seq is the journal position the successor has applied; Target the
-	// current view's, which it is catching up with (it takes over once at
+	// Seq is the journal position the successor has published; Target
+	// the current view's, which it is catching up with (it takes over once at
 	// the journal's end as it was when it started).
 	Seq    uint64 `json:"seq"`
 	Target uint64 `json:"target"`
@@ -71,7 +71,7 @@ func (v *Views) Moves() []Move {
 		}
 		m := e.next.move
 		out = append(out, Move{Table: e.table.name, Epoch: e.table.epoch, Shards: e.table.shards, From: m.from, To: m.to,
-			Started: m.started, Seq: e.next.Seq(), Target: e.table.Seq()})
+			Started: m.started, Seq: e.next.Snapshot().Seq, Target: e.table.Snapshot().Seq})
 	}
 	slices.SortFunc(out, func(a, b Move) int { return strings.Compare(a.Table, b.Table) })
 	return out
