@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -150,7 +149,7 @@ func NewServer(prefix string, node Creds, service []ServiceUser, dev bool) (*Ser
 	}
 	serve := ServeCreds(node)
 	servePerms := ServePermissions(prefix)
-	if slices.ContainsFunc(service, func(u ServiceUser) bool { return len(u.Streams) > 0 }) {
+	if AnyConsumes(service) {
 		// The service users' consumer creations, which the node checks
 		// (ConsumerCreateSubjects).
 		servePerms.Subscribe.Allow = append(servePerms.Subscribe.Allow, ConsumerAPIPrefix(prefix)+">")

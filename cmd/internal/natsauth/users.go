@@ -208,6 +208,12 @@ func ConsumerCreateSubjects(prefix, stream string) map[string]string {
 	return m
 }
 
+// AnyConsumes reports whether one of users may consume from streams: the
+// node then takes their consumer creations (ConsumerAPIPrefix).
+func AnyConsumes(users []ServiceUser) bool {
+	return slices.ContainsFunc(users, func(u ServiceUser) bool { return len(u.Streams) > 0 })
+}
+
 // ConsumerAPIPrefix is the start of the node's subjects that take
 // consumer creations for users (ConsumerCreateSubjects); what follows it
 // is the API subject after "$JS.API.".

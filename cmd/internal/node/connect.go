@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -148,7 +147,7 @@ func (n *Node) connect(ctx context.Context) error {
 		n.close()
 		return fmt.Errorf("node: connect to the embedded server: %w", err)
 	}
-	if slices.ContainsFunc(service, func(u natsauth.ServiceUser) bool { return len(u.Streams) > 0 }) {
+	if natsauth.AnyConsumes(service) {
 		api := &consumerAPI{prefix: cfg.Prefix, nc: n.nc, serve: n.serve, log: cfg.Log}
 		if err := api.subscribe(); err != nil {
 			n.close()
