@@ -310,9 +310,9 @@ func (v *Views) replayAsOf(ctx context.Context, t *Table, seq uint64, def *Defin
 		return nil
 	}
 	if from < seq {
-		// No shortcut for the records this host appended (ConsumeKnown's
-		// known): those are the live view's, and applying interns their
-		// property names in place.
+		// No shortcut for the records this host is appending
+		// (ConsumeKnown's known): a view as of a past position reads
+		// the journal alone.
 		err = v.j.ConsumeKnown(ctx, t.Name(), t.Epoch(), t.Shards(), from+1, nil, apply)
 		var fe *faultError
 		switch {

@@ -33,9 +33,9 @@ type deriver struct {
 	include  []string // Include sorted by name (nil for "*", see all)
 	all      bool     // Include is ["*"]
 	incHints []int
-	rows     *btree.BTreeG[*engine.Entity] // the projection's entities, copy-on-write
-	members  int64                         // source entities the projection holds
-	groups   map[groupID]*group            // aggregate state by group
+	rows     *rowTree           // the projection's entities, copy-on-write
+	members  int64              // source entities the projection holds
+	groups   map[groupID]*group // aggregate state by group
 	// shards, when above 0, splits each aggregate group by the source
 	// entity's shard: a table whose shards are placed on hosts keeps a
 	// group entity per shard (RowKey ShardRowKey), which reads fold.
@@ -79,7 +79,7 @@ type extremeKey struct {
 // newDeriver returns the deriver of def; shards, above 0, splits an
 // aggregate's groups by the source's shards.
 func newDeriver(def *Definition, shards uint32) *deriver {
-	d := &deriver{def: def, sep: def.Separator, rows: btree.NewBTreeGOptions(lessEntity, btree.Options{NoLocks: true}),
+	d := &deriver{def: def, sep: def.Separator, rows: newRows(),
 		keyHints: make([]int, len(def.Key))}
 	if d.sep == "" {
 		d.sep = "|"
@@ -127,7 +127,7 @@ func (d *deriver) applyIndex(c change) {
 		newKey, newOK = d.indexKey(c.new)
 	}
 	if oldOK && (!newOK || newKey != oldKey) {
-		d.rows.Delete(&engine.Entity{PartitionKey: oldKey, RowKey: indexRowKey(c.old.PartitionKey, c.old.RowKey)})
+		d.rows.Delete(engine.PackedKey(oldKey, indexRowKey(c.old.PartitionKey, c.old.RowKey)))
 		d.members--
 		oldOK = false
 	}
@@ -137,7 +137,7 @@ func (d *deriver) applyIndex(c change) {
 	if !oldOK {
 		d.members++
 	}
-	d.rows.Set(d.indexEntity(newKey, c.new))
+	d.rows.Set(engine.Pack(d.indexEntity(newKey, c.new)))
 }
 
 // indexKey is the index value of a source entity: its key properties'
@@ -361,6 +361,7 @@ func (d *deriver) member(k groupID, e *engine.Entity, sign int64) {
 			return // cannot happen: every entity leaves a group it joined
 		}
 		g = &group{sums: make([]sum, len(d.def.Aggregates)), ext: make([]*btree.BTreeG[extremeKey], len(d.def.Aggregates))}
+		k.key = strings.Clone(k.key) // not a part of e's packed form
 		d.groups[k] = g
 	}
 	g.n += sign
@@ -379,6 +380,9 @@ func (d *deriver) member(k groupID, e *engine.Entity, sign int64) {
 			}
 			x := extremeKey{v: v, pk: e.PartitionKey, rk: e.RowKey}
 			if sign > 0 {
+				// Kept apart from e, whose strings may be parts of its
+				// packed form (engine.Packed).
+				x = extremeKey{v: v.Detached(), pk: strings.Clone(x.pk), rk: strings.Clone(x.rk)}
 				g.ext[i].Set(x)
 			} else {
 				g.ext[i].Delete(x)
@@ -413,7 +417,7 @@ func (d *deriver) materialise(k groupID, g *group) {
 	}
 	if g.n == 0 {
 		delete(d.groups, k)
-		d.rows.Delete(&engine.Entity{PartitionKey: k.key, RowKey: rk})
+		d.rows.Delete(engine.PackedKey(k.key, rk))
 		return
 	}
 	props := make([]engine.Property, 0, len(d.def.Aggregates))
@@ -446,7 +450,7 @@ func (d *deriver) materialise(k groupID, g *group) {
 	}
 	e := engine.NewEntity(k.key, rk, props...)
 	e.Timestamp, e.Version = g.ts, g.ver
-	d.rows.Set(e)
+	d.rows.Set(engine.Pack(e))
 }
 
 // typeRank orders values of different types for min and max: all
@@ -484,17 +488,19 @@ func lessExtreme(a, b extremeKey) bool {
 // expected counts what the projection must hold for a source snapshot:
 // its entities (index entries or groups) and its members (source
 // entities in it). A build checks itself against it before the swap.
-func (d *deriver) expected(src *btree.BTreeG[*engine.Entity]) (rows, members int64) {
+func (d *deriver) expected(src *rowTree) (rows, members int64) {
 	groups := map[groupID]struct{}{}
-	src.Scan(func(e *engine.Entity) bool {
+	var e engine.Entity
+	src.Scan(func(p engine.Packed) bool {
+		p.DecodeInto(&e)
 		if d.def.Kind == KindIndex {
-			if _, ok := d.indexKey(e); ok {
+			if _, ok := d.indexKey(&e); ok {
 				rows++
 				members++
 			}
 			return true
 		}
-		if k, ok := d.group(e); ok {
+		if k, ok := d.group(&e); ok {
 			members++
 			groups[k] = struct{}{}
 		}

@@ -254,8 +254,10 @@ func (t *Table) build(ctx context.Context, def *Definition, report func(BuildPro
 	var done int64
 	last := time.Now()
 	var err error
-	head.Scan(func(e *engine.Entity) bool {
-		sh.apply(change{new: e, ver: e.Version, ts: e.Timestamp})
+	var e engine.Entity // the deriver keeps no part of it (detaching what it keeps)
+	head.Scan(func(p engine.Packed) bool {
+		p.DecodeInto(&e)
+		sh.apply(change{new: &e, ver: e.Version, ts: e.Timestamp})
 		done++
 		if done&4095 == 0 {
 			if err = ctx.Err(); err != nil {

@@ -189,10 +189,17 @@
 // from this package's benchmarks (go test ./projections/ -run x -bench .),
 // on a shared two-core machine where figures move by ±30 % or more:
 //
-//   - Memory: about 1,534 bytes per entity of ten properties holding about
-//     1 KB of values (PERFORMANCE.md): the values, 48 bytes per property
-//     header, the entity and its B-tree slot. Property names are interned
-//     per table (up to 4,096 names). Each remembered command id holds
+//   - Memory: about 1,058 bytes per entity of ten properties holding about
+//     1 KB of values (1.06× the entity in msgpack with its keys;
+//     PERFORMANCE.md). A view holds each entity packed (engine.Packed):
+//     one string with no pointers inside, so the collector has one object
+//     to mark per entity, not two dozen. Readers pay a decode, which
+//     allocates the entity and its property slice and shares the strings
+//     with the packed form (engine.BenchmarkPacked); a filtered query
+//     reads the properties its filter names in place
+//     (engine.PackedFields) and decodes only the entities it returns:
+//     about 50 ns per entity examined against 25–29 ns when views held
+//     decoded entities (BenchmarkScan in query). Each remembered command id holds
 //     about 140 bytes with a 36-character id (BenchmarkCommandIDMemory,
 //     -benchtime 100000x) for Config.DedupWindow of journal time (2
 //     minutes). Read counters are kept for at most 100,000 partitions per

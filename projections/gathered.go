@@ -95,24 +95,25 @@ func (t *Table) Folding() (*Definition, bool) {
 // shards given (sorted): a table's by its PartitionKey, an index entry's
 // by its SourcePartitionKey, an aggregate group's entity for one shard by
 // its RowKey.
-func (t *Table) KeepShards(shards []uint32) func(*engine.Entity) bool {
+func (t *Table) KeepShards(shards []uint32) func(engine.Fields) bool {
 	src := t.Placed()
 	n := int(src.shards)
 	in := func(s uint32) bool { _, ok := slices.BinarySearch(shards, s); return ok }
 	byPK := func(pk string) bool { return in(uint32(engine.Shard(pk, n))) }
 	switch {
 	case t.source == nil:
-		return func(e *engine.Entity) bool { return byPK(e.PartitionKey) }
+		return func(e engine.Fields) bool { pk, _ := e.Keys(); return byPK(pk) }
 	case src.split:
 		if _, ok := t.Folding(); ok {
-			return func(e *engine.Entity) bool {
-				s, err := strconv.ParseUint(e.RowKey, 10, 32)
+			return func(e engine.Fields) bool {
+				_, rk := e.Keys()
+				s, err := strconv.ParseUint(rk, 10, 32)
 				return err == nil && in(uint32(s))
 			}
 		}
 	}
-	return func(e *engine.Entity) bool {
-		v, ok := e.Get("SourcePartitionKey")
+	return func(e engine.Fields) bool {
+		v, _, ok := e.GetHinted("SourcePartitionKey", -1)
 		return ok && v.Type() == engine.TypeString && byPK(v.Str())
 	}
 }

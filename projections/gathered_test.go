@@ -58,12 +58,14 @@ func TestFoldMatchesWhole(t *testing.T) {
 		split.apply(c)
 	}
 	parts := map[string][]*engine.Entity{}
-	split.rows.Scan(func(e *engine.Entity) bool {
+	split.rows.Scan(func(p engine.Packed) bool {
+		e := p.Entity()
 		parts[e.PartitionKey] = append(parts[e.PartitionKey], e)
 		return true
 	})
 	n := 0
-	whole.rows.Scan(func(w *engine.Entity) bool {
+	whole.rows.Scan(func(p engine.Packed) bool {
+		w := p.Entity()
 		n++
 		ps := parts[w.PartitionKey]
 		if len(ps) < 2 {

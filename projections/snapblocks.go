@@ -19,7 +19,7 @@ type entityBlock struct {
 	first uint64 // the position in the file of its first entity
 	n     int    // the entities it says it holds
 	data  []byte
-	ents  []*engine.Entity
+	ents  []engine.Packed
 	err   error
 	done  chan struct{} // closed once decoded
 }
@@ -28,7 +28,7 @@ type entityBlock struct {
 // format version holds them (a base's and a delta's formats number their
 // entities alike: one after another in version 1, in blocks since 2), and
 // hands them to load in the file's order.
-func decodeEntities(dec *msgpack.Decoder, version, total uint64, load func(*engine.Entity) error) error {
+func decodeEntities(dec *msgpack.Decoder, version, total uint64, load func(engine.Packed) error) error {
 	if version >= 2 {
 		return decodeEntityBlocks(dec, total, load)
 	}
@@ -37,7 +37,7 @@ func decodeEntities(dec *msgpack.Decoder, version, total uint64, load func(*engi
 		if err != nil {
 			return fmt.Errorf("entity %d: %w", i, err)
 		}
-		if err := load(e); err != nil {
+		if err := load(engine.Pack(e)); err != nil {
 			return err
 		}
 	}
@@ -53,7 +53,7 @@ func decodeEntities(dec *msgpack.Decoder, version, total uint64, load func(*engi
 // One goroutine reads the blocks (dec is not touched by anyone else
 // until this returns); GOMAXPROCS workers decode them; at most
 // 3×GOMAXPROCS blocks are in flight, about a megabyte per core.
-func decodeEntityBlocks(dec *msgpack.Decoder, total uint64, load func(*engine.Entity) error) error {
+func decodeEntityBlocks(dec *msgpack.Decoder, total uint64, load func(engine.Packed) error) error {
 	workers := max(runtime.GOMAXPROCS(0), 1)
 	stop := make(chan struct{})
 	jobs := make(chan *entityBlock, workers)
@@ -168,14 +168,14 @@ func readBlock(dec *msgpack.Decoder, free chan []byte) ([]byte, error) {
 
 // decodeBlock decodes the entities of b from dec, which reads r, a
 // reader of b's data: exactly b.n of them, and nothing after.
-func decodeBlock(dec *msgpack.Decoder, r *bytes.Reader, b *entityBlock) ([]*engine.Entity, error) {
-	ents := make([]*engine.Entity, b.n)
+func decodeBlock(dec *msgpack.Decoder, r *bytes.Reader, b *entityBlock) ([]engine.Packed, error) {
+	ents := make([]engine.Packed, b.n)
 	for i := range ents {
 		e, err := decodeEntity(dec)
 		if err != nil {
 			return nil, fmt.Errorf("entity %d: %w", b.first+uint64(i), err)
 		}
-		ents[i] = e
+		ents[i] = engine.Pack(e) // here, on the block's worker
 	}
 	if r.Len() != 0 {
 		return nil, fmt.Errorf("the block at entity %d holds %d bytes after its %d entities", b.first, r.Len(), b.n)

@@ -94,7 +94,7 @@ type entityKey struct{ pk, rk string }
 
 // deltaContent is what a delta file holds, decoded.
 type deltaContent struct {
-	upserts []*engine.Entity
+	upserts []engine.Packed
 	deletes []entityKey
 	parts   []*Partition
 	adds    []*CommandRecord
@@ -137,7 +137,7 @@ func makeDelta(s *Snapshot, prev uint64, ts *touchedSet) *deltaContent {
 		return keys[i].rk < keys[j].rk
 	})
 	for _, k := range keys {
-		if e, ok := s.Get(k.pk, k.rk); ok {
+		if e, ok := s.rows.Get(engine.PackedKey(k.pk, k.rk)); ok {
 			d.upserts = append(d.upserts, e)
 		} else {
 			d.deletes = append(d.deletes, k)
@@ -281,15 +281,15 @@ func (h *deltaHeader) read(dec *msgpack.Decoder, r io.Reader) error {
 // decodeDeltaBody reads what follows a delta's header. The caller has
 // checked the checksum.
 func decodeDeltaBody(dec *msgpack.Decoder, h deltaHeader) (*deltaContent, error) {
-	d := &deltaContent{upserts: make([]*engine.Entity, 0, min(h.Upserts, 1<<20))}
-	var prev *engine.Entity
-	add := func(e *engine.Entity) error {
+	d := &deltaContent{upserts: make([]engine.Packed, 0, min(h.Upserts, 1<<20))}
+	var prev engine.Packed
+	add := func(e engine.Packed) error {
 		i := len(d.upserts)
-		if prev != nil && !lessEntity(prev, e) {
+		if i > 0 && !engine.LessPacked(prev, e) {
 			return fmt.Errorf("entity %d: entities out of key order", i)
 		}
-		if e.Version.Seq <= h.Prev || e.Version.Seq > h.Seq {
-			return fmt.Errorf("entity %d: version %d outside the delta's positions %d to %d", i, e.Version.Seq, h.Prev+1, h.Seq)
+		if v := e.Version(); v.Seq <= h.Prev || v.Seq > h.Seq {
+			return fmt.Errorf("entity %d: version %d outside the delta's positions %d to %d", i, v.Seq, h.Prev+1, h.Seq)
 		}
 		d.upserts = append(d.upserts, e)
 		prev = e
@@ -298,27 +298,27 @@ func decodeDeltaBody(dec *msgpack.Decoder, h deltaHeader) (*deltaContent, error)
 	if err := decodeEntities(dec, h.Version, h.Upserts, add); err != nil {
 		return nil, err
 	}
-	var prevKey *engine.Entity
 	for i := uint64(0); i < h.Deletes; i++ {
 		n, err := dec.DecodeArrayLen()
 		if err == nil && n != 2 {
 			err = fmt.Errorf("want 2 elements, got %d", n)
 		}
-		k := &engine.Entity{}
+		var k entityKey
 		if err == nil {
-			k.PartitionKey, err = dec.DecodeString()
+			k.pk, err = dec.DecodeString()
 		}
 		if err == nil {
-			k.RowKey, err = dec.DecodeString()
+			k.rk, err = dec.DecodeString()
 		}
-		if err == nil && prevKey != nil && !lessEntity(prevKey, k) {
-			err = errors.New("deletes out of key order")
+		if err == nil && i > 0 {
+			if prev := d.deletes[i-1]; k.pk < prev.pk || k.pk == prev.pk && k.rk <= prev.rk {
+				err = errors.New("deletes out of key order")
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("delete %d: %w", i, err)
 		}
-		d.deletes = append(d.deletes, entityKey{k.PartitionKey, k.RowKey})
-		prevKey = k
+		d.deletes = append(d.deletes, k)
 	}
 	var prevPart *Partition
 	for i := uint64(0); i < h.Parts; i++ {
@@ -359,7 +359,7 @@ func (c *snapshotContent) applyDelta(h deltaHeader, d *deltaContent) (*snapshotC
 		out.rows.SetHint(e, &hint)
 	}
 	for _, k := range d.deletes {
-		out.rows.DeleteHint(&engine.Entity{PartitionKey: k.pk, RowKey: k.rk}, &hint)
+		out.rows.DeleteHint(engine.PackedKey(k.pk, k.rk), &hint)
 	}
 	for _, p := range d.parts {
 		out.parts.Set(p)

@@ -141,7 +141,7 @@ func TestDeltaFileChecks(t *testing.T) {
 		t.Fatalf("applied to a view with one id: %v", err)
 	}
 	more := &snapshotContent{rows: c.rows.Copy(), parts: c.parts, ids: c.ids, expiry: c.expiry}
-	more.rows.Set(&engine.Entity{PartitionKey: "p9", RowKey: "extra"})
+	more.rows.Set(engine.Pack(&engine.Entity{PartitionKey: "p9", RowKey: "extra"}))
 	if _, _, err := deltaFromBytes(good, more); err == nil || !strings.Contains(err.Error(), "entities, its header says") {
 		t.Fatalf("applied to a view with an entity more: %v", err)
 	}

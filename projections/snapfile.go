@@ -99,7 +99,7 @@ type snapshotHeader struct {
 
 // snapshotContent is a view's state as a snapshot file holds it.
 type snapshotContent struct {
-	rows   *btree.BTreeG[*engine.Entity]
+	rows   *rowTree
 	parts  *btree.BTreeG[*Partition]
 	ids    *btree.BTreeG[*CommandRecord]
 	expiry []*CommandRecord
@@ -210,7 +210,7 @@ const (
 
 // encodeEntityBlocks writes the entities scan gives, in blocks, through
 // enc, which writes to sw: a base's entities, and a delta's upserts.
-func encodeEntityBlocks(sw *summedWriter, enc *msgpack.Encoder, scan func(func(*engine.Entity) bool), progress func(n uint64)) error {
+func encodeEntityBlocks(sw *summedWriter, enc *msgpack.Encoder, scan func(func(engine.Packed) bool), progress func(n uint64)) error {
 	var blk bytes.Buffer
 	benc := msgpack.NewEncoder(&blk)
 	inBlock := 0
@@ -228,8 +228,10 @@ func encodeEntityBlocks(sw *summedWriter, enc *msgpack.Encoder, scan func(func(*
 	}
 	var n uint64
 	var err error
-	scan(func(e *engine.Entity) bool {
-		if err = encodeEntity(benc, e); err != nil {
+	var e engine.Entity
+	scan(func(p engine.Packed) bool {
+		p.DecodeInto(&e)
+		if err = encodeEntity(benc, &e); err != nil {
 			return false
 		}
 		if inBlock++; inBlock == blockEntities || blk.Len() >= blockBytes {
@@ -418,18 +420,18 @@ func checkSnapshotSum(r io.ReaderAt, size int64) error {
 func decodeSnapshotBody(dec *msgpack.Decoder, h snapshotHeader, progress func(n uint64)) (*snapshotContent, error) {
 	opts := btree.Options{NoLocks: true}
 	c := &snapshotContent{
-		rows:  btree.NewBTreeGOptions(lessEntity, opts),
+		rows:  newRows(),
 		parts: btree.NewBTreeGOptions(lessPartition, opts),
 		ids:   btree.NewBTreeGOptions(lessCommand, opts),
 	}
-	var prev *engine.Entity
+	var prev engine.Packed
 	var i uint64
-	load := func(e *engine.Entity) error {
-		if prev != nil && !lessEntity(prev, e) {
+	load := func(e engine.Packed) error {
+		if i > 0 && !engine.LessPacked(prev, e) {
 			return fmt.Errorf("entity %d: entities out of key order", i)
 		}
-		if e.Version.Seq > h.Seq {
-			return fmt.Errorf("entity %d: version %d beyond the snapshot's position %d", i, e.Version.Seq, h.Seq)
+		if v := e.Version(); v.Seq > h.Seq {
+			return fmt.Errorf("entity %d: version %d beyond the snapshot's position %d", i, v.Seq, h.Seq)
 		}
 		c.rows.Load(e)
 		prev = e

@@ -233,7 +233,7 @@ func TestSnapshotBlocksRefused(t *testing.T) {
 	if err := firstErr(msgpack.NewEncoder(&huge).EncodeUint(1), msgpack.NewEncoder(&huge).EncodeBytesLen(1<<30)); err != nil {
 		t.Fatal(err)
 	}
-	err := decodeEntityBlocks(msgpack.NewDecoder(&huge), 1, func(*engine.Entity) error { return nil })
+	err := decodeEntityBlocks(msgpack.NewDecoder(&huge), 1, func(engine.Packed) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("a block of %d bytes", 1<<30)) {
 		t.Fatalf("a block of 1 GiB: %v", err)
 	}
@@ -256,7 +256,8 @@ func TestSnapshotBlocksRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			loaded := 0
-			err := decodeEntityBlocks(blocks(tc.says, tc.holds), tc.total, func(e *engine.Entity) error {
+			err := decodeEntityBlocks(blocks(tc.says, tc.holds), tc.total, func(p engine.Packed) error {
+				e := p.Entity()
 				if e.RowKey != fmt.Sprintf("r%03d", loaded) {
 					t.Fatalf("entity %d is %s", loaded, e.RowKey)
 				}

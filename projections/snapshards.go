@@ -275,7 +275,7 @@ func (v *Views) loadShardBase(ctx context.Context, t *Table, b *shardBase, first
 func mergeShardSources(t *Table, lc *loadedChain, src []*shardBase) *loadedChain {
 	opts := btree.Options{NoLocks: true}
 	c := &snapshotContent{
-		rows:  btree.NewBTreeGOptions(lessEntity, opts),
+		rows:  newRows(),
 		parts: btree.NewBTreeGOptions(lessPartition, opts),
 		ids:   btree.NewBTreeGOptions(lessCommand, opts),
 	}
@@ -311,8 +311,8 @@ func mergeShardSources(t *Table, lc *loadedChain, src []*shardBase) *loadedChain
 		}
 	}
 	take := func(sc *snapshotContent, keep func(string) bool) {
-		sc.rows.Scan(func(e *engine.Entity) bool {
-			if keep(e.PartitionKey) {
+		sc.rows.Scan(func(e engine.Packed) bool {
+			if keep(e.PartitionKey()) {
 				c.rows.Set(e)
 			}
 			return true

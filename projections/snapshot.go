@@ -12,7 +12,7 @@ type Snapshot struct {
 	Table string
 	Epoch uint64
 	Seq   uint64
-	rows  *btree.BTreeG[*engine.Entity]
+	rows  *rowTree
 	parts *btree.BTreeG[*Partition]
 	ids   *btree.BTreeG[*CommandRecord]
 	// expiry is the command ids in the order they were applied (the
@@ -20,9 +20,10 @@ type Snapshot struct {
 	expiry []*CommandRecord
 }
 
-// Get returns the entity (pk, rk). The entity is shared: do not modify it.
+// Get returns the entity (pk, rk), decoded for the caller.
 func (s *Snapshot) Get(pk, rk string) (*engine.Entity, bool) {
-	return s.rows.Get(&engine.Entity{PartitionKey: pk, RowKey: rk})
+	p, ok := s.rows.Get(engine.PackedKey(pk, rk))
+	return unpack(p, ok), ok
 }
 
 // Len returns the number of entities.
@@ -53,23 +54,45 @@ func (s *Snapshot) Command(pk, id string) (CommandRecord, bool) {
 }
 
 // Ascend calls fn for the entities from (pk, rk) on, in key order, until fn
-// returns false.
+// returns false. Each entity is decoded for fn, which may keep it.
 func (s *Snapshot) Ascend(pk, rk string, fn func(*engine.Entity) bool) {
-	s.rows.Ascend(&engine.Entity{PartitionKey: pk, RowKey: rk}, fn)
+	s.rows.Ascend(engine.PackedKey(pk, rk), decoded(fn))
 }
 
 // Descend calls fn for the entities from (pk, rk) down, in reverse key
 // order, until fn returns false.
 func (s *Snapshot) Descend(pk, rk string, fn func(*engine.Entity) bool) {
-	s.rows.Descend(&engine.Entity{PartitionKey: pk, RowKey: rk}, fn)
+	s.rows.Descend(engine.PackedKey(pk, rk), decoded(fn))
 }
 
 // Scan calls fn for every entity in key order until fn returns false.
-func (s *Snapshot) Scan(fn func(*engine.Entity) bool) { s.rows.Scan(fn) }
+func (s *Snapshot) Scan(fn func(*engine.Entity) bool) { s.rows.Scan(decoded(fn)) }
 
 // Reverse calls fn for every entity in reverse key order until fn returns
 // false.
-func (s *Snapshot) Reverse(fn func(*engine.Entity) bool) { s.rows.Reverse(fn) }
+func (s *Snapshot) Reverse(fn func(*engine.Entity) bool) { s.rows.Reverse(decoded(fn)) }
+
+// AscendPacked, DescendPacked and ReversePacked are Ascend, Descend and
+// Reverse for a reader that looks at many entities and keeps few (a
+// query): fn is given the packed entity, to read its keys
+// (engine.Packed.Keys) or decode it into an entity of its own
+// (DecodeInto) before it decides, and to decode (Entity) those it keeps.
+func (s *Snapshot) AscendPacked(pk, rk string, fn func(engine.Packed) bool) {
+	s.rows.Ascend(engine.PackedKey(pk, rk), fn)
+}
+
+// DescendPacked: see AscendPacked.
+func (s *Snapshot) DescendPacked(pk, rk string, fn func(engine.Packed) bool) {
+	s.rows.Descend(engine.PackedKey(pk, rk), fn)
+}
+
+// ReversePacked: see AscendPacked.
+func (s *Snapshot) ReversePacked(fn func(engine.Packed) bool) { s.rows.Reverse(fn) }
+
+// decoded adapts a reader of entities to a walk of the packed tree.
+func decoded(fn func(*engine.Entity) bool) func(engine.Packed) bool {
+	return func(p engine.Packed) bool { return fn(p.Entity()) }
+}
 
 // PartitionState returns the partition pk of the snapshot as the decider's
 // state.

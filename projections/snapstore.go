@@ -240,12 +240,9 @@ func (t *Table) restore(seq uint64, c *snapshotContent) {
 	if t.Partial() {
 		t.dropUnheld()
 	}
-	c.rows.Scan(func(e *engine.Entity) bool {
-		t.intern(e.Properties)
-		return true
-	})
 	if len(t.derived) > 0 {
-		c.rows.Scan(func(e *engine.Entity) bool {
+		c.rows.Scan(func(p engine.Packed) bool {
+			e := p.Entity() // a change may be kept (a build's buffer)
 			t.applyDerived(change{new: e, ver: e.Version, ts: e.Timestamp})
 			return true
 		})
@@ -274,7 +271,7 @@ func (t *Table) restoreLoaded(lc *loadedChain) {
 // does not hold: their entities, their partitions' counts and their
 // command ids (dmu held).
 func (t *Table) dropUnheld() {
-	deleteWhere(t.rows, func(e *engine.Entity) bool { return !t.Holds(e.PartitionKey) })
+	deleteWhere(t.rows, func(e engine.Packed) bool { return !t.Holds(e.PartitionKey()) })
 	deleteWhere(t.parts, func(p *Partition) bool { return !t.Holds(p.Key) })
 	deleteWhere(t.ids, func(c *CommandRecord) bool { return !t.Holds(c.PartitionKey) })
 	t.expiry = slices.DeleteFunc(slices.Clone(t.expiry), func(c *CommandRecord) bool { return !t.Holds(c.PartitionKey) })

@@ -51,14 +51,13 @@ type Table struct {
 	sparse bool
 
 	// Writer state, owned by the applier goroutine.
-	rows        *btree.BTreeG[*engine.Entity]
+	rows        *rowTree
 	parts       *btree.BTreeG[*Partition]
 	ids         *btree.BTreeG[*CommandRecord]
 	expiry      []*CommandRecord // ids in journal-time order, for eviction
 	seq         uint64
 	dedupWindow int64 // ticks
 	dirty       bool
-	names       map[string]string // interned property names
 
 	snap atomic.Pointer[Snapshot]
 
@@ -138,11 +137,21 @@ type CommandRecord struct {
 	Time         int64
 }
 
-func lessEntity(a, b *engine.Entity) bool {
-	if a.PartitionKey != b.PartitionKey {
-		return a.PartitionKey < b.PartitionKey
+// rowTree holds a view's entities, packed (engine.Packed): one string
+// each, with no pointers for the collector to trace, in key order.
+type rowTree = btree.BTreeG[engine.Packed]
+
+// newRows returns an empty tree of entities for one writer.
+func newRows() *rowTree {
+	return btree.NewBTreeGOptions(engine.LessPacked, btree.Options{NoLocks: true})
+}
+
+// unpack decodes a packed entity the tree held (nil for none).
+func unpack(p engine.Packed, ok bool) *engine.Entity {
+	if !ok {
+		return nil
 	}
-	return a.RowKey < b.RowKey
+	return p.Entity()
 }
 
 func lessPartition(a, b *Partition) bool { return a.Key < b.Key }
@@ -163,11 +172,10 @@ func NewTable(name string, epoch uint64, dedupWindow time.Duration) *Table {
 	t := &Table{
 		name:        name,
 		epoch:       epoch,
-		rows:        btree.NewBTreeGOptions(lessEntity, opts),
+		rows:        newRows(),
 		parts:       btree.NewBTreeGOptions(lessPartition, opts),
 		ids:         btree.NewBTreeGOptions(lessCommand, opts),
 		dedupWindow: int64(dedupWindow / 100),
-		names:       map[string]string{},
 		notify:      make(chan struct{}),
 	}
 	t.Publish()
@@ -263,7 +271,6 @@ func (t *Table) Apply(seq uint64, rec *engine.Record) {
 		ev := &rec.Events[i]
 		switch ev.Kind {
 		case engine.EventPut:
-			t.intern(ev.Properties)
 			e := &engine.Entity{
 				PartitionKey: pk,
 				RowKey:       ev.RowKey,
@@ -271,19 +278,19 @@ func (t *Table) Apply(seq uint64, rec *engine.Record) {
 				Version:      engine.Version{Seq: seq, Index: uint32(i)},
 				Properties:   ev.Properties,
 			}
-			old, replaced := t.rows.Set(e)
+			old, replaced := t.rows.Set(engine.Pack(e))
 			if !replaced {
 				part.Entities++
 			}
 			if derived {
-				t.applyDerived(change{old: old, new: e, ver: e.Version, ts: rec.Time})
+				t.applyDerived(change{old: unpack(old, replaced), new: e, ver: e.Version, ts: rec.Time})
 			}
 		case engine.EventDelete:
-			old, deleted := t.rows.Delete(&engine.Entity{PartitionKey: pk, RowKey: ev.RowKey})
+			old, deleted := t.rows.Delete(engine.PackedKey(pk, ev.RowKey))
 			if deleted {
 				part.Entities--
 				if derived {
-					t.applyDerived(change{old: old, ver: engine.Version{Seq: seq, Index: uint32(i)}, ts: rec.Time})
+					t.applyDerived(change{old: old.Entity(), ver: engine.Version{Seq: seq, Index: uint32(i)}, ts: rec.Time})
 				}
 			}
 		}
@@ -299,22 +306,6 @@ func (t *Table) Apply(seq uint64, rec *engine.Record) {
 		t.expiry = append(t.expiry, cr)
 	}
 	t.evict(rec.Time)
-}
-
-// maxInterned bounds the property names a view interns: tables have few
-// distinct names, and a flood of distinct ones must not grow the map.
-const maxInterned = 4096
-
-// intern makes entities share one copy of each property name.
-func (t *Table) intern(props []engine.Property) {
-	for i := range props {
-		name := props[i].Name
-		if s, ok := t.names[name]; ok {
-			props[i].Name = s
-		} else if len(t.names) < maxInterned {
-			t.names[name] = name
-		}
-	}
 }
 
 // evict forgets command ids older than the dedup window, measured in journal

@@ -42,7 +42,7 @@ func (o Op) flip() Op {
 // Expr is a parsed filter.
 type Expr interface {
 	// Match reports whether the entity satisfies the filter.
-	Match(e *engine.Entity) bool
+	Match(e engine.Fields) bool
 	String() string
 }
 

@@ -5,7 +5,7 @@ import "github.com/cairn-dev/cairn/engine"
 // Match of a comparison: an entity without the property, or with a value
 // of another type, does not match (not even ne), as in the Table service.
 // Int32 and Int64 compare with each other by value.
-func (c *Compare) Match(e *engine.Entity) bool {
+func (c *Compare) Match(e engine.Fields) bool {
 	v, ok := c.property(e)
 	if !ok {
 		return false
@@ -29,14 +29,16 @@ func (c *Compare) Match(e *engine.Entity) bool {
 	return r <= 0
 }
 
-func (c *Compare) property(e *engine.Entity) (engine.Value, bool) {
+func (c *Compare) property(e engine.Fields) (engine.Value, bool) {
 	switch c.Property {
 	case "PartitionKey":
-		return engine.String(e.PartitionKey), true
+		pk, _ := e.Keys()
+		return engine.String(pk), true
 	case "RowKey":
-		return engine.String(e.RowKey), true
+		_, rk := e.Keys()
+		return engine.String(rk), true
 	case "Timestamp":
-		return engine.DateTimeTicks(e.Timestamp), true
+		return engine.DateTimeTicks(e.Ticks()), true
 	}
 	hint := int(c.hint.Load())
 	v, at, ok := e.GetHinted(c.Property, hint)
@@ -47,10 +49,10 @@ func (c *Compare) property(e *engine.Entity) (engine.Value, bool) {
 }
 
 // Match implements Expr.
-func (a *And) Match(e *engine.Entity) bool { return a.L.Match(e) && a.R.Match(e) }
+func (a *And) Match(e engine.Fields) bool { return a.L.Match(e) && a.R.Match(e) }
 
 // Match implements Expr.
-func (o *Or) Match(e *engine.Entity) bool { return o.L.Match(e) || o.R.Match(e) }
+func (o *Or) Match(e engine.Fields) bool { return o.L.Match(e) || o.R.Match(e) }
 
 // Match implements Expr.
-func (n *Not) Match(e *engine.Entity) bool { return !n.X.Match(e) }
+func (n *Not) Match(e engine.Fields) bool { return !n.X.Match(e) }

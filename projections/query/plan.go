@@ -163,7 +163,7 @@ type Options struct {
 	// Keep, when set, answers for the entities it keeps only: a view that
 	// holds more shards than a gathered query asks of it skips the
 	// others' entities (counted as examined; projections.KeepShards).
-	Keep func(e *engine.Entity) bool
+	Keep func(e engine.Fields) bool
 }
 
 // Continuation is where a query resumes.
@@ -197,26 +197,35 @@ func (p *Plan) Run(snap *projections.Snapshot, o Options) Page {
 		rkPast = p.rk.above
 	}
 	checkDeadline := !o.Deadline.IsZero()
-	visit := func(e *engine.Entity) bool {
-		if past(e.PartitionKey) || single && e.PartitionKey != onePK {
+	// Each entity is read in place through f, which is used again for
+	// the next, and decoded only if the page keeps it: a scan that
+	// examines many entities decodes and allocates for those it returns.
+	var f engine.PackedFields
+	visit := func(packed engine.Packed) bool {
+		f.Reset(packed)
+		pk, rk := f.Keys()
+		if past(pk) || single && pk != onePK {
 			return false
 		}
-		if before(e.PartitionKey) {
+		if before(pk) {
 			return true
 		}
-		if single && rkPast(e.RowKey) {
+		if single && rkPast(rk) {
 			return false
 		}
 		if len(pg.Entities) == limit || checkDeadline && pg.Examined%256 == 255 && time.Now().After(o.Deadline) {
-			pg.More, pg.NextPartitionKey, pg.NextRowKey = true, e.PartitionKey, e.RowKey
+			pg.More, pg.NextPartitionKey, pg.NextRowKey = true, pk, rk
 			return false
 		}
 		pg.Examined++
-		if p.rk.above(e.RowKey) || p.rk.below(e.RowKey) || o.Keep != nil && !o.Keep(e) {
+		if p.rk.above(rk) || p.rk.below(rk) {
 			return true
 		}
-		if p.Filter == nil || p.Filter.Match(e) {
-			pg.Entities = append(pg.Entities, e)
+		if o.Keep != nil && !o.Keep(&f) {
+			return true
+		}
+		if p.Filter == nil || p.Filter.Match(&f) {
+			pg.Entities = append(pg.Entities, packed.Entity())
 		}
 		return true
 	}
@@ -230,7 +239,7 @@ func (p *Plan) Run(snap *projections.Snapshot, o Options) Page {
 
 // ascend starts at the range's lower end, or at the continuation if it is
 // further on.
-func (p *Plan) ascend(snap *projections.Snapshot, from *Continuation, visit func(*engine.Entity) bool) {
+func (p *Plan) ascend(snap *projections.Snapshot, from *Continuation, visit func(engine.Packed) bool) {
 	startPK, startRK := "", ""
 	if p.pk.lo.set {
 		startPK = p.pk.lo.key
@@ -241,12 +250,12 @@ func (p *Plan) ascend(snap *projections.Snapshot, from *Continuation, visit func
 	if c := from; c != nil && (c.PartitionKey > startPK || c.PartitionKey == startPK && c.RowKey > startRK) {
 		startPK, startRK = c.PartitionKey, c.RowKey
 	}
-	snap.Ascend(startPK, startRK, visit)
+	snap.AscendPacked(startPK, startRK, visit)
 }
 
 // descend starts at the range's upper end, or at the continuation if it is
 // further down.
-func (p *Plan) descend(snap *projections.Snapshot, from *Continuation, visit func(*engine.Entity) bool) {
+func (p *Plan) descend(snap *projections.Snapshot, from *Continuation, visit func(engine.Packed) bool) {
 	var start *Continuation
 	if p.pk.hi.set {
 		start = &Continuation{PartitionKey: afterKeys(p.pk.hi.key)}
@@ -259,8 +268,8 @@ func (p *Plan) descend(snap *projections.Snapshot, from *Continuation, visit fun
 		start = c
 	}
 	if start == nil {
-		snap.Reverse(visit)
+		snap.ReversePacked(visit)
 		return
 	}
-	snap.Descend(start.PartitionKey, start.RowKey, visit)
+	snap.DescendPacked(start.PartitionKey, start.RowKey, visit)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -132,7 +133,7 @@ func TestAgainstBruteForce(t *testing.T) {
 			t.Fatalf("%s (%s, descending %v): %d entities, brute force %d", src, plan.Kind, desc, len(got), len(want))
 		}
 		for k := range got {
-			if got[k] != want[k] {
+			if !reflect.DeepEqual(got[k], want[k]) {
 				t.Fatalf("%s (descending %v): entity %d differs", src, desc, k)
 			}
 		}
@@ -288,7 +289,7 @@ func TestDeadline(t *testing.T) {
 		t.Fatalf("%d entities in %d pages, want %d in several", len(got), pages, len(want))
 	}
 	for i := range got {
-		if got[i] != want[i] {
+		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Fatalf("entity %d differs", i)
 		}
 	}
