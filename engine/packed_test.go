@@ -162,3 +162,38 @@ func BenchmarkPacked(b *testing.B) {
 		}
 	})
 }
+
+// TestPackedFields reads every property of packed entities in place, as
+// their decoded form gives it, and finds no property that is not there.
+func TestPackedFields(t *testing.T) {
+	e := NewEntity("pk", "rk",
+		Property{Name: "B", Value: Bool(true)},
+		Property{Name: "D", Value: Double(2.5)},
+		Property{Name: "G", Value: Guid([16]byte{15: 1})},
+		Property{Name: "I", Value: Int64(-300)},
+		Property{Name: "S", Value: String(strings.Repeat("s", 200))},
+		Property{Name: "T", Value: DateTimeTicks(1 << 60)},
+		Property{Name: "X", Value: Binary([]byte("bytes"))},
+	)
+	e.Timestamp = 12345
+	var f PackedFields
+	f.Reset(Pack(e))
+	if pk, rk := f.Keys(); pk != "pk" || rk != "rk" || f.Ticks() != 12345 {
+		t.Fatalf("keys %q %q, ticks %d", pk, rk, f.Ticks())
+	}
+	for i, p := range e.Properties {
+		v, at, ok := f.GetHinted(p.Name, -1)
+		if !ok || at != i || !reflect.DeepEqual(v, p.Value) {
+			t.Errorf("%s: %v at %d (%v), want %v at %d", p.Name, v, at, ok, p.Value, i)
+		}
+	}
+	for _, name := range []string{"", "A", "C", "Sa", "Z", "b"} {
+		if v, _, ok := f.GetHinted(name, 3); ok {
+			t.Errorf("%q found: %v", name, v)
+		}
+	}
+	f.Reset(Pack(&Entity{}))
+	if _, _, ok := f.GetHinted("B", 0); ok {
+		t.Error("a property of an entity without properties")
+	}
+}
