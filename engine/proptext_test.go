@@ -187,3 +187,37 @@ func FuzzDecodePropertiesString(f *testing.F) {
 		}
 	})
 }
+
+// plainWriter takes bytes only, not strings.
+type plainWriter struct{ b []byte }
+
+func (w *plainWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// TestEncodePropertiesStringWriter: Guid and Binary values written as
+// strings, where the writer takes them, are the bytes EncodeBytes writes.
+func TestEncodePropertiesStringWriter(t *testing.T) {
+	for _, props := range propTextSamples() {
+		var viaString bytes.Buffer // an io.StringWriter
+		var plain plainWriter
+		if err := EncodeProperties(msgpack.NewEncoder(&viaString), props); err != nil {
+			t.Fatal(err)
+		}
+		if err := EncodeProperties(msgpack.NewEncoder(&plain), props); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(viaString.Bytes(), plain.b) {
+			t.Fatalf("%v: the string writer's bytes differ", props)
+		}
+	}
+	// An empty Binary is an empty bin, never nil.
+	var buf bytes.Buffer
+	if err := EncodeProperties(msgpack.NewEncoder(&buf), []Property{{Name: "B", Value: Binary(nil)}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []byte{0x91, 0x93, 0xa1, 'B', 0xcc, 0x08, 0xc4, 0x00}; !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("%x, want %x", buf.Bytes(), want)
+	}
+}
