@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -305,14 +306,19 @@ func (t *Table) Apply(seq uint64, rec *engine.Record) {
 // distinct names, and a flood of distinct ones must not grow the map.
 const maxInterned = 4096
 
-// intern makes entities share one copy of each property name.
+// intern makes entities share one copy of each property name. The copy
+// is a string of its own: a decoded name is a substring of its entity's
+// text (the journal's decoder cuts an entity's strings from one), which
+// the map would otherwise keep alive for as long as the view lives.
 func (t *Table) intern(props []engine.Property) {
 	for i := range props {
 		name := props[i].Name
 		if s, ok := t.names[name]; ok {
 			props[i].Name = s
 		} else if len(t.names) < maxInterned {
-			t.names[name] = name
+			s = strings.Clone(name)
+			t.names[s] = s
+			props[i].Name = s
 		}
 	}
 }
