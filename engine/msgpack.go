@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -47,6 +48,16 @@ func encodeValue(enc *msgpack.Encoder, v Value) error {
 	case TypeBoolean:
 		return enc.EncodeBool(v.n != 0)
 	case TypeGuid, TypeBinary:
+		// What EncodeBytes writes of a non-nil slice (a length, then the
+		// bytes), without copying the value into one where the writer
+		// takes strings (the journal's and the wire's do).
+		if w, ok := enc.Writer().(io.StringWriter); ok {
+			if err := enc.EncodeBytesLen(len(v.s)); err != nil {
+				return err
+			}
+			_, err := w.WriteString(v.s)
+			return err
+		}
 		return enc.EncodeBytes([]byte(v.s))
 	}
 	return fmt.Errorf("engine: encode property of invalid type %d", v.t)

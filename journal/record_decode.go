@@ -83,10 +83,12 @@ func PeekNonce(data []byte) (nonce string, ok bool) {
 
 // decoder is a pooled msgpack decoder reading from a bytes.Reader, which
 // makes the bytes left known and spares the decoder its own buffering.
+// data is what r reads: an event's text is cut from it (eventText).
 type decoder struct {
-	r   bytes.Reader
-	dec *msgpack.Decoder
-	key [32]byte
+	r    bytes.Reader
+	data []byte
+	dec  *msgpack.Decoder
+	key  [32]byte
 }
 
 var decoders = sync.Pool{New: func() any {
@@ -98,6 +100,7 @@ var decoders = sync.Pool{New: func() any {
 func getDecoder(data []byte) *decoder {
 	d := decoders.Get().(*decoder)
 	d.r.Reset(data)
+	d.data = data
 	return d
 }
 
@@ -105,6 +108,7 @@ func getDecoder(data []byte) *decoder {
 // cleanly go back: one that failed may be in the middle of a raw value.
 func putDecoder(d *decoder) {
 	d.r.Reset(nil)
+	d.data = nil
 	decoders.Put(d)
 }
 
@@ -499,17 +503,44 @@ func (d *decoder) events() ([]engine.Event, error) {
 		if ev.Kind != engine.EventPut && ev.Kind != engine.EventDelete {
 			return nil, fmt.Errorf("event %d: unknown kind %d", i, k)
 		}
-		if ev.RowKey, err = d.dec.DecodeString(); err != nil {
-			return nil, fmt.Errorf("event %d: row key: %w", i, err)
-		}
-		if ev.Properties, err = engine.DecodeProperties(d.dec); err != nil {
-			return nil, fmt.Errorf("event %d (row %q): %w", i, ev.RowKey, err)
+		if ev.RowKey, ev.Properties, err = d.eventText(); err != nil {
+			return nil, fmt.Errorf("event %d: %w", i, err)
 		}
 		if ev.Kind == engine.EventDelete {
 			ev.Properties = nil
 		}
 	}
 	return out, nil
+}
+
+// eventText reads an event's row key and properties. Their strings are
+// cut from one string of the event's bytes (engine.DecodePropertiesString):
+// one allocation for the event instead of one per name and value. They
+// live and die together: the event is a whole entity, which a view keeps
+// as it is (a merge is decided before it is recorded).
+func (d *decoder) eventText() (string, []engine.Property, error) {
+	n, err := d.dec.DecodeBytesLen() // as DecodeString reads it: nil is ""
+	if err != nil {
+		return "", nil, fmt.Errorf("row key: %w", err)
+	}
+	n = max(n, 0)
+	rest := d.data[len(d.data)-d.r.Len():]
+	if n > len(rest) {
+		return "", nil, fmt.Errorf("row key: %w", io.ErrUnexpectedEOF)
+	}
+	size, err := engine.PropertiesLen(rest[n:])
+	if err != nil {
+		return "", nil, fmt.Errorf("row %q: %w", rest[:n], err)
+	}
+	s := string(rest[:n+size])
+	props, _, err := engine.DecodePropertiesString(s[n:])
+	if err != nil { // PropertiesLen read the same bytes: cannot happen
+		return "", nil, fmt.Errorf("row %q: %w", s[:n], err)
+	}
+	if _, err := d.r.Seek(int64(n+size), io.SeekCurrent); err != nil {
+		return "", nil, err
+	}
+	return s[:n], props, nil
 }
 
 func (d *decoder) messages() ([]engine.Message, error) {

@@ -307,6 +307,11 @@ func (w *sliceWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+func (w *sliceWriter) WriteString(s string) (int, error) {
+	w.b = append(w.b, s...)
+	return len(s), nil
+}
+
 func (w *sliceWriter) WriteByte(c byte) error {
 	w.b = append(w.b, c)
 	return nil

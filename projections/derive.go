@@ -56,6 +56,12 @@ type groupID struct {
 
 // group is the writer's state of one aggregate group.
 type group struct {
+	// key is the group's key, a string of its own: the key of the entity
+	// that made the group is a substring of that entity's text (the
+	// journal's decoder cuts an entity's strings from one, and a view's
+	// entity decoded from its packed form shares its strings), which the
+	// group would keep alive after the entity is gone.
+	key  string
 	n    int64
 	ver  engine.Version
 	ts   int64
@@ -360,8 +366,8 @@ func (d *deriver) member(k groupID, e *engine.Entity, sign int64) {
 		if sign < 0 {
 			return // cannot happen: every entity leaves a group it joined
 		}
-		g = &group{sums: make([]sum, len(d.def.Aggregates)), ext: make([]*btree.BTreeG[extremeKey], len(d.def.Aggregates))}
-		k.key = strings.Clone(k.key) // not a part of e's packed form
+		k.key = strings.Clone(k.key)
+		g = &group{key: k.key, sums: make([]sum, len(d.def.Aggregates)), ext: make([]*btree.BTreeG[extremeKey], len(d.def.Aggregates))}
 		d.groups[k] = g
 	}
 	g.n += sign
@@ -448,7 +454,7 @@ func (d *deriver) materialise(k groupID, g *group) {
 		}
 		props = append(props, engine.Property{Name: a.As, Value: v})
 	}
-	e := engine.NewEntity(k.key, rk, props...)
+	e := engine.NewEntity(g.key, rk, props...)
 	e.Timestamp, e.Version = g.ts, g.ver
 	d.rows.Set(engine.Pack(e))
 }

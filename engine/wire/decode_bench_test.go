@@ -2,7 +2,9 @@ package wire
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn/engine"
 )
@@ -39,6 +41,34 @@ func benchDecode(b *testing.B, r *engine.Request, enc Encoding) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchSample is the entity of cmd/cairn-bench's writes: ten
+// properties, five of them strings, 1 KB as a msgpack Insert.
+func benchSample() *engine.Entity {
+	return engine.NewEntity("p00042", "r0000042",
+		engine.Property{Name: "Name", Value: engine.String("Jones, Margaret Anne (Sales)")},
+		engine.Property{Name: "Email", Value: engine.String("margaret.jones@contoso.example")},
+		engine.Property{Name: "Department", Value: engine.String("Sales")},
+		engine.Property{Name: "Address", Value: engine.String(strings.Repeat("12 Market Street, ", 10))},
+		engine.Property{Name: "Notes", Value: engine.String(strings.Repeat("quarterly review notes ", 26))},
+		engine.Property{Name: "Age", Value: engine.Int32(38)},
+		engine.Property{Name: "Salary", Value: engine.Double(72150.5)},
+		engine.Property{Name: "Hired", Value: engine.DateTime(time.Date(2012, 3, 1, 9, 0, 0, 0, time.UTC))},
+		engine.Property{Name: "Id", Value: engine.Guid([16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})},
+		engine.Property{Name: "Active", Value: engine.Bool(true)},
+	)
+}
+
+// BenchmarkDecodeSampleMsgpack is the request of cmd/cairn-bench's
+// inserts; BenchmarkDecodeSampleMergeMsgpack the same entity merged,
+// whose strings are each a string of its own (see decoder.entity).
+func BenchmarkDecodeSampleMsgpack(b *testing.B) {
+	benchDecode(b, &engine.Request{Op: "Insert", Entity: benchSample()}, Msgpack)
+}
+
+func BenchmarkDecodeSampleMergeMsgpack(b *testing.B) {
+	benchDecode(b, &engine.Request{Op: "Merge", Entity: benchSample()}, Msgpack)
 }
 
 func BenchmarkDecodeBatchJSON(b *testing.B)    { benchDecode(b, benchBatch(), JSON) }

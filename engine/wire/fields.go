@@ -36,6 +36,17 @@ func (fs fieldNames) bit(name []byte) fields {
 	return 0
 }
 
+// name is the field spelled name, "" when none is: the field's name
+// without making one of name's bytes.
+func (fs fieldNames) name(name []byte) string {
+	for _, f := range fs {
+		if string(name) == f {
+			return f
+		}
+	}
+	return ""
+}
+
 // list names the fields of set, quoted and in order: `"op", "entity"`.
 func (fs fieldNames) list(set fields) string {
 	var b strings.Builder
@@ -113,6 +124,10 @@ type operation struct {
 	tables bool
 	// aliasOf is the operation this one is another name of.
 	aliasOf string
+	// merges: its entity's properties join those of the stored entity,
+	// which keeps them (and so whatever string they were cut from) for as
+	// long as they are not replaced.
+	merges bool
 }
 
 // write are the fields every entity write takes.
@@ -124,9 +139,9 @@ var operations = []operation{
 	{name: "Insert", takes: write | fEntity, inBatch: fEntity},
 	{name: "Replace", takes: write | fEntity | fIfMatch, inBatch: fEntity | fIfMatch},
 	{name: "Update", takes: write | fEntity | fIfMatch, inBatch: fEntity | fIfMatch, aliasOf: "Replace"},
-	{name: "Merge", takes: write | fEntity | fIfMatch, inBatch: fEntity | fIfMatch},
+	{name: "Merge", takes: write | fEntity | fIfMatch, inBatch: fEntity | fIfMatch, merges: true},
 	{name: "InsertOrReplace", takes: write | fEntity, inBatch: fEntity},
-	{name: "InsertOrMerge", takes: write | fEntity, inBatch: fEntity},
+	{name: "InsertOrMerge", takes: write | fEntity, inBatch: fEntity, merges: true},
 	{name: "Delete", takes: write | fPartitionKey | fRowKey | fEntity | fIfMatch, inBatch: fPartitionKey | fRowKey | fEntity | fIfMatch},
 	{name: "Batch", takes: write | fOps},
 	{name: "Retrieve", takes: fPartitionKey | fRowKey | fEntity | fAsOf | fPosition},

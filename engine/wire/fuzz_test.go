@@ -53,6 +53,7 @@ func FuzzDecodeRequestMsgpack(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := DecodeRequestMsgpack(data)
 		checkDecoded(t, r, err, Msgpack)
+		checkReference(t, data)
 	})
 }
 

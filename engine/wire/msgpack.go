@@ -3,6 +3,9 @@ package wire
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"slices"
+	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
@@ -172,12 +175,38 @@ func EncodeReplyMsgpack(r *engine.Reply) []byte {
 	return e.buf.Bytes()
 }
 
+// decoder reads msgpack. Over bytes (newDecoder), it knows them: an
+// entity's strings are then cut from one string of the entity's bytes
+// (entity), and field names are read without making them strings.
 type decoder struct {
-	dec *msgpack.Decoder
+	dec  *msgpack.Decoder
+	r    bytes.Reader
+	data []byte // what r reads; nil when dec reads anything else
+	key  [32]byte
 }
 
 func newDecoder(data []byte) *decoder {
-	return &decoder{dec: msgpack.NewDecoder(bytes.NewReader(data))}
+	d := &decoder{}
+	d.dec = msgpack.NewDecoder(&d.r)
+	d.reset(data)
+	return d
+}
+
+func (d *decoder) reset(data []byte) {
+	d.r.Reset(data)
+	d.data = data
+}
+
+// requestDecoders keeps the decoders of requests, a few hundred bytes
+// each, from one request to the next.
+var requestDecoders = sync.Pool{New: func() any { return newDecoder(nil) }}
+
+// rest is the bytes not read yet.
+func (d *decoder) rest() []byte { return d.data[len(d.data)-d.r.Len():] }
+
+// pass moves past n bytes that were read from rest.
+func (d *decoder) pass(n int) {
+	_, _ = d.r.Seek(int64(n), io.SeekCurrent) // relative, never before the start: cannot fail
 }
 
 func (d *decoder) mapLen() (int, error) {
@@ -210,42 +239,106 @@ func (d *decoder) str(key string) (string, error) {
 	return s, nil
 }
 
-func (d *decoder) entity() (*engine.Entity, error) {
+// name reads a field name, or an operation's, as str does, into bytes
+// valid until the next name.
+func (d *decoder) name(key string) ([]byte, error) {
+	n, err := d.dec.DecodeBytesLen()
+	if err == nil && n > d.r.Len() && d.data != nil {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return nil, invalid("%q must be a string: %v", key, err)
+	}
+	b := d.key[:0]
+	if n > len(d.key) {
+		b = make([]byte, n)
+	}
+	b = b[:max(n, 0)]
+	if err := d.dec.ReadFull(b); err != nil {
+		return nil, invalid("%q must be a string: %v", key, err)
+	}
+	return b, nil
+}
+
+// span is where a string is in d.data.
+type span struct{ at, n int }
+
+// strSpan reads a string as str does, and says where it is instead of
+// copying it.
+func (d *decoder) strSpan(key string) (span, error) {
+	n, err := d.dec.DecodeBytesLen()
+	if err == nil && n > d.r.Len() {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return span{}, invalid("%q must be a string: %v", key, err)
+	}
+	sp := span{at: len(d.data) - d.r.Len(), n: max(n, 0)}
+	d.pass(sp.n)
+	return sp, nil
+}
+
+// entity reads an entity. Over bytes, its keys and properties are cut
+// from one string of its bytes when share is set: one allocation where
+// there were two for every property. share is for an entity whose strings
+// live and die together, one the store replaces whole or a reply's; a
+// merge's properties join an entity's that may outlive the others, and
+// would keep the whole string, and the strings of the merges before
+// them, alive: they are strings of their own.
+func (d *decoder) entity(share bool) (*engine.Entity, error) {
 	n, err := d.mapLen()
 	if err != nil {
 		return nil, err
 	}
 	e := &engine.Entity{}
 	var given keysGiven
-	seen := make(map[string]bool, n)
+	var seen [4]bool // pk, rk, ts, p
+	var pk, rk, props span
 	for i := 0; i < n; i++ {
-		k, err := d.str("key")
+		key, err := d.name("key")
 		if err != nil {
 			return nil, err
 		}
-		if seen[k] {
+		f := slices.Index(entityFields[:], string(key))
+		if f < 0 {
+			return nil, invalid("unknown entity field %q", key)
+		}
+		k := entityFields[f]
+		if seen[f] {
 			return nil, engine.Errorf(engine.CodeDuplicatePropertiesSpecified, "entity field %q is given more than once", k)
 		}
-		seen[k] = true
+		seen[f] = true
 		switch k {
 		case "pk", "rk":
 			// The empty string is a key; nil is no value.
 			if c, perr := d.dec.PeekCode(); perr == nil && c == msgpcode.Nil {
 				return nil, engine.Errorf(engine.CodePropertiesNeedValue, "entity field %q is nil: a key needs a value (the empty string is one)", k)
 			}
+			var sp span
+			var s string
+			if d.data != nil {
+				sp, err = d.strSpan(k)
+			} else {
+				s, err = d.str(k)
+			}
 			if k == "pk" {
-				e.PartitionKey, err = d.str(k)
+				pk, e.PartitionKey = sp, s
 				given |= givenPK
 			} else {
-				e.RowKey, err = d.str(k)
+				rk, e.RowKey = sp, s
 				given |= givenRK
 			}
 		case "ts":
 			e.Timestamp, err = d.dec.DecodeInt64()
 		case "p":
-			e.Properties, err = engine.DecodeProperties(d.dec)
-		default:
-			return nil, invalid("unknown entity field %q", k)
+			if d.data == nil {
+				e.Properties, err = engine.DecodeProperties(d.dec)
+				break
+			}
+			props.at = len(d.data) - d.r.Len()
+			if props.n, err = engine.PropertiesLen(d.rest()); err == nil {
+				d.pass(props.n)
+			}
 		}
 		if err != nil {
 			return nil, at(k, err)
@@ -254,7 +347,46 @@ func (d *decoder) entity() (*engine.Entity, error) {
 	if err := given.require(); err != nil {
 		return nil, err
 	}
+	if d.data != nil {
+		if err := d.entityText(e, pk, rk, props, share); err != nil {
+			return nil, at("p", err)
+		}
+	}
 	return e, nil
+}
+
+// entityFields are the fields of an entity.
+var entityFields = [4]string{"pk", "rk", "ts", "p"}
+
+// entityText makes the strings of an entity read from d.data at the
+// spans given: substrings of one string of its bytes when share is set,
+// strings of their own otherwise.
+func (d *decoder) entityText(e *engine.Entity, pk, rk, props span, share bool) error {
+	if !share {
+		e.PartitionKey = string(d.data[pk.at : pk.at+pk.n])
+		e.RowKey = string(d.data[rk.at : rk.at+rk.n])
+		if props.n > 0 {
+			var err error
+			e.Properties, _, err = engine.DecodePropertiesBytes(d.data[props.at:])
+			return err
+		}
+		return nil
+	}
+	// From the first of the three to the end of the last: what lies
+	// between (field names, a time) is a few bytes.
+	lo, hi := min(pk.at, rk.at), max(pk.at+pk.n, rk.at+rk.n)
+	if props.n > 0 {
+		lo, hi = min(lo, props.at), max(hi, props.at+props.n)
+	}
+	s := string(d.data[lo:hi])
+	e.PartitionKey = s[pk.at-lo : pk.at-lo+pk.n]
+	e.RowKey = s[rk.at-lo : rk.at-lo+rk.n]
+	if props.n > 0 {
+		var err error
+		e.Properties, _, err = engine.DecodePropertiesString(s[props.at-lo:])
+		return err
+	}
+	return nil
 }
 
 // DecodeRequestMsgpack decodes a msgpack request. Its keys are the
@@ -264,33 +396,45 @@ func DecodeRequestMsgpack(data []byte) (*engine.Request, error) {
 	if len(data) > maxBody {
 		return nil, engine.Errorf(engine.CodeRequestBodyTooLarge, "request of %d bytes; the limit is %d", len(data), maxBody)
 	}
-	d := newDecoder(data)
-	r, err := d.request(false)
-	if err != nil {
+	d := requestDecoders.Get().(*decoder)
+	d.reset(data)
+	r := &engine.Request{}
+	if err := d.request(r, false); err != nil {
+		// Not put back: a decoder that failed may be in any state.
 		return nil, at("request", err)
 	}
+	d.reset(nil)
+	requestDecoders.Put(d)
 	return r, nil
 }
 
-// request decodes a request, or an operation of a Batch (inBatch).
-func (d *decoder) request(inBatch bool) (*engine.Request, error) {
+// request decodes a request, or an operation of a Batch (inBatch), into r.
+func (d *decoder) request(r *engine.Request, inBatch bool) error {
 	n, err := d.mapLen()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	r := &engine.Request{}
 	sh := shape{inBatch: inBatch}
+	var op *operation
 	for i := 0; i < n; i++ {
-		k, err := d.str("key")
+		key, err := d.name("key")
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if err := sh.add([]byte(k)); err != nil {
-			return nil, err
+		if err := sh.add(key); err != nil {
+			return err
 		}
+		k := requestFields.name(key) // a known field: sh.add refuses the others
 		switch k {
 		case "op":
-			r.Op, err = d.str(k)
+			var name []byte
+			if name, err = d.name(k); err == nil {
+				if op = operationNamed(name); op != nil {
+					r.Op = op.name
+				} else {
+					r.Op = string(name)
+				}
+			}
 		case "id":
 			r.ID, err = d.str(k)
 		case "ifMatch":
@@ -299,7 +443,7 @@ func (d *decoder) request(inBatch bool) (*engine.Request, error) {
 			// nil is no value; a missing key is read as "" (clients
 			// before this rule left an empty key out).
 			if c, perr := d.dec.PeekCode(); perr == nil && c == msgpcode.Nil {
-				return nil, engine.Errorf(engine.CodePropertiesNeedValue, "%q is nil: a key needs a value (the empty string is one)", k)
+				return engine.Errorf(engine.CodePropertiesNeedValue, "%q is nil: a key needs a value (the empty string is one)", k)
 			}
 			if k == "partitionKey" {
 				r.PartitionKey, err = d.str(k)
@@ -309,19 +453,18 @@ func (d *decoder) request(inBatch bool) (*engine.Request, error) {
 		case "table":
 			r.Table, err = d.str(k)
 		case "entity":
-			r.Entity, err = d.entity() // properties come sorted by name
+			// Properties come sorted by name. An entity that comes
+			// before its operation, or a merge's, is not shared.
+			r.Entity, err = d.entity(op != nil && !op.merges)
 		case "ops":
 			var m int
 			if m, err = d.arrayLen(); err == nil {
 				if err := engine.ValidateBatchOps(m); err != nil {
-					return nil, err
+					return err
 				}
 				r.Ops = make([]engine.Request, m)
 				for j := 0; j < m && err == nil; j++ {
-					var op *engine.Request
-					if op, err = d.request(true); err == nil {
-						r.Ops[j] = *op
-					} else {
+					if err = d.request(&r.Ops[j], true); err != nil {
 						err = engine.AsError(at(fmt.Sprintf("[%d]", j), err)).AtIndex(j)
 					}
 				}
@@ -330,7 +473,7 @@ func (d *decoder) request(inBatch bool) (*engine.Request, error) {
 			r.Messages, err = d.messages()
 		case "asOf":
 			if r.AsOf, err = d.dec.DecodeUint64(); err == nil && r.AsOf == 0 {
-				return nil, errAsOfZero()
+				return errAsOfZero()
 			}
 		case "position":
 			r.Position, err = d.dec.DecodeUint64()
@@ -340,13 +483,10 @@ func (d *decoder) request(inBatch bool) (*engine.Request, error) {
 			err = skip(d.dec)
 		}
 		if err != nil {
-			return nil, at(k, err)
+			return at(k, err)
 		}
 	}
-	if err := sh.check([]byte(r.Op)); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return sh.check([]byte(r.Op))
 }
 
 func (d *decoder) messages() ([]engine.Message, error) {
@@ -404,7 +544,7 @@ func DecodeReplyMsgpack(data []byte) (*engine.Reply, error) {
 		case "duplicate":
 			r.Duplicate, err = d.dec.DecodeBool()
 		case "entity":
-			r.Entity, err = d.entity()
+			r.Entity, err = d.entity(true)
 		case "results":
 			var m int
 			if m, err = d.arrayLen(); err == nil {
@@ -487,5 +627,5 @@ func EncodeEntity(enc *msgpack.Encoder, ent *engine.Entity) error {
 
 // DecodeEntity reads an entity written by EncodeEntity.
 func DecodeEntity(dec *msgpack.Decoder) (*engine.Entity, error) {
-	return (&decoder{dec: dec}).entity()
+	return (&decoder{dec: dec}).entity(true)
 }

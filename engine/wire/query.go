@@ -294,7 +294,7 @@ func (d *decoder) queryEntity(qe *QueryEntity) error {
 		case "etag":
 			qe.ETag, err = d.str(k)
 		case "entity":
-			qe.Entity, err = d.entity()
+			qe.Entity, err = d.entity(true)
 		default:
 			err = skip(d.dec)
 		}
