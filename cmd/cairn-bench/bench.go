@@ -181,6 +181,19 @@ func (b *bencher) send(nc *nats.Conn, n, window int, rate float64, subject strin
 		}
 		bodies[i] = body
 	}
+	return sendBodies(nc, bodies, window, rate, func(int) string { return subject }, func(data []byte) error {
+		rep, err := wire.DecodeReplyMsgpack(data)
+		if err == nil && rep.Error != nil {
+			err = rep.Error
+		}
+		return err
+	})
+}
+
+// sendBodies is send for messages made beforehand: bodies[i] goes to
+// subject(i), and check says whether its reply tells of a failure.
+func sendBodies(nc *nats.Conn, bodies [][]byte, window int, rate float64, subject func(i int) string, check func([]byte) error) (result, error) {
+	n := len(bodies)
 	inbox := "_INBOX.bench." + nuid.Next() + "."
 	starts := make([]time.Time, n)
 	lat := make([]time.Duration, n)
@@ -191,9 +204,9 @@ func (b *bencher) send(nc *nats.Conn, n, window int, rate float64, subject strin
 	sub, err := nc.Subscribe(inbox+"*", func(m *nats.Msg) {
 		i, _ := strconv.Atoi(m.Subject[len(inbox):])
 		lat[i] = time.Since(starts[i])
-		if rep, err := wire.DecodeReplyMsgpack(m.Data); err != nil || rep.Error != nil {
+		if err := check(m.Data); err != nil {
 			if errs.Add(1) == 1 {
-				firstErr.Store(fmt.Sprint(err, rep))
+				firstErr.Store(err.Error())
 			}
 		}
 		<-sem
@@ -218,7 +231,7 @@ func (b *bencher) send(nc *nats.Conn, n, window int, rate float64, subject strin
 		sem <- struct{}{}
 		wg.Add(1)
 		starts[i] = time.Now()
-		if err := nc.PublishRequest(subject, inbox+strconv.Itoa(i), bodies[i]); err != nil {
+		if err := nc.PublishRequest(subject(i), inbox+strconv.Itoa(i), bodies[i]); err != nil {
 			return result{}, err
 		}
 	}
