@@ -102,6 +102,10 @@ func uvarintLen(x uint64) int {
 type packedWriter struct{ strings.Builder }
 
 func (w *packedWriter) uvarint(x uint64) {
+	if x < 0x80 {
+		w.WriteByte(byte(x))
+		return
+	}
 	var b [binary.MaxVarintLen64]byte
 	w.Write(binary.AppendUvarint(b[:0], x))
 }
@@ -152,6 +156,15 @@ func (p Packed) Version() Version {
 // ComparePacked orders packed entities (and keys, PackedKey) by
 // PartitionKey, then RowKey, as strings.Compare does.
 func ComparePacked(a, b Packed) int {
+	// Keys shorter than 128 bytes, the common case, read in place.
+	if na, nb := int(a[0]), int(b[0]); na < 0x80 && nb < 0x80 {
+		if c := strings.Compare(string(a[1:1+na]), string(b[1:1+nb])); c != 0 {
+			return c
+		}
+		if ma, mb := int(a[1+na]), int(b[1+nb]); ma < 0x80 && mb < 0x80 {
+			return strings.Compare(string(a[2+na:2+na+ma]), string(b[2+nb:2+nb+mb]))
+		}
+	}
 	pa, ia := packedKey(a, 0)
 	pb, ib := packedKey(b, 0)
 	if c := strings.Compare(pa, pb); c != 0 {
