@@ -237,7 +237,7 @@ func exportToConsumer(prefix string, nodeAcc, acc *server.Account, u ServiceUser
 	}
 	imported = map[string]bool{}
 	for _, stream := range u.Streams {
-		create := ConsumerCreateSubjects(prefix, stream)
+		create := ConsumerCreateSubjects(prefix, u.User, stream)
 		api, next := consumeSubjects(stream)
 		for _, subject := range api {
 			if to, ok := create[subject]; ok {

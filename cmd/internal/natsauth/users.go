@@ -195,15 +195,17 @@ func consumeSubjects(stream string) (api []string, next string) {
 }
 
 // ConsumerCreateSubjects maps the API subjects that create a consumer on
-// stream to the node's subjects a user's creations are imported as: the
+// stream to the node's subjects user's creations are imported as: the
 // node checks the configuration and creates the consumer (a push
 // consumer would deliver the stream's messages to any subject of the
-// node account: queues, buckets, commands). ConsumerAPIPrefix and the
-// rest of the API subject make the node's subject.
-func ConsumerCreateSubjects(prefix, stream string) map[string]string {
+// node account: queues, buckets, commands). ConsumerAPIPrefix, the
+// user's name and the rest of the API subject make the node's subject:
+// the server's import puts the name there, so the node knows whose
+// creation it is (a user's name is one subject token: Validate).
+func ConsumerCreateSubjects(prefix, user, stream string) map[string]string {
 	m := map[string]string{}
 	for _, api := range []string{"$JS.API.CONSUMER.CREATE." + stream + ".>", "$JS.API.CONSUMER.DURABLE.CREATE." + stream + ".*"} {
-		m[api] = ConsumerAPIPrefix(prefix) + strings.TrimPrefix(api, "$JS.API.")
+		m[api] = ConsumerAPIPrefix(prefix) + user + "." + strings.TrimPrefix(api, "$JS.API.")
 	}
 	return m
 }
@@ -216,7 +218,7 @@ func AnyConsumes(users []ServiceUser) bool {
 
 // ConsumerAPIPrefix is the start of the node's subjects that take
 // consumer creations for users (ConsumerCreateSubjects); what follows it
-// is the API subject after "$JS.API.".
+// is the user's name and the API subject after "$JS.API.".
 func ConsumerAPIPrefix(prefix string) string { return prefix + ".jsapi." }
 
 // validBcrypt is what nats-server takes for a bcrypt hash; anything else

@@ -1,6 +1,8 @@
 package node_test
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -183,4 +185,97 @@ func fetchBodies(t *testing.T, c jetstream.Consumer, n int, ack bool) string {
 		}
 	}
 	return out
+}
+
+// TestConsumerOwners: two service users share a stream. Each consumer a
+// user creates is marked as its own: the other may not change it (by
+// either API), may create its own, and holds at most 32 of the stream;
+// a refused creation changes nothing. A consumer without an owner (the
+// operator's, or one made before owners were kept) is taken by the first
+// user who creates it again.
+func TestConsumerOwners(t *testing.T) {
+	th := startNode(t, node.Config{OutboxSubjects: []string{"orders.>"}, NATSUsers: usersFile(t, `{"users":[
+		{"user":"shipping","password":"ship-pw","subjects":["orders.>"],"streams":["ORDERS"]},
+		{"user":"billing","password":"bill-pw","subjects":["orders.>"],"streams":["ORDERS"]}
+	]}`)})
+	ctx := ctxT(t)
+	js := mustJS(t, th.nc)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	connect := func(user, password string) jetstream.JetStream {
+		nc, err := nats.Connect(th.h.ClientURL(), nats.UserInfo(user, password), nats.CustomInboxPrefix("_INBOX_"+user))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return mustJS(t, nc)
+	}
+	shipping, billing := connect("shipping", "ship-pw"), connect("billing", "bill-pw")
+	if _, err := shipping.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "ship", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	owner := func(name string) string {
+		t.Helper()
+		c, err := js.Consumer(ctx, "ORDERS", name)
+		if err != nil {
+			t.Fatalf("consumer %s: %v", name, err)
+		}
+		return c.CachedInfo().Config.Metadata["cairn_user"]
+	}
+	if got := owner("ship"); got != "shipping" {
+		t.Fatalf("the durable's owner: %q", got)
+	}
+	// Shipping may update its own; billing may not, by either API, and
+	// a forged owner in the body is overwritten.
+	if _, err := shipping.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "ship", AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 5}); err != nil {
+		t.Fatalf("its own update: %v", err)
+	}
+	if _, err := billing.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "ship", AckPolicy: jetstream.AckExplicitPolicy,
+		Metadata: map[string]string{"cairn_user": "shipping"}}); err == nil || !strings.Contains(err.Error(), "another user's") {
+		t.Fatalf("another user's update: %v", err)
+	}
+	bnc := billing.Conn()
+	r, err := bnc.RequestWithContext(ctx, "$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.ship", []byte(`{"stream_name":"ORDERS","config":{"durable_name":"ship","ack_policy":"none"}}`))
+	if err != nil || !strings.Contains(string(r.Data), "another user's") {
+		t.Fatalf("another user's update by the older API: %v %s", err, r.Data)
+	}
+	c, err := js.Consumer(ctx, "ORDERS", "ship")
+	if err != nil || c.CachedInfo().Config.MaxDeliver != 5 || c.CachedInfo().Config.AckPolicy != jetstream.AckExplicitPolicy {
+		t.Fatalf("after the refused updates: %+v %v", c.CachedInfo().Config, err)
+	}
+
+	// A consumer the operator made has no owner: its first creator takes it.
+	if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "shared", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := billing.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "shared", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatalf("an unowned consumer: %v", err)
+	}
+	if got := owner("shared"); got != "billing" {
+		t.Fatalf("the unowned consumer's owner: %q", got)
+	}
+
+	// The cap: billing holds "shared" and 31 more; the 33rd is refused,
+	// an update of one it holds is not, and shipping's own count is its own.
+	for i := range 31 {
+		if _, err := billing.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: fmt.Sprintf("b%02d", i), AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+			t.Fatalf("consumer %d: %v", i+2, err)
+		}
+	}
+	if _, err := billing.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "one-more", AckPolicy: jetstream.AckExplicitPolicy}); err == nil || !strings.Contains(err.Error(), "holds 32 consumers") {
+		t.Fatalf("the 33rd consumer: %v", err)
+	}
+	if _, err := billing.OrderedConsumer(ctx, "ORDERS", jetstream.OrderedConsumerConfig{}); err == nil {
+		t.Fatal("an ordered consumer beyond the cap")
+	}
+	if _, err := js.Consumer(ctx, "ORDERS", "one-more"); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("the refused consumer: %v", err)
+	}
+	if _, err := billing.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "b00", AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 3}); err != nil {
+		t.Fatalf("an update at the cap: %v", err)
+	}
+	if _, err := shipping.OrderedConsumer(ctx, "ORDERS", jetstream.OrderedConsumerConfig{}); err != nil {
+		t.Fatalf("the other user's ordered consumer: %v", err)
+	}
 }
