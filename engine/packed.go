@@ -175,9 +175,8 @@ func ComparePacked(a, b Packed) int {
 	return strings.Compare(ra, rb)
 }
 
-// packedKey reads the key at p[i:] and returns it and where it ends, with
-// a short path for the common case, a key shorter than 128 bytes: the
-// B-tree's comparisons call it four times each.
+// packedKey reads the key at p[i:] and returns it and where it ends: for
+// a comparison whose keys are not all shorter than 128 bytes.
 func packedKey(p Packed, i int) (string, int) {
 	if n := int(p[i]); n < 0x80 {
 		return string(p[i+1 : i+1+n]), i + 1 + n
