@@ -24,7 +24,10 @@ import (
 func markKey(stream string) string { return "marked." + stream }
 
 // Marker marks tables before their first outbox message. It remembers the
-// marks it stored or found, so a table costs it one request in its life.
+// marks it stored or found, so a table costs it one request in its life,
+// up to maxRemembered of them: past that it forgets them all and starts
+// over, so that a host creating table after table does not grow the set
+// for ever (a forgotten mark costs one request again, which finds it).
 type Marker struct {
 	kv    jetstream.KeyValue
 	names func(table string, epoch uint64) string
@@ -54,9 +57,23 @@ func (m *Marker) Mark(ctx context.Context, table string, epoch uint64) error {
 		return fmt.Errorf("outbox: mark table %s for its messages: %w", table, err)
 	}
 	m.mu.Lock()
+	if len(m.marked) >= maxRemembered {
+		clear(m.marked)
+	}
 	m.marked[stream] = true
 	m.mu.Unlock()
 	return nil
+}
+
+// maxRemembered bounds the marks a Marker remembers: about a megabyte of
+// stream names.
+const maxRemembered = 10_000
+
+// remembered is how many marks m remembers.
+func (m *Marker) remembered() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.marked)
 }
 
 // Relayed returns the position up to which the outbox has relayed a table
