@@ -195,7 +195,7 @@ func consumeSubjects(stream string) (api []string, next string) {
 }
 
 // ConsumerCreateSubjects maps the API subjects that create a consumer on
-// stream to the node's subjects user's creations are imported as: the
+// stream to the node's subjects the user's creations are imported as: the
 // node checks the configuration and creates the consumer (a push
 // consumer would deliver the stream's messages to any subject of the
 // node account: queues, buckets, commands). ConsumerAPIPrefix, the

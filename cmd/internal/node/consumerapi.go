@@ -33,6 +33,7 @@ import (
 type consumerAPI struct {
 	prefix string
 	nc     *nats.Conn // the node user's: the JetStream API
+	js     jetstream.JetStream
 	serve  *nats.Conn
 	log    *slog.Logger
 }
@@ -42,7 +43,12 @@ const consumerAPIWait = 5 * time.Second
 
 // subscribe takes the creations until serve closes.
 func (c *consumerAPI) subscribe() error {
-	_, err := c.serve.Subscribe(natsauth.ConsumerAPIPrefix(c.prefix)+">", c.create)
+	js, err := jetstream.New(c.nc)
+	if err != nil {
+		return err
+	}
+	c.js = js
+	_, err = c.serve.Subscribe(natsauth.ConsumerAPIPrefix(c.prefix)+">", c.create)
 	return err
 }
 
@@ -89,8 +95,15 @@ func (c *consumerAPI) forward(m *nats.Msg) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), consumerAPIWait)
 	defer cancel()
-	if err := c.mayCreate(ctx, user, stream, name); err != nil {
+	exists, err := c.mayCreate(ctx, user, stream, name)
+	if err != nil {
 		return nil, err
+	}
+	if !exists && name != "" {
+		// Created, never updated: another user's creation of the same
+		// name between the check and now is refused by the server, not
+		// taken over.
+		req.Action = server.ActionCreate
 	}
 	if req.Config.Metadata == nil {
 		req.Config.Metadata = map[string]string{}
@@ -126,32 +139,29 @@ func createdConsumer(rest string) (stream, name string, ok bool) {
 }
 
 // mayCreate checks that user may create or update consumer name (""
-// when the server names it) of stream: a consumer of that name is the
-// user's own or has no owner, or there is none and the user holds fewer
-// than maxUserConsumers of the stream. Two creations at once may both pass
-// the count, so a user may briefly hold a few more.
-func (c *consumerAPI) mayCreate(ctx context.Context, user, stream, name string) error {
-	js, err := jetstream.New(c.nc)
-	if err != nil {
-		return err
-	}
+// when the server names it) of stream, and reports whether it exists: a
+// consumer of that name is the user's own or has no owner, or there is
+// none and the user holds fewer than maxUserConsumers of the stream. Two
+// creations at once may both pass the count, so a user may briefly hold
+// a few more.
+func (c *consumerAPI) mayCreate(ctx context.Context, user, stream, name string) (exists bool, err error) {
 	if name != "" {
-		cons, err := js.Consumer(ctx, stream, name)
+		cons, err := c.js.Consumer(ctx, stream, name)
 		switch {
 		case err == nil:
 			// A consumer without an owner was made before owners were
 			// kept (or by the operator): its first creator since takes it.
 			if owner := cons.CachedInfo().Config.Metadata[ownerMetadata]; owner != "" && owner != user {
-				return fmt.Errorf("consumer %q of stream %s is another user's: choose another name", name, stream)
+				return true, fmt.Errorf("consumer %q of stream %s is another user's: choose another name", name, stream)
 			}
-			return nil
+			return true, nil
 		case !errors.Is(err, jetstream.ErrConsumerNotFound):
-			return fmt.Errorf("look up consumer %q of stream %s: %v", name, stream, err)
+			return false, fmt.Errorf("look up consumer %q of stream %s: %v", name, stream, err)
 		}
 	}
-	s, err := js.Stream(ctx, stream)
+	s, err := c.js.Stream(ctx, stream)
 	if err != nil {
-		return fmt.Errorf("look up stream %s: %v", stream, err)
+		return false, fmt.Errorf("look up stream %s: %v", stream, err)
 	}
 	held := 0
 	infos := s.ListConsumers(ctx)
@@ -161,12 +171,12 @@ func (c *consumerAPI) mayCreate(ctx context.Context, user, stream, name string) 
 		}
 	}
 	if err := infos.Err(); err != nil {
-		return fmt.Errorf("list the consumers of stream %s: %v", stream, err)
+		return false, fmt.Errorf("list the consumers of stream %s: %v", stream, err)
 	}
 	if held >= maxUserConsumers {
-		return fmt.Errorf("user %s holds %d consumers of stream %s, the most a user may: reuse one (a durable consumer by its name) or let an unused one expire", user, held, stream)
+		return false, fmt.Errorf("user %s holds %d consumers of stream %s, the most a user may: reuse one (a durable consumer by its name) or let an unused one expire", user, held, stream)
 	}
-	return nil
+	return false, nil
 }
 
 // apiError is an answer in the JetStream API's form, which the clients'
