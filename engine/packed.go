@@ -274,19 +274,6 @@ func (r *packedReader) byte() byte {
 	return c
 }
 
-// skip passes over a value of type t.
-func (r *packedReader) skip(t Type) {
-	switch t {
-	case TypeString, TypeGuid, TypeBinary:
-		n := int(r.uvarint())
-		r.i += n
-	case TypeDouble:
-		r.i += 8
-	default:
-		r.uvarint()
-	}
-}
-
 // value reads a value of type t.
 func (r *packedReader) value(t Type) Value {
 	v := Value{t: t}
@@ -371,7 +358,7 @@ func (f *PackedFields) GetHinted(name string, _ int) (Value, int, bool) {
 		if pn > name {
 			break
 		}
-		r.skip(t)
+		r.value(t) // passed over: its string is a substring, free
 	}
 	return Value{}, -1, false
 }

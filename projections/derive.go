@@ -384,14 +384,12 @@ func (d *deriver) member(k groupID, e *engine.Entity, sign int64) {
 			if g.ext[i] == nil {
 				g.ext[i] = btree.NewBTreeGOptions(lessExtreme, btree.Options{NoLocks: true})
 			}
-			x := extremeKey{v: v, pk: e.PartitionKey, rk: e.RowKey}
 			if sign > 0 {
-				// Kept apart from e, whose strings may be parts of its
-				// packed form (engine.Packed).
-				x = extremeKey{v: v.Detached(), pk: strings.Clone(x.pk), rk: strings.Clone(x.rk)}
-				g.ext[i].Set(x)
+				// Kept apart from e, whose strings may be parts of a
+				// larger one (its packed form, its record's text).
+				g.ext[i].Set(extremeKey{v: v.Detached(), pk: strings.Clone(e.PartitionKey), rk: strings.Clone(e.RowKey)})
 			} else {
-				g.ext[i].Delete(x)
+				g.ext[i].Delete(extremeKey{v: v, pk: e.PartitionKey, rk: e.RowKey})
 			}
 		}
 	}

@@ -59,12 +59,6 @@ func (s *Snapshot) Ascend(pk, rk string, fn func(*engine.Entity) bool) {
 	s.rows.Ascend(engine.PackedKey(pk, rk), decoded(fn))
 }
 
-// Descend calls fn for the entities from (pk, rk) down, in reverse key
-// order, until fn returns false.
-func (s *Snapshot) Descend(pk, rk string, fn func(*engine.Entity) bool) {
-	s.rows.Descend(engine.PackedKey(pk, rk), decoded(fn))
-}
-
 // Scan calls fn for every entity in key order until fn returns false.
 func (s *Snapshot) Scan(fn func(*engine.Entity) bool) { s.rows.Scan(decoded(fn)) }
 
@@ -72,11 +66,10 @@ func (s *Snapshot) Scan(fn func(*engine.Entity) bool) { s.rows.Scan(decoded(fn))
 // false.
 func (s *Snapshot) Reverse(fn func(*engine.Entity) bool) { s.rows.Reverse(decoded(fn)) }
 
-// AscendPacked, DescendPacked and ReversePacked are Ascend, Descend and
-// Reverse for a reader that looks at many entities and keeps few (a
-// query): fn is given the packed entity, to read its keys
-// (engine.Packed.Keys) or decode it into an entity of its own
-// (DecodeInto) before it decides, and to decode (Entity) those it keeps.
+// AscendPacked, DescendPacked (from (pk, rk) down) and ReversePacked walk
+// the entities packed, for a reader that looks at many and keeps few (a
+// query): fn reads each in place (engine.PackedFields) before it
+// decides, and decodes (Entity) those it keeps.
 func (s *Snapshot) AscendPacked(pk, rk string, fn func(engine.Packed) bool) {
 	s.rows.Ascend(engine.PackedKey(pk, rk), fn)
 }
