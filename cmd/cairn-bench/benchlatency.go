@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -36,7 +35,7 @@ func (b *bencher) latencyOneAtATime(ctx context.Context, size int) (goal, error)
 	if err != nil {
 		return goal{}, err
 	}
-	var p50s, p99s, rawP50s, rawP99s []time.Duration
+	var cairn, publish latencyRounds
 	for r := 0; r < b.rounds; r++ {
 		res, err := b.pipelined(b.nc, latencyCommands, 1, "cairn.cmd."+table, func(i int) *engine.Request {
 			return &engine.Request{Op: "Insert", Entity: sampleEntity("lat", fmt.Sprintf("r%d-%07d", r, i))}
@@ -48,13 +47,14 @@ func (b *bencher) latencyOneAtATime(ctx context.Context, size int) (goal, error)
 		if err != nil {
 			return goal{}, err
 		}
-		p50s, p99s = append(p50s, percentile(res.latencies, .5)), append(p99s, percentile(res.latencies, .99))
-		rawP50s, rawP99s = append(rawP50s, percentile(raw, .5)), append(rawP99s, percentile(raw, .99))
+		cairn.add(res.latencies)
+		publish.add(raw)
 	}
 	if err := b.cl.DeleteTable(ctx, table); err != nil {
 		return goal{}, err
 	}
-	p50, p99, rawP50, rawP99 := medianDuration(p50s), medianDuration(p99s), medianDuration(rawP50s), medianDuration(rawP99s)
+	c, pub := cairn.medians(), publish.medians()
+	p50, p99, rawP50, rawP99 := c.p50, c.p99, pub.p50, pub.p99
 	r99 := float64(p99) / float64(rawP99)
 	met := r99 <= 2
 	fmt.Printf("| command → visible latency, one at a time | p50 %v, p99 %v | sync publish p50 %v, p99 %v | %.1f× (p50), %.1f× (p99) | %s |\n",
@@ -74,7 +74,7 @@ func (b *bencher) latencyPaced(ctx context.Context, rate float64) (goal, error) 
 	if n < pacedMin {
 		return goal{}, fmt.Errorf("paced latency: %.0f commands/s sends fewer than %d commands in %v", rate, pacedMin, pacedFor)
 	}
-	var p50s, p99s, maxes []time.Duration
+	var cairn latencyRounds
 	var sent []float64
 	for r := 0; r < b.rounds; r++ {
 		table, err := b.newTable(ctx, "Paced")
@@ -87,7 +87,7 @@ func (b *bencher) latencyPaced(ctx context.Context, rate float64) (goal, error) 
 			return goal{}, err
 		}
 		res, err := b.send(b.nc, n, n, rate, "cairn.cmd."+table, func(i int) *engine.Request {
-			return &engine.Request{Op: "Insert", Entity: sampleEntity(fmt.Sprintf("p%05d", i%10000), fmt.Sprintf("r%07d", i))}
+			return &engine.Request{Op: "Insert", Entity: sampleEntity(fmt.Sprintf("p%05d", i%pacedPartitions), fmt.Sprintf("r%07d", i))}
 		})
 		if err != nil {
 			return goal{}, fmt.Errorf("paced latency: %w", err)
@@ -95,26 +95,44 @@ func (b *bencher) latencyPaced(ctx context.Context, rate float64) (goal, error) 
 		if err := b.cl.DeleteTable(ctx, table); err != nil {
 			return goal{}, err
 		}
-		p50s, p99s, maxes = append(p50s, percentile(res.latencies, .5)), append(p99s, percentile(res.latencies, .99)), append(maxes, percentile(res.latencies, 1))
+		cairn.add(res.latencies)
 		sent = append(sent, res.rate)
 	}
-	p99 := medianDuration(p99s)
+	c := cairn.medians()
+	p99 := c.p99
 	raw, err := b.rawPaced(ctx, n, rate)
 	if err != nil {
 		return goal{}, err
 	}
 	met := p99 <= 5*time.Millisecond
 	fmt.Printf("| command → visible latency, many partitions sent open loop at half the first row's rate (%.0f commands/s; %d a round, answered at %.0f/s) | p50 %v, p99 %v, max %v | raw appends at the same rate: p50 %v, p99 %v, max %v | %.1f× | %s |\n",
-		rate, n, median(sent), us(medianDuration(p50s)), us(p99), us(medianDuration(maxes)),
+		rate, n, median(sent), us(c.p50), us(p99), us(c.max),
 		us(raw.p50), us(raw.p99), us(raw.max), float64(p99)/float64(raw.p99), verdict("p99 ≤ 5 ms", met))
 	return goal{name: "p99 command → visible ≤ 5 ms at half of the peak rate",
 		figure: fmt.Sprintf("p99 %v", us(p99)), floor: fmt.Sprintf("half of the peak: %.0f commands/s; raw appends at that rate: p99 %v", rate, us(raw.p99)),
 		ratio: fmt.Sprintf("%.1f×", float64(p99)/float64(raw.p99)), met: met}, nil
 }
 
-// pacedFloor is what the platform gives a paced run: the medians over the
-// rounds of each round's p50, p99 and max.
-type pacedFloor struct{ p50, p99, max time.Duration }
+// pacedPartitions is how many partitions (or subjects) a paced run
+// spreads its writes over.
+const pacedPartitions = 10_000
+
+// latencyFigures are a latency run's p50, p99 and max.
+type latencyFigures struct{ p50, p99, max time.Duration }
+
+// latencyRounds collects the rounds of a latency run.
+type latencyRounds struct{ p50s, p99s, maxes []time.Duration }
+
+// add notes one round's latencies.
+func (r *latencyRounds) add(lat []time.Duration) {
+	r.p50s, r.p99s, r.maxes = append(r.p50s, percentile(lat, .5)), append(r.p99s, percentile(lat, .99)), append(r.maxes, percentile(lat, 1))
+}
+
+// medians returns the medians over the rounds of each round's p50, p99
+// and max.
+func (r *latencyRounds) medians() latencyFigures {
+	return latencyFigures{medianDuration(r.p50s), medianDuration(r.p99s), medianDuration(r.maxes)}
+}
 
 // rawPaced is the floor of latencyPaced: n JetStream appends of the
 // sample entity's size, to as many subjects as the paced inserts use
@@ -123,50 +141,48 @@ type pacedFloor struct{ p50, p99, max time.Duration }
 // command's is), rounds times on a fresh file stream. No Cairn code
 // runs, so it is what this process, this server and this machine give
 // one request and one append at that rate, collector included.
-func (b *bencher) rawPaced(ctx context.Context, n int, rate float64) (pacedFloor, error) {
+func (b *bencher) rawPaced(ctx context.Context, n int, rate float64) (latencyFigures, error) {
 	js, err := jetstream.New(b.nc)
 	if err != nil {
-		return pacedFloor{}, err
+		return latencyFigures{}, err
 	}
 	size, err := encodedSize(sampleEntity("p00000", "r0000000"))
 	if err != nil {
-		return pacedFloor{}, err
+		return latencyFigures{}, err
 	}
 	body := make([]byte, size)
 	bodies := make([][]byte, n)
 	for i := range bodies {
 		bodies[i] = body
 	}
-	var p50s, p99s, maxes []time.Duration
+	var raw latencyRounds
 	for r := 0; r < b.rounds; r++ {
 		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BENCHPACED", Subjects: []string{"benchpaced.>"}, Storage: jetstream.FileStorage}); err != nil {
-			return pacedFloor{}, err
+			return latencyFigures{}, err
 		}
-		res, err := sendBodies(b.nc, bodies, n, rate, func(i int) string { return "benchpaced.p" + strconv.Itoa(i%10000) }, checkAck)
+		res, err := sendBodies(b.nc, bodies, n, rate, func(i int) string { return "benchpaced.p" + strconv.Itoa(i%pacedPartitions) }, checkAck)
 		if derr := js.DeleteStream(ctx, "BENCHPACED"); err == nil {
 			err = derr
 		}
 		if err != nil {
-			return pacedFloor{}, fmt.Errorf("paced raw appends: %w", err)
+			return latencyFigures{}, fmt.Errorf("paced raw appends: %w", err)
 		}
-		p50s, p99s, maxes = append(p50s, percentile(res.latencies, .5)), append(p99s, percentile(res.latencies, .99)), append(maxes, percentile(res.latencies, 1))
+		raw.add(res.latencies)
 	}
-	return pacedFloor{medianDuration(p50s), medianDuration(p99s), medianDuration(maxes)}, nil
+	return raw.medians(), nil
 }
 
-// checkAck reads a JetStream publish acknowledgement: an error if the
-// stream refused the message.
+// checkAck reads a JetStream publish acknowledgement: the stream's error
+// if it refused the message.
 func checkAck(data []byte) error {
 	var ack struct {
-		Error *struct {
-			Description string `json:"description"`
-		} `json:"error"`
+		Error *jetstream.APIError `json:"error"`
 	}
 	if err := json.Unmarshal(data, &ack); err != nil {
 		return err
 	}
 	if ack.Error != nil {
-		return errors.New(ack.Error.Description)
+		return ack.Error
 	}
 	return nil
 }
