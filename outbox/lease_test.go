@@ -10,6 +10,21 @@ import (
 	"github.com/cairn-dev/cairn/journal/jstest"
 )
 
+// testBucket starts a server and makes the outbox's bucket on it.
+func testBucket(t *testing.T) (jetstream.JetStream, jetstream.KeyValue) {
+	t.Helper()
+	_, nc := jstest.Server(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := Bucket(context.Background(), js, "cairn", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, kv
+}
+
 // stampedAgo is an entry whose server timestamp is long past: what a
 // node sees when its clock runs ahead of the server's.
 type stampedAgo struct{ jetstream.KeyValueEntry }
@@ -22,16 +37,8 @@ func (stampedAgo) Created() time.Time { return time.Now().Add(-time.Hour) }
 // renewing (and relay beside it); a lease unchanged for LeaseTTL on this
 // node's clock is taken.
 func TestLeaseAgeIsLocal(t *testing.T) {
-	_, nc := jstest.Server(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	kv, err := Bucket(ctx, js, "cairn", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, kv := testBucket(t)
 	if _, err := kv.Create(ctx, leaseKey(0), []byte("a")); err != nil {
 		t.Fatal(err)
 	}

@@ -69,13 +69,6 @@ func (m *Marker) Mark(ctx context.Context, table string, epoch uint64) error {
 // stream names.
 const maxRemembered = 10_000
 
-// remembered is how many marks m remembers.
-func (m *Marker) remembered() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.marked)
-}
-
 // Relayed returns the position up to which the outbox has relayed a table
 // incarnation's messages, for the pruner: a table that marks its messages
 // and is not marked has none, so everything is relayed. Read the

@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/cairn-dev/cairn/journal/jstest"
 )
 
 // TestMarkerRemembersBounded: a mark is stored once and then remembered,
@@ -15,23 +11,15 @@ import (
 // forgets them and starts over, and a forgotten mark is found where it
 // is, not stored twice.
 func TestMarkerRemembersBounded(t *testing.T) {
-	_, nc := jstest.Server(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	kv, err := Bucket(ctx, js, "cairn", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, kv := testBucket(t)
 	m := NewMarker(kv, func(table string, epoch uint64) string { return fmt.Sprintf("J_%s_%d", table, epoch) })
 	for i := range maxRemembered {
 		if err := m.Mark(ctx, fmt.Sprintf("T%d", i), 1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := m.remembered(); got != maxRemembered {
+	if got := remembered(m); got != maxRemembered {
 		t.Fatalf("remembers %d marks, want %d", got, maxRemembered)
 	}
 	first, err := kv.Get(ctx, markKey("J_T0_1"))
@@ -45,7 +33,7 @@ func TestMarkerRemembersBounded(t *testing.T) {
 	if err := m.Mark(ctx, "T-past", 1); err != nil {
 		t.Fatal(err)
 	}
-	if got := m.remembered(); got != 1 {
+	if got := remembered(m); got != 1 {
 		t.Fatalf("after the bound, remembers %d marks, want 1", got)
 	}
 	if err := m.Mark(ctx, "T0", 1); err != nil {
@@ -64,4 +52,11 @@ func TestMarkerRemembersBounded(t *testing.T) {
 	if err := m.Mark(ctx, "T-new", 1); err == nil {
 		t.Fatal("a new mark stored without its bucket")
 	}
+}
+
+// remembered is how many marks m remembers.
+func remembered(m *Marker) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.marked)
 }
