@@ -516,8 +516,8 @@ func (d *decoder) events() ([]engine.Event, error) {
 // eventText reads an event's row key and properties. Their strings are
 // cut from one string of the event's bytes (engine.DecodePropertiesString):
 // one allocation for the event instead of one per name and value. They
-// live and die together: the event is a whole entity, which a view keeps
-// as it is (a merge is decided before it is recorded).
+// live and die together: the event is a whole entity (a merge is decided
+// before it is recorded), which a view copies into its packed form.
 func (d *decoder) eventText() (string, []engine.Property, error) {
 	n, err := d.dec.DecodeBytesLen() // as DecodeString reads it: nil is ""
 	if err != nil {

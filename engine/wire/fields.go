@@ -124,9 +124,8 @@ type operation struct {
 	tables bool
 	// aliasOf is the operation this one is another name of.
 	aliasOf string
-	// merges: its entity's properties join those of the stored entity,
-	// which keeps them (and so whatever string they were cut from) for as
-	// long as they are not replaced.
+	// merges: its entity's properties join those of the stored entity;
+	// its strings are decoded as strings of their own (decoder.entity).
 	merges bool
 }
 

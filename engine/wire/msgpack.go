@@ -282,9 +282,9 @@ func (d *decoder) strSpan(key string) (span, error) {
 // from one string of its bytes when share is set: one allocation where
 // there were two for every property. share is for an entity whose strings
 // live and die together, one the store replaces whole or a reply's; a
-// merge's properties join an entity's that may outlive the others, and
-// would keep the whole string, and the strings of the merges before
-// them, alive: they are strings of their own.
+// merge's properties are strings of their own. (Views copy every entity
+// into its packed form, engine.Packed, so since then a merge's substrings
+// would no longer outlive its command there either.)
 func (d *decoder) entity(share bool) (*engine.Entity, error) {
 	n, err := d.mapLen()
 	if err != nil {
