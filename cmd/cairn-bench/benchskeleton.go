@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// skeleton is today's protocol with no Cairn code: for each request it
+// appends the request's body to a partition's subject of a file stream,
+// expecting that subject's last sequence, and answers once the append is
+// acknowledged and the message has come back through an ordered
+// consumer. A command takes the same messages in the same order (the
+// request, the append and its acknowledgement, the delivery, the reply)
+// through the same kind of connections (two, in process), with nothing
+// decoded, checked, decided or applied: what the server, the client
+// library and the runtime cost a command before Cairn does anything.
+//
+// Requests go round partitions one after another (pacedPartitions of
+// them), so a partition has one append in flight at most while fewer
+// than that many requests are.
+type skeleton struct {
+	serve, pub *nats.Conn
+	js         jetstream.JetStream
+	stream     string
+	subject    string // the requests'
+	sub        *nats.Subscription
+	cc         jetstream.ConsumeContext
+	acks       chan skeletonAppend
+	acksDone   chan struct{}
+
+	// next is the partition of the next request (the subscription's
+	// goroutine only).
+	next int
+
+	mu        sync.Mutex
+	last      []uint64          // by partition: its last sequence acknowledged
+	waiting   map[uint64]string // acknowledged, not yet delivered: the reply subject
+	delivered map[uint64]bool   // delivered before its acknowledgement was read
+	failed    error
+}
+
+// skeletonAppend is an append waiting for its acknowledgement.
+type skeletonAppend struct {
+	ack   jetstream.PubAckFuture
+	reply string
+	part  int
+}
+
+// skeletonReply is the skeleton's answer: an empty msgpack map, which
+// reads as a reply without an error.
+var skeletonReply = []byte{0x80}
+
+// startSkeleton starts a skeleton on ns with a fresh file stream.
+func startSkeleton(ctx context.Context, ns *server.Server) (_ *skeleton, err error) {
+	connect := func() (*nats.Conn, error) {
+		return nats.Connect(ns.ClientURL(), append(nodeCreds, nats.InProcessServer(ns))...)
+	}
+	s := &skeleton{
+		stream:    "BENCHSKEL" + nuid.Next(),
+		acks:      make(chan skeletonAppend, 1<<16),
+		acksDone:  make(chan struct{}),
+		last:      make([]uint64, pacedPartitions),
+		waiting:   make(map[uint64]string),
+		delivered: make(map[uint64]bool),
+	}
+	s.subject = "benchskel.cmd." + s.stream
+	if s.serve, err = connect(); err != nil {
+		return nil, err
+	}
+	if s.pub, err = connect(); err != nil {
+		s.serve.Close()
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.stop(ctx)
+		}
+	}()
+	if s.js, err = jetstream.New(s.pub, jetstream.WithPublishAsyncMaxPending(4000)); err != nil {
+		return nil, err
+	}
+	if _, err = s.js.CreateStream(ctx, jetstream.StreamConfig{Name: s.stream, Subjects: []string{"benchskel.rec." + s.stream + ".>"}, Storage: jetstream.FileStorage}); err != nil {
+		return nil, err
+	}
+	cons, err := s.js.OrderedConsumer(ctx, s.stream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return nil, err
+	}
+	if s.cc, err = cons.Consume(s.deliver); err != nil {
+		return nil, err
+	}
+	go s.readAcks()
+	if s.sub, err = s.serve.Subscribe(s.subject, s.request); err != nil {
+		return nil, err
+	}
+	_ = s.sub.SetPendingLimits(-1, -1)
+	return s, s.serve.Flush()
+}
+
+// request appends a request's body to the next partition.
+func (s *skeleton) request(m *nats.Msg) {
+	part := s.next
+	s.next = (s.next + 1) % pacedPartitions
+	s.mu.Lock()
+	last := s.last[part]
+	s.mu.Unlock()
+	rec := &nats.Msg{Subject: "benchskel.rec." + s.stream + ".p" + strconv.Itoa(part), Data: m.Data, Header: nats.Header{}}
+	rec.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(last, 10))
+	ack, err := s.js.PublishMsgAsync(rec)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	s.acks <- skeletonAppend{ack: ack, reply: m.Reply, part: part}
+}
+
+// readAcks reads the acknowledgements in the order of the appends, and
+// answers each request whose message was already delivered.
+func (s *skeleton) readAcks() {
+	defer close(s.acksDone)
+	for a := range s.acks {
+		var seq uint64
+		select {
+		case ack := <-a.ack.Ok():
+			seq = ack.Sequence
+		case err := <-a.ack.Err():
+			s.fail(err)
+			continue
+		}
+		s.mu.Lock()
+		s.last[a.part] = seq
+		answer := s.delivered[seq]
+		if answer {
+			delete(s.delivered, seq)
+		} else {
+			s.waiting[seq] = a.reply
+		}
+		s.mu.Unlock()
+		if answer {
+			_ = s.serve.Publish(a.reply, skeletonReply)
+		}
+	}
+}
+
+// deliver answers the request whose append a delivered message is, once
+// its acknowledgement has been read.
+func (s *skeleton) deliver(m jetstream.Msg) {
+	meta, err := m.Metadata()
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	seq := meta.Sequence.Stream
+	s.mu.Lock()
+	reply, ok := s.waiting[seq]
+	if ok {
+		delete(s.waiting, seq)
+	} else {
+		s.delivered[seq] = true
+	}
+	s.mu.Unlock()
+	if ok {
+		_ = s.serve.Publish(reply, skeletonReply)
+	}
+}
+
+// fail keeps the first failure; its request is never answered, so the
+// run stalls and says so.
+func (s *skeleton) fail(err error) {
+	s.mu.Lock()
+	if s.failed == nil {
+		s.failed = err
+	}
+	s.mu.Unlock()
+}
+
+// err returns the first failure.
+func (s *skeleton) err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
+}
+
+// stop stops the skeleton and deletes its stream.
+func (s *skeleton) stop(ctx context.Context) {
+	if s.sub != nil {
+		_ = s.sub.Unsubscribe()
+	}
+	if s.serve != nil {
+		s.serve.Close()
+	}
+	if s.acksDone != nil && s.js != nil {
+		close(s.acks)
+		<-s.acksDone
+	}
+	if s.cc != nil {
+		s.cc.Stop()
+	}
+	if s.js != nil {
+		_ = s.js.DeleteStream(ctx, s.stream)
+	}
+	if s.pub != nil {
+		s.pub.Close()
+	}
+}
+
+// skeletonRate measures the skeleton's rate for the many-partition
+// inserts' requests, window in flight, rounds times on a fresh stream
+// each, and returns the median.
+func (b *bencher) skeletonRate(ctx context.Context, ns *server.Server) (float64, error) {
+	if b.window >= pacedPartitions {
+		return 0, errors.New("skeleton: the window must be below its partitions")
+	}
+	bodies, err := encodeRequests(b.n, manyPartitionRequest)
+	if err != nil {
+		return 0, err
+	}
+	var rates []float64
+	for r := 0; r < b.rounds; r++ {
+		s, err := startSkeleton(ctx, ns)
+		if err != nil {
+			return 0, err
+		}
+		res, err := sendBodies(b.nc, bodies, b.window, 0, func(int) string { return s.subject }, noCheck)
+		if serr := s.err(); err == nil && serr != nil {
+			err = serr
+		}
+		s.stop(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("skeleton: %w", err)
+		}
+		rates = append(rates, res.rate)
+	}
+	return median(rates), nil
+}
+
+// noCheck accepts every reply.
+func noCheck([]byte) error { return nil }
+
+// skeletonPaced is latencyPaced's second floor: the skeleton sent the
+// paced run's n requests open loop at rate/s, rounds times on a fresh
+// stream each.
+func (b *bencher) skeletonPaced(ctx context.Context, ns *server.Server, n int, rate float64) (latencyFigures, error) {
+	bodies, err := encodeRequests(n, manyPartitionRequest)
+	if err != nil {
+		return latencyFigures{}, err
+	}
+	var rounds latencyRounds
+	for r := 0; r < b.rounds; r++ {
+		s, err := startSkeleton(ctx, ns)
+		if err != nil {
+			return latencyFigures{}, err
+		}
+		res, err := sendBodies(b.nc, bodies, n, rate, func(int) string { return s.subject }, noCheck)
+		if serr := s.err(); err == nil && serr != nil {
+			err = serr
+		}
+		s.stop(ctx)
+		if err != nil {
+			return latencyFigures{}, fmt.Errorf("paced skeleton: %w", err)
+		}
+		rounds.add(res.latencies)
+	}
+	return rounds.medians(), nil
+}
