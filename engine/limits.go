@@ -44,10 +44,22 @@ func MessageSize(m *Message) int {
 }
 
 // UTF16Len returns the length of s in UTF-16 code units, as Azure counts:
-// characters outside the Basic Multilingual Plane count two.
+// characters outside the Basic Multilingual Plane count two. A byte that
+// is not part of valid UTF-8 counts one. Runs of ASCII are counted eight
+// bytes at a time: most keys and values are ASCII, and every write counts
+// each of its strings twice (its limit, and the entity's size).
 func UTF16Len(s string) int {
 	n := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			if w&0x8080808080808080 == 0 {
+				n += 8
+				i += 8
+				continue
+			}
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			n++
