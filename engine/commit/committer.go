@@ -108,9 +108,21 @@ type Committer struct {
 	mu    sync.Mutex
 	state state
 	parts map[partKey]*partition
-	wg    sync.WaitGroup  // one per partition goroutine
+	wg    sync.WaitGroup  // one per partition being run
 	ctx   context.Context // set by Run; ends when Run abandons the commands in flight
+
+	// A worker runs one partition's queue at a time and then waits up to
+	// workerIdle on idle for another, so that a busy host does not start
+	// a goroutine, and grow its stack, for every command.
+	idle    chan *partition // unbuffered: a send succeeds only to a waiting worker
+	stopped chan struct{}   // closed when Run stops taking commands: waiting workers exit
+	workers sync.WaitGroup
+	started atomic.Uint64 // workers started
 }
+
+// workerIdle is how long a worker waits for another partition to run
+// before it exits (a variable for the tests).
+var workerIdle = time.Second
 
 type partKey struct {
 	table string // lowercase
@@ -135,7 +147,7 @@ type pending struct {
 func New(j Journal, views Views, log *slog.Logger, cfg Config) *Committer {
 	cfg.defaults()
 	return &Committer{j: j, views: views, log: log, cfg: cfg, parts: map[partKey]*partition{},
-		running: make(chan struct{})}
+		running: make(chan struct{}), idle: make(chan *partition), stopped: make(chan struct{})}
 }
 
 // Stats counts the committer's work since it started.
@@ -190,7 +202,32 @@ func (c *Committer) Submit(cmd *engine.Command, done func(*engine.Reply)) {
 	}
 	c.mu.Unlock()
 	if start {
-		go c.run(part)
+		select {
+		case c.idle <- part:
+		default:
+			c.workers.Add(1)
+			c.started.Add(1)
+			go c.work(part)
+		}
+	}
+}
+
+// work runs part, then each partition handed to it while it waits, until
+// none comes for workerIdle or the committer stops.
+func (c *Committer) work(part *partition) {
+	defer c.workers.Done()
+	t := time.NewTimer(workerIdle)
+	defer t.Stop()
+	for {
+		c.run(part)
+		t.Reset(workerIdle)
+		select {
+		case part = <-c.idle:
+		case <-t.C:
+			return
+		case <-c.stopped:
+			return
+		}
 	}
 }
 
@@ -198,8 +235,8 @@ func (c *Committer) Submit(cmd *engine.Command, done func(*engine.Reply)) {
 // dedup index (only client ids are), see engine.Record.Nonce.
 const hostIDPrefix = "\x00"
 
-// run drains a partition's queue, one group at a time, and exits when the
-// queue is empty.
+// run drains a partition's queue, one group at a time, and returns when
+// the queue is empty.
 func (c *Committer) run(part *partition) {
 	defer c.wg.Done()
 	for {

@@ -46,10 +46,11 @@ func (c *Committer) Run(ctx context.Context) error {
 
 	<-ctx.Done()
 	c.mu.Lock()
-	c.state = stateStopped // from now on no partition goroutine starts
+	c.state = stateStopped // from now on no partition starts to run
+	close(c.stopped)
 	c.mu.Unlock()
 	drained := make(chan struct{})
-	go func() { c.wg.Wait(); close(drained) }()
+	go func() { c.wg.Wait(); c.workers.Wait(); close(drained) }()
 	t := time.NewTimer(c.cfg.DrainTimeout)
 	defer t.Stop()
 	select {

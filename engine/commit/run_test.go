@@ -2,6 +2,7 @@ package commit_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -108,5 +109,43 @@ func TestRunAbandons(t *testing.T) {
 		t.Logf("abandoned: %v", rep.Error)
 	default:
 		t.Fatal("Run returned before it answered an abandoned command")
+	}
+}
+
+// TestWorkersReused: commands to one partition after another, each
+// answered before the next is sent, are run by the worker that ran the
+// one before, not each by a goroutine of its own; and a worker waiting
+// for work does not keep Run from returning.
+func TestWorkersReused(t *testing.T) {
+	defer commit.SetWorkerIdle(time.Hour)()
+	r := newRig(t)
+	c := commit.New(r.j, r.views.ForCommitter(), r.log, commit.Config{})
+	ctx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(ctx) }()
+	<-c.Ready()
+	if _, err := c.CreateTable(r.ctx, "Reuse"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	for i := range n {
+		if rep := submit(c, insert("Reuse", fmt.Sprintf("p%03d", i), "r")); rep.Error != nil {
+			t.Fatal(rep.Error)
+		}
+	}
+	// A worker may still be on its way back to waiting when the next
+	// command comes, so a few start; one per command means none waited.
+	if started := c.WorkersStarted(); started > n/2 {
+		t.Fatalf("%d workers started for %d commands sent one after another", started, n)
+	}
+	cancel()
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return while its workers waited for work")
 	}
 }
