@@ -15,6 +15,15 @@ func insert(table, pk, rk string) *engine.Command {
 	return &engine.Command{Table: table, Ops: []engine.Operation{{Op: engine.OpInsert, Entity: engine.NewEntity(pk, rk)}}}
 }
 
+// startRun runs c until ctx ends, and returns once it takes commands;
+// the channel gets what Run returned.
+func startRun(ctx context.Context, c *commit.Committer) <-chan error {
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(ctx) }()
+	<-c.Ready()
+	return ran
+}
+
 // TestRunLifecycle: nothing is taken before Run; commands taken before
 // Run's context ends are answered before Run returns; nothing is taken
 // after.
@@ -30,9 +39,7 @@ func TestRunLifecycle(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(r.ctx)
 	defer cancel()
-	ran := make(chan error, 1)
-	go func() { ran <- c.Run(ctx) }()
-	<-c.Ready()
+	ran := startRun(ctx, c)
 	if _, err := c.CreateTable(r.ctx, "Life"); err != nil {
 		t.Fatal(err)
 	}
@@ -86,9 +93,7 @@ func TestRunAbandons(t *testing.T) {
 	c := commit.New(j, r.views.ForCommitter(), r.log, commit.Config{DrainTimeout: time.Nanosecond})
 	ctx, cancel := context.WithCancel(r.ctx)
 	defer cancel()
-	ran := make(chan error, 1)
-	go func() { ran <- c.Run(ctx) }()
-	<-c.Ready()
+	ran := startRun(ctx, c)
 	if _, err := c.CreateTable(r.ctx, "Stuck"); err != nil {
 		t.Fatal(err)
 	}
@@ -122,9 +127,7 @@ func TestWorkersReused(t *testing.T) {
 	c := commit.New(r.j, r.views.ForCommitter(), r.log, commit.Config{})
 	ctx, cancel := context.WithCancel(r.ctx)
 	defer cancel()
-	ran := make(chan error, 1)
-	go func() { ran <- c.Run(ctx) }()
-	<-c.Ready()
+	ran := startRun(ctx, c)
 	if _, err := c.CreateTable(r.ctx, "Reuse"); err != nil {
 		t.Fatal(err)
 	}
