@@ -257,7 +257,9 @@ func (t *Table) Apply(seq uint64, rec *engine.Record) {
 	t.seq = seq
 	t.dirty = true
 	pk := rec.PartitionKey
-	part, ok := t.parts.Get(&Partition{Key: pk})
+	// The hint takes the Set below straight to where the Get ended.
+	var hint btree.PathHint
+	part, ok := t.parts.GetHint(&Partition{Key: pk}, &hint)
 	if ok {
 		c := *part
 		part = &c
@@ -296,7 +298,7 @@ func (t *Table) Apply(seq uint64, rec *engine.Record) {
 		}
 		part.Writes++
 	}
-	t.parts.Set(part)
+	t.parts.SetHint(part, &hint)
 	for _, c := range rec.Commands {
 		if c.ID == "" {
 			continue
