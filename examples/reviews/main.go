@@ -7,6 +7,7 @@
 //	go run ./examples/reviews seed [-n 12]                 create EmployeeReviews and write the reviews, one batch per employee
 //	go run ./examples/reviews reviews <dept> <id>          an employee's reviews, oldest first: a RowKey range
 //	go run ./examples/reviews review <dept> <id> <year>    one review: a point read
+//	go run ./examples/reviews latest <dept> <id>           the latest review: the same range read from its end
 //
 // An id is a number written with six digits (3 and 000003 name the same
 // employee), a year four, so that the keys sort as the numbers do. seed
@@ -64,7 +65,7 @@ func run(args []string) error {
 	conn := fs.String("connection-string", "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;", "the host's HTTP API")
 	n := fs.Int("n", 12, "seed: employees to write reviews of")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: reviews [flags] seed | reviews <dept> <id> | review <dept> <id> <year>\n\n")
+		fmt.Fprintf(fs.Output(), "usage: reviews [flags] seed | reviews <dept> <id> | review <dept> <id> <year> | latest <dept> <id>\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -80,7 +81,7 @@ func run(args []string) error {
 		return err
 	}
 	rest := fs.Args()
-	want := map[string]int{"seed": 0, "reviews": 2, "review": 3}
+	want := map[string]int{"seed": 0, "reviews": 2, "review": 3, "latest": 2}
 	if w, ok := want[cmd]; !ok {
 		fs.Usage()
 		return fmt.Errorf("unknown command %q", cmd)
@@ -107,8 +108,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if cmd == "reviews" {
+	switch cmd {
+	case "reviews":
 		return listReviews(ctx, t, rest[0], id)
+	case "latest":
+		return latestReview(ctx, t, rest[0], id)
 	}
 	year, err := number(rest[2], 4, "a year")
 	if err != nil {
@@ -167,13 +171,22 @@ type review struct {
 	Summary, Reviewer    string
 }
 
-// listReviews is the range query: the RowKeys from "<id>_" up to, not
-// including, "<id>`" ('`' is the character after '_'), which are exactly
-// the keys that start with "<id>_", in one partition. The host reads that
-// key range of the partition and nothing else; the results come in key
-// order, which the fixed-width year makes the order of the years.
+func (r review) String() string {
+	return fmt.Sprintf("%s/%s: rating %d, %s (%s)", r.PartitionKey, r.RowKey, r.Rating, r.Summary, r.Reviewer)
+}
+
+// reviewsOf is the filter of an employee's reviews: the RowKeys from
+// "<id>_" up to, not including, "<id>`" ('`' is the character after '_'),
+// which are exactly the keys that start with "<id>_", in one partition.
+// The host reads that key range of the partition and nothing else.
+func reviewsOf(dept, id string) string {
+	return fmt.Sprintf("PartitionKey eq %s and RowKey ge %s and RowKey lt %s", quote(dept), quote(id+"_"), quote(id+"`"))
+}
+
+// listReviews is the range query. The results come in key order, which
+// the fixed-width year makes the order of the years.
 func listReviews(ctx context.Context, t *aztables.Client, dept, id string) error {
-	filter := fmt.Sprintf("PartitionKey eq %s and RowKey ge %s and RowKey lt %s", quote(dept), quote(id+"_"), quote(id+"`"))
+	filter := reviewsOf(dept, id)
 	pager := t.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
 	fmt.Printf("%s where %s:\n", table, filter)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
@@ -197,6 +210,27 @@ func listReviews(ctx context.Context, t *aztables.Client, dept, id string) error
 	return nil
 }
 
+// latestReview is the same range read from its end: Cairn's descending
+// key order (X-Cairn-Order: desc) with $top 1, so the host reads one
+// entity, and the year needs no inverting to put the latest first.
+func latestReview(ctx context.Context, t *aztables.Client, dept, id string) error {
+	filter, top := reviewsOf(dept, id), int32(1)
+	ctx = runtime.WithHTTPHeader(ctx, http.Header{"X-Cairn-Order": {"desc"}})
+	page, err := t.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Top: &top}).NextPage(ctx)
+	if err != nil {
+		return coded(err)
+	}
+	if len(page.Entities) == 0 {
+		return fmt.Errorf("%s %s: employee %s has no reviews", table, dept, id)
+	}
+	var r review
+	if err := json.Unmarshal(page.Entities[0], &r); err != nil {
+		return err
+	}
+	fmt.Printf("%s, latest first, $top 1: %s\n", table, r)
+	return nil
+}
+
 // showReview is the point read of one review by its two keys.
 func showReview(ctx context.Context, t *aztables.Client, dept, id, year string) error {
 	rk := rowKey(id, year)
@@ -208,7 +242,7 @@ func showReview(ctx context.Context, t *aztables.Client, dept, id, year string) 
 	if err := json.Unmarshal(resp.Value, &r); err != nil {
 		return err
 	}
-	fmt.Printf("%s %s/%s: employee %s, %s: rating %d, %s (%s)\n", table, dept, rk, id, year, r.Rating, r.Summary, r.Reviewer)
+	fmt.Printf("%s %s\n", table, r)
 	return nil
 }
 
