@@ -23,29 +23,21 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/nats-io/nats.go"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/examples/internal/demo"
 )
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "dataseries:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main("dataseries", run) }
 
 const (
 	table = "Activity"
@@ -59,60 +51,33 @@ const (
 )
 
 func run(args []string) error {
-	fs := flag.NewFlagSet("dataseries", flag.ContinueOnError)
-	natsURL := fs.String("nats-url", nats.DefaultURL, "the host's NATS server (seed, record, wide)")
-	conn := fs.String("connection-string", "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;", "the host's HTTP API")
+	fs := demo.NewFlags("dataseries", "seed | hours <employee> <day> | record <employee> <day> <hour> <count> | wide <employee> <day> | read-wide <employee> <day>")
+	var host demo.Host
+	host.NATSFlags(fs, "the host's NATS server (seed, record, wide)")
+	host.HTTPFlag(fs, "the host's HTTP API")
 	parts := fs.Int("parts", 2, "wide: the physical entities to spread the day's readings over")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: dataseries [flags] seed | hours <employee> <day> | record <employee> <day> <hour> <count> | wide <employee> <day> | read-wide <employee> <day>\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	cmd, rest, err := demo.Parse(fs, args, map[string]int{"seed": 0, "hours": 2, "record": 4, "wide": 2, "read-wide": 2})
+	if err != nil {
 		return err
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return errors.New("name a command")
-	}
-	// Flags may also follow the arguments ("wide 000123 20261127 -parts 1").
-	cmd := fs.Arg(0)
-	var rest []string
-	for more := fs.Args()[1:]; ; more = fs.Args()[1:] {
-		if err := fs.Parse(more); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		rest = append(rest, fs.Arg(0))
-	}
-	want := map[string]int{"seed": 0, "hours": 2, "record": 4, "wide": 2, "read-wide": 2}
-	if w, ok := want[cmd]; !ok {
-		fs.Usage()
-		return fmt.Errorf("unknown command %q", cmd)
-	} else if len(rest) != w {
-		fs.Usage()
-		return fmt.Errorf("%s takes %d arguments, not %d", cmd, w, len(rest))
 	}
 	if len(rest) >= 2 {
 		if _, err := time.Parse("20060102", rest[1]); err != nil {
 			return fmt.Errorf("day %q: want yyyymmdd", rest[1])
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := demo.Context()
 	defer cancel()
-	svc, err := aztables.NewServiceClientFromConnectionString(*conn, nil)
+	t, err := host.Table(table)
 	if err != nil {
 		return err
 	}
-	t := svc.NewClient(table)
 	switch cmd {
 	case "hours":
 		return hours(ctx, t, rest[0], rest[1], "")
 	case "read-wide":
 		return readWide(ctx, t, rest[0], rest[1])
 	}
-	nc, err := nats.Connect(*natsURL)
+	nc, err := host.Connect()
 	if err != nil {
 		return err
 	}
@@ -257,7 +222,9 @@ func wide(ctx context.Context, c *client.Client, t *aztables.Client, employee, d
 		}
 		ops = append(ops, engine.Operation{Op: engine.OpInsertOrReplace, Entity: engine.NewEntity(employee, partKey(day, p+1), props...)})
 	}
-	old, err := query(ctx, t, partsFilter(employee, day), "RowKey")
+	keys := demo.Where(partsFilter(employee, day))
+	keys.Select = new("RowKey")
+	old, err := demo.Query[part](ctx, t, keys)
 	if err != nil {
 		return err
 	}
@@ -295,29 +262,15 @@ type part struct {
 	raw    []byte
 }
 
-// query returns the entities matching filter, in key order; selected,
-// when not "", names the properties to read ($select).
-func query(ctx context.Context, t *aztables.Client, filter, selected string) ([]part, error) {
-	opts := &aztables.ListEntitiesOptions{Filter: &filter}
-	if selected != "" {
-		opts.Select = &selected
+// UnmarshalJSON reads a part's keys and ETag and keeps its JSON, for
+// the readings.
+func (p *part) UnmarshalJSON(raw []byte) error {
+	type fields part // part's fields without this method
+	if err := json.Unmarshal(raw, (*fields)(p)); err != nil {
+		return err
 	}
-	var out []part
-	pager := t.NewListEntitiesPager(opts)
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, raw := range page.Entities {
-			p := part{raw: raw}
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return nil, err
-			}
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	p.raw = append([]byte(nil), raw...)
+	return nil
 }
 
 // entities says how many entities there are.
@@ -333,7 +286,7 @@ func entities(n int) string {
 // found in two parts is an error: the parts would not be of one write.
 func readWide(ctx context.Context, t *aztables.Client, employee, day string) error {
 	filter := partsFilter(employee, day)
-	parts, err := query(ctx, t, filter, "")
+	parts, err := demo.Query[part](ctx, t, demo.Where(filter))
 	if err != nil {
 		return err
 	}

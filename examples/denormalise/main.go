@@ -23,33 +23,22 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"maps"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/nats-io/nats.go"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/examples/internal/demo"
 )
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "denormalise:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main("denormalise", run) }
 
 const (
 	table = "Staff"
@@ -59,48 +48,21 @@ const (
 	employeePrefix = "EMP_"
 )
 
-var (
-	departments = []string{"Sales", "Marketing", "Engineering"}
-	managers    = []string{"Grace Evans", "Hugo Wilson", "Emma Taylor"}
-	firstNames  = []string{"Anna", "Ben", "Chloe", "David", "Emma", "Farid", "Grace", "Hugo"}
-	lastNames   = []string{"Jones", "Smith", "Johnson", "Brown", "Taylor", "Jordan", "Wilson", "Evans"}
-)
-
 func run(args []string) error {
-	fs := flag.NewFlagSet("denormalise", flag.ContinueOnError)
-	natsURL := fs.String("nats-url", nats.DefaultURL, "the host's NATS server (seed, change-manager)")
-	conn := fs.String("connection-string", "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;", "the host's HTTP API")
+	fs := demo.NewFlags("denormalise", "seed | list <department> | change-manager <department> <name>")
+	var host demo.Host
+	host.NATSFlags(fs, "the host's NATS server (seed, change-manager)")
+	host.HTTPFlag(fs, "the host's HTTP API")
 	n := fs.Int("n", 20, "seed: employees to hire")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: denormalise [flags] seed | list <department> | change-manager <department> <name>\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	cmd, rest, err := demo.Parse(fs, args, map[string]int{"seed": 0, "list": 1, "change-manager": 2})
+	if err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return errors.New("name a command")
-	}
-	// Flags may also follow the command ("seed -n 300").
-	cmd := fs.Arg(0)
-	if err := fs.Parse(fs.Args()[1:]); err != nil {
-		return err
-	}
-	rest := fs.Args()
-	want := map[string]int{"seed": 0, "list": 1, "change-manager": 2}
-	if w, ok := want[cmd]; !ok {
-		fs.Usage()
-		return fmt.Errorf("unknown command %q", cmd)
-	} else if len(rest) != w {
-		fs.Usage()
-		return fmt.Errorf("%s takes %d arguments, not %d", cmd, w, len(rest))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := demo.Context()
 	defer cancel()
 	var c *client.Client
 	if cmd != "list" {
-		nc, err := nats.Connect(*natsURL)
+		nc, err := host.Connect()
 		if err != nil {
 			return err
 		}
@@ -110,11 +72,10 @@ func run(args []string) error {
 	if cmd == "seed" {
 		return seed(ctx, c, *n)
 	}
-	svc, err := aztables.NewServiceClientFromConnectionString(*conn, nil)
+	t, err := host.Table(table)
 	if err != nil {
 		return err
 	}
-	t := svc.NewClient(table)
 	if cmd == "list" {
 		return list(ctx, t, rest[0])
 	}
@@ -131,20 +92,21 @@ func seed(ctx context.Context, c *client.Client, n int) error {
 		return err
 	}
 	var first, last uint64
-	for d, dept := range departments {
+	for d, dept := range demo.Departments() {
 		ops := []engine.Operation{{Op: engine.OpInsertOrReplace, Entity: engine.NewEntity(dept, departmentKey,
 			engine.Property{Name: "EntityType", Value: engine.String("Department")},
-			engine.Property{Name: "Manager", Value: engine.String(managers[d])},
+			engine.Property{Name: "Manager", Value: engine.String(demo.Manager(d))},
 		)}}
 		for i := 1; i <= n; i++ {
-			if departments[i%len(departments)] != dept {
+			if demo.Department(i) != dept {
 				continue
 			}
-			ops = append(ops, engine.Operation{Op: engine.OpInsertOrReplace, Entity: engine.NewEntity(dept, fmt.Sprintf("%s%06d", employeePrefix, i),
+			first, last := demo.Name(i)
+			ops = append(ops, engine.Operation{Op: engine.OpInsertOrReplace, Entity: engine.NewEntity(dept, employeePrefix+demo.EmployeeID(i),
 				engine.Property{Name: "EntityType", Value: engine.String("Employee")},
-				engine.Property{Name: "FirstName", Value: engine.String(firstNames[i%8])},
-				engine.Property{Name: "LastName", Value: engine.String(lastNames[(i+i/8)%8])},
-				engine.Property{Name: "ManagerName", Value: engine.String(managers[d])},
+				engine.Property{Name: "FirstName", Value: engine.String(first)},
+				engine.Property{Name: "LastName", Value: engine.String(last)},
+				engine.Property{Name: "ManagerName", Value: engine.String(demo.Manager(d))},
 			)})
 		}
 		for len(ops) > 0 {
@@ -160,7 +122,7 @@ func seed(ctx context.Context, c *client.Client, n int) error {
 			last = r.Seq
 		}
 	}
-	fmt.Printf("table %s: %d departments and %d employees, each employee with its manager's name (journal positions %d to %d)\n", table, len(departments), n, first, last)
+	fmt.Printf("table %s: %d departments and %d employees, each employee with its manager's name (journal positions %d to %d)\n", table, len(demo.Departments()), n, first, last)
 	return nil
 }
 
@@ -192,48 +154,25 @@ func (m member) position() (uint64, error) {
 // position prints a journal position.
 func position(p uint64) string { return strconv.FormatUint(p, 10) }
 
-// query returns the entities matching filter, in key order.
-func query(ctx context.Context, t *aztables.Client, filter string) ([]member, error) {
-	var out []member
-	pager := t.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, raw := range page.Entities {
-			var m member
-			if err := json.Unmarshal(raw, &m); err != nil {
-				return nil, err
-			}
-			out = append(out, m)
-		}
-	}
-	return out, nil
-}
-
-// quote is an OData string literal.
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
 // employeesFilter is the key range of a department's employees: RowKeys
 // from "EMP_" up to, not including, "EMP`" (the prefix with its last
 // character incremented). The Department entity is outside it.
 func employeesFilter(dept string) string {
 	r := []rune(employeePrefix)
 	r[len(r)-1]++
-	return "PartitionKey eq " + quote(dept) + " and RowKey ge " + quote(employeePrefix) + " and RowKey lt " + quote(string(r))
+	return "PartitionKey eq " + demo.Quote(dept) + " and RowKey ge " + demo.Quote(employeePrefix) + " and RowKey lt " + demo.Quote(string(r))
 }
 
 // list prints a department's employees with their manager, from the
 // copies: one range query, the Department entity is not read.
 func list(ctx context.Context, t *aztables.Client, dept string) error {
 	filter := employeesFilter(dept)
-	ms, err := query(ctx, t, filter)
+	ms, err := demo.Query[member](ctx, t, demo.Where(filter))
 	if err != nil {
 		return err
 	}
 	fmt.Printf("%s where %s:\n", table, filter)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	tw := demo.Columns()
 	names := map[string]int{}
 	for _, m := range ms {
 		pos, err := m.position()
@@ -269,7 +208,7 @@ func tally[K cmp.Ordered](m map[K]int, show func(K) string) string {
 // position: every entity holds the old name in the first, the new one in
 // the second, and no position holds a mix.
 func changeManager(ctx context.Context, c *client.Client, t *aztables.Client, dept, name string) error {
-	ms, err := query(ctx, t, "PartitionKey eq "+quote(dept))
+	ms, err := demo.Query[member](ctx, t, demo.Where("PartitionKey eq "+demo.Quote(dept)))
 	if err != nil {
 		return err
 	}
@@ -305,7 +244,7 @@ func changeManager(ctx context.Context, c *client.Client, t *aztables.Client, de
 		{"at position " + pos, http.Header{"X-Cairn-Position": {pos}}},
 	}
 	for _, rd := range reads {
-		ms, err := query(runtime.WithHTTPHeader(ctx, rd.header), t, "PartitionKey eq "+quote(dept))
+		ms, err := demo.Query[member](runtime.WithHTTPHeader(ctx, rd.header), t, demo.Where("PartitionKey eq "+demo.Quote(dept)))
 		if err != nil {
 			return err
 		}

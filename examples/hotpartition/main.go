@@ -21,32 +21,23 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"net/http"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/nats-io/nats.go"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/examples/internal/demo"
 )
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "hotpartition:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main("hotpartition", run) }
 
 const (
 	dayLayout = "2006-01-02"
@@ -61,53 +52,31 @@ const (
 	// positionHeader asks the host to answer once its view has applied the
 	// journal position it names (docs/HTTP.md, Read your writes).
 	positionHeader = "X-Cairn-Position"
+	// timeout bounds a command: twice the other examples' demo.Timeout,
+	// as write sends its 500 entries one command at a time.
+	timeout = 2 * demo.Timeout
 )
 
 // The layouts, and the table each writes.
 var tables = map[string]string{"date": "LogsByDate", "hashed": "LogsHashed"}
 
 func run(args []string) error {
-	fs := flag.NewFlagSet("hotpartition", flag.ContinueOnError)
-	natsURL := fs.String("nats-url", nats.DefaultURL, "write: the host's NATS server")
-	natsCreds := fs.String("nats-creds", "", "write: a NATS credentials file (none: the development user)")
-	conn := fs.String("connection-string", "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;", "the host's HTTP API and the account to sign with")
+	fs := demo.NewFlags("hotpartition", "write date|hashed | load <table> | metrics <table>")
+	var host demo.Host
+	host.NATSFlags(fs, "write: the host's NATS server")
+	host.HTTPFlag(fs, "the host's HTTP API and the account to sign with")
 	tokenFile := fs.String("operator-token-file", "data/operator.token", "metrics: the node's operator token (created in its data directory)")
 	day := fs.String("day", "2026-11-28", "write: the day of the entries, yyyy-mm-dd")
 	n := fs.Int("n", 500, "write: entries to write")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: hotpartition [flags] write date|hashed | load <table> | metrics <table>\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return errors.New("name a command")
-	}
-	// Flags may also follow the command and its argument ("write date -n
-	// 100").
-	var words []string
-	for fs.NArg() > 0 {
-		words = append(words, fs.Arg(0))
-		if err := fs.Parse(fs.Args()[1:]); err != nil {
-			return err
-		}
-	}
-	cmd, rest := words[0], words[1:]
-	if want := map[string]bool{"write": true, "load": true, "metrics": true}; !want[cmd] {
-		fs.Usage()
-		return fmt.Errorf("unknown command %q", cmd)
-	}
-	if len(rest) != 1 {
-		fs.Usage()
-		return fmt.Errorf("%s takes 1 argument, not %d", cmd, len(rest))
-	}
-	account, key, endpoint, err := parseConnectionString(*conn)
+	cmd, rest, err := demo.Parse(fs, args, map[string]int{"write": 1, "load": 1, "metrics": 1})
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	account, err := host.Account()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	switch cmd {
 	case "write":
@@ -119,54 +88,30 @@ func run(args []string) error {
 		if err != nil {
 			return fmt.Errorf("day %q: want yyyy-mm-dd", *day)
 		}
-		opts := []nats.Option{}
-		if *natsCreds != "" {
-			opts = append(opts, nats.UserCredentials(*natsCreds))
-		}
-		nc, err := nats.Connect(*natsURL, opts...)
+		nc, err := host.Connect()
 		if err != nil {
 			return err
 		}
 		defer nc.Close()
-		svc, err := aztables.NewServiceClientFromConnectionString(*conn, nil)
+		t, err := host.Table(table)
 		if err != nil {
 			return err
 		}
-		return write(ctx, client.New(nc), svc, table, rest[0] == "hashed", d, *n)
+		return write(ctx, client.New(nc), t, table, rest[0] == "hashed", d, *n)
 	case "load":
-		l, err := readLoad(ctx, account, key, endpoint, rest[0])
+		l, err := readLoad(ctx, account, rest[0])
 		if err != nil {
 			return err
 		}
 		printLoad(l)
 		return nil
 	default:
-		token, err := os.ReadFile(*tokenFile)
+		token, err := demo.ReadOperatorToken(*tokenFile)
 		if err != nil {
 			return fmt.Errorf("the operator token: %w (the node writes it to <data>/operator.token)", err)
 		}
-		return printMetrics(ctx, endpoint, strings.TrimSpace(string(token)), rest[0])
+		return printMetrics(ctx, account, token, rest[0])
 	}
-}
-
-// parseConnectionString returns the account name, key and table endpoint
-// of a storage connection string.
-func parseConnectionString(conn string) (account, key, endpoint string, err error) {
-	for _, part := range strings.Split(conn, ";") {
-		k, v, _ := strings.Cut(part, "=")
-		switch strings.TrimSpace(k) {
-		case "AccountName":
-			account = v
-		case "AccountKey":
-			key = v
-		case "TableEndpoint":
-			endpoint = strings.TrimSuffix(v, "/")
-		}
-	}
-	if account == "" || key == "" || endpoint == "" {
-		return "", "", "", errors.New("the connection string needs AccountName, AccountKey and TableEndpoint")
-	}
-	return account, key, endpoint, nil
 }
 
 // entryKeys returns the keys of the day's i-th log entry (from 0): its
@@ -185,7 +130,7 @@ func entryKeys(day time.Time, i int, hashed bool) (pk, rk string) {
 
 // write creates table (if needed) and writes the day's n entries, one
 // insert each, then reads the last back at its journal position.
-func write(ctx context.Context, c *client.Client, svc *aztables.ServiceClient, table string, hashed bool, day time.Time, n int) error {
+func write(ctx context.Context, c *client.Client, t *aztables.Client, table string, hashed bool, day time.Time, n int) error {
 	if n < 1 {
 		return errors.New("-n must be at least 1")
 	}
@@ -207,7 +152,7 @@ func write(ctx context.Context, c *client.Client, svc *aztables.ServiceClient, t
 	}
 	// The read waits until this host's view has applied the last write.
 	rctx := runtime.WithHTTPHeader(ctx, http.Header{positionHeader: {strconv.FormatUint(seq, 10)}})
-	if _, err := svc.NewClient(table).GetEntity(rctx, lastPK, lastRK, nil); err != nil {
+	if _, err := t.GetEntity(rctx, lastPK, lastRK, nil); err != nil {
 		return err
 	}
 	fmt.Printf("%s: %d entries written into %d partition(s)\n", table, n, len(parts))
@@ -233,8 +178,8 @@ type tableLoad struct {
 
 // readLoad reads GET /<account>/$load?table=<table>, signed with an
 // account SAS that grants listing (l) on tables (c) for five minutes.
-func readLoad(ctx context.Context, account, key, endpoint, table string) (tableLoad, error) {
-	cred, err := aztables.NewSharedKeyCredential(account, key)
+func readLoad(ctx context.Context, account demo.Account, table string) (tableLoad, error) {
+	cred, err := aztables.NewSharedKeyCredential(account.Name, account.Key)
 	if err != nil {
 		return tableLoad{}, err
 	}
@@ -248,55 +193,19 @@ func readLoad(ctx context.Context, account, key, endpoint, table string) (tableL
 	if err != nil {
 		return tableLoad{}, err
 	}
-	u := endpoint + "/$load?table=" + table + "&top=" + strconv.Itoa(1000) + "&" + sas.Encode()
+	u := account.Endpoint + "/$load?table=" + table + "&top=" + strconv.Itoa(1000) + "&" + sas.Encode()
+	body, err := demo.Get(ctx, u, "")
+	if err != nil {
+		return tableLoad{}, err
+	}
 	var out struct{ Tables []tableLoad }
-	if err := getJSON(ctx, u, "", &out); err != nil {
+	if err := json.Unmarshal(body, &out); err != nil {
 		return tableLoad{}, err
 	}
 	if len(out.Tables) != 1 {
 		return tableLoad{}, fmt.Errorf("$load answered %d tables for %s", len(out.Tables), table)
 	}
 	return out.Tables[0], nil
-}
-
-// getJSON GETs u (with a bearer token if one is given) and decodes the
-// JSON it answers; an error reply becomes its code and message.
-func getJSON(ctx context.Context, u, bearer string, v any) error {
-	body, err := get(ctx, u, bearer)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(body, v)
-}
-
-func get(ctx context.Context, u, bearer string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		code := resp.Header.Get("x-ms-error-code")
-		if code == "" {
-			var op struct{ Code string }
-			_ = json.Unmarshal(body, &op)
-			code = op.Code
-		}
-		return nil, fmt.Errorf("GET %s: HTTP %d %s", strings.SplitN(u, "?", 2)[0], resp.StatusCode, code)
-	}
-	return body, nil
 }
 
 // printLoad prints the table's partitions by writes, most first, each
@@ -310,7 +219,7 @@ func printLoad(l tableLoad) {
 		return hot[i].Key < hot[j].Key
 	})
 	fmt.Printf("%s: %d writes in %d journal records, %d partition(s)\n", l.Table, l.Writes, l.Records, l.Partitions)
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	w := demo.Columns()
 	fmt.Fprintln(w, "  PARTITION\tWRITES\tSHARE")
 	for _, p := range hot {
 		fmt.Fprintf(w, "  %s\t%d\t%s\n", p.Key, p.Writes, share(p.Writes, l.Writes))
@@ -331,20 +240,18 @@ func share(part, total uint64) string {
 
 // printMetrics prints the table's per-partition write counters from the
 // node's /metrics (behind its operator token), sorted by partition.
-func printMetrics(ctx context.Context, endpoint, token, table string) error {
-	base := endpoint
-	if i := strings.Index(base, "://"); i >= 0 {
-		if j := strings.Index(base[i+3:], "/"); j >= 0 {
-			base = base[:i+3+j]
-		}
+func printMetrics(ctx context.Context, account demo.Account, token, table string) error {
+	host, err := account.HostURL()
+	if err != nil {
+		return err
 	}
-	body, err := get(ctx, base+"/metrics", token)
+	metrics, err := demo.Metrics(ctx, host, token)
 	if err != nil {
 		return err
 	}
 	prefix := `cairn_partition_writes_total{table="` + table + `",`
 	var lines []string
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(metrics, "\n") {
 		if strings.HasPrefix(line, prefix) {
 			lines = append(lines, line)
 		}

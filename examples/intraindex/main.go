@@ -27,31 +27,20 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
-	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/nats-io/nats.go"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/examples/internal/demo"
 )
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "intraindex:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main("intraindex", run) }
 
 // The table, and the RowKey prefixes of its two copies of an employee.
 const (
@@ -60,50 +49,23 @@ const (
 	emailPrefix = "email_"
 )
 
-var (
-	departments = []string{"Sales", "Marketing", "Engineering"}
-	firstNames  = []string{"Anna", "Ben", "Chloe", "David", "Emma", "Farid", "Grace", "Hugo"}
-	lastNames   = []string{"Jones", "Smith", "Johnson", "Brown", "Taylor", "Jordan", "Wilson", "Evans"}
-)
-
 func run(args []string) error {
-	fs := flag.NewFlagSet("intraindex", flag.ContinueOnError)
-	natsURL := fs.String("nats-url", nats.DefaultURL, "the host's NATS server (seed, change-email, leave)")
-	conn := fs.String("connection-string", "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;", "the host's HTTP API")
+	fs := demo.NewFlags("intraindex", "seed | by-id <dept> <id> | by-email <dept> <email> | partition <dept> | change-email <dept> <id> <email> | leave <dept> <id>")
+	var host demo.Host
+	host.NATSFlags(fs, "the host's NATS server (seed, change-email, leave)")
+	host.HTTPFlag(fs, "the host's HTTP API")
 	n := fs.Int("n", 12, "seed: employees to hire")
 	ifMatch := fs.String("if-match", "", "change-email: the ETag of an earlier read to make the change conditional on (default: the ETag read now)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: intraindex [flags] seed | by-id <dept> <id> | by-email <dept> <email> | partition <dept> | change-email <dept> <id> <email> | leave <dept> <id>\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return errors.New("name a command")
-	}
-	// Flags may also follow the command ("change-email -if-match …").
-	cmd := fs.Arg(0)
-	if err := fs.Parse(fs.Args()[1:]); err != nil {
-		return err
-	}
-	rest := fs.Args()
-	want := map[string]int{"seed": 0, "by-id": 2, "by-email": 2, "partition": 1, "change-email": 3, "leave": 2}
-	if w, ok := want[cmd]; !ok {
-		fs.Usage()
-		return fmt.Errorf("unknown command %q", cmd)
-	} else if len(rest) != w {
-		fs.Usage()
-		return fmt.Errorf("%s takes %d arguments, not %d", cmd, w, len(rest))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	svc, err := aztables.NewServiceClientFromConnectionString(*conn, nil)
+	cmd, rest, err := demo.Parse(fs, args, map[string]int{"seed": 0, "by-id": 2, "by-email": 2, "partition": 1, "change-email": 3, "leave": 2})
 	if err != nil {
 		return err
 	}
-	t := svc.NewClient(table)
+	ctx, cancel := demo.Context()
+	defer cancel()
+	t, err := host.Table(table)
+	if err != nil {
+		return err
+	}
 	switch cmd {
 	case "by-id":
 		return show(ctx, t, rest[0], idPrefix+rest[1])
@@ -112,7 +74,7 @@ func run(args []string) error {
 	case "partition":
 		return listPartition(ctx, t, rest[0])
 	}
-	nc, err := nats.Connect(*natsURL)
+	nc, err := host.Connect()
 	if err != nil {
 		return err
 	}
@@ -149,13 +111,13 @@ func (e employee) copyOf(rk string) *engine.Entity {
 	)
 }
 
-// hire is employee i of the seed: names from short lists, a department
-// in turn, an id of six digits (fixed width, so the ids sort as numbers).
+// hire is employee i of the sample company (package demo), with an
+// address made of the name.
 func hire(i int) employee {
-	first, last := firstNames[i%8], lastNames[(i+i/8)%8]
+	first, last := demo.Name(i)
 	return employee{
-		PartitionKey: departments[i%len(departments)],
-		EmployeeId:   fmt.Sprintf("%06d", i),
+		PartitionKey: demo.Department(i),
+		EmployeeId:   demo.EmployeeID(i),
 		FirstName:    first,
 		LastName:     last,
 		Email:        strings.ToLower(first+"."+last) + "@contoso.com",
@@ -188,34 +150,13 @@ func seed(ctx context.Context, c *client.Client, n int) error {
 func read(ctx context.Context, t *aztables.Client, pk, rk string) (employee, string, error) {
 	resp, err := t.GetEntity(ctx, pk, rk, nil)
 	if err != nil {
-		return employee{}, "", fmt.Errorf("%s %s/%s: %w", table, pk, rk, coded(err))
+		return employee{}, "", fmt.Errorf("%s %s/%s: %w", table, pk, rk, demo.Coded(err))
 	}
 	var e employee
 	if err := json.Unmarshal(resp.Value, &e); err != nil {
 		return employee{}, "", err
 	}
 	return e, string(resp.ETag), nil
-}
-
-// coded turns the Azure SDK's error for an answer of the host into the
-// host's coded error (its code and the first line of its message, from
-// the response's body); anything else (no host listening) is returned as
-// it is.
-func coded(err error) error {
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) || re.ErrorCode == "" {
-		return err
-	}
-	msg := http.StatusText(re.StatusCode)
-	var body struct {
-		Error struct {
-			Message struct{ Value string }
-		} `json:"odata.error"`
-	}
-	if raw, err := runtime.Payload(re.RawResponse); err == nil && json.Unmarshal(raw, &body) == nil && body.Error.Message.Value != "" {
-		msg, _, _ = strings.Cut(body.Error.Message.Value, "\n")
-	}
-	return engine.Errorf(engine.Code(re.ErrorCode), "%s", msg)
 }
 
 // show is a lookup: one point read, whichever copy names the key.
@@ -231,15 +172,15 @@ func show(ctx context.Context, t *aztables.Client, dept, rk string) error {
 // listPartition prints a department's partition in key order: the email_
 // copies, then the empid_ copies, each employee once under each.
 func listPartition(ctx context.Context, t *aztables.Client, dept string) error {
-	filter := "PartitionKey eq '" + strings.ReplaceAll(dept, "'", "''") + "'"
+	filter := "PartitionKey eq " + demo.Quote(dept)
 	pager := t.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
 	fmt.Printf("%s where %s:\n", table, filter)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	tw := demo.Columns()
 	count := 0
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return coded(err)
+			return demo.Coded(err)
 		}
 		for _, raw := range page.Entities {
 			var e employee

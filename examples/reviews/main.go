@@ -19,40 +19,26 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
-	"strings"
-	"text/tabwriter"
-	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/nats-io/nats.go"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/examples/internal/demo"
 )
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "reviews:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main("reviews", run) }
 
 const table = "EmployeeReviews"
 
-// The seed's departments (employee i is in departments[i%3]), the
-// reviewer of each, and the words of the ratings 1 to 5.
+// The reviewer of each department, and the words of the ratings 1 to 5.
 var (
-	departments = []string{"Sales", "Marketing", "Engineering"}
-	reviewers   = map[string]string{"Sales": "Maria Garcia", "Marketing": "Tom Lee", "Engineering": "Priya Patel"}
-	ratings     = []string{"", "below expectations", "partly met expectations", "met expectations", "exceeded expectations", "outstanding"}
+	reviewers = map[string]string{"Sales": "Maria Garcia", "Marketing": "Tom Lee", "Engineering": "Priya Patel"}
+	ratings   = []string{"", "below expectations", "partly met expectations", "met expectations", "exceeded expectations", "outstanding"}
 )
 
 // The seed's years: employee i has a review for each year from
@@ -60,50 +46,29 @@ var (
 const lastYear = 2014
 
 func run(args []string) error {
-	fs := flag.NewFlagSet("reviews", flag.ContinueOnError)
-	natsURL := fs.String("nats-url", nats.DefaultURL, "the host's NATS server (seed)")
-	conn := fs.String("connection-string", "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;", "the host's HTTP API")
+	fs := demo.NewFlags("reviews", "seed | reviews <dept> <id> | review <dept> <id> <year> | latest <dept> <id>")
+	var host demo.Host
+	host.NATSFlags(fs, "the host's NATS server (seed)")
+	host.HTTPFlag(fs, "the host's HTTP API")
 	n := fs.Int("n", 12, "seed: employees to write reviews of")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: reviews [flags] seed | reviews <dept> <id> | review <dept> <id> <year> | latest <dept> <id>\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	cmd, rest, err := demo.Parse(fs, args, map[string]int{"seed": 0, "reviews": 2, "review": 3, "latest": 2})
+	if err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return errors.New("name a command")
-	}
-	// Flags may also follow the command ("seed -n 30").
-	cmd := fs.Arg(0)
-	if err := fs.Parse(fs.Args()[1:]); err != nil {
-		return err
-	}
-	rest := fs.Args()
-	want := map[string]int{"seed": 0, "reviews": 2, "review": 3, "latest": 2}
-	if w, ok := want[cmd]; !ok {
-		fs.Usage()
-		return fmt.Errorf("unknown command %q", cmd)
-	} else if len(rest) != w {
-		fs.Usage()
-		return fmt.Errorf("%s takes %d arguments, not %d", cmd, w, len(rest))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := demo.Context()
 	defer cancel()
 	if cmd == "seed" {
-		nc, err := nats.Connect(*natsURL)
+		nc, err := host.Connect()
 		if err != nil {
 			return err
 		}
 		defer nc.Close()
 		return seed(ctx, client.New(nc), *n)
 	}
-	svc, err := aztables.NewServiceClientFromConnectionString(*conn, nil)
+	t, err := host.Table(table)
 	if err != nil {
 		return err
 	}
-	t := svc.NewClient(table)
 	id, err := number(rest[1], 6, "an employee id")
 	if err != nil {
 		return err
@@ -144,7 +109,7 @@ func seed(ctx context.Context, c *client.Client, n int) error {
 	var seq uint64
 	count := 0
 	for i := 1; i <= n; i++ {
-		dept, id := departments[i%len(departments)], fmt.Sprintf("%06d", i)
+		dept, id := demo.Department(i), demo.EmployeeID(i)
 		var ops []engine.Operation
 		for year := lastYear - 1 - i%5; year <= lastYear; year++ {
 			rating := 1 + (7*i+year)%5
@@ -180,7 +145,7 @@ func (r review) String() string {
 // which are exactly the keys that start with "<id>_", in one partition.
 // The host reads that key range of the partition and nothing else.
 func reviewsOf(dept, id string) string {
-	return fmt.Sprintf("PartitionKey eq %s and RowKey ge %s and RowKey lt %s", quote(dept), quote(id+"_"), quote(id+"`"))
+	return fmt.Sprintf("PartitionKey eq %s and RowKey ge %s and RowKey lt %s", demo.Quote(dept), demo.Quote(id+"_"), demo.Quote(id+"`"))
 }
 
 // listReviews is the range query. The results come in key order, which
@@ -189,12 +154,12 @@ func listReviews(ctx context.Context, t *aztables.Client, dept, id string) error
 	filter := reviewsOf(dept, id)
 	pager := t.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
 	fmt.Printf("%s where %s:\n", table, filter)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	tw := demo.Columns()
 	count := 0
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return coded(err)
+			return demo.Coded(err)
 		}
 		for _, raw := range page.Entities {
 			var r review
@@ -218,7 +183,7 @@ func latestReview(ctx context.Context, t *aztables.Client, dept, id string) erro
 	ctx = runtime.WithHTTPHeader(ctx, http.Header{"X-Cairn-Order": {"desc"}})
 	page, err := t.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Top: &top}).NextPage(ctx)
 	if err != nil {
-		return coded(err)
+		return demo.Coded(err)
 	}
 	if len(page.Entities) == 0 {
 		return fmt.Errorf("%s %s: employee %s has no reviews", table, dept, id)
@@ -236,7 +201,7 @@ func showReview(ctx context.Context, t *aztables.Client, dept, id, year string) 
 	rk := rowKey(id, year)
 	resp, err := t.GetEntity(ctx, dept, rk, nil)
 	if err != nil {
-		return fmt.Errorf("%s %s/%s: %w", table, dept, rk, coded(err))
+		return fmt.Errorf("%s %s/%s: %w", table, dept, rk, demo.Coded(err))
 	}
 	var r review
 	if err := json.Unmarshal(resp.Value, &r); err != nil {
@@ -244,28 +209,4 @@ func showReview(ctx context.Context, t *aztables.Client, dept, id, year string) 
 	}
 	fmt.Printf("%s %s\n", table, r)
 	return nil
-}
-
-// quote is an OData string literal.
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
-// coded turns the Azure SDK's error for an answer of the host into the
-// host's coded error (its code and the first line of its message, from
-// the response's body); anything else (no host listening) is returned as
-// it is.
-func coded(err error) error {
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) || re.ErrorCode == "" {
-		return err
-	}
-	msg := http.StatusText(re.StatusCode)
-	var body struct {
-		Error struct {
-			Message struct{ Value string }
-		} `json:"odata.error"`
-	}
-	if raw, err := runtime.Payload(re.RawResponse); err == nil && json.Unmarshal(raw, &body) == nil && body.Error.Message.Value != "" {
-		msg, _, _ = strings.Cut(body.Error.Message.Value, "\n")
-	}
-	return engine.Errorf(engine.Code(re.ErrorCode), "%s", msg)
 }

@@ -19,24 +19,17 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/cairn-dev/cairn/examples/internal/demo"
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "scoped:", describe(err))
-		os.Exit(1)
-	}
+	demo.Main("scoped", func(args []string) error { return demo.WithStatus(run(args)) })
 }
 
 // employees is the directory's table: PartitionKey = department, RowKey =
@@ -44,39 +37,23 @@ func main() {
 const employees = "Employees"
 
 func run(args []string) error {
-	fs := flag.NewFlagSet("scoped", flag.ContinueOnError)
-	conn := fs.String("connection-string", "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;", "sign: the account to sign with (its key) and the host's HTTP API")
+	fs := demo.NewFlags("scoped", "sign | list <department> | get <department> <id> | hire <department> <id> <first> <last>")
+	var host demo.Host
+	host.HTTPFlag(fs, "sign: the account to sign with (its key) and the host's HTTP API")
 	perms := fs.String("perms", "r", "sign: what the token grants, of r (query), a (add), u (update), d (delete)")
 	pk := fs.String("pk", "Sales", "sign: the one PartitionKey the token covers (spk = epk); \"\" for the whole table")
 	valid := fs.Duration("for", time.Hour, "sign: how long the token is valid from now (negative: already expired)")
 	sasURL := fs.String("sas-url", "", "list, get, hire: the table's SAS URL, as sign prints it (the client's only credential)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: scoped [flags] sign | list <department> | get <department> <id> | hire <department> <id> <first> <last>\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	cmd, rest, err := demo.Parse(fs, args, map[string]int{"sign": 0, "list": 1, "get": 2, "hire": 4})
+	if err != nil {
 		return err
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return errors.New("name a command")
-	}
-	// Flags may also follow the command ("sign -for 10m").
-	cmd := fs.Arg(0)
-	if err := fs.Parse(fs.Args()[1:]); err != nil {
-		return err
-	}
-	rest := fs.Args()
-	want := map[string]int{"sign": 0, "list": 1, "get": 2, "hire": 4}
-	if w, ok := want[cmd]; !ok {
-		fs.Usage()
-		return fmt.Errorf("unknown command %q", cmd)
-	} else if len(rest) != w {
-		fs.Usage()
-		return fmt.Errorf("%s takes %d arguments, not %d", cmd, w, len(rest))
 	}
 	if cmd == "sign" {
-		u, err := sign(*conn, *perms, *pk, time.Now().Add(*valid))
+		account, err := host.Account()
+		if err != nil {
+			return err
+		}
+		u, err := sign(account, *perms, *pk, time.Now().Add(*valid))
 		if err != nil {
 			return err
 		}
@@ -91,7 +68,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := demo.Context()
 	defer cancel()
 	switch cmd {
 	case "list":
@@ -107,12 +84,8 @@ func run(args []string) error {
 // (the whole table if pk is "") until expiry, signed with the key of the
 // connection string's account. No request is sent: anyone holding the
 // account key can sign, and the host checks the signature on each use.
-func sign(conn, perms, pk string, expiry time.Time) (string, error) {
-	account, key, endpoint, err := parseConnectionString(conn)
-	if err != nil {
-		return "", err
-	}
-	cred, err := aztables.NewSharedKeyCredential(account, key)
+func sign(account demo.Account, perms, pk string, expiry time.Time) (string, error) {
+	cred, err := aztables.NewSharedKeyCredential(account.Name, account.Key)
 	if err != nil {
 		return "", err
 	}
@@ -133,27 +106,7 @@ func sign(conn, perms, pk string, expiry time.Time) (string, error) {
 	if pk != "" {
 		q += "&" + url.Values{"spk": {pk}, "epk": {pk}}.Encode()
 	}
-	return strings.TrimSuffix(endpoint, "/") + "/" + employees + "?" + q, nil
-}
-
-// parseConnectionString returns the account name, key and table endpoint
-// of a storage connection string.
-func parseConnectionString(conn string) (account, key, endpoint string, err error) {
-	for _, part := range strings.Split(conn, ";") {
-		k, v, _ := strings.Cut(part, "=")
-		switch strings.TrimSpace(k) {
-		case "AccountName":
-			account = v
-		case "AccountKey":
-			key = v
-		case "TableEndpoint":
-			endpoint = v
-		}
-	}
-	if account == "" || key == "" || endpoint == "" {
-		return "", "", "", errors.New("the connection string needs AccountName, AccountKey and TableEndpoint")
-	}
-	return account, key, endpoint, nil
+	return strings.TrimSuffix(account.Endpoint, "/") + "/" + employees + "?" + q, nil
 }
 
 // employee is an employee as the client reads it.
@@ -166,7 +119,7 @@ type employee struct {
 // token's key range, so a department outside it lists nobody rather than
 // failing: no entity outside the range is ever returned.
 func list(ctx context.Context, t *aztables.Client, dept string) error {
-	filter := "PartitionKey eq '" + strings.ReplaceAll(dept, "'", "''") + "'"
+	filter := "PartitionKey eq " + demo.Quote(dept)
 	pager := t.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
 	fmt.Printf("%s where %s:\n", employees, filter)
 	n := 0
@@ -213,30 +166,4 @@ func hire(ctx context.Context, t *aztables.Client, dept, id, first, last string)
 	}
 	fmt.Printf("%s %s/%s: %s %s hired\n", employees, dept, id, first, last)
 	return nil
-}
-
-// describe renders a refusal as the HTTP status, the host's error code
-// and its message, on one line; other errors as they are.
-func describe(err error) string {
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) {
-		return err.Error()
-	}
-	msg := ""
-	if re.RawResponse != nil && re.RawResponse.Body != nil {
-		var body struct {
-			Error struct {
-				Message struct{ Value string } `json:"message"`
-			} `json:"odata.error"`
-		}
-		if b, rerr := io.ReadAll(re.RawResponse.Body); rerr == nil && json.Unmarshal(b, &body) == nil {
-			// The first line; the host adds the request's id and time
-			// on the next ones, as Azure does.
-			msg, _, _ = strings.Cut(body.Error.Message.Value, "\n")
-		}
-	}
-	if msg == "" {
-		return fmt.Sprintf("HTTP %d %s", re.StatusCode, re.ErrorCode)
-	}
-	return fmt.Sprintf("HTTP %d %s: %s", re.StatusCode, re.ErrorCode, msg)
 }
