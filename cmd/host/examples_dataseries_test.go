@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
 )
@@ -16,41 +15,24 @@ import (
 // and read back whole, and one entity of 288 properties is refused.
 func TestExamplesDataSeries(t *testing.T) {
 	h, _ := nodetest.Start(t, node.Config{})
-	bin := buildExample(t, "dataseries")
-	dataseries := func(args ...string) (string, error) {
-		flags := []string{"-nats-url", h.ClientURL(), "-connection-string", httpapi.DevConnectionString(h.HTTPURL())}
-		return runExample(t, bin, append(flags, args...)...)
-	}
-	must := func(out string, err error) string {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		return out
-	}
-	same := func(what, got, want string) {
-		t.Helper()
-		if got != want {
-			t.Fatalf("%s printed\n%s\nwant\n%s", what, got, want)
-		}
-	}
+	dataseries := buildExample(t, "dataseries", nodeFlags(h)...)
 
-	same("seed", must(dataseries("seed")), "table Activity: 000123/hours_20261127 with 24 hourly counters H00 to H23 (journal position 1)\n")
-	same("hours", must(dataseries("hours", "000123", "20261127")), `Activity 000123/hours_20261127: 24 properties
+	same(t, "seed", dataseries.must("seed"), "table Activity: 000123/hours_20261127 with 24 hourly counters H00 to H23 (journal position 1)\n")
+	same(t, "hours", dataseries.must("hours", "000123", "20261127"), `Activity 000123/hours_20261127: 24 properties
   H00-H05     0     0     0     0     0     0
   H06-H11     0     0     0    21    15    22
   H12-H17    16    10    17    11    18    12
   H18-H23     0     0     0     0     0     0
 `)
-	same("record", must(dataseries("record", "000123", "20261127", "14", "42")), `merged H14 = 42 into 000123/hours_20261127 (journal position 2)
+	same(t, "record", dataseries.must("record", "000123", "20261127", "14", "42"), `merged H14 = 42 into 000123/hours_20261127 (journal position 2)
 Activity 000123/hours_20261127: 24 properties
   H00-H05     0     0     0     0     0     0
   H06-H11     0     0     0    21    15    22
   H12-H17    16    10    42    11    18    12
   H18-H23     0     0     0     0     0     0
 `)
-	same("wide", must(dataseries("wide", "000123", "20261127")), "000123/minutes_20261127: 288 readings in 2 entities, one batch (journal position 3)\n")
-	same("read-wide", must(dataseries("read-wide", "000123", "20261127")), `Activity where PartitionKey eq '000123' and RowKey ge 'minutes_20261127_part' and RowKey lt 'minutes_20261127_paru':
+	same(t, "wide", dataseries.must("wide", "000123", "20261127"), "000123/minutes_20261127: 288 readings in 2 entities, one batch (journal position 3)\n")
+	same(t, "read-wide", dataseries.must("read-wide", "000123", "20261127"), `Activity where PartitionKey eq '000123' and RowKey ge 'minutes_20261127_part' and RowKey lt 'minutes_20261127_paru':
   minutes_20261127_part1  144 readings, M0000 to M1155, written at position 3
   minutes_20261127_part2  144 readings, M1200 to M2355, written at position 3
 000123 on 20261127: 288 readings, 0 missing, total 14236, highest 99 at 02:15
@@ -58,24 +40,22 @@ Activity 000123/hours_20261127: 24 properties
 
 	// One entity of 288 properties: refused with the limit's code, exit
 	// status 1, and the two parts are as they were.
-	out, err := dataseries("wide", "000123", "20261127", "-parts", "1")
-	if err == nil || !strings.Contains(err.Error(), "exit status 1") || !strings.HasSuffix(err.Error(), ": dataseries: 000123/minutes_20261127_part1: 288 readings in one entity: TooManyProperties: operation 0: the entity has 288 properties; the limit is 252 besides PartitionKey, RowKey and Timestamp\n") {
-		t.Fatalf("wide -parts 1: %v\n%s", err, out)
-	}
-	if out := must(dataseries("read-wide", "000123", "20261127")); !strings.Contains(out, "part2  144 readings, M1200 to M2355, written at position 3\n") {
+	out, err := dataseries.run("wide", "000123", "20261127", "-parts", "1")
+	refused(t, "wide -parts 1", out, err, "", "dataseries: 000123/minutes_20261127_part1: 288 readings in one entity: TooManyProperties: operation 0: the entity has 288 properties; the limit is 252 besides PartitionKey, RowKey and Timestamp\n")
+	if out := dataseries.must("read-wide", "000123", "20261127"); !strings.Contains(out, "part2  144 readings, M1200 to M2355, written at position 3\n") {
 		t.Fatalf("read-wide after the refused write:\n%s", out)
 	}
 
 	// Three parts, then two again: the batch of two deletes the third, so
 	// the day is still read whole and once.
-	same("wide -parts 3", must(dataseries("wide", "000123", "20261127", "-parts", "3")), "000123/minutes_20261127: 288 readings in 3 entities, one batch (journal position 4)\n")
-	same("wide after three parts", must(dataseries("wide", "000123", "20261127")), "000123/minutes_20261127: 288 readings in 2 entities, one batch (journal position 5); it deleted one entity left by an earlier write\n")
-	if out := must(dataseries("read-wide", "000123", "20261127")); !strings.HasSuffix(out, "part2  144 readings, M1200 to M2355, written at position 5\n000123 on 20261127: 288 readings, 0 missing, total 14236, highest 99 at 02:15\n") {
+	same(t, "wide -parts 3", dataseries.must("wide", "000123", "20261127", "-parts", "3"), "000123/minutes_20261127: 288 readings in 3 entities, one batch (journal position 4)\n")
+	same(t, "wide after three parts", dataseries.must("wide", "000123", "20261127"), "000123/minutes_20261127: 288 readings in 2 entities, one batch (journal position 5); it deleted one entity left by an earlier write\n")
+	if out := dataseries.must("read-wide", "000123", "20261127"); !strings.HasSuffix(out, "part2  144 readings, M1200 to M2355, written at position 5\n000123 on 20261127: 288 readings, 0 missing, total 14236, highest 99 at 02:15\n") {
 		t.Fatalf("read-wide after three parts and two:\n%s", out)
 	}
 
 	// Merge changes an existing entity: a day without a series is not one.
-	if out, err := dataseries("record", "000123", "20261128", "1", "1"); err == nil || !strings.Contains(err.Error(), "ResourceNotFound") {
+	if out, err := dataseries.run("record", "000123", "20261128", "1", "1"); err == nil || !strings.Contains(err.Error(), "ResourceNotFound") {
 		t.Fatalf("record on a day without a series: %v\n%s", err, out)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
 )
@@ -16,32 +15,15 @@ import (
 // walks the partition where the key range does not.
 func TestExamplesEntityTypes(t *testing.T) {
 	h, _ := nodetest.Start(t, node.Config{})
-	bin := buildExample(t, "entitytypes")
-	entitytypes := func(args ...string) (string, error) {
-		flags := []string{"-nats-url", h.ClientURL(), "-connection-string", httpapi.DevConnectionString(h.HTTPURL())}
-		return runExample(t, bin, append(flags, args...)...)
-	}
-	must := func(out string, err error) string {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		return out
-	}
-	same := func(what, got, want string) {
-		t.Helper()
-		if got != want {
-			t.Fatalf("%s printed\n%s\nwant\n%s", what, got, want)
-		}
-	}
+	entitytypes := buildExample(t, "entitytypes", nodeFlags(h)...)
 
 	// Before seed: the node's coded error, exit status 1.
-	if out, err := entitytypes("partition", "Sales"); err == nil || !strings.Contains(err.Error(), "exit status 1") || !strings.Contains(err.Error(), "TableNotFound") {
+	if out, err := entitytypes.run("partition", "Sales"); err == nil || !strings.Contains(err.Error(), "exit status 1") || !strings.Contains(err.Error(), "TableNotFound") {
 		t.Fatalf("partition before seed: %v\n%s", err, out)
 	}
 
-	same("seed", must(entitytypes("seed")), "table Departments: 3 departments and 20 employees, one batch per department (journal positions 1 to 3)\n")
-	same("partition Sales", must(entitytypes("partition", "Sales")), `Departments where PartitionKey eq 'Sales': 7 entities, 1 Department and 6 Employee
+	same(t, "seed", entitytypes.must("seed"), "table Departments: 3 departments and 20 employees, one batch per department (journal positions 1 to 3)\n")
+	same(t, "partition Sales", entitytypes.must("partition", "Sales"), `Departments where PartitionKey eq 'Sales': 7 entities, 1 Department and 6 Employee
   DEPT        Department  manager Grace Evans, floor 1
   EMP_000003  Employee    David Brown
   EMP_000006  Employee    Grace Wilson
@@ -57,13 +39,13 @@ func TestExamplesEntityTypes(t *testing.T) {
   EMP_000015  Hugo Jones
   EMP_000018  Chloe Taylor
 `
-	same("kind Sales Employee", must(entitytypes("kind", "Sales", "Employee")),
+	same(t, "kind Sales Employee", entitytypes.must("kind", "Sales", "Employee"),
 		"Departments where PartitionKey eq 'Sales' and EntityType eq 'Employee': 6 Employee\n"+employees)
-	same("kind Sales Employee -by key", must(entitytypes("kind", "Sales", "Employee", "-by", "key")),
+	same(t, "kind Sales Employee -by key", entitytypes.must("kind", "Sales", "Employee", "-by", "key"),
 		"Departments where PartitionKey eq 'Sales' and RowKey ge 'EMP_' and RowKey lt 'EMP`': 6 Employee\n"+employees)
-	same("kind Sales Department -by key", must(entitytypes("kind", "Sales", "Department", "-by", "key")),
+	same(t, "kind Sales Department -by key", entitytypes.must("kind", "Sales", "Department", "-by", "key"),
 		"Departments where PartitionKey eq 'Sales' and RowKey eq 'DEPT': 1 Department\n  DEPT  manager Grace Evans, floor 1\n")
-	same("cost Sales", must(entitytypes("-operator-token", h.OperatorToken(), "cost", "Sales")), "FILTER                                                             RETURNED  EXAMINED\n"+
+	same(t, "cost Sales", entitytypes.must("-operator-token", h.OperatorToken(), "cost", "Sales"), "FILTER                                                             RETURNED  EXAMINED\n"+
 		"PartitionKey eq 'Sales' and EntityType eq 'Department'             1         7\n"+
 		"PartitionKey eq 'Sales' and RowKey eq 'DEPT'                       1         1\n"+
 		"PartitionKey eq 'Sales' and EntityType eq 'Employee'               6         7\n"+
@@ -71,10 +53,10 @@ func TestExamplesEntityTypes(t *testing.T) {
 
 	// /metrics refuses a wrong token, and a kind the program does not know
 	// is refused before any request.
-	if out, err := entitytypes("-operator-token", "not-the-operator-token", "cost", "Sales"); err == nil || !strings.Contains(err.Error(), "401") {
+	if out, err := entitytypes.run("-operator-token", "not-the-operator-token", "cost", "Sales"); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("cost with a wrong token: %v\n%s", err, out)
 	}
-	if out, err := entitytypes("kind", "Sales", "Manager"); err == nil || !strings.Contains(err.Error(), `kind "Manager": want Department or Employee`) {
+	if out, err := entitytypes.run("kind", "Sales", "Manager"); err == nil || !strings.Contains(err.Error(), `kind "Manager": want Department or Employee`) {
 		t.Fatalf("kind Manager: %v\n%s", err, out)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
 )
@@ -20,33 +19,16 @@ import (
 func TestExamplesHotPartitionWalkthrough(t *testing.T) {
 	dataDir := t.TempDir()
 	h, _ := nodetest.Start(t, node.Config{DataDir: dataDir})
-	bin := buildExample(t, "hotpartition")
-	hot := func(args ...string) (string, error) {
-		return runExample(t, bin, append([]string{"-nats-url", h.ClientURL(), "-connection-string", httpapi.DevConnectionString(h.HTTPURL()),
-			"-operator-token-file", filepath.Join(dataDir, "operator.token")}, args...)...)
-	}
-	must := func(out string, err error) string {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		return out
-	}
-	same := func(what, got, want string) {
-		t.Helper()
-		if got != want {
-			t.Fatalf("%s printed\n%s\nwant\n%s", what, got, want)
-		}
-	}
+	hot := buildExample(t, "hotpartition", append(nodeFlags(h), "-operator-token-file", filepath.Join(dataDir, "operator.token"))...)
 
-	same("write date", must(hot("write", "date")), "LogsByDate: 500 entries written into 1 partition(s)\n")
-	same("write hashed", must(hot("write", "hashed")), "LogsHashed: 500 entries written into 10 partition(s)\n")
-	same("load LogsByDate", must(hot("load", "LogsByDate")), `LogsByDate: 500 writes in 500 journal records, 1 partition(s)
+	same(t, "write date", hot.must("write", "date"), "LogsByDate: 500 entries written into 1 partition(s)\n")
+	same(t, "write hashed", hot.must("write", "hashed"), "LogsHashed: 500 entries written into 10 partition(s)\n")
+	same(t, "load LogsByDate", hot.must("load", "LogsByDate"), `LogsByDate: 500 writes in 500 journal records, 1 partition(s)
   PARTITION   WRITES  SHARE
   2026-11-28  500     100.0%
 hottest partition: 2026-11-28 with 100.0% of 500 writes
 `)
-	same("load LogsHashed", must(hot("load", "LogsHashed")), `LogsHashed: 500 writes in 500 journal records, 10 partition(s)
+	same(t, "load LogsHashed", hot.must("load", "LogsHashed"), `LogsHashed: 500 writes in 500 journal records, 10 partition(s)
   PARTITION     WRITES  SHARE
   3-2026-11-28  56      11.2%
   6-2026-11-28  55      11.0%
@@ -60,9 +42,9 @@ hottest partition: 2026-11-28 with 100.0% of 500 writes
   2-2026-11-28  43      8.6%
 hottest partition: 3-2026-11-28 with 11.2% of 500 writes
 `)
-	same("metrics LogsByDate", must(hot("metrics", "LogsByDate")), `cairn_partition_writes_total{table="LogsByDate",partition="2026-11-28"} 500
+	same(t, "metrics LogsByDate", hot.must("metrics", "LogsByDate"), `cairn_partition_writes_total{table="LogsByDate",partition="2026-11-28"} 500
 `)
-	same("metrics LogsHashed", must(hot("metrics", "LogsHashed")), `cairn_partition_writes_total{table="LogsHashed",partition="0-2026-11-28"} 51
+	same(t, "metrics LogsHashed", hot.must("metrics", "LogsHashed"), `cairn_partition_writes_total{table="LogsHashed",partition="0-2026-11-28"} 51
 cairn_partition_writes_total{table="LogsHashed",partition="1-2026-11-28"} 52
 cairn_partition_writes_total{table="LogsHashed",partition="2-2026-11-28"} 43
 cairn_partition_writes_total{table="LogsHashed",partition="3-2026-11-28"} 56
@@ -77,8 +59,8 @@ cairn_partition_writes_total{table="LogsHashed",partition="9-2026-11-28"} 49
 	// A second day's entries land in a partition of their own, and the
 	// first day's partition stays the hottest: the load is counted per
 	// partition, not per table.
-	same("write date -day 2026-11-29 -n 100", must(hot("write", "date", "-day", "2026-11-29", "-n", "100")), "LogsByDate: 100 entries written into 1 partition(s)\n")
-	same("load LogsByDate after a second day", must(hot("load", "LogsByDate")), `LogsByDate: 600 writes in 600 journal records, 2 partition(s)
+	same(t, "write date -day 2026-11-29 -n 100", hot.must("write", "date", "-day", "2026-11-29", "-n", "100"), "LogsByDate: 100 entries written into 1 partition(s)\n")
+	same(t, "load LogsByDate after a second day", hot.must("load", "LogsByDate"), `LogsByDate: 600 writes in 600 journal records, 2 partition(s)
   PARTITION   WRITES  SHARE
   2026-11-28  500     83.3%
   2026-11-29  100     16.7%
@@ -108,15 +90,12 @@ hottest partition: 2026-11-28 with 83.3% of 600 writes
 
 	// Refusals: a table that does not exist, /metrics without the node's
 	// operator token.
-	if out, err := hot("load", "LogsNowhere"); err == nil || !strings.HasSuffix(strings.TrimSpace(err.Error()), "hotpartition: GET "+h.HTTPURL()+"/devstoreaccount1/$load: HTTP 404 TableNotFound") {
-		t.Fatalf("load of a table that does not exist: %v\n%s", err, out)
-	}
+	out, err := hot.run("load", "LogsNowhere")
+	refused(t, "load of a table that does not exist", out, err, "", "hotpartition: GET "+h.HTTPURL()+"/devstoreaccount1/$load: HTTP 404 TableNotFound\n")
 	wrong := filepath.Join(t.TempDir(), "operator.token")
 	if err := os.WriteFile(wrong, []byte("not-the-operator-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := runExample(t, bin, "-connection-string", httpapi.DevConnectionString(h.HTTPURL()), "-operator-token-file", wrong, "metrics", "LogsByDate")
-	if err == nil || !strings.HasSuffix(strings.TrimSpace(err.Error()), "hotpartition: GET "+h.HTTPURL()+"/metrics: HTTP 401 OperatorAuthenticationFailed") {
-		t.Fatalf("metrics with a wrong operator token: %v\n%s", err, out)
-	}
+	out, err = hot.run("-operator-token-file", wrong, "metrics", "LogsByDate")
+	refused(t, "metrics with a wrong operator token", out, err, "", "hotpartition: GET "+h.HTTPURL()+"/metrics: HTTP 401 OperatorAuthenticationFailed\n")
 }
