@@ -118,20 +118,14 @@ func seed(ctx context.Context, c *client.Client, n int) error {
 func list(ctx context.Context, t *aztables.Client, name string) error {
 	fmt.Printf("%s:\n", name)
 	count := 0
-	pager := t.NewListEntitiesPager(&aztables.ListEntitiesOptions{Select: new("PartitionKey,RowKey,FirstName")})
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return err
-		}
-		for _, raw := range page.Entities {
-			var e struct{ PartitionKey, RowKey, FirstName string }
-			if err := json.Unmarshal(raw, &e); err != nil {
-				return err
-			}
-			fmt.Printf("  %-12s %s  %s\n", e.PartitionKey, e.RowKey, e.FirstName)
-			count++
-		}
+	type employee struct{ PartitionKey, RowKey, FirstName string }
+	err := demo.Each(ctx, t, &aztables.ListEntitiesOptions{Select: new("PartitionKey,RowKey,FirstName")}, func(e employee) error {
+		fmt.Printf("  %-12s %s  %s\n", e.PartitionKey, e.RowKey, e.FirstName)
+		count++
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	fmt.Printf("  (%d)\n", count)
 	return nil

@@ -173,23 +173,16 @@ func show(ctx context.Context, t *aztables.Client, dept, rk string) error {
 // copies, then the empid_ copies, each employee once under each.
 func listPartition(ctx context.Context, t *aztables.Client, dept string) error {
 	filter := "PartitionKey eq " + demo.Quote(dept)
-	pager := t.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
 	fmt.Printf("%s where %s:\n", table, filter)
 	tw := demo.Columns()
 	count := 0
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return demo.Coded(err)
-		}
-		for _, raw := range page.Entities {
-			var e employee
-			if err := json.Unmarshal(raw, &e); err != nil {
-				return err
-			}
-			fmt.Fprintf(tw, "  %s\t%s\n", e.RowKey, e)
-			count++
-		}
+	err := demo.Each(ctx, t, demo.Where(filter), func(e employee) error {
+		fmt.Fprintf(tw, "  %s	%s\n", e.RowKey, e)
+		count++
+		return nil
+	})
+	if err != nil {
+		return demo.Coded(err)
 	}
 	tw.Flush()
 	fmt.Printf("  (%d)\n", count)

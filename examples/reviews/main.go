@@ -152,23 +152,16 @@ func reviewsOf(dept, id string) string {
 // the fixed-width year makes the order of the years.
 func listReviews(ctx context.Context, t *aztables.Client, dept, id string) error {
 	filter := reviewsOf(dept, id)
-	pager := t.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
 	fmt.Printf("%s where %s:\n", table, filter)
 	tw := demo.Columns()
 	count := 0
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return demo.Coded(err)
-		}
-		for _, raw := range page.Entities {
-			var r review
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return err
-			}
-			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\n", r.RowKey, r.Rating, r.Summary, r.Reviewer)
-			count++
-		}
+	err := demo.Each(ctx, t, demo.Where(filter), func(r review) error {
+		fmt.Fprintf(tw, "  %s	%d	%s	%s\n", r.RowKey, r.Rating, r.Summary, r.Reviewer)
+		count++
+		return nil
+	})
+	if err != nil {
+		return demo.Coded(err)
 	}
 	tw.Flush()
 	fmt.Printf("  (%d)\n", count)

@@ -120,22 +120,15 @@ type employee struct {
 // failing: no entity outside the range is ever returned.
 func list(ctx context.Context, t *aztables.Client, dept string) error {
 	filter := "PartitionKey eq " + demo.Quote(dept)
-	pager := t.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
 	fmt.Printf("%s where %s:\n", employees, filter)
 	n := 0
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return err
-		}
-		for _, raw := range page.Entities {
-			var e employee
-			if err := json.Unmarshal(raw, &e); err != nil {
-				return err
-			}
-			fmt.Printf("  %s/%s  %s %s\n", e.PartitionKey, e.RowKey, e.FirstName, e.LastName)
-			n++
-		}
+	err := demo.Each(ctx, t, demo.Where(filter), func(e employee) error {
+		fmt.Printf("  %s/%s  %s %s\n", e.PartitionKey, e.RowKey, e.FirstName, e.LastName)
+		n++
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	fmt.Printf("  (%d)\n", n)
 	return nil
