@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -106,7 +105,7 @@ func sign(account demo.Account, perms, pk string, expiry time.Time) (string, err
 	if pk != "" {
 		q += "&" + url.Values{"spk": {pk}, "epk": {pk}}.Encode()
 	}
-	return strings.TrimSuffix(account.Endpoint, "/") + "/" + employees + "?" + q, nil
+	return account.Endpoint + "/" + employees + "?" + q, nil
 }
 
 // employee is an employee as the client reads it.

@@ -42,9 +42,6 @@ func (h *Host) HTTPFlag(fs *flag.FlagSet, usage string) {
 	fs.StringVar(&h.conn, "connection-string", DevConnectionString, usage)
 }
 
-// ConnectionString is the value of -connection-string.
-func (h *Host) ConnectionString() string { return h.conn }
-
 // Connect connects to the host's NATS server, with the credentials file
 // if -nats-creds names one. The caller closes the connection.
 func (h *Host) Connect() (*nats.Conn, error) {
@@ -72,7 +69,8 @@ func (h *Host) Table(name string) (*aztables.Client, error) {
 }
 
 // Account is the storage account a connection string names: its name,
-// its key and its table endpoint (http://127.0.0.1:10002/devstoreaccount1).
+// its key and its table endpoint without a trailing slash
+// (http://127.0.0.1:10002/devstoreaccount1).
 type Account struct {
 	Name, Key, Endpoint string
 }
@@ -93,7 +91,7 @@ func ParseConnectionString(conn string) (Account, error) {
 		case "AccountKey":
 			a.Key = v
 		case "TableEndpoint":
-			a.Endpoint = v
+			a.Endpoint = strings.TrimSuffix(v, "/")
 		}
 	}
 	if a.Name == "" || a.Key == "" || a.Endpoint == "" {
