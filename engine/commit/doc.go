@@ -67,7 +67,9 @@
 // commands it holds: under load a partition's commands share appends. A
 // partition takes one append at a time (JetStream allows one conditional
 // write per subject in flight), so one partition's rate is bounded by the
-// round trip; partitions run in parallel, one goroutine each while busy.
+// round trip; partitions run in parallel, one goroutine each while busy
+// (a worker, which then waits up to a second to run the next partition
+// that becomes busy).
 // Every command also waits for this host's view to apply its record (the
 // price of read-your-writes on the replying host). A command without an id
 // gets a host-made one (nuid, not stored). An append of unknown outcome

@@ -118,6 +118,39 @@ func TestConsoleInBrowser(t *testing.T) {
 	u.do("three rows", until(`document.querySelectorAll('#results tbody tr[data-index]').length === 3`))
 	u.shot("table-typed-grid")
 
+	// The table's load follows its writes within seconds; one partition
+	// taking most of them is flagged hot.
+	const loadSummary = `(document.querySelector('#table-load-summary')?.textContent || '')`
+	u.do("the load of three writes", until(loadSummary+`.includes('2 partitions · 3 writes') && `+loadSummary+`.includes('most written: eng (66.7 % of writes)') && !`+loadSummary+`.includes('hot partition')`))
+	if st, _, b := operator(t, h, "POST", httpapi.OperatorPrefix+"devstoreaccount1/Tables", []byte(`{"TableName":"Hot"}`), map[string]string{"Content-Type": "application/json"}); st != http.StatusCreated {
+		t.Fatalf("create Hot: %d %s", st, b)
+	}
+	for i := range 121 {
+		pk := "today"
+		if i%40 == 0 {
+			pk = "yesterday"
+		}
+		body := fmt.Sprintf(`{"PartitionKey":%q,"RowKey":"%03d"}`, pk, i)
+		if st, _, b := operator(t, h, "POST", httpapi.OperatorPrefix+"devstoreaccount1/Hot", []byte(body), map[string]string{"Content-Type": "application/json", "Prefer": "return-no-content"}); st != http.StatusNoContent {
+			t.Fatalf("insert %d: %d %s", i, st, b)
+		}
+	}
+	u.do("a hot partition",
+		chromedp.Evaluate(`location.hash = '#/tables/Hot'`, nil),
+		until(loadSummary+`.includes('121 writes') && `+loadSummary+`.includes('most written: today (96.7 % of writes)') && `+loadSummary+`.includes('hot partition')`),
+		chromedp.Click("#table-load-summary", chromedp.ByQuery),
+		until(`document.querySelectorAll('#load-partitions tbody tr').length === 2 && document.querySelector('#load-partitions tbody tr td')?.textContent === 'today'`))
+	if txt := u.text("#load-partitions"); !strings.Contains(txt, "today\t117\t96.7 %") || !strings.Contains(txt, "yesterday\t4\t3.3 %") {
+		t.Fatalf("the load's partitions: %q", txt)
+	}
+	u.shot("table-load-hot")
+	u.do("back to People",
+		chromedp.Evaluate(`location.hash = '#/tables/People'`, nil),
+		until(`document.querySelectorAll('#results tbody tr[data-index]').length === 3`))
+	if st, _, b := operator(t, h, "DELETE", httpapi.OperatorPrefix+"devstoreaccount1/Tables('Hot')", nil, nil); st != http.StatusNoContent {
+		t.Fatalf("delete Hot: %d %s", st, b)
+	}
+
 	// The editor belongs to its table's page: switching to another table,
 	// going Back, or switching while the entity is still being read for
 	// it, leaves no editor over the next page.

@@ -151,6 +151,12 @@ func (c *call) authenticateSAS(a Account, resource string) error {
 	if !hmac.Equal(c.s.sign(a, sts), sig) {
 		return engine.Errorf(codeAuthenticationFailed, "the shared access signature does not match: check the account key and the signed fields")
 	}
+	if si := q.Get("si"); si != "" {
+		// A token tied to a stored access policy is revoked by changing
+		// or removing the policy, which this host cannot do: it keeps
+		// none, so such a token would be valid until its own expiry.
+		return engine.Errorf(codeAuthenticationFailed, "the shared access signature names a stored access policy (si=%.64q), and this host keeps none", si)
+	}
 	now := time.Now()
 	if st := q.Get("st"); st != "" {
 		t, err := time.Parse(time.RFC3339, st)

@@ -72,6 +72,17 @@ func notImplemented(what string) *engine.Error {
 	return engine.Errorf(codeNotImplemented, "%s are not implemented by Cairn", what)
 }
 
+// compNotImplemented refuses one of Azure's ?comp= resources.
+func compNotImplemented(comp string) *engine.Error {
+	switch comp {
+	case "acl":
+		return notImplemented("table access policies (?comp=acl)")
+	case "properties", "stats":
+		return notImplemented("service properties and statistics (?comp=" + comp + ")")
+	}
+	return engine.Errorf(codeNotImplemented, "?comp=%.40q is not implemented by Cairn", comp)
+}
+
 // errorBody is Azure's JSON error: the message ends with the request id and
 // time, as the service writes them.
 func errorBody(e *engine.Error, requestID string, index int) []byte {

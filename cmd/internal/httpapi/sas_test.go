@@ -105,6 +105,15 @@ func TestServiceSAS(t *testing.T) {
 	if _, err := s.sasClient(t, "Staff", tampered).DeleteEntity(ctx, "Sales", "1", nil); code(err) != "AuthenticationFailed" {
 		t.Fatalf("a SAS with widened permissions: %v", err)
 	}
+	// Signed, but tied to a stored access policy, which the host cannot
+	// keep or revoke: refused, however valid its own fields.
+	policy := sign(aztables.SASSignatureValues{Permissions: "r", Identifier: "readers"})
+	if !strings.Contains(policy, "si=readers") {
+		t.Fatalf("the SDK left the policy out of %s", policy)
+	}
+	if _, err := s.sasClient(t, "Staff", policy).GetEntity(ctx, "Sales", "1", nil); code(err) != "AuthenticationFailed" {
+		t.Fatalf("a SAS naming a stored access policy: %v", err)
+	}
 }
 
 // TestAccountSAS: an account SAS may manage tables when it grants them.

@@ -311,6 +311,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serve serves an authenticated request for resource (the path after the
 // account).
 func (c *call) serve(resource string) {
+	// Azure's ?comp= resources (access policies, service properties and
+	// statistics) speak XML; answering them before the JSON check tells a
+	// client that asked for XML what is missing, not how it asked.
+	if comp := c.r.URL.Query().Get("comp"); comp != "" {
+		c.fail(compNotImplemented(comp))
+		return
+	}
 	meta, err := metadataLevel(c.r)
 	if err != nil {
 		c.fail(err)
@@ -393,10 +400,6 @@ func (c *call) route(resource string) {
 	}
 	if c.table, err = c.fullName(table); err != nil {
 		c.fail(err)
-		return
-	}
-	if r.URL.Query().Get("comp") != "" {
-		c.fail(notImplemented("table access policies (?comp=acl)"))
 		return
 	}
 	if keys == nil {

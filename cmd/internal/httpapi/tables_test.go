@@ -87,6 +87,9 @@ func TestTables(t *testing.T) {
 		{"GET", "/?restype=service&comp=properties", "NotImplemented"},
 		{"PUT", "/Tables", "UnsupportedHttpVerb"},
 		{"GET", "/Alpha?comp=acl", "NotImplemented"},
+		{"PUT", "/Alpha?comp=acl", "NotImplemented"},
+		{"GET", "/Alpha?comp=acl&$format=application/atom%2Bxml", "NotImplemented"}, // asked for XML: still told what is missing
+		{"GET", "/Alpha?comp=other", "NotImplemented"},
 		{"GET", "/Alpha(PartitionKey='a')", "InvalidUri"},
 	} {
 		resp, body := s.raw(t, c.method, c.path, nil, nil)

@@ -10,6 +10,14 @@ const FULL = 'application/json;odata=fullmetadata';
 
 const DEV_ACCOUNT = 'devstoreaccount1';
 
+// A table's load is read every LOAD_EVERY ms while its page is shown, its
+// LOAD_TOP busiest partitions listed; one partition with at least
+// HOT_SHARE of at least HOT_MIN_WRITES writes is flagged hot.
+const LOAD_EVERY = 2000;
+const LOAD_TOP = 10;
+const HOT_SHARE = 0.5;
+const HOT_MIN_WRITES = 100;
+
 function account() { return sessionStorage.getItem(ACCOUNT_KEY) || DEV_ACCOUNT; }
 function base() { return '/$cairn/tables/' + encodeURIComponent(account()) + '/'; }
 
@@ -141,6 +149,9 @@ class TableView {
     this.progress = el('div', { id: 'import-progress', class: 'progress', hidden: true }, el('progress', { max: 1, value: 0 }), el('span'));
     this.grid = el('div', { class: 'grid-wrap' });
     this.history = el('span', { id: 'table-history', class: 'muted' });
+    this.loadSummary = el('summary', { id: 'table-load-summary' }, 'Load');
+    this.loadBody = el('div');
+    this.load = el('details', { id: 'table-load', class: 'load' }, this.loadSummary, this.loadBody);
     const exports = [
       el('button', { id: 'export-json', onclick: () => this.exportAll('json') }, 'Export JSON'),
       el('button', { id: 'export-csv', onclick: () => this.exportAll('csv') }, 'Export CSV'),
@@ -169,9 +180,53 @@ class TableView {
         exports,
         el('button', { id: 'import', onclick: () => fileInput.click() }, 'Import…'), fileInput,
         el('span', { class: 'spacer' }), this.info, this.firstBtn, this.nextBtn),
-      this.progress, this.grid);
+      this.progress, this.load, this.grid);
     this.query();
     this.showHistory();
+    this.followLoad();
+  }
+
+  // followLoad shows the table's load ($load: writes from the journal,
+  // reads on this node) and reads it again every loadEvery ms while the
+  // page shows this table, so that a hot partition shows within seconds.
+  async followLoad() {
+    const shown = () => this.root.isConnected && this.root.contains(this.load) &&
+      location.hash === '#/tables/' + encodeURIComponent(this.name);
+    while (shown()) {
+      try {
+        const r = await api(base() + '$load?table=' + encodeURIComponent(this.name) + '&top=' + LOAD_TOP);
+        if (!shown()) return;
+        this.showLoad((r.data.tables || [])[0]);
+      } catch (err) {
+        this.loadSummary.textContent = 'Load: ' + describe(err);
+      }
+      await new Promise(done => setTimeout(done, LOAD_EVERY));
+    }
+  }
+
+  // showLoad shows a table's load: its totals in the summary, with the
+  // hottest partition's share of the writes and a warning when one
+  // partition takes most of them (the guide's prepend/append
+  // anti-pattern), and its top partitions in the table below.
+  showLoad(l) {
+    if (!l) return;
+    const hot = (l.hot || []).slice().sort((a, b) => b.writes - a.writes || a.partitionKey.localeCompare(b.partitionKey));
+    const share = p => l.writes > 0 ? p.writes / l.writes : 0;
+    const pct = x => (100 * x).toFixed(1) + ' %';
+    const top = hot[0];
+    const parts = ['Load: ' + l.partitions + ' partition' + (l.partitions === 1 ? '' : 's'), l.writes + ' writes', l.reads + ' reads on this node'];
+    if (top && l.writes > 0) parts.push('most written: ' + top.partitionKey + ' (' + pct(share(top)) + ' of writes)');
+    const warn = top && l.writes >= HOT_MIN_WRITES && share(top) >= HOT_SHARE;
+    fill(this.loadSummary, parts.join(' · '), warn ? [' ', badge('hot partition', 'warn')] : null);
+    this.loadSummary.title = warn
+      ? 'One partition takes ' + pct(share(top)) + ' of the writes: every write to a partition goes through one journal subject and one committer, so it bounds the table\'s write rate. Spread the keys (examples/hotpartition).'
+      : 'Writes count every commit in the journal since the table was created; reads count this node\'s reads since it started.';
+    fill(this.loadBody, hot.length === 0 ? el('p', { class: 'muted small' }, 'No writes yet.') :
+      el('table', { id: 'load-partitions', class: 'grid' },
+        el('thead', null, el('tr', null, ['PartitionKey', 'writes', 'share of writes', 'reads', 'entities', 'records'].map(h => el('th', null, h)))),
+        el('tbody', null, hot.map(p => el('tr', null,
+          el('td', null, p.partitionKey), el('td', null, String(p.writes)), el('td', null, pct(share(p))),
+          el('td', null, String(p.reads)), el('td', null, String(p.entities)), el('td', null, String(p.records)))))));
   }
 
   // showHistory shows how much of its journal the table keeps: its
