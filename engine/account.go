@@ -22,6 +22,12 @@ import "strings"
 // owner of the tables whose full name is the bare table name.
 const DevAccount = "devstoreaccount1"
 
+// DevAccountKey is the development account's key, the emulators'
+// well-known public one: anyone may sign for the development account,
+// which is why a host can turn it off. The HTTP API checks signatures
+// with it, and clients (the examples) sign with it.
+const DevAccountKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
 // Account name bounds: Azure's storage account names, 3 to 24 lowercase
 // ASCII letters and digits.
 const (

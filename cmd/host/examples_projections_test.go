@@ -1,48 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
 )
-
-// buildExample builds an example program (a directory under examples/)
-// into the test's temporary directory and returns the binary.
-func buildExample(t *testing.T, name string) string {
-	t.Helper()
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build the examples with")
-	}
-	bin := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command(goCmd, "build", "-o", bin, "./examples/"+name)
-	cmd.Dir = "../.."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/%s: %v\n%s", name, err, out)
-	}
-	return bin
-}
-
-// runExample runs an example program and returns what it printed; the
-// error carries what it printed on stderr.
-func runExample(t *testing.T, bin string, args ...string) (string, error) {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("%s %s: %v: %s", filepath.Base(bin), strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String(), nil
-}
 
 // TestExamplesProjectionsWalkthrough follows the sections of
 // examples/README.md on declared projections and the log tail with the
@@ -50,29 +16,9 @@ func runExample(t *testing.T, bin string, args ...string) (string, error) {
 func TestExamplesProjectionsWalkthrough(t *testing.T) {
 	h, _ := nodetest.Start(t, node.Config{})
 	url, creds := h.ClientURL(), h.NATSCredsFile()
-	conn := httpapi.DevConnectionString(h.HTTPURL())
-	dirBin, logBin := buildExample(t, "directory"), buildExample(t, "logtail")
-	directory := func(args ...string) (string, error) {
-		return runExample(t, dirBin, append([]string{"-nats-url", url, "-connection-string", conn}, args...)...)
-	}
-	logtail := func(args ...string) (string, error) {
-		return runExample(t, logBin, append([]string{"-connection-string", conn}, args...)...)
-	}
-	must := func(out string, err error) string {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		return out
-	}
-	same := func(what, got, want string) {
-		t.Helper()
-		if got != want {
-			t.Fatalf("%s printed\n%s\nwant\n%s", what, got, want)
-		}
-	}
+	directory, logtail := buildExample(t, "directory", nodeFlags(h)...), buildExample(t, "logtail", httpFlags(h)...)
 
-	same("directory seed", must(directory("seed")), "table Employees: 20 employees hired (journal position 20)\n")
+	same(t, "directory seed", directory.must("seed"), "table Employees: 20 employees hired (journal position 20)\n")
 	for _, f := range []string{"by-email", "by-lastname", "per-dept"} {
 		out, err := runCLI(t, "projections", "-nats-url", url, "-nats-creds", creds, "deploy", "../../examples/directory/projections/"+f+".json")
 		if err != nil || !strings.Contains(out, "version 1: declared") || !strings.Contains(out, "version 1: served by 1 host(s)") {
@@ -94,10 +40,10 @@ func TestExamplesProjectionsWalkthrough(t *testing.T) {
 		}
 	}
 
-	same("find-email", must(directory("find-email", "david.brown@contoso.com")), `EmployeesByEmail: david.brown@contoso.com -> Sales/000003 (David Brown)
+	same(t, "find-email", directory.must("find-email", "david.brown@contoso.com"), `EmployeesByEmail: david.brown@contoso.com -> Sales/000003 (David Brown)
 Employees Sales/000003: David Brown, david.brown@contoso.com, salary 51100
 `)
-	same("by-lastname", must(directory("by-lastname", "Jo")), `EmployeesByLastName where PartitionKey ge 'Jo' and PartitionKey lt 'Jp':
+	same(t, "by-lastname", directory.must("by-lastname", "Jo"), `EmployeesByLastName where PartitionKey ge 'Jo' and PartitionKey lt 'Jp':
   Johnson|Anna   Marketing/000016    anna.johnson@contoso.com
   Johnson|Ben    Sales/000009        ben.johnson@contoso.com
   Johnson|Chloe  Engineering/000002  chloe.johnson@contoso.com
@@ -112,18 +58,18 @@ Engineering  7          429900        46800  80700
 Marketing    7          404000        43100  77000
 Sales        6          383100        50500  84400
 `
-	same("departments", must(directory("departments")), departments)
-	same("change-email", must(directory("change-email", "david.brown@contoso.com", "david.brown-hill@contoso.com")), `Employees Sales/000003: Email david.brown-hill@contoso.com (journal position 21)
+	same(t, "departments", directory.must("departments"), departments)
+	same(t, "change-email", directory.must("change-email", "david.brown@contoso.com", "david.brown-hill@contoso.com"), `Employees Sales/000003: Email david.brown-hill@contoso.com (journal position 21)
 EmployeesByEmail at position 21: david.brown-hill@contoso.com -> Sales/000003 (David Brown)
 EmployeesByEmail at position 21: david.brown@contoso.com -> nobody
 `)
-	if out, err := directory("find-email", "david.brown@contoso.com"); err == nil || !strings.Contains(err.Error(), "no employee has this address") {
+	if out, err := directory.run("find-email", "david.brown@contoso.com"); err == nil || !strings.Contains(err.Error(), "no employee has this address") {
 		t.Fatalf("find-email of the old address: %v\n%s", err, out)
 	}
-	same("departments after change-email", must(directory("departments")), departments)
+	same(t, "departments after change-email", directory.must("departments"), departments)
 	// A hire moves the aggregate at once (seed -n 21 adds employee 21).
-	must(directory("seed", "-n", "21"))
-	if out := must(directory("departments")); !strings.Contains(out, "Sales        7          455800        50500  84400\n") {
+	directory.must("seed", "-n", "21")
+	if out := directory.must("departments"); !strings.Contains(out, "Sales        7          455800        50500  84400\n") {
 		t.Fatalf("departments after a hire:\n%s", out)
 	}
 
@@ -132,13 +78,13 @@ EmployeesByEmail at position 21: david.brown@contoso.com -> nobody
 	if today == "Logs20261122" {
 		t.Skip("today is the README's other day")
 	}
-	if out := must(logtail("write", "-count", "30")); !strings.HasPrefix(out, today+"/web: 30 entries, ") {
+	if out := logtail.must("write", "-count", "30"); !strings.HasPrefix(out, today+"/web: 30 entries, ") {
 		t.Fatalf("logtail write:\n%s", out)
 	}
-	if out := must(logtail("write", "-day", "20261122", "-count", "5", "old %d")); !strings.HasPrefix(out, "Logs20261122/web: 5 entries, 2026-11-22T") {
+	if out := logtail.must("write", "-day", "20261122", "-count", "5", "old %d"); !strings.HasPrefix(out, "Logs20261122/web: 5 entries, 2026-11-22T") {
 		t.Fatalf("logtail write -day:\n%s", out)
 	}
-	lines := strings.Split(strings.TrimSuffix(must(logtail("tail", "-n", "10")), "\n"), "\n")
+	lines := strings.Split(strings.TrimSuffix(logtail.must("tail", "-n", "10"), "\n"), "\n")
 	if len(lines) != 11 || lines[0] != today+"/web, newest first:" {
 		t.Fatalf("logtail tail -n 10:\n%s", strings.Join(lines, "\n"))
 	}
@@ -150,7 +96,7 @@ EmployeesByEmail at position 21: david.brown@contoso.com -> nobody
 		}
 		prev = f[0]
 	}
-	same("logtail days", must(logtail("days")), "Logs20261122\n"+today+"\n(2)\n")
-	same("logtail drop-day", must(logtail("drop-day", "20261122")), "dropped Logs20261122: one request, however many entries it held\n")
-	same("logtail days after drop-day", must(logtail("days")), today+"\n(1)\n")
+	same(t, "logtail days", logtail.must("days"), "Logs20261122\n"+today+"\n(2)\n")
+	same(t, "logtail drop-day", logtail.must("drop-day", "20261122"), "dropped Logs20261122: one request, however many entries it held\n")
+	same(t, "logtail days after drop-day", logtail.must("days"), today+"\n(1)\n")
 }

@@ -18,30 +18,20 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/nats-io/nats.go"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/examples/internal/demo"
 )
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "directory:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main("directory", run) }
 
 // The source table and the projections declared on it.
 const (
@@ -51,53 +41,27 @@ const (
 	perDept   = "EmployeesPerDept"
 )
 
-var (
-	departments = []string{"Sales", "Marketing", "Engineering"}
-	firstNames  = []string{"Anna", "Ben", "Chloe", "David", "Emma", "Farid", "Grace", "Hugo"}
-	lastNames   = []string{"Jones", "Smith", "Johnson", "Brown", "Taylor", "Jordan", "Wilson", "Evans"}
-)
-
 func run(args []string) error {
-	fs := flag.NewFlagSet("directory", flag.ContinueOnError)
-	natsURL := fs.String("nats-url", nats.DefaultURL, "the host's NATS server (seed)")
-	conn := fs.String("connection-string", "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;", "the host's HTTP API")
+	fs := demo.NewFlags("directory", "seed | find-email <email> | by-lastname <prefix> | departments | change-email <old> <new>")
+	var host demo.Host
+	host.NATSFlags(fs, "the host's NATS server (seed)")
+	host.HTTPFlag(fs, "the host's HTTP API")
 	n := fs.Int("n", 20, "seed: employees to hire")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: directory [flags] seed | find-email <email> | by-lastname <prefix> | departments | change-email <old> <new>\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	cmd, rest, err := demo.Parse(fs, args, map[string]int{"seed": 0, "find-email": 1, "by-lastname": 1, "departments": 0, "change-email": 2})
+	if err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return errors.New("name a command")
-	}
-	// Flags may also follow the command ("seed -n 30").
-	cmd := fs.Arg(0)
-	if err := fs.Parse(fs.Args()[1:]); err != nil {
-		return err
-	}
-	rest := fs.Args()
-	want := map[string]int{"seed": 0, "find-email": 1, "by-lastname": 1, "departments": 0, "change-email": 2}
-	if w, ok := want[cmd]; !ok {
-		fs.Usage()
-		return fmt.Errorf("unknown command %q", cmd)
-	} else if len(rest) != w {
-		fs.Usage()
-		return fmt.Errorf("%s takes %d arguments, not %d", cmd, w, len(rest))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := demo.Context()
 	defer cancel()
 	if cmd == "seed" {
-		nc, err := nats.Connect(*natsURL)
+		nc, err := host.Connect()
 		if err != nil {
 			return err
 		}
 		defer nc.Close()
 		return seed(ctx, client.New(nc), *n)
 	}
-	svc, err := aztables.NewServiceClientFromConnectionString(*conn, nil)
+	svc, err := host.Tables()
 	if err != nil {
 		return err
 	}
@@ -113,15 +77,15 @@ func run(args []string) error {
 	}
 }
 
-// employee i: names from short lists (so last names repeat), a unique
-// address for the first 64, a salary in steps of 100.
+// employee i of the sample company (package demo): a unique address for
+// the first 64, a salary in steps of 100.
 func employee(i int) *engine.Entity {
-	first, last := firstNames[i%8], lastNames[(i+i/8)%8]
+	first, last := demo.Name(i)
 	email := strings.ToLower(first + "." + last)
 	if i >= 64 {
 		email += fmt.Sprint(i / 64)
 	}
-	return engine.NewEntity(departments[i%len(departments)], fmt.Sprintf("%06d", i),
+	return engine.NewEntity(demo.Department(i), demo.EmployeeID(i),
 		engine.Property{Name: "FirstName", Value: engine.String(first)},
 		engine.Property{Name: "LastName", Value: engine.String(last)},
 		engine.Property{Name: "Email", Value: engine.String(email + "@contoso.com")},
@@ -153,38 +117,11 @@ type indexEntry struct {
 	FirstName, LastName, Email       string
 }
 
-// query returns the entities of a table matching filter, in key order.
-func query[T any](ctx context.Context, t *aztables.Client, filter string) ([]T, error) {
-	var out []T
-	opts := &aztables.ListEntitiesOptions{}
-	if filter != "" {
-		opts.Filter = &filter
-	}
-	pager := t.NewListEntitiesPager(opts)
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, raw := range page.Entities {
-			var e T
-			if err := json.Unmarshal(raw, &e); err != nil {
-				return nil, err
-			}
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
-
-// quote is an OData string literal.
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
 // findEmail is the inter-partition secondary index pattern: a point query
 // on the index's partition (the address), then the employee by the keys
 // the index entity carries.
 func findEmail(ctx context.Context, svc *aztables.ServiceClient, email string) error {
-	hits, err := query[indexEntry](ctx, svc.NewClient(byEmail), "PartitionKey eq "+quote(email))
+	hits, err := demo.Query[indexEntry](ctx, svc.NewClient(byEmail), demo.Where("PartitionKey eq "+demo.Quote(email)))
 	if err != nil {
 		return err
 	}
@@ -216,14 +153,14 @@ func byLastName(ctx context.Context, svc *aztables.ServiceClient, prefix string)
 	if prefix != "" {
 		r := []rune(prefix)
 		r[len(r)-1]++
-		filter = "PartitionKey ge " + quote(prefix) + " and PartitionKey lt " + quote(string(r))
+		filter = "PartitionKey ge " + demo.Quote(prefix) + " and PartitionKey lt " + demo.Quote(string(r))
 	}
-	hits, err := query[indexEntry](ctx, svc.NewClient(byLast), filter)
+	hits, err := demo.Query[indexEntry](ctx, svc.NewClient(byLast), demo.Where(filter))
 	if err != nil {
 		return err
 	}
 	fmt.Printf("%s where %s:\n", byLast, filter)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	tw := demo.Columns()
 	for _, h := range hits {
 		fmt.Fprintf(tw, "  %s\t%s/%s\t%s\n", h.PartitionKey, h.SourcePartitionKey, h.SourceRowKey, h.Email)
 	}
@@ -236,11 +173,11 @@ func byLastName(ctx context.Context, svc *aztables.ServiceClient, prefix string)
 // (PartitionKey = department, RowKey ""), kept exact with every write to
 // Employees instead of summed by a scan at each read.
 func listDepartments(ctx context.Context, svc *aztables.ServiceClient) error {
-	groups, err := query[aztables.EDMEntity](ctx, svc.NewClient(perDept), "")
+	groups, err := demo.Query[aztables.EDMEntity](ctx, svc.NewClient(perDept), demo.Where(""))
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	tw := demo.Columns()
 	fmt.Fprintln(tw, "DEPARTMENT\tEMPLOYEES\tTOTAL SALARY\tMIN\tMAX")
 	for _, g := range groups {
 		p := g.Properties
@@ -268,7 +205,7 @@ func number(v any) string {
 // the host's view (and so its projections, which move with the source)
 // has reached the write, whichever host answers it.
 func changeEmail(ctx context.Context, svc *aztables.ServiceClient, old, updated string) error {
-	hits, err := query[indexEntry](ctx, svc.NewClient(byEmail), "PartitionKey eq "+quote(old))
+	hits, err := demo.Query[indexEntry](ctx, svc.NewClient(byEmail), demo.Where("PartitionKey eq "+demo.Quote(old)))
 	if err != nil {
 		return err
 	}
@@ -279,7 +216,7 @@ func changeEmail(ctx context.Context, svc *aztables.ServiceClient, old, updated 
 	patch, _ := json.Marshal(map[string]string{"PartitionKey": h.SourcePartitionKey, "RowKey": h.SourceRowKey, "Email": updated})
 	var resp *http.Response
 	wctx := runtime.WithCaptureResponse(ctx, &resp)
-	if _, err := svc.NewClient(employees).UpdateEntity(wctx, patch, &aztables.UpdateEntityOptions{UpdateMode: aztables.UpdateModeMerge, IfMatch: to(azcore.ETagAny)}); err != nil {
+	if _, err := svc.NewClient(employees).UpdateEntity(wctx, patch, &aztables.UpdateEntityOptions{UpdateMode: aztables.UpdateModeMerge, IfMatch: new(azcore.ETagAny)}); err != nil {
 		return err
 	}
 	pos := resp.Header.Get("X-Cairn-Position")
@@ -287,7 +224,7 @@ func changeEmail(ctx context.Context, svc *aztables.ServiceClient, old, updated 
 
 	rctx := runtime.WithHTTPHeader(ctx, http.Header{"X-Cairn-Position": {pos}})
 	for _, addr := range []string{updated, old} {
-		hits, err := query[indexEntry](rctx, svc.NewClient(byEmail), "PartitionKey eq "+quote(addr))
+		hits, err := demo.Query[indexEntry](rctx, svc.NewClient(byEmail), demo.Where("PartitionKey eq "+demo.Quote(addr)))
 		if err != nil {
 			return err
 		}
@@ -301,5 +238,3 @@ func changeEmail(ctx context.Context, svc *aztables.ServiceClient, old, updated 
 	}
 	return nil
 }
-
-func to[T any](v T) *T { return &v }

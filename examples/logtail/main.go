@@ -17,25 +17,19 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/examples/internal/demo"
 )
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "logtail:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main("logtail", run) }
 
 const (
 	tablePrefix = "Logs"
@@ -46,29 +40,21 @@ const (
 )
 
 func run(args []string) error {
-	fs := flag.NewFlagSet("logtail", flag.ContinueOnError)
-	conn := fs.String("connection-string", "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;", "the host's HTTP API")
+	fs := demo.NewFlags("logtail", "write [message] | tail | days | drop-day <yyyymmdd>")
+	var host demo.Host
+	host.HTTPFlag(fs, "the host's HTTP API")
 	source := fs.String("source", "web", "write, tail: the source of the entries (their PartitionKey)")
 	day := fs.String("day", "", "write, tail: the day, yyyymmdd (default: today, UTC)")
 	count := fs.Int("count", 1, "write: entries to append")
 	n := fs.Int("n", 10, "tail: entries to show")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: logtail [flags] write [message] | tail | days | drop-day <yyyymmdd>\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	cmd, rest, err := demo.Parse(fs, args, map[string]int{"write": demo.Any, "tail": 0, "days": 0, "drop-day": 1})
+	if err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
+	if cmd == "write" && len(rest) > 1 {
 		fs.Usage()
-		return errors.New("name a command")
+		return fmt.Errorf("write takes at most 1 argument (the message), not %d", len(rest))
 	}
-	// Flags may also follow the command ("tail -n 5").
-	cmd := fs.Arg(0)
-	if err := fs.Parse(fs.Args()[1:]); err != nil {
-		return err
-	}
-	rest := fs.Args()
 	date := time.Now().UTC()
 	if *day != "" {
 		d, err := parseDay(*day)
@@ -78,24 +64,24 @@ func run(args []string) error {
 		// That day, at the current time of day.
 		date = d.Add(date.Sub(date.Truncate(24 * time.Hour)))
 	}
-	svc, err := aztables.NewServiceClientFromConnectionString(*conn, nil)
+	svc, err := host.Tables()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := demo.Context()
 	defer cancel()
-	switch {
-	case cmd == "write" && len(rest) <= 1:
+	switch cmd {
+	case "write":
 		msg := "request %d"
 		if len(rest) == 1 {
 			msg = rest[0]
 		}
 		return write(ctx, svc, date, *source, msg, *count)
-	case cmd == "tail" && len(rest) == 0:
+	case "tail":
 		return tail(ctx, svc, tableOf(date), *source, *n)
-	case cmd == "days" && len(rest) == 0:
+	case "days":
 		return days(ctx, svc)
-	case cmd == "drop-day" && len(rest) == 1:
+	default:
 		d, err := parseDay(rest[0])
 		if err != nil {
 			return err
@@ -107,8 +93,6 @@ func run(args []string) error {
 		fmt.Printf("dropped %s: one request, however many entries it held\n", name)
 		return nil
 	}
-	fs.Usage()
-	return fmt.Errorf("%q: unknown command or wrong arguments", strings.Join(append([]string{cmd}, rest...), " "))
 }
 
 func parseDay(s string) (time.Time, error) {
@@ -129,7 +113,7 @@ func tableOf(t time.Time) string { return tablePrefix + t.UTC().Format(dayLayout
 // in the order written.
 func write(ctx context.Context, svc *aztables.ServiceClient, at time.Time, source, msg string, count int) error {
 	name := tableOf(at)
-	if _, err := svc.CreateTable(ctx, name, nil); err != nil && !hasCode(err, "TableAlreadyExists") {
+	if _, err := svc.CreateTable(ctx, name, nil); err != nil && engine.ErrorCode(demo.Coded(err)) != engine.CodeTableAlreadyExists {
 		return err
 	}
 	t := svc.NewClient(name)
@@ -165,13 +149,13 @@ func write(ctx context.Context, svc *aztables.ServiceClient, at time.Time, sourc
 // end of the partition, however long the day's log is.
 func tail(ctx context.Context, svc *aztables.ServiceClient, table, source string, n int) error {
 	ctx = runtime.WithHTTPHeader(ctx, http.Header{"X-Cairn-Order": {"desc"}})
-	filter := "PartitionKey eq '" + strings.ReplaceAll(source, "'", "''") + "'"
+	filter := "PartitionKey eq " + demo.Quote(source)
 	top := int32(min(n, 1000)) // a page holds at most 1,000
-	pager := svc.NewClient(table).NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Top: &top, Select: to("RowKey,Message")})
+	pager := svc.NewClient(table).NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Top: &top, Select: new("RowKey,Message")})
 	shown := 0
 	for first := true; shown < n && pager.More(); first = false {
 		page, err := pager.NextPage(ctx)
-		if hasCode(err, "TableNotFound") {
+		if engine.ErrorCode(demo.Coded(err)) == engine.CodeTableNotFound {
 			return fmt.Errorf("no table %s: nothing written that day, or dropped", table)
 		} else if err != nil {
 			return err
@@ -214,10 +198,3 @@ func days(ctx context.Context, svc *aztables.ServiceClient) error {
 	fmt.Printf("(%d)\n", n)
 	return nil
 }
-
-func hasCode(err error, code string) bool {
-	var re *azcore.ResponseError
-	return errors.As(err, &re) && re.ErrorCode == code
-}
-
-func to[T any](v T) *T { return &v }

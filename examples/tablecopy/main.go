@@ -24,23 +24,18 @@ import (
 	"os/signal"
 	"path/filepath"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/examples/internal/demo"
 	"github.com/cairn-dev/cairn/examples/tablecopy/copier"
 )
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "tablecopy:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main("tablecopy", run) }
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("tablecopy", flag.ContinueOnError)
-	natsURL := fs.String("nats-url", nats.DefaultURL, "the host's NATS server")
+	var host demo.Host
+	host.NATSFlags(fs, "the host's NATS server")
 	table := fs.String("table", "", "the table to copy (required)")
 	path := fs.String("file", "", "the copy's file (default: <temporary directory>/cairn-tablecopy/<table>.json)")
 	account := fs.String("account", "", "the table's storage account (default: the development account)")
@@ -62,7 +57,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	nc, err := nats.Connect(*natsURL)
+	nc, err := host.Connect()
 	if err != nil {
 		return err
 	}

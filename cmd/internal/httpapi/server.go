@@ -38,7 +38,7 @@ type Account struct {
 // works out of the box.
 const (
 	DevAccountName = engine.DevAccount
-	DevAccountKey  = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+	DevAccountKey  = engine.DevAccountKey
 )
 
 // DevConnectionString is the Azure storage connection string of the
