@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/engine"
 )
 
 // Registry is where functions are deployed: each version's module in a
@@ -258,9 +260,9 @@ func (r *Registry) Rollback(ctx context.Context, name string, version int) (Mani
 	}
 	if target == nil {
 		if version == 0 {
-			return Manifest{}, fmt.Errorf("function %q has no earlier version with another module to roll back to", name)
+			return Manifest{}, engine.Errorf(engine.CodeInvalidInput, "function %q has no earlier version with another module to roll back to", name)
 		}
-		return Manifest{}, fmt.Errorf("function %q has no version %d in its history", name, version)
+		return Manifest{}, engine.Errorf(engine.CodeInvalidInput, "function %q has no version %d in its history", name, version)
 	}
 	m := *target
 	m.Version = st.last + 1

@@ -88,14 +88,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(v)
 	}
-	status := func(err error) int {
-		switch {
-		case errors.Is(err, queueadmin.ErrNoMessage), errors.Is(err, functions.ErrNotDeployed):
-			return http.StatusNotFound
-		}
-		return http.StatusBadRequest
-	}
 	ctx := r.Context()
+	// A function's name in the path is checked before anything is looked
+	// up by it.
+	if len(parts) == 3 && parts[0] == "functions" {
+		if err := functions.ValidateName("function", parts[1]); err != nil {
+			fail(http.StatusBadRequest, err)
+			return
+		}
+	}
 	switch {
 	case len(parts) == 1 && parts[0] == "functions" && r.Method == http.MethodGet:
 		ms, err := rn.Registry().List(ctx)
@@ -136,7 +137,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		ps, err := h.queues.Poison(ctx, parts[1], from, limit)
 		if err != nil {
-			fail(status(err), err)
+			fail(codedStatus(err), err)
 			return
 		}
 		if ps == nil {
@@ -160,7 +161,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		ms, err := h.queues.Peek(ctx, parts[1], from, limit)
 		if err != nil {
-			fail(status(err), err)
+			fail(codedStatus(err), err)
 			return
 		}
 		reply(ms)
@@ -170,7 +171,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			err = fmt.Errorf("function %q: %w", parts[1], functions.ErrNotDeployed)
 		}
 		if err != nil {
-			fail(status(err), err)
+			fail(codedStatus(err), err)
 			return
 		}
 		reply(hist)
@@ -184,7 +185,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		m, err := rn.Registry().Rollback(ctx, parts[1], version)
 		if err != nil {
-			fail(status(err), err)
+			fail(codedStatus(err), err)
 			return
 		}
 		reply(m)
@@ -219,10 +220,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		reply(res)
 	case len(parts) == 3 && parts[0] == "functions" && parts[2] == "logs" && r.Method == http.MethodGet:
-		if err := functions.ValidateName("function", parts[1]); err != nil {
-			fail(http.StatusBadRequest, err)
-			return
-		}
 		// A function this node runs, or ran, or that is deployed (and
 		// did not load here) has lines, maybe none.
 		lines, logged := rn.FunctionLogs(parts[1])
@@ -243,19 +240,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case len(parts) == 3 && r.Method == http.MethodGet:
 			p, err := h.queues.PoisonMessage(ctx, parts[1], seq)
 			if err != nil {
-				fail(status(err), err)
+				fail(codedStatus(err), err)
 				return
 			}
 			reply(p)
 		case len(parts) == 3 && r.Method == http.MethodDelete:
 			if err := h.queues.Delete(ctx, parts[1], seq); err != nil {
-				fail(status(err), err)
+				fail(codedStatus(err), err)
 				return
 			}
 			w.WriteHeader(http.StatusNoContent)
 		case len(parts) == 4 && parts[3] == "requeue" && r.Method == http.MethodPost:
 			if err := h.queues.Requeue(ctx, parts[1], seq); err != nil {
-				fail(status(err), err)
+				fail(codedStatus(err), err)
 				return
 			}
 			w.WriteHeader(http.StatusNoContent)

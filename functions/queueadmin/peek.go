@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/functions"
 )
 
@@ -21,7 +22,7 @@ type QueueMessage struct {
 // acknowledged is shown too. Cost: one direct get per message.
 func (a *Admin) Peek(ctx context.Context, queue string, from uint64, limit int) ([]QueueMessage, error) {
 	if err := functions.ValidateName("queue", queue); err != nil {
-		return nil, err
+		return nil, engine.Errorf(engine.CodeInvalidInput, "%v", err)
 	}
 	out := []QueueMessage{}
 	if limit <= 0 {

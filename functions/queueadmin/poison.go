@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/functions"
 )
 
@@ -57,7 +58,10 @@ func poisonQueue(queue string) (string, error) {
 	if !strings.HasSuffix(queue, functions.PoisonSuffix) {
 		queue += functions.PoisonSuffix
 	}
-	return queue, functions.ValidateName("queue", queue)
+	if err := functions.ValidateName("queue", queue); err != nil {
+		return "", engine.Errorf(engine.CodeInvalidInput, "%v", err)
+	}
+	return queue, nil
 }
 
 // Poison lists up to limit messages of a poison queue, oldest first,
@@ -103,7 +107,7 @@ func (a *Admin) Requeue(ctx context.Context, queue string, seq uint64) error {
 		return err
 	}
 	if p.Queue == "" {
-		return fmt.Errorf("message %d does not say which queue it came from", seq)
+		return engine.Errorf(engine.CodeInvalidInput, "message %d does not say which queue it came from", seq)
 	}
 	hdr := nats.Header{HeaderRequeued: []string{strconv.FormatUint(seq, 10)}}
 	if err := a.q.Publish(ctx, p.Queue, p.Body, "requeue:"+functions.StreamName(a.prefix)+":"+strconv.FormatUint(seq, 10), hdr); err != nil {

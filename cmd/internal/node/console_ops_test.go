@@ -79,6 +79,14 @@ func TestOperatorConsoleEndpoints(t *testing.T) {
 		}
 	}
 	coded("GET", "queues/bad.name/peek", http.StatusBadRequest)
+	coded("GET", "queues/bad.name", http.StatusBadRequest)
+	coded("GET", "queues/bad.name/7", http.StatusBadRequest)
+	coded("POST", "queues/bad.name/7/requeue", http.StatusBadRequest)
+	coded("DELETE", "queues/bad.name/7", http.StatusBadRequest)
+	coded("POST", "queues/bad.name/purge", http.StatusBadRequest)
+	coded("GET", "queues/parked/7", http.StatusNotFound)
+	coded("GET", "functions/bad.name/history", http.StatusBadRequest)
+	coded("POST", "functions/bad.name/rollback", http.StatusBadRequest)
 	coded("GET", "functions/nothing/history", http.StatusNotFound)
 	coded("POST", "functions/nothing/rollback?version=x", http.StatusBadRequest)
 	coded("POST", "functions/nothing/rollback", http.StatusBadRequest)
