@@ -64,6 +64,9 @@ type floors struct {
 	doer                *http.Client
 	n, rounds, warmup   int
 	read, write, memory *floor
+	// skeleton is the insert with today's protocol and no Cairn code,
+	// measured with the write floor and printed below it.
+	skeleton *floor
 }
 
 // of returns the floor of kind, measuring it first if needed; nil when
@@ -93,7 +96,7 @@ func (f *floors) of(ctx context.Context, kind floorKind, cpu bool) (*floor, erro
 
 // measureRead measures the floor of a point read.
 func (f *floors) measureRead(ctx context.Context) (*floor, error) {
-	h, err := f.measureHTTP(ctx, "a point read", func(t *target) func(context.Context, int) error {
+	h, err := f.measureHTTP(ctx, "a point read", "", func(t *target) func(context.Context, int) error {
 		return func(ctx context.Context, i int) error { return t.client.Get(ctx, "Floor", key("p", i), key("r", i)) }
 	})
 	if err != nil {
@@ -109,11 +112,24 @@ func (f *floors) measureRead(ctx context.Context) (*floor, error) {
 // NATS benchmark's ceiling adds its parts.
 func (f *floors) measureWrite(ctx context.Context) (*floor, error) {
 	rows := makeRows(max(f.n, f.warmup), func(i int) string { return key("p", i%partitions) })
-	h, err := f.measureHTTP(ctx, "an insert", func(t *target) func(context.Context, int) error {
+	insert := func(t *target) func(context.Context, int) error {
 		return func(ctx context.Context, i int) error { return t.client.Insert(ctx, "Floor", rows[i].body) }
-	})
+	}
+	h, err := f.measureHTTP(ctx, "an insert", "", insert)
 	if err != nil {
 		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "cairn-bench-skeleton-")
+	if err != nil {
+		return nil, err
+	}
+	sk, err := f.measureHTTP(ctx, "an insert with today's protocol", dir, insert)
+	if err != nil {
+		return nil, err
+	}
+	f.skeleton = &floor{
+		name: fmt.Sprintf("an insert with today's protocol and no Cairn code: net/http, each POST's body appended (a subject of its own, expected empty, file storage), answered with 204 once acknowledged and delivered back through an ordered consumer; same client, %d concurrent", writers),
+		rate: sk.v, cpu: sk.cpu,
 	}
 	a, d, err := f.measureJournal(ctx)
 	if err != nil {
@@ -135,9 +151,14 @@ func (f *floors) measureWrite(ctx context.Context) (*floor, error) {
 // measureHTTP measures the net/http floor (floorChild) doing what op
 // makes of a target, with the workloads' client and concurrency: the
 // median rate and server CPU per request of f.rounds rounds of f.n
-// requests, after an uncounted one of f.warmup.
-func (f *floors) measureHTTP(ctx context.Context, what string, op func(*target) func(context.Context, int) error) (figure, error) {
-	c, err := startChild(ctx, "", "http-floor-child")
+// requests, after an uncounted one of f.warmup. With a directory
+// (removed afterwards) the child is the insert's skeleton, storing there.
+func (f *floors) measureHTTP(ctx context.Context, what, skeletonDir string, op func(*target) func(context.Context, int) error) (figure, error) {
+	args := []string{"http-floor-child"}
+	if skeletonDir != "" {
+		args = append(args, "-skeleton-store", filepath.Join(skeletonDir, "jetstream"))
+	}
+	c, err := startChild(ctx, skeletonDir, args...)
 	if err != nil {
 		return figure{}, fmt.Errorf("bench-http: %w", err)
 	}

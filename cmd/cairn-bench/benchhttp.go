@@ -160,6 +160,9 @@ func benchHTTP(args []string) error {
 			fmt.Println(w.floorRow(c, f, printed[f]))
 			printed[f] = true
 		}
+		if f != nil && f == fl.write && fl.skeleton != nil {
+			fmt.Println(w.skeletonRow(c, fl.skeleton))
+		}
 	}
 	return nil
 }
@@ -626,6 +629,17 @@ func (w httpWorkload) floorRow(c figure, f *floor, again bool) string {
 		return fmt.Sprintf("| %s | %.0f bytes | - | %s | %s | - | - | - |", name, f.bytes, ratio, goal)
 	}
 	return fmt.Sprintf("| %s | %.0f entities/s | - | %s | %s | %s | - | - |", name, f.rate, ratio, goal, cpuCell(f.cpu))
+}
+
+// skeletonRow formats the row of the insert with today's protocol and no
+// Cairn code below w's floor row: its figures and Cairn's multiple of its
+// CPU per entity, which no goal bounds.
+func (w httpWorkload) skeletonRow(c figure, s *floor) string {
+	ratio := "-"
+	if c.cpu > 0 && s.cpu > 0 {
+		ratio = fmt.Sprintf("%.2f× (Cairn/it)", c.cpu/s.cpu)
+	}
+	return fmt.Sprintf("| %s | %.0f entities/s | - | %s | | %s | - | - |", s.name, s.rate, ratio, cpuCell(s.cpu))
 }
 
 // cpuCell formats CPU per entity in microseconds ("-": not measured).

@@ -40,11 +40,56 @@ type skeleton struct {
 	// goroutine only).
 	next int
 
+	deliveries deliveries
+
+	mu     sync.Mutex
+	last   []uint64 // by partition: its last sequence acknowledged
+	failed error
+}
+
+// deliveries pairs appends' acknowledgements with their messages'
+// deliveries through a consumer, which come in either order.
+type deliveries struct {
 	mu        sync.Mutex
-	last      []uint64          // by partition: its last sequence acknowledged
-	waiting   map[uint64]string // acknowledged, not yet delivered: the reply subject
+	waiting   map[uint64]func() // acknowledged, not yet delivered: what then
 	delivered map[uint64]bool   // delivered before its acknowledgement was read
-	failed    error
+}
+
+// acked notes the acknowledgement of the append at seq: then runs once
+// its message is delivered, at once if it was.
+func (d *deliveries) acked(seq uint64, then func()) {
+	d.mu.Lock()
+	now := d.delivered[seq]
+	if now {
+		delete(d.delivered, seq)
+	} else {
+		if d.waiting == nil {
+			d.waiting = make(map[uint64]func())
+		}
+		d.waiting[seq] = then
+	}
+	d.mu.Unlock()
+	if now {
+		then()
+	}
+}
+
+// deliver notes the delivery of the message at seq.
+func (d *deliveries) deliver(seq uint64) {
+	d.mu.Lock()
+	then, ok := d.waiting[seq]
+	if ok {
+		delete(d.waiting, seq)
+	} else {
+		if d.delivered == nil {
+			d.delivered = make(map[uint64]bool)
+		}
+		d.delivered[seq] = true
+	}
+	d.mu.Unlock()
+	if ok {
+		then()
+	}
 }
 
 // skeletonAppend is an append waiting for its acknowledgement.
@@ -68,12 +113,10 @@ func startSkeleton(ctx context.Context, ns *server.Server) (_ *skeleton, err err
 		return nats.Connect(ns.ClientURL(), append(nodeCreds, nats.InProcessServer(ns))...)
 	}
 	s := &skeleton{
-		stream:    "BENCHSKEL" + nuid.Next(),
-		acks:      make(chan skeletonAppend, 1<<16),
-		acksDone:  make(chan struct{}),
-		last:      make([]uint64, pacedPartitions),
-		waiting:   make(map[uint64]string),
-		delivered: make(map[uint64]bool),
+		stream:   "BENCHSKEL" + nuid.Next(),
+		acks:     make(chan skeletonAppend, 1<<16),
+		acksDone: make(chan struct{}),
+		last:     make([]uint64, pacedPartitions),
 	}
 	s.subject = "benchskel.cmd." + s.stream
 	if s.serve, err = connect(); err != nil {
@@ -141,16 +184,9 @@ func (s *skeleton) readAcks() {
 		}
 		s.mu.Lock()
 		s.last[a.part] = seq
-		answer := s.delivered[seq]
-		if answer {
-			delete(s.delivered, seq)
-		} else {
-			s.waiting[seq] = a.reply
-		}
 		s.mu.Unlock()
-		if answer {
-			_ = s.serve.Publish(a.reply, skeletonReply)
-		}
+		reply := a.reply
+		s.deliveries.acked(seq, func() { _ = s.serve.Publish(reply, skeletonReply) })
 	}
 }
 
@@ -162,18 +198,7 @@ func (s *skeleton) deliver(m jetstream.Msg) {
 		s.fail(err)
 		return
 	}
-	seq := meta.Sequence.Stream
-	s.mu.Lock()
-	reply, ok := s.waiting[seq]
-	if ok {
-		delete(s.waiting, seq)
-	} else {
-		s.delivered[seq] = true
-	}
-	s.mu.Unlock()
-	if ok {
-		_ = s.serve.Publish(reply, skeletonReply)
-	}
+	s.deliveries.deliver(meta.Sequence.Stream)
 }
 
 // fail keeps the first failure; its request is never answered, so the

@@ -17,9 +17,14 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/cairn-dev/cairn/cmd/internal/node"
+	"github.com/cairn-dev/cairn/journal"
 )
 
 // The HTTP benchmark measures each server's CPU per operation from the
@@ -107,36 +112,123 @@ type cairnChild struct {
 func floorChild(args []string) error {
 	fs := flag.NewFlagSet("http-floor-child", flag.ContinueOnError)
 	store := fs.String("nats-store", "", "embed a NATS server storing in this directory and measure raw appends and deliveries, instead of serving HTTP")
+	skeleton := fs.String("skeleton-store", "", "embed a NATS server storing in this directory, and answer each insert once its body is appended, acknowledged and delivered (skeletonHTTPChild)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *store != "" {
 		return natsFloorChild(*store)
 	}
+	if *skeleton != "" {
+		return skeletonHTTPChild(*skeleton)
+	}
 	body := benchEntity(key("p", 0), key("r", 0), 0)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h["Etag"] = []string{`W/"datetime'2026-11-23T00%3A00%3A00.0000000Z'"`}
-		h["X-Ms-Version"] = []string{"2019-02-02"}
-		h["Dataserviceversion"] = []string{"3.0;"}
+	return serveFloor(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			_, _ = io.Copy(io.Discard, r.Body)
-			h["Location"] = []string{"http://" + r.Host + r.URL.Path + "(PartitionKey='p0000000',RowKey='r0000000')"}
-			h["Preference-Applied"] = []string{"return-no-content"}
-			w.WriteHeader(http.StatusNoContent)
+			answerInsert(w, r)
 			return
 		}
-		h["Content-Type"] = []string{"application/json;odata=nometadata;streaming=true;charset=utf-8"}
+		floorHeaders(w)
+		w.Header()["Content-Type"] = []string{"application/json;odata=nometadata;streaming=true;charset=utf-8"}
 		_, _ = w.Write(body)
-	})}
+	}))
+}
+
+// serveFloor serves h on ln until stdin closes.
+func serveFloor(ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h}
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Printf("ready http://%s\n", ln.Addr())
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent is done
 	return srv.Close()
+}
+
+// floorHeaders sets the headers every Tables API answer has.
+func floorHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h["Etag"] = []string{`W/"datetime'2026-11-23T00%3A00%3A00.0000000Z'"`}
+	h["X-Ms-Version"] = []string{"2019-02-02"}
+	h["Dataserviceversion"] = []string{"3.0;"}
+}
+
+// answerInsert answers an insert that asked for no content, as the Tables
+// API does.
+func answerInsert(w http.ResponseWriter, r *http.Request) {
+	floorHeaders(w)
+	h := w.Header()
+	h["Location"] = []string{"http://" + r.Host + r.URL.Path + "(PartitionKey='p0000000',RowKey='r0000000')"}
+	h["Preference-Applied"] = []string{"return-no-content"}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// skeletonHTTPChild is the HTTP benchmark's insert with today's protocol
+// and no Cairn code: net/http, and an embedded NATS server storing in
+// store (connected in process, as a host's), each insert's body appended
+// to a subject of its own expecting it empty, as a new partition's first
+// record is, and answered as floorChild answers once the append is
+// acknowledged and its message delivered back through an ordered
+// consumer. Nothing is parsed, checked or applied.
+func skeletonHTTPChild(store string) error {
+	ns, err := journal.StartEmbedded(journal.EmbeddedConfig{StoreDir: store, Port: -1, NoLog: true})
+	if err != nil {
+		return err
+	}
+	defer ns.Shutdown()
+	nc, err := nats.Connect(ns.ClientURL(), nats.InProcessServer(ns))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "SKEL", Subjects: []string{"skel.>"}, Storage: jetstream.FileStorage}); err != nil {
+		return err
+	}
+	cons, err := js.OrderedConsumer(ctx, "SKEL", jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return err
+	}
+	var d deliveries
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if meta, err := m.Metadata(); err == nil {
+			d.deliver(meta.Sequence.Stream)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer cc.Stop()
+	var next atomic.Uint64
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	return serveFloor(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		m := &nats.Msg{Subject: "skel.p" + strconv.FormatUint(next.Add(1), 10), Data: body, Header: nats.Header{}}
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+		ack, err := js.PublishMsg(r.Context(), m)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		done := make(chan struct{})
+		d.acked(ack.Sequence, func() { close(done) })
+		<-done
+		answerInsert(w, r)
+	}))
 }
 
 // startCairnChild starts this binary as a host on a new temporary
