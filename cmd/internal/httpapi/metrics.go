@@ -177,8 +177,16 @@ func (c *call) load() {
 		}
 		top = n
 	}
+	pos, err := c.position()
+	if err != nil {
+		c.fail(err)
+		return
+	}
 	var out []projections.Load
-	if name := q.Get("table"); name != "" {
+	if name := q.Get("table"); name == "" && pos > 0 {
+		c.fail(engine.Errorf(codeInvalidHeaderValue, "%s is a position in one table's journal: name the table (?table=)", PositionHeader))
+		return
+	} else if name != "" {
 		// A faulted table's load is where its fault shows: only a table
 		// this host does not know goes through the refusals of view.
 		full, err := c.fullName(name)
@@ -190,6 +198,14 @@ func (c *call) load() {
 		if !ok {
 			var err error
 			if t, err = c.view(full); err != nil {
+				c.fail(err)
+				return
+			}
+		}
+		if pos > 0 {
+			// The load as it stands once the view has applied the
+			// write the client names, as any read's.
+			if _, err := t.WaitPosition(c.r.Context(), pos, c.s.cfg.PositionWait); err != nil {
 				c.fail(err)
 				return
 			}

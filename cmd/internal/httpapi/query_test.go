@@ -208,6 +208,19 @@ func TestReadYourWrites(t *testing.T) {
 	if resp, _ := s.raw(t, "GET", "/RYW()", nil, map[string]string{httpapi.PositionHeader: "x"}); resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("a bad position: %d", resp.StatusCode)
 	}
+	// The load of a table waits for a position as a read does; a position
+	// is one table's, so the load of every table refuses it.
+	if resp, body := s.raw(t, "GET", "/$load?table=RYW", nil, map[string]string{httpapi.PositionHeader: strconv.Itoa(n + 1)}); resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"table":"RYW"`) {
+		t.Fatalf("load at a position reached: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := s.raw(t, "GET", "/$load?table=RYW", nil, map[string]string{httpapi.PositionHeader: strconv.Itoa(n + 2)}); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "PositionNotReached") {
+		t.Fatalf("load ahead of the view: %d %s", resp.StatusCode, body)
+	}
+	for _, pos := range []string{"x", strconv.Itoa(n)} {
+		if resp, body := s.raw(t, "GET", "/$load", nil, map[string]string{httpapi.PositionHeader: pos}); resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("load of every table at position %s: %d %s", pos, resp.StatusCode, body)
+		}
+	}
 }
 
 // TestLoad: per-partition write and read counters show a hot partition, on
