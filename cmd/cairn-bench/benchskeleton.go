@@ -254,21 +254,29 @@ func (b *bencher) skeletonRate(ctx context.Context, ns *server.Server) (float64,
 	}
 	var rates []float64
 	for r := 0; r < b.rounds; r++ {
-		s, err := startSkeleton(ctx, ns)
-		if err != nil {
-			return 0, err
-		}
-		res, err := sendBodies(b.nc, bodies, b.window, 0, func(int) string { return s.subject }, noCheck)
-		if serr := s.err(); err == nil && serr != nil {
-			err = serr
-		}
-		s.stop(ctx)
+		res, err := skeletonRound(ctx, ns, b.nc, bodies, b.window, 0)
 		if err != nil {
 			return 0, fmt.Errorf("skeleton: %w", err)
 		}
 		rates = append(rates, res.rate)
 	}
 	return median(rates), nil
+}
+
+// skeletonRound sends bodies through nc to a skeleton started for the
+// round on a fresh stream, window in flight and paced at rate (0: as
+// fast as answered), and stops it.
+func skeletonRound(ctx context.Context, ns *server.Server, nc *nats.Conn, bodies [][]byte, window int, rate float64) (result, error) {
+	s, err := startSkeleton(ctx, ns)
+	if err != nil {
+		return result{}, err
+	}
+	defer s.stop(ctx)
+	res, err := sendBodies(nc, bodies, window, rate, func(int) string { return s.subject }, noCheck)
+	if err == nil {
+		err = s.err()
+	}
+	return res, err
 }
 
 // noCheck accepts every reply.
@@ -284,15 +292,7 @@ func (b *bencher) skeletonPaced(ctx context.Context, ns *server.Server, n int, r
 	}
 	var rounds latencyRounds
 	for r := 0; r < b.rounds; r++ {
-		s, err := startSkeleton(ctx, ns)
-		if err != nil {
-			return latencyFigures{}, err
-		}
-		res, err := sendBodies(b.nc, bodies, n, rate, func(int) string { return s.subject }, noCheck)
-		if serr := s.err(); err == nil && serr != nil {
-			err = serr
-		}
-		s.stop(ctx)
+		res, err := skeletonRound(ctx, ns, b.nc, bodies, n, rate)
 		if err != nil {
 			return latencyFigures{}, fmt.Errorf("paced skeleton: %w", err)
 		}
