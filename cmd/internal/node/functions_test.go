@@ -620,6 +620,10 @@ func TestMessageThatKillsItsHost(t *testing.T) {
 		}
 	}
 	child = nodetest.StartChild(t, nodetest.ChildConfig{NATSURL: url, Failpoint: ""})
+	// Three hosts started and two died: under the race detector on two
+	// cores that can take most of a minute, so what follows gets a
+	// deadline of its own rather than what is left of the first.
+	ctx = ctxT(t)
 	q, err := functions.OpenQueues(ctx, js, "cairn", functions.QueueConfig{})
 	if err != nil {
 		t.Fatal(err)
