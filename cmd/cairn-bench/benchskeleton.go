@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,7 +26,10 @@ import (
 //
 // Requests go round partitions one after another (pacedPartitions of
 // them), so a partition has one append in flight at most while fewer
-// than that many requests are.
+// than that many requests are. A grouped skeleton sends every request to
+// one partition instead, as group commit does: the requests that come
+// while its append is in flight go together in the next one, a message
+// of their bodies one after another.
 type skeleton struct {
 	serve, pub *nats.Conn
 	js         jetstream.JetStream
@@ -39,6 +43,12 @@ type skeleton struct {
 	// next is the partition of the next request (the subscription's
 	// goroutine only).
 	next int
+	// grouped: every request to partition 0, grouped while an append is
+	// in flight (pending, under mu).
+	grouped   bool
+	pending   []*nats.Msg
+	appending bool
+	stopping  bool // under mu: no more appends, acks is closing
 
 	deliveries deliveries
 
@@ -94,21 +104,33 @@ func (d *deliveries) deliver(seq uint64) {
 
 // skeletonAppend is an append waiting for its acknowledgement.
 type skeletonAppend struct {
-	ack   jetstream.PubAckFuture
-	reply string
-	part  int
+	ack     jetstream.PubAckFuture
+	replies []string
+	part    int
 }
+
+// skeletonGroupMax bounds a grouped append as the committer's defaults
+// bound a record: commands and bytes.
+const (
+	skeletonGroupMax      = 1000
+	skeletonGroupMaxBytes = 2 << 20
+)
 
 // skeletonRow names the skeleton's row; -only runs it alone when it
 // matches.
 const skeletonRow = "for scale: today's protocol with no Cairn code (each request appended to its partition, answered once acknowledged and delivered"
 
+// skeletonGroupedRow names the grouped skeleton's row, printed below the
+// one-partition inserts.
+const skeletonGroupedRow = "for scale: one partition, today's protocol with no Cairn code (the requests that come while an append is in flight go together in the next, as group commit does)"
+
 // skeletonReply is the skeleton's answer: an empty msgpack map, which
 // reads as a reply without an error.
 var skeletonReply = []byte{0x80}
 
-// startSkeleton starts a skeleton on ns with a fresh file stream.
-func startSkeleton(ctx context.Context, ns *server.Server) (_ *skeleton, err error) {
+// startSkeleton starts a skeleton on ns with a fresh file stream; grouped
+// sends every request to one partition.
+func startSkeleton(ctx context.Context, ns *server.Server, grouped bool) (_ *skeleton, err error) {
 	connect := func() (*nats.Conn, error) {
 		return nats.Connect(ns.ClientURL(), append(nodeCreds, nats.InProcessServer(ns))...)
 	}
@@ -117,6 +139,7 @@ func startSkeleton(ctx context.Context, ns *server.Server) (_ *skeleton, err err
 		acks:     make(chan skeletonAppend, 1<<16),
 		acksDone: make(chan struct{}),
 		last:     make([]uint64, pacedPartitions),
+		grouped:  grouped,
 	}
 	s.subject = "benchskel.cmd." + s.stream
 	if s.serve, err = connect(); err != nil {
@@ -152,8 +175,18 @@ func startSkeleton(ctx context.Context, ns *server.Server) (_ *skeleton, err err
 	return s, s.serve.Flush()
 }
 
-// request appends a request's body to the next partition.
+// request appends a request's body to the next partition, or, grouped,
+// to the group of partition 0.
 func (s *skeleton) request(m *nats.Msg) {
+	if s.grouped {
+		s.mu.Lock()
+		s.pending = append(s.pending, m)
+		if !s.appending {
+			s.appendGroup()
+		}
+		s.mu.Unlock()
+		return
+	}
 	part := s.next
 	s.next = (s.next + 1) % pacedPartitions
 	s.mu.Lock()
@@ -166,7 +199,36 @@ func (s *skeleton) request(m *nats.Msg) {
 		s.fail(err)
 		return
 	}
-	s.acks <- skeletonAppend{ack: ack, reply: m.Reply, part: part}
+	s.acks <- skeletonAppend{ack: ack, replies: []string{m.Reply}, part: part}
+}
+
+// appendGroup appends the requests pending, as many as a record takes,
+// in one message to partition 0 (under mu, with none in flight).
+func (s *skeleton) appendGroup() {
+	if s.stopping {
+		return
+	}
+	n, size := 0, 0
+	for n < len(s.pending) && n < skeletonGroupMax && (n == 0 || size+len(s.pending[n].Data) <= skeletonGroupMaxBytes) {
+		size += len(s.pending[n].Data)
+		n++
+	}
+	data := make([]byte, 0, size)
+	replies := make([]string, n)
+	for i, m := range s.pending[:n] {
+		data = append(data, m.Data...)
+		replies[i] = m.Reply
+	}
+	s.pending = append(s.pending[:0], s.pending[n:]...)
+	rec := &nats.Msg{Subject: "benchskel.rec." + s.stream + ".p0", Data: data, Header: nats.Header{}}
+	rec.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(s.last[0], 10))
+	ack, err := s.js.PublishMsgAsync(rec)
+	if err != nil {
+		s.failed = cmp.Or(s.failed, err)
+		return
+	}
+	s.appending = true
+	s.acks <- skeletonAppend{ack: ack, replies: replies}
 }
 
 // readAcks reads the acknowledgements in the order of the appends, and
@@ -185,8 +247,20 @@ func (s *skeleton) readAcks() {
 		s.mu.Lock()
 		s.last[a.part] = seq
 		s.mu.Unlock()
-		reply := a.reply
-		s.deliveries.acked(seq, func() { _ = s.serve.Publish(reply, skeletonReply) })
+		replies := a.replies
+		s.deliveries.acked(seq, func() {
+			for _, r := range replies {
+				_ = s.serve.Publish(r, skeletonReply)
+			}
+			if s.grouped {
+				s.mu.Lock()
+				s.appending = false
+				if len(s.pending) > 0 {
+					s.appendGroup()
+				}
+				s.mu.Unlock()
+			}
+		})
 	}
 }
 
@@ -227,6 +301,9 @@ func (s *skeleton) stop(ctx context.Context) {
 		s.serve.Close()
 	}
 	if s.acksDone != nil && s.js != nil {
+		s.mu.Lock()
+		s.stopping = true
+		s.mu.Unlock()
 		close(s.acks)
 		<-s.acksDone
 	}
@@ -254,7 +331,7 @@ func (b *bencher) skeletonRate(ctx context.Context, ns *server.Server) (float64,
 	}
 	var rates []float64
 	for r := 0; r < b.rounds; r++ {
-		res, err := skeletonRound(ctx, ns, b.nc, bodies, b.window, 0)
+		res, err := skeletonRound(ctx, ns, b.nc, bodies, b.window, 0, false)
 		if err != nil {
 			return 0, fmt.Errorf("skeleton: %w", err)
 		}
@@ -266,8 +343,8 @@ func (b *bencher) skeletonRate(ctx context.Context, ns *server.Server) (float64,
 // skeletonRound sends bodies through nc to a skeleton started for the
 // round on a fresh stream, window in flight and paced at rate (0: as
 // fast as answered), and stops it.
-func skeletonRound(ctx context.Context, ns *server.Server, nc *nats.Conn, bodies [][]byte, window int, rate float64) (result, error) {
-	s, err := startSkeleton(ctx, ns)
+func skeletonRound(ctx context.Context, ns *server.Server, nc *nats.Conn, bodies [][]byte, window int, rate float64, grouped bool) (result, error) {
+	s, err := startSkeleton(ctx, ns, grouped)
 	if err != nil {
 		return result{}, err
 	}
@@ -277,6 +354,25 @@ func skeletonRound(ctx context.Context, ns *server.Server, nc *nats.Conn, bodies
 		err = s.err()
 	}
 	return res, err
+}
+
+// skeletonGroupedRate measures the grouped skeleton's rate for the
+// one-partition inserts' requests, window in flight, rounds times on a
+// fresh stream each, and returns the median.
+func (b *bencher) skeletonGroupedRate(ctx context.Context, ns *server.Server) (float64, error) {
+	bodies, err := encodeRequests(b.n, onePartitionRequest)
+	if err != nil {
+		return 0, err
+	}
+	var rates []float64
+	for r := 0; r < b.rounds; r++ {
+		res, err := skeletonRound(ctx, ns, b.nc, bodies, b.window, 0, true)
+		if err != nil {
+			return 0, fmt.Errorf("grouped skeleton: %w", err)
+		}
+		rates = append(rates, res.rate)
+	}
+	return median(rates), nil
 }
 
 // noCheck accepts every reply.
@@ -292,7 +388,7 @@ func (b *bencher) skeletonPaced(ctx context.Context, ns *server.Server, n int, r
 	}
 	var rounds latencyRounds
 	for r := 0; r < b.rounds; r++ {
-		res, err := skeletonRound(ctx, ns, b.nc, bodies, n, rate)
+		res, err := skeletonRound(ctx, ns, b.nc, bodies, n, rate, false)
 		if err != nil {
 			return latencyFigures{}, fmt.Errorf("paced skeleton: %w", err)
 		}
