@@ -52,6 +52,10 @@ type Config struct {
 	// (wire.ReplyAllowed) before anything runs for them; nil: a guard of
 	// the runner's own, logging to Log.
 	Replies *wire.ReplyGuard
+	// ClaimWindow is the committer's (engine.Claims): an invocation's
+	// write of a large value's reference is decided with it before it is
+	// committed (engine.DefaultClaimWindow when zero).
+	ClaimWindow time.Duration
 	// Log receives the runner's lines (slog.Default() when nil).
 	Log *slog.Logger
 	// Now is the clock (time.Now when nil).
