@@ -52,6 +52,9 @@ type Config struct {
 	// (wire.ReplyAllowed) before anything runs for them; nil: a guard of
 	// the runner's own, logging to Log.
 	Replies *wire.ReplyGuard
+	// Values runs the large values' sweep (sweep.go) when its Store is
+	// set and the built-ins are on.
+	Values ValueSweep
 	// ClaimWindow is the committer's (engine.Claims): an invocation's
 	// write of a large value's reference is decided with it before it is
 	// committed (engine.DefaultClaimWindow when zero).
@@ -87,4 +90,8 @@ func (c *Config) setDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.Values.Window <= 0 {
+		c.Values.Window = c.ClaimWindow
+	}
+	c.Values.defaults()
 }

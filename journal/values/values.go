@@ -218,20 +218,33 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
+// ParseName splits a value's object name into the entity's account and
+// table (its keys are in the object's metadata: Info) and the value's id.
+func ParseName(name string) (Key, string, error) {
+	parts := strings.Split(name, "/")
+	if len(parts) != 4 || parts[0] == "" || parts[1] == "" || len(parts[2]) != 2*sha256.Size {
+		return Key{}, "", fmt.Errorf("values: %.300q is not a value's name", name)
+	}
+	if _, err := hex.DecodeString(parts[2]); err != nil {
+		return Key{}, "", fmt.Errorf("values: %.300q is not a value's name", name)
+	}
+	if _, err := engine.ParseValueID(parts[3]); err != nil {
+		return Key{}, "", fmt.Errorf("values: %.300q is not a value's name: %v", name, err)
+	}
+	return Key{Account: parts[0], Table: parts[1]}, parts[3], nil
+}
+
 // info turns an object's description into an Info, refusing a name that
 // is not a value's.
 func info(oi *jetstream.ObjectInfo) (Info, error) {
-	parts := strings.Split(oi.Name, "/")
-	if len(parts) != 4 {
-		return Info{}, fmt.Errorf("values: %q is not a value's name", oi.Name)
-	}
-	at, err := engine.ParseValueID(parts[3])
+	k, id, err := ParseName(oi.Name)
 	if err != nil {
-		return Info{}, fmt.Errorf("values: %q is not a value's name: %v", oi.Name, err)
+		return Info{}, err
 	}
-	k := Key{Account: parts[0], Table: parts[1], PartitionKey: oi.Metadata[metaPartitionKey], RowKey: oi.Metadata[metaRowKey]}
-	if k.Name(parts[3]) != oi.Name {
+	at, _ := engine.ParseValueID(id)
+	k.PartitionKey, k.RowKey = oi.Metadata[metaPartitionKey], oi.Metadata[metaRowKey]
+	if k.Name(id) != oi.Name {
 		return Info{}, fmt.Errorf("values: %q does not match the keys of its metadata", oi.Name)
 	}
-	return Info{Name: oi.Name, Key: k, ID: parts[3], Uploaded: at, Size: oi.Size}, nil
+	return Info{Name: oi.Name, Key: k, ID: id, Uploaded: at, Size: oi.Size}, nil
 }
