@@ -43,7 +43,7 @@ import (
 // (journal/values.Store).
 type ValueStore interface {
 	List(ctx context.Context) ([]values.Info, error)
-	Info(ctx context.Context, k values.Key, id string) (values.Info, error)
+	Stat(ctx context.Context, name string) (values.Info, error)
 	Delete(ctx context.Context, name string) error
 	Orphans(ctx context.Context, idle time.Duration, now time.Time) (int, error)
 }
@@ -161,18 +161,17 @@ func (rn *Runner) sweepValue(ctx context.Context, inv *Invocation) error {
 	if err := json.Unmarshal(inv.Trigger().Body, &r); err != nil || r.Object == "" {
 		return fmt.Errorf(`values-sweep: the message must be JSON {"object": "<name>"}: %v`, err)
 	}
-	k, id, err := values.ParseName(r.Object)
-	if err != nil {
+	if _, _, err := values.ParseName(r.Object); err != nil {
 		return fmt.Errorf("values-sweep: %w", err)
 	}
-	in, err := c.Store.Info(ctx, k, id)
+	in, err := c.Store.Stat(ctx, r.Object)
 	if errors.Is(err, values.ErrNotFound) {
 		return nil // gone already
 	}
 	if err != nil {
 		return fmt.Errorf("values-sweep: %w", err)
 	}
-	k = in.Key // with the keys, from the object's metadata
+	k, id := in.Key, in.ID // with the keys, from the object's metadata
 	if age := rn.now().Sub(in.Uploaded); age < c.age() {
 		inv.Log(fmt.Sprintf("values-sweep: %s is %v old, younger than %v: kept", in.Name, age.Round(time.Second), c.age()))
 		return nil

@@ -177,6 +177,19 @@ func (s *Store) Info(ctx context.Context, k Key, id string) (Info, error) {
 	return info(oi)
 }
 
+// Stat describes the value of an object name (Info.Name: what a sweep
+// message names), or returns ErrNotFound.
+func (s *Store) Stat(ctx context.Context, name string) (Info, error) {
+	oi, err := s.obj.GetInfo(ctx, name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return Info{}, ErrNotFound
+	}
+	if err != nil {
+		return Info{}, fmt.Errorf("values: info %s: %w", name, err)
+	}
+	return info(oi)
+}
+
 // Open returns a reader of the value id of the entity k, streamed from
 // the store, and its description; ErrNotFound when it is not there. The
 // reader fails if the value is removed while it is read, or its digest

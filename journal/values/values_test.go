@@ -70,6 +70,9 @@ func TestPutOpenDelete(t *testing.T) {
 	if err != nil || got != in {
 		t.Fatalf("Info = %+v, %v; want %+v", got, err, in)
 	}
+	if got, err := s.Stat(ctx, in.Name); err != nil || got != in {
+		t.Fatalf("Stat = %+v, %v; want %+v", got, err, in)
+	}
 	rc, oi, err := s.Open(ctx, k, in.ID)
 	if err != nil || oi != in {
 		t.Fatalf("Open = %+v, %v", oi, err)
