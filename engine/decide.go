@@ -13,7 +13,11 @@ type PartitionState interface {
 //
 // The operations of a batch see the effects of those before them; if any
 // fails, the batch causes no event at all.
-func Decide(state PartitionState, epoch uint64, cmd *Command) ([]Event, error) {
+//
+// claims checks the large values' references an entity written takes up
+// (Claims.check): a reference the entity held before in the same property
+// passes, any other must be younger than the claim window at claims.Now.
+func Decide(state PartitionState, epoch uint64, cmd *Command, claims Claims) ([]Event, error) {
 	view := state
 	var ov *Overlay
 	if len(cmd.Ops) > 1 {
@@ -22,7 +26,7 @@ func Decide(state PartitionState, epoch uint64, cmd *Command) ([]Event, error) {
 	}
 	events := make([]Event, 0, len(cmd.Ops))
 	for i, op := range cmd.Ops {
-		ev, err := decideOp(view, epoch, op)
+		ev, err := decideOp(view, epoch, op, claims)
 		if err != nil {
 			if cmd.Batch {
 				return nil, AsError(err).AtIndex(i)
@@ -37,7 +41,21 @@ func Decide(state PartitionState, epoch uint64, cmd *Command) ([]Event, error) {
 	return events, nil
 }
 
-func decideOp(state PartitionState, epoch uint64, op Operation) (Event, error) {
+func decideOp(state PartitionState, epoch uint64, op Operation, claims Claims) (Event, error) {
+	ev, err := decidePut(state, epoch, op)
+	if err != nil || ev.Kind != EventPut {
+		return ev, err
+	}
+	// Only the properties the operation gives can take up a reference: a
+	// merge keeps the others as they were.
+	cur, _ := state.Entity(op.Entity.RowKey)
+	if err := claims.check(cur, op.Entity.Properties); err != nil {
+		return Event{}, err
+	}
+	return ev, nil
+}
+
+func decidePut(state PartitionState, epoch uint64, op Operation) (Event, error) {
 	e := op.Entity
 	cur, exists := state.Entity(e.RowKey)
 	put := func(props []Property) Event {

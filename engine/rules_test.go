@@ -389,7 +389,7 @@ func TestDecide(t *testing.T) {
 			before := fmt.Sprintf("%#v", st["a"])
 			cmd := &Command{Table: "T1x", Ops: []Operation{c.op}}
 			cmdBefore := fmt.Sprintf("%#v", *c.op.Entity)
-			evs, err := Decide(st, epoch, cmd)
+			evs, err := Decide(st, epoch, cmd, Claims{})
 			if code(err) != c.want {
 				t.Fatalf("got %v, want %q", err, c.want)
 			}
@@ -417,12 +417,12 @@ func TestDecideBatch(t *testing.T) {
 		Operation{Op: OpInsert, Entity: NewEntity("p", "a")},
 		Operation{Op: OpInsert, Entity: NewEntity("p", "c")},
 	)
-	evs, err := Decide(st, 1, cmd)
+	evs, err := Decide(st, 1, cmd, Claims{})
 	if e, ok := err.(*Error); !ok || e.Code != CodeEntityAlreadyExists || e.Index != 2 || evs != nil {
 		t.Fatalf("got %v %v, want EntityAlreadyExists at index 2 and no events", evs, err)
 	}
 	cmd.Ops = append(cmd.Ops[:2], cmd.Ops[3])
-	evs, err = Decide(st, 1, cmd)
+	evs, err = Decide(st, 1, cmd, Claims{})
 	if err != nil || len(evs) != 3 {
 		t.Fatalf("got %v %v", evs, err)
 	}
@@ -440,11 +440,11 @@ func TestOverlay(t *testing.T) {
 		t.Fatalf("pending b = %+v, %v", b, ok)
 	}
 	// A pending entity matches only "*": no client can know its ETag yet.
-	_, err := Decide(ov, 1, &Command{Table: "T1x", Ops: []Operation{{Op: OpReplace, Entity: NewEntity("p", "b"), IfMatch: ETag(1, Version{})}}})
+	_, err := Decide(ov, 1, &Command{Table: "T1x", Ops: []Operation{{Op: OpReplace, Entity: NewEntity("p", "b"), IfMatch: ETag(1, Version{})}}}, Claims{})
 	if code(err) != CodeUpdateConditionNotSatisfied {
 		t.Fatalf("pending entity matched a concrete etag: %v", err)
 	}
-	if _, err := Decide(ov, 1, &Command{Table: "T1x", Ops: []Operation{{Op: OpReplace, Entity: NewEntity("p", "b"), IfMatch: "*"}}}); err != nil {
+	if _, err := Decide(ov, 1, &Command{Table: "T1x", Ops: []Operation{{Op: OpReplace, Entity: NewEntity("p", "b"), IfMatch: "*"}}}, Claims{}); err != nil {
 		t.Fatal(err)
 	}
 	ov.Reset()

@@ -52,6 +52,13 @@ type Config struct {
 	// (wire.ReplyAllowed) before anything runs for them; nil: a guard of
 	// the runner's own, logging to Log.
 	Replies *wire.ReplyGuard
+	// Values runs the large values' sweep (sweep.go) when its Store is
+	// set and the built-ins are on.
+	Values ValueSweep
+	// ClaimWindow is the committer's (engine.Claims): an invocation's
+	// write of a large value's reference is decided with it before it is
+	// committed (engine.DefaultClaimWindow when zero).
+	ClaimWindow time.Duration
 	// Log receives the runner's lines (slog.Default() when nil).
 	Log *slog.Logger
 	// Now is the clock (time.Now when nil).
@@ -83,4 +90,8 @@ func (c *Config) setDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.Values.Window <= 0 {
+		c.Values.Window = c.ClaimWindow
+	}
+	c.Values.defaults()
 }

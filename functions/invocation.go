@@ -295,13 +295,14 @@ func (inv *Invocation) Write(ctx context.Context, table string, op engine.Operat
 	if len(p.ops) >= engine.MaxBatchOps {
 		return engine.Errorf(engine.CodeInvalidInput, "an invocation writes at most %d entities of one partition", engine.MaxBatchOps)
 	}
-	events, err := engine.Decide(p.overlay, t.Epoch(), cmd)
+	now := inv.runner.now()
+	events, err := engine.Decide(p.overlay, t.Epoch(), cmd, engine.Claims{Now: now, Window: inv.runner.cfg.ClaimWindow})
 	if err != nil {
 		return err
 	}
 	// Serialised now: the function cannot change what it handed over.
 	op.Entity = op.Entity.Clone()
-	p.overlay.Apply(events, engine.TimeToTicks(inv.runner.now()))
+	p.overlay.Apply(events, engine.TimeToTicks(now))
 	p.ops = append(p.ops, op)
 	p.written[rk] = true
 	inv.writes++

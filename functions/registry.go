@@ -27,7 +27,7 @@ type Registry struct {
 
 // Builtins are the names of the native functions every node runs; they
 // cannot be deployed over.
-var Builtins = []string{"archive"}
+var Builtins = []string{"archive", ValueScanName, ValueSweepName}
 
 // history is how many versions of a function the registry keeps.
 const history = 64

@@ -132,6 +132,11 @@ func (rn *Runner) start(ctx context.Context) error {
 	if !rn.cfg.NoBuiltins {
 		m := ArchiveManifest()
 		rn.install(&m, NativeFunc(Archive))
+		if rn.cfg.Values.Store != nil {
+			scan, sweep := ValueScanManifest(rn.cfg.Values.Every), ValueSweepManifest()
+			rn.install(&scan, NativeFunc(rn.scanValues))
+			rn.install(&sweep, NativeFunc(rn.sweepValue))
+		}
 	}
 	if err := rn.serveDirect(); err != nil {
 		return err

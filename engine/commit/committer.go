@@ -50,6 +50,10 @@ type Config struct {
 	// once it returns nil (outbox.Marker.Mark). An error is retried like
 	// an append that could not be sent.
 	MarkMessages func(ctx context.Context, table string, epoch uint64) error
+	// ClaimWindow is how long after its upload a large value may be newly
+	// referenced by a write (engine.DefaultClaimWindow when zero; every
+	// node of a cluster must have the same, docs/VALUES.md).
+	ClaimWindow time.Duration
 	// Now is the clock (server Timestamps); time.Now when nil.
 	Now func() time.Time
 }

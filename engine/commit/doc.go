@@ -21,7 +21,9 @@
 //     whose client id the view already holds are answered from the record
 //     that committed them. Each event is given the version its entity had
 //     before it (Event.Prev): the view's, or an earlier event of the same
-//     record for an entity written twice in one group.
+//     record for an entity written twice in one group. The round's clock
+//     (Config.Now) is the decision's time for the large values' references
+//     (engine.Claims, with Config.ClaimWindow).
 //  3. Appends one record with the expected last sequence E.
 //  4. Stored: waits until the view has applied the record, then answers
 //     each command with its own result (ETags from the record's position).

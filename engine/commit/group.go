@@ -186,7 +186,9 @@ func (c *Committer) lookup(table string) (Table, bool, error) {
 // fits, decided in order against the partition plus the effects of those
 // before it.
 func (c *Committer) decide(epoch uint64, part Partition, pk string, group []*pending) (*engine.Record, []outcome, []*pending) {
-	ts := engine.TimeToTicks(c.cfg.Now())
+	now := c.cfg.Now()
+	ts := engine.TimeToTicks(now)
+	claims := engine.Claims{Now: now, Window: c.cfg.ClaimWindow}
 	rec := &engine.Record{Time: ts, PartitionKey: pk, Nonce: nuid.Next(), HasPrev: true}
 	ov := engine.NewOverlay(part)
 	var written map[string]int // row key → its last event in rec
@@ -215,7 +217,7 @@ func (c *Committer) decide(epoch uint64, part Partition, pk string, group []*pen
 		if size > 0 && size+n > c.cfg.MaxRecordBytes {
 			return rec, outs, group[i:]
 		}
-		events, err := engine.Decide(ov, epoch, p.cmd)
+		events, err := engine.Decide(ov, epoch, p.cmd, claims)
 		if err != nil {
 			o.err = engine.AsError(err)
 			outs = append(outs, o)

@@ -120,51 +120,11 @@ func (c *call) get(table string, k keys) {
 		c.fail(err)
 		return
 	}
-	asOf, given, err := c.asOf()
+	e, t, err := c.entity(table, k)
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	t, err := c.view(c.table)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	var e *engine.Entity
-	var ok bool
-	if t.Gathered() && c.s.cfg.Pages != nil {
-		q := pages.Query{Point: &pages.Keys{PK: k.pk, RK: k.rk}, Limit: 1}
-		if q.Position, err = c.position(); err != nil {
-			c.fail(err)
-			return
-		}
-		if given {
-			q.Position, q.AsOf = 0, asOf
-		}
-		res, err := c.s.cfg.Pages.Read(c.r.Context(), t, q)
-		if err != nil {
-			c.fail(err)
-			return
-		}
-		c.w.Header().Set(PositionHeader, strconv.FormatUint(res.Seq, 10))
-		if ok = len(res.Entities) > 0; ok {
-			e = res.Entities[0]
-		}
-	} else {
-		snap, err := c.snapshot(t, asOf, given)
-		if err != nil {
-			c.fail(err)
-			return
-		}
-		// The position read, on a miss too: absent as of that position.
-		c.w.Header().Set(PositionHeader, strconv.FormatUint(snap.Seq, 10))
-		e, ok = snap.Get(k.pk, k.rk)
-	}
-	if !ok {
-		c.fail(engine.Errorf(engine.CodeResourceNotFound, "The specified resource does not exist: (%q, %q) in %s.", k.pk, k.rk, shownName(t)))
-		return
-	}
-	t.NoteRead(k.pk, 1)
 	if sel, err := parseSelection(c.r.URL.Query().Get("$select")); err != nil {
 		c.fail(err)
 		return
@@ -174,6 +134,53 @@ func (c *call) get(table string, k keys) {
 	etag := engine.ETag(t.Epoch(), e.Version)
 	c.w.Header().Set("ETag", etag)
 	c.writeJSON(http.StatusOK, c.appendEntity(nil, shownName(t), e, etag, true))
+}
+
+// entity reads one entity of the request's table (c.table), as of
+// X-Cairn-As-Of or once the view reached X-Cairn-Position when they are
+// sent, and sets X-Cairn-Position to the position read. An entity absent
+// is ResourceNotFound.
+func (c *call) entity(table string, k keys) (*engine.Entity, *projections.Table, error) {
+	asOf, given, err := c.asOf()
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := c.view(c.table)
+	if err != nil {
+		return nil, nil, err
+	}
+	var e *engine.Entity
+	var ok bool
+	if t.Gathered() && c.s.cfg.Pages != nil {
+		q := pages.Query{Point: &pages.Keys{PK: k.pk, RK: k.rk}, Limit: 1}
+		if q.Position, err = c.position(); err != nil {
+			return nil, nil, err
+		}
+		if given {
+			q.Position, q.AsOf = 0, asOf
+		}
+		res, err := c.s.cfg.Pages.Read(c.r.Context(), t, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		c.w.Header().Set(PositionHeader, strconv.FormatUint(res.Seq, 10))
+		if ok = len(res.Entities) > 0; ok {
+			e = res.Entities[0]
+		}
+	} else {
+		snap, err := c.snapshot(t, asOf, given)
+		if err != nil {
+			return nil, nil, err
+		}
+		// The position read, on a miss too: absent as of that position.
+		c.w.Header().Set(PositionHeader, strconv.FormatUint(snap.Seq, 10))
+		e, ok = snap.Get(k.pk, k.rk)
+	}
+	if !ok {
+		return nil, nil, engine.Errorf(engine.CodeResourceNotFound, "The specified resource does not exist: (%q, %q) in %s.", k.pk, k.rk, shownName(t))
+	}
+	t.NoteRead(k.pk, 1)
+	return e, t, nil
 }
 
 // entityBody parses the request's entity. Without keys (an insert) the

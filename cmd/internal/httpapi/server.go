@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/pages"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
+	"github.com/cairn-dev/cairn/journal/values"
 	"github.com/cairn-dev/cairn/projections"
 	"github.com/cairn-dev/cairn/projections/query"
 )
@@ -124,6 +125,12 @@ type Config struct {
 	// ($history); DefaultRetention is the node's (-history).
 	History          HistoryJournal
 	DefaultRetention projections.Retention
+	// Values is the store of the large values (docs/VALUES.md); nil:
+	// PUT and GET …/$value are NotImplemented, and a write holding a
+	// reference is refused.
+	Values Values
+	// MaxValue caps one large value (values.DefaultMaxSize, 1 GiB).
+	MaxValue int64
 }
 
 // Validate checks the accounts: at least one, names unique, valid and
@@ -181,6 +188,9 @@ func (c *Config) defaults() {
 	}
 	if c.MinBodyRate <= 0 {
 		c.MinBodyRate = 16 << 10
+	}
+	if c.MaxValue <= 0 {
+		c.MaxValue = values.DefaultMaxSize
 	}
 }
 
@@ -344,6 +354,10 @@ func (s *Server) metricTable(name string) string {
 // route dispatches on the resource path (after the account).
 func (c *call) route(resource string) {
 	r := c.r
+	if entity, rest, ok := splitValuePath(resource); ok {
+		c.value(entity, rest)
+		return
+	}
 	if !isWrite(r.Method, resource) {
 		if err := c.noMessages(); err != nil {
 			c.fail(err)

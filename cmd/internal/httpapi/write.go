@@ -19,11 +19,15 @@ func (c *call) commandID() string {
 
 // commit submits cmd and waits for its reply (or the write timeout). The
 // reply's journal position goes into X-Cairn-Position. A write that sends
-// X-Cairn-As-Of is refused, nothing stored.
+// X-Cairn-As-Of, or whose references to large values name none of its
+// entity's (checkValues), is refused, nothing stored.
 func (c *call) commit(cmd *engine.Command) (*engine.Reply, error) {
 	if c.r.Header.Get(AsOfHeader) != "" {
 		// A write happens now: the header must not pass as if it meant something.
 		return nil, engine.Errorf(codeInvalidHeaderValue, "%s is for reads: a write cannot happen in the past", AsOfHeader)
+	}
+	if err := c.checkValues(cmd); err != nil {
+		return nil, err
 	}
 	ctx, cancel := c.writeContext()
 	defer cancel()

@@ -157,6 +157,11 @@ type FunctionsConfig struct {
 	// functions.DefaultQueueMaxBytes, 1 GiB; at least
 	// functions.MinQueueMaxBytes). The stream's setting too.
 	QueueMaxBytes int64
+	// ValueSweepMargin and ValueSweepEvery tune the large values' sweep
+	// (docs/VALUES.md; 0: functions.DefaultSweepMargin, 5 minutes, and
+	// functions.DefaultSweepEvery, 10 minutes). The claim window is
+	// Commit.ClaimWindow.
+	ValueSweepMargin, ValueSweepEvery time.Duration
 }
 
 // Validate fills defaults and checks the configuration.

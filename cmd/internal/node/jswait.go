@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/journal"
+	"github.com/cairn-dev/cairn/journal/values"
 	"github.com/cairn-dev/cairn/outbox"
 	"github.com/cairn-dev/cairn/projections"
 	"github.com/cairn-dev/cairn/projections/members"
@@ -111,6 +112,7 @@ type resources struct {
 	registry     *functions.Registry
 	outbox       jetstream.KeyValue
 	hosts        jetstream.KeyValue
+	values       *values.Store
 }
 
 // openResources creates or opens every stream and bucket the components
@@ -141,6 +143,10 @@ func openResources(ctx context.Context, log *slog.Logger, js jetstream.JetStream
 		}},
 		{"open the hosts' bucket", func(ctx context.Context) (err error) {
 			res.hosts, err = members.Open(ctx, js, cfg.Prefix, cfg.Replicas)
+			return err
+		}},
+		{"open the large values' bucket", func(ctx context.Context) (err error) {
+			res.values, err = values.Open(ctx, js, cfg.Prefix, cfg.Replicas)
 			return err
 		}},
 	}

@@ -361,6 +361,16 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		Queues:           res.queues,
 		Registry:         res.registry,
 		Node:             name,
+		ClaimWindow:      cfg.Commit.ClaimWindow,
+		Values: functions.ValueSweep{
+			Store: res.values,
+			LastSeq: func(ctx context.Context, t *projections.Table, pk string) (uint64, error) {
+				return n.j.LastSeq(ctx, t.Name(), t.Epoch(), t.Shards(), pk)
+			},
+			Window: cfg.Commit.ClaimWindow,
+			Margin: cfg.Functions.ValueSweepMargin,
+			Every:  cfg.Functions.ValueSweepEvery,
+		},
 	})
 	if err != nil {
 		_ = sb.Close(context.WithoutCancel(ctx))
@@ -437,6 +447,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	}
 	api.Outbox = cfg.outbox
 	api.History, api.DefaultRetention = n.j, cfg.history
+	api.Values = res.values
 	tables := httpapi.New(n.views, n.submit, log, api)
 	mux.Handle("/metrics", guard.Wrap(tables.MetricsHandler()))
 	// The web console: its page and scripts hold no data and are served

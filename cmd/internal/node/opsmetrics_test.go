@@ -116,8 +116,9 @@ func TestQueueDepthMetrics(t *testing.T) {
 		t.Fatalf("queues: %d %s (%v)", resp.StatusCode, body, err)
 	}
 	// The queues holding messages, deepest first, then the functions'
-	// empty ones (here the built-in archive's).
-	if len(list) != 3 || list[2].Name != "archive" || list[2].Function != "archive" || list[2].Depth != 0 || list[0].Name != "deeper" || list[0].Depth != 4 || list[1].Name != "idle" || list[1].Depth != 3 ||
+	// empty ones (here the built-ins archive's and values-sweep's).
+	if len(list) != 4 || list[2].Name != "archive" || list[2].Function != "archive" || list[2].Depth != 0 ||
+		list[3].Name != functions.ValueSweepQueue || list[3].Function != functions.ValueSweepName || list[3].Depth != 0 || list[0].Name != "deeper" || list[0].Depth != 4 || list[1].Name != "idle" || list[1].Depth != 3 ||
 		list[1].Oldest.Before(begin.Add(-time.Second)) || list[1].OldestAgeSeconds <= 0 {
 		t.Fatalf("queues: %s", body)
 	}

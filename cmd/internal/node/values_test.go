@@ -1,0 +1,230 @@
+package node_test
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
+	"github.com/cairn-dev/cairn/cmd/internal/node"
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/commit"
+	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/journal/values"
+)
+
+// signedValue sends a request on an entity's value with the development
+// account's SharedKey.
+func signedValue(t *testing.T, th *testHost, method, table, pk, rk, prop string, body []byte) (*http.Response, []byte) {
+	t.Helper()
+	path := "/" + httpapi.DevAccountName + "/" + table + "(PartitionKey='" + pk + "',RowKey='" + rk + "')/$value"
+	if prop != "" {
+		path += "/" + prop
+	}
+	req, err := http.NewRequest(method, th.h.HTTPURL()+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	date := time.Now().UTC().Format(http.TimeFormat)
+	req.Header.Set("x-ms-date", date)
+	key, _ := base64.StdEncoding.DecodeString(httpapi.DevAccountKey)
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(strings.Join([]string{method, "", "", date, "/" + httpapi.DevAccountName + req.URL.EscapedPath()}, "\n")))
+	req.Header.Set("Authorization", "SharedKey "+httpapi.DevAccountName+":"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// uploadValue puts a value for an entity and returns its reference.
+func uploadValue(t *testing.T, th *testHost, table, pk, rk string, body []byte) string {
+	t.Helper()
+	resp, b := signedValue(t, th, http.MethodPut, table, pk, rk, "", body)
+	var up struct{ Reference string }
+	if err := json.Unmarshal(b, &up); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload: %s %s", resp.Status, b)
+	}
+	return up.Reference
+}
+
+func withRef(pk, rk, prop, ref string) *engine.Entity {
+	return engine.NewEntity(pk, rk, engine.Property{Name: prop, Value: engine.String(ref)})
+}
+
+// valueStore opens the node's values' bucket as the node user.
+func valueStore(t *testing.T, th *testHost) *values.Store {
+	t.Helper()
+	js, err := jetstream.New(th.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := values.Open(ctxT(t), js, "cairn", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// stored reports whether the value ref of an entity is in the store.
+func stored(t *testing.T, s *values.Store, table, pk, rk, ref string) bool {
+	t.Helper()
+	k := values.Key{Account: httpapi.DevAccountName, Table: table, PartitionKey: pk, RowKey: rk}
+	_, err := s.Info(ctxT(t), k, strings.TrimPrefix(ref, engine.ValueRefPrefix))
+	if errors.Is(err, values.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+// TestValueClaimWindow: a reference is claimed only within the window of
+// its upload, by any door (here NATS, which does not look into the
+// store: the decision does it), and kept by a write past it when the
+// entity held it.
+func TestValueClaimWindow(t *testing.T) {
+	const window = 2 * time.Second
+	th := startNode(t, node.Config{Commit: commit.Config{ClaimWindow: window},
+		Functions: node.FunctionsConfig{ValueSweepMargin: time.Hour}})
+	ctx := ctxT(t)
+	mustTable(t, th.c, "Staff")
+	ref := uploadValue(t, th, "Staff", "Sales", "1", []byte("photo"))
+	if _, err := th.c.Insert(ctx, "Staff", withRef("Sales", "1", "Photo", ref)); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimPrefix(ref, engine.ValueRefPrefix)
+	at, _ := engine.ParseValueID(id)
+	// A poll of the clock: the window has to pass.
+	for time.Since(at) < window+100*time.Millisecond {
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Held in the same property: kept by a replace past the window.
+	e := withRef("Sales", "1", "Photo", ref)
+	e.Properties = append(e.Properties, engine.Property{Name: "Name", Value: engine.String("Ann")})
+	if _, err := th.c.Replace(ctx, "Staff", e, "*"); err != nil {
+		t.Fatalf("a replace keeping the reference past the window: %v", err)
+	}
+	// A new claim past the window: refused, by NATS and by HTTP.
+	if _, err := th.c.Insert(ctx, "Staff", withRef("Sales", "2", "Photo", ref)); engine.ErrorCode(err) != engine.CodeInvalidInput {
+		t.Fatalf("a claim past the window over NATS: %v", err)
+	}
+	if _, err := th.c.InsertOrMerge(ctx, "Staff", withRef("Sales", "1", "Other", ref)); engine.ErrorCode(err) != engine.CodeInvalidInput {
+		t.Fatalf("the reference moved to another property past the window: %v", err)
+	}
+	if _, err := th.c.Delete(ctx, "Staff", "Sales", "1", "*"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := th.c.Insert(ctx, "Staff", withRef("Sales", "1", "Photo", ref)); engine.ErrorCode(err) != engine.CodeInvalidInput {
+		t.Fatalf("the reference taken up again after its entity was deleted: %v", err)
+	}
+	if exists(t, th.c, "Staff", "Sales", "1") || exists(t, th.c, "Staff", "Sales", "2") {
+		t.Fatal("a refused claim stored an entity")
+	}
+	// Within the window, a malformed reference over NATS is refused by the
+	// decision too.
+	if _, err := th.c.Insert(ctx, "Staff", withRef("Sales", "3", "Photo", engine.ValueRefPrefix+"x")); engine.ErrorCode(err) != engine.CodeInvalidInput {
+		t.Fatalf("a malformed reference over NATS: %v", err)
+	}
+}
+
+// TestValueSweep: the sweep removes the values no entity holds once they
+// are past the window and the margin (never referenced, replaced, their
+// entity deleted, their table dropped) and keeps the ones held; a message
+// naming a value already gone succeeds.
+func TestValueSweep(t *testing.T) {
+	th := startNode(t, node.Config{Commit: commit.Config{ClaimWindow: time.Second},
+		Functions: node.FunctionsConfig{ValueSweepMargin: time.Second, ValueSweepEvery: time.Second}})
+	ctx := ctxT(t)
+	mustTable(t, th.c, "Staff", "Day1")
+	store := valueStore(t, th)
+	kept := uploadValue(t, th, "Staff", "Sales", "1", []byte("kept"))
+	never := uploadValue(t, th, "Staff", "Sales", "1", []byte("never referenced"))
+	replaced := uploadValue(t, th, "Staff", "Sales", "2", []byte("replaced"))
+	deleted := uploadValue(t, th, "Staff", "Sales", "3", []byte("deleted"))
+	dropped := uploadValue(t, th, "Day1", "Sales", "1", []byte("dropped"))
+	for _, w := range []struct {
+		table, rk, ref string
+	}{{"Staff", "1", kept}, {"Staff", "2", replaced}, {"Staff", "3", deleted}, {"Day1", "1", dropped}} {
+		if _, err := th.c.Insert(ctx, w.table, withRef("Sales", w.rk, "Photo", w.ref)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replacement := uploadValue(t, th, "Staff", "Sales", "2", []byte("replacement"))
+	if _, err := th.c.Replace(ctx, "Staff", withRef("Sales", "2", "Photo", replacement), "*"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := th.c.Delete(ctx, "Staff", "Sales", "3", "*"); err != nil {
+		t.Fatal(err)
+	}
+	if err := th.c.DeleteTable(ctx, "Day1"); err != nil {
+		t.Fatal(err)
+	}
+	gone := []struct{ table, rk, ref string }{{"Staff", "1", never}, {"Staff", "2", replaced}, {"Staff", "3", deleted}, {"Day1", "1", dropped}}
+	defer func() {
+		if t.Failed() {
+			for _, f := range []string{functions.ValueScanName, functions.ValueSweepName} {
+				lines, _ := th.h.Functions().FunctionLogs(f)
+				i, fl, p := th.h.Functions().FunctionTotals(f)
+				t.Logf("%s: %d runs, %d failures, %d poisoned; %+v", f, i, fl, p, lines)
+			}
+		}
+	}()
+	eventually(t, 30*time.Second, "the unreferenced values removed", func() bool {
+		for _, g := range gone {
+			if stored(t, store, g.table, "Sales", g.rk, g.ref) {
+				return false
+			}
+		}
+		return true
+	})
+	// The held values were as old: the same scans looked at them.
+	if !stored(t, store, "Staff", "Sales", "1", kept) || !stored(t, store, "Staff", "Sales", "2", replacement) {
+		t.Fatal("the sweep removed a value an entity holds")
+	}
+	resp, b := signedValue(t, th, http.MethodGet, "Staff", "Sales", "1", "Photo", nil)
+	if resp.StatusCode != http.StatusOK || string(b) != "kept" {
+		t.Fatalf("download of a kept value: %s %q", resp.Status, b)
+	}
+	// Idempotent: a message naming a value already gone succeeds.
+	k := values.Key{Account: httpapi.DevAccountName, Table: "Staff", PartitionKey: "Sales", RowKey: "1"}
+	msg, _ := json.Marshal(functions.SweepRequest{Object: k.Name(strings.TrimPrefix(never, engine.ValueRefPrefix))})
+	if err := th.h.Functions().Queues().Enqueue(ctx, functions.ValueSweepQueue, msg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the values-sweep queue drained", func() bool {
+		ds, err := th.h.QueueAdmin().Depths(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.Queue == functions.ValueSweepQueue && d.Messages > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if p, err := th.h.QueueAdmin().Poison(ctx, functions.ValueSweepQueue, 0, 10); err != nil || len(p) != 0 {
+		t.Fatalf("poisoned sweeps: %+v, %v", p, err)
+	}
+	if !stored(t, store, "Staff", "Sales", "1", kept) {
+		t.Fatal("the kept value is gone")
+	}
+}
