@@ -84,6 +84,17 @@ func PackedKey(pk, rk string) Packed {
 	return Packed(w.String())
 }
 
+// AppendPackedKey appends to b the keys (pk, rk) packed as PackedKey
+// packs them: a self-delimiting string of bytes, so that keys appended one
+// after another stay apart, and one that equals the bytes at the start
+// of another's is that key.
+func AppendPackedKey(b []byte, pk, rk string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(pk)))
+	b = append(b, pk...)
+	b = binary.AppendUvarint(b, uint64(len(rk)))
+	return append(b, rk...)
+}
+
 func packedKeysLen(pk, rk string) int {
 	return uvarintLen(uint64(len(pk))) + len(pk) + uvarintLen(uint64(len(rk))) + len(rk)
 }

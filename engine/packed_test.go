@@ -114,6 +114,31 @@ func TestPackedOrder(t *testing.T) {
 	}
 }
 
+// TestAppendPackedKey: keys appended one after another are each
+// PackedKey's bytes, read back by Keys, for keys with lengths of one and
+// several varint bytes.
+func TestAppendPackedKey(t *testing.T) {
+	long := strings.Repeat("k", 300)
+	keys := [][2]string{{"", ""}, {"p", "r"}, {long, ""}, {"", long}, {"é", long}}
+	var b []byte
+	var ends []int
+	for _, k := range keys {
+		b = AppendPackedKey(b, k[0], k[1])
+		ends = append(ends, len(b))
+	}
+	start := 0
+	for i, k := range keys {
+		got := Packed(b[start:ends[i]])
+		if got != PackedKey(k[0], k[1]) {
+			t.Errorf("%d: appended %q, want %q", i, got, PackedKey(k[0], k[1]))
+		}
+		if pk, rk := got.Keys(); pk != k[0] || rk != k[1] {
+			t.Errorf("%d: keys %q %q", i, pk, rk)
+		}
+		start = ends[i]
+	}
+}
+
 // TestPackedMalformed checks that a packed string Pack did not make is
 // refused loudly rather than read as some other entity.
 func TestPackedMalformed(t *testing.T) {

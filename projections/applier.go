@@ -181,7 +181,13 @@ func (v *Views) followTable(ctx context.Context, e *entry, t *Table, snaps *snap
 		t.applyMu.Lock()
 		defer t.applyMu.Unlock()
 		if seq <= t.Seq() {
-			return nil // delivered again after a resumed consumer, or applied at its acknowledgement
+			// Delivered again after a resumed consumer, or applied at its
+			// acknowledgement: then kept for this delivery, unless the
+			// delivery found the record before it was kept.
+			if rec != nil {
+				t.acked.take(rec.Nonce)
+			}
+			return nil
 		}
 		if err := t.checkRecord(seq, rec); err != nil {
 			return err

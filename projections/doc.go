@@ -241,12 +241,12 @@
 //     its deltas hold about 1 + 1/SnapshotCompact times (3 at the
 //     default) counting the bases it makes; a chain of inserts, once and
 //     the hourly base. Writing reads only the published snapshot:
-//     what it costs the applier is one Publish and a map insert per
+//     what it costs the applier is one Publish and a set insert per
 //     entity written (the note of touched keys, at most
 //     max(SnapshotCompact × the view's entities, SnapshotEvery) of them,
-//     about 100 bytes each), plus the memory that the writes made
-//     meanwhile keep alive (during a base's write, every node the writes
-//     replace). Loading reads each file twice (the checksum, then the
+//     each its keys' bytes plus 10 to 20: keyset.go), plus the memory
+//     that the writes made meanwhile keep alive (during a base's write,
+//     every node the writes replace). Loading reads each file twice (the checksum, then the
 //     decoding). The command ids' eviction list is shared with published
 //     snapshots (never modified in place), so evicted ids stay reachable
 //     until the list is next moved. Sharing reads each file once more and

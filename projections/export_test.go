@@ -10,6 +10,14 @@ import (
 // AsOfCached returns the number of finished as-of views the node keeps.
 func (v *Views) AsOfCached() int { return v.asOfCached() }
 
+// KeptAtAck returns how many records applied at their acknowledgement
+// the view keeps for their delivery.
+func KeptAtAck(t *Table) int {
+	t.acked.mu.Lock()
+	defer t.acked.mu.Unlock()
+	return len(t.acked.recs)
+}
+
 // CommandLog returns the command ids a snapshot remembers, in the order
 // the view evicts them (an id committed twice in the window twice).
 func CommandLog(s *Snapshot) []CommandRecord {

@@ -105,20 +105,25 @@ type deltaContent struct {
 // the end tells each one's state: an entity present is written, an entity
 // absent deleted.
 type touchedSet struct {
-	keys  map[entityKey]struct{}
+	keys  keySet
 	parts map[string]struct{}
 }
 
 func newTouchedSet() *touchedSet {
-	return &touchedSet{keys: map[entityKey]struct{}{}, parts: map[string]struct{}{}}
+	return &touchedSet{parts: map[string]struct{}{}}
 }
 
-// note adds what rec writes.
-func (ts *touchedSet) note(rec *engine.Record) {
+// note adds what rec writes. It returns false when the set cannot hold
+// its keys (keySet.add): the set is then incomplete, and the next
+// snapshot must be a base.
+func (ts *touchedSet) note(rec *engine.Record) bool {
 	ts.parts[rec.PartitionKey] = struct{}{}
 	for i := range rec.Events {
-		ts.keys[entityKey{rec.PartitionKey, rec.Events[i].RowKey}] = struct{}{}
+		if !ts.keys.add(rec.PartitionKey, rec.Events[i].RowKey) {
+			return false
+		}
 	}
+	return true
 }
 
 // makeDelta reads, from s, the state of every entity and partition ts
@@ -126,21 +131,13 @@ func (ts *touchedSet) note(rec *engine.Record) {
 // the view at prev to s.
 func makeDelta(s *Snapshot, prev uint64, ts *touchedSet) *deltaContent {
 	d := &deltaContent{}
-	keys := make([]entityKey, 0, len(ts.keys))
-	for k := range ts.keys {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].pk != keys[j].pk {
-			return keys[i].pk < keys[j].pk
-		}
-		return keys[i].rk < keys[j].rk
-	})
+	keys := slices.SortedFunc(ts.keys.all(), engine.ComparePacked)
 	for _, k := range keys {
-		if e, ok := s.rows.Get(engine.PackedKey(k.pk, k.rk)); ok {
+		if e, ok := s.rows.Get(k); ok {
 			d.upserts = append(d.upserts, e)
 		} else {
-			d.deletes = append(d.deletes, k)
+			pk, rk := k.Keys()
+			d.deletes = append(d.deletes, entityKey{pk, rk})
 		}
 	}
 	parts := make([]string, 0, len(ts.parts))

@@ -248,8 +248,8 @@ func (s *snapshotter) applied(rec *engine.Record) {
 	s.tailRecords++
 	s.tailBytes += recordSize(rec)
 	if s.touched != nil {
-		s.touched.note(rec)
-		if c := touchedCap(&s.v.cfg, max(s.book.baseEnts, s.t.rows.Len())); len(s.touched.keys) > c || len(s.touched.parts) > c {
+		noted := s.touched.note(rec)
+		if c := touchedCap(&s.v.cfg, max(s.book.baseEnts, s.t.rows.Len())); !noted || s.touched.keys.len() > c || len(s.touched.parts) > c {
 			s.touched = nil // the next snapshot is a base
 		}
 	}
@@ -310,7 +310,7 @@ func (s *snapshotter) state() snapState {
 		deltas: s.book.deltas, ents: s.t.rows.Len(),
 	}
 	if s.touched != nil {
-		st.touched = len(s.touched.keys)
+		st.touched = s.touched.keys.len()
 	}
 	return st
 }
@@ -329,7 +329,7 @@ func (s *snapshotter) maybe() {
 	s.tailRecords, s.tailBytes, s.touched = 0, 0, newTouchedSet()
 	s.t.snapInfo.tail.Store(0)
 	if kind == snapDelta || kind == snapCompacted {
-		s.book.chainEnts += len(touched.keys)
+		s.book.chainEnts += touched.keys.len()
 		s.book.deltas++
 		s.deltaBusy = true
 		s.start(func(context.Context) error { return s.writeDelta(snap, prev, touched) }, false, snap.Seq)

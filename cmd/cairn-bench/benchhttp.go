@@ -61,10 +61,11 @@ func benchHTTP(args []string) error {
 	dir := fs.String("azurite-dir", defaultAzuriteDir(), "npm prefix Azurite is installed into and run from")
 	noAzurite := fs.Bool("no-azurite", false, "measure Cairn alone")
 	noCairn := fs.Bool("no-cairn", false, "measure Azurite alone")
-	settle := fs.Duration("settle", 15*time.Second, "wait after loading before the memory reading, so that caches expiring by then (JetStream's block cache: 10s) do not count")
+	settle := fs.Duration("settle", 15*time.Second, "wait before each memory reading (after the table's creation, and after loading), so that caches expiring by then (JetStream's block cache: 10s) count in neither")
 	client := fs.String("client", "lean", "the client both servers are driven with: lean (a minimal hand-written one, so that the figures are the servers') or sdk (the official Go SDK, whose own CPU dominates on a small machine)")
 	warmup := fs.Int("warmup", 300, "n of an uncounted first round of the selected workloads but memory, which warms node's JIT (0: none)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file: of the Cairn host's process, or with -cairn-process=false of this one (the host beside the client)")
+	heapprofile := fs.String("heapprofile", "", "write heap profiles of the Cairn host's process, recording every allocation, before and after each memory round's load, to this prefix followed by .<table>.before and .after (compare with go tool pprof -diff_base); the host's run is slower")
 	inChild := fs.Bool("cairn-process", true, "run the Cairn host in a process of its own, as Azurite is, so that each server's CPU per operation is read from its own process; false: in this process")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -76,6 +77,9 @@ func benchHTTP(args []string) error {
 		return errors.New("bench-http: -n and -rounds must be positive")
 	}
 	hostProfile := *cpuprofile
+	if *heapprofile != "" && !*inChild {
+		return errors.New("bench-http: -heapprofile needs the host in a process of its own (-cairn-process)")
+	}
 	if !*inChild {
 		stopProfile, err := startCPUProfile(*cpuprofile)
 		if err != nil {
@@ -101,7 +105,7 @@ func benchHTTP(args []string) error {
 		azure = t
 	}
 	if !*noCairn {
-		t, stop, err := cairnTarget(ctx, *client, doer, *inChild, hostProfile)
+		t, stop, err := cairnTarget(ctx, *client, doer, *inChild, hostProfile, *heapprofile != "")
 		if err != nil {
 			return err
 		}
@@ -131,7 +135,7 @@ func benchHTTP(args []string) error {
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	selected := func(w httpWorkload) bool { return *only == "" || strings.Contains(w.name, *only) }
 	if *warmup > 0 {
-		for _, w := range httpWorkloads(*warmup, *settle) {
+		for _, w := range httpWorkloads(*warmup, *settle, "") {
 			if selected(w) && !w.lowerIsBetter {
 				if err := w.warmUp(ctx, cairn, azure); err != nil {
 					return err
@@ -141,7 +145,7 @@ func benchHTTP(args []string) error {
 	}
 	fl := &floors{client: *client, doer: doer, n: *n, rounds: *rounds, warmup: *warmup}
 	printed := map[*floor]bool{}
-	for _, w := range httpWorkloads(*n, *settle) {
+	for _, w := range httpWorkloads(*n, *settle, *heapprofile) {
 		if !selected(w) {
 			continue
 		}
@@ -192,11 +196,12 @@ func azuriteTarget(ctx context.Context, dir, client string, doer *http.Client) (
 }
 
 // cairnTarget starts a Cairn host, in a child process (inChild, writing
-// its CPU profile to cpuprofile when it stops) or in this one; stop shuts
-// it down.
-func cairnTarget(ctx context.Context, client string, doer *http.Client, inChild bool, cpuprofile string) (t *target, stop func(), err error) {
+// its CPU profile to cpuprofile when it stops, and recording every
+// allocation for its heap profiles with everyAlloc) or in this one; stop
+// shuts it down.
+func cairnTarget(ctx context.Context, client string, doer *http.Client, inChild bool, cpuprofile string, everyAlloc bool) (t *target, stop func(), err error) {
 	if inChild {
-		c, err := startCairnChild(ctx, cpuprofile)
+		c, err := startCairnChild(ctx, cpuprofile, everyAlloc)
 		if err != nil {
 			return nil, nil, fmt.Errorf("bench-http: start Cairn: %w", err)
 		}
@@ -205,6 +210,7 @@ func cairnTarget(ctx context.Context, client string, doer *http.Client, inChild 
 			return nil, nil, err
 		}
 		t.pid = c.cmd.Process.Pid
+		t.heapProfile = c.heapProfile
 		return t, c.stop, nil
 	}
 	h, stop, err := startCairn(ctx, "")
@@ -330,6 +336,9 @@ type target struct {
 	client tablesClient
 	memory func() (memSample, error) // what the server holds now
 	tables int                       // tables created so far, for fresh names
+	// heapProfile writes the server's heap profile to a file (nil: it
+	// cannot).
+	heapProfile func(path string) error
 	// pid is the server's process (0: this one, shared with the client:
 	// its CPU is not measured).
 	pid int
@@ -418,8 +427,9 @@ type httpWorkload struct {
 }
 
 // httpWorkloads returns the workloads; n sizes the insert workloads and the
-// number of point reads, settle is the wait before a memory reading.
-func httpWorkloads(n int, settle time.Duration) []httpWorkload {
+// number of point reads, settle is the wait before a memory reading, and
+// heapprofile the prefix of the heap profiles around it ("": none).
+func httpWorkloads(n int, settle time.Duration, heapprofile string) []httpWorkload {
 	return []httpWorkload{
 		{name: fmt.Sprintf("insert, %d concurrent (AddEntity, %d partitions)", writers, partitions), unit: "entities/s", floor: writeFloor, floorGoal: 1.5,
 			run: func(ctx context.Context, t *target, table string) (float64, error) {
@@ -480,7 +490,7 @@ func httpWorkloads(n int, settle time.Duration) []httpWorkload {
 			}},
 		{name: fmt.Sprintf("memory per entity, %d entities (live heap after GC)", scanEntities), unit: "bytes", lowerIsBetter: true, floor: memoryFloor, floorGoal: 1.1,
 			run: func(ctx context.Context, t *target, table string) (float64, error) {
-				return memoryPerEntity(ctx, t, table, makeRows(scanEntities, byBatch), settle)
+				return memoryPerEntity(ctx, t, table, makeRows(scanEntities, byBatch), settle, heapprofile)
 			}},
 	}
 }
@@ -665,14 +675,33 @@ func medianOrZero(xs []float64) float64 {
 }
 
 // memoryPerEntity loads rows into tc and returns how much more live memory
-// t holds settle after, per entity. The growth of its resident set, which
-// also counts memory the runtime keeps but does not use, is printed to
-// stderr.
-func memoryPerEntity(ctx context.Context, t *target, table string, rows []benchRow, settle time.Duration) (float64, error) {
+// t holds settle after, per entity. The first reading, too, comes settle
+// after what went before (the table's creation, the last round), so that
+// both find the caches that expire by then expired: a JetStream block
+// cache still held at the first reading made the growth look 26 bytes an
+// entity smaller. The growth of its resident set, which also counts
+// memory the runtime keeps but does not use, is printed to stderr. With a
+// profile prefix, t's heap profiles after each reading are written to
+// profile.<table>.before and .after.
+func memoryPerEntity(ctx context.Context, t *target, table string, rows []benchRow, settle time.Duration, profile string) (float64, error) {
 	// Built before the first reading and kept alive past the second, so
 	// that the client's own data is in both.
 	batches := toBatches(rows)
+	heap := func(when string) error {
+		if profile == "" || t.heapProfile == nil {
+			return nil
+		}
+		path := profile + "." + table + "." + when
+		fmt.Fprintf(os.Stderr, "bench-http: %s: heap profile %s\n", t.name, path)
+		return t.heapProfile(path)
+	}
+	if err := sleep(ctx, settle); err != nil {
+		return 0, err
+	}
 	before, err := settledMemory(ctx, t)
+	if err == nil {
+		err = heap("before")
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -683,6 +712,9 @@ func memoryPerEntity(ctx context.Context, t *target, table string, rows []benchR
 		return 0, err
 	}
 	after, err := settledMemory(ctx, t)
+	if err == nil {
+		err = heap("after")
+	}
 	if err != nil {
 		return 0, err
 	}

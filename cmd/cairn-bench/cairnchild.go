@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -31,7 +32,8 @@ import (
 // server process's own counters, so Cairn runs there as a child process,
 // as Azurite does: this binary started again as "host-child". The child
 // prints "ready <HTTP URL>" once it serves, and answers each line on its
-// stdin with its memory after a full collection, as a JSON line.
+// stdin with its memory after a full collection, as a JSON line; a line
+// that names a file first has the heap profile written there.
 
 // hostChild runs a host for the parent benchmark until its stdin closes.
 func hostChild(args []string) error {
@@ -66,6 +68,11 @@ func hostChild(args []string) error {
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		runtime.GC()
+		if path := strings.TrimSpace(in.Text()); path != "" {
+			if err := writeHeapProfile(path); err != nil {
+				return err
+			}
+		}
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		rss, _ := processRSS(os.Getpid())
@@ -89,6 +96,20 @@ func hostChild(args []string) error {
 	}
 	cancel() // stdin closed: the parent is done
 	return <-done
+}
+
+// writeHeapProfile writes the heap profile of this process to path: as
+// of the last collection, which its caller has just run.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // cairnChild is a host in a child process.
@@ -233,24 +254,37 @@ func skeletonHTTPChild(store string) error {
 
 // startCairnChild starts this binary as a host on a new temporary
 // directory and waits until it serves; a cpuprofile names the file the
-// child writes its CPU profile to when it stops.
-func startCairnChild(ctx context.Context, cpuprofile string) (*cairnChild, error) {
+// child writes its CPU profile to when it stops. With everyAlloc its heap
+// profiles record every allocation rather than a sample (runtime's
+// memprofilerate=1: exact, and slower).
+func startCairnChild(ctx context.Context, cpuprofile string, everyAlloc bool) (*cairnChild, error) {
 	dir, err := os.MkdirTemp("", "cairn-bench-child-")
 	if err != nil {
 		return nil, err
 	}
-	return startChild(ctx, dir, "host-child", "-data", filepath.Join(dir, "data"), "-cpuprofile", cpuprofile)
+	var env []string
+	if everyAlloc {
+		env = append(os.Environ(), "GODEBUG="+strings.TrimPrefix(os.Getenv("GODEBUG")+",memprofilerate=1", ","))
+	}
+	return startChildEnv(ctx, dir, env, "host-child", "-data", filepath.Join(dir, "data"), "-cpuprofile", cpuprofile)
 }
 
 // startChild starts this binary with args, and waits until it prints
 // "ready <URL>"; dir, if any, is removed when it stops.
 func startChild(ctx context.Context, dir string, args ...string) (*cairnChild, error) {
+	return startChildEnv(ctx, dir, nil, args...)
+}
+
+// startChildEnv is startChild with the environment env (nil: this
+// process's).
+func startChildEnv(ctx context.Context, dir string, env []string, args ...string) (*cairnChild, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	c := &cairnChild{dir: dir, exited: make(chan struct{})}
 	c.cmd = exec.CommandContext(ctx, self, args...)
+	c.cmd.Env = env
 	c.cmd.Stderr = os.Stderr
 	if c.in, err = c.cmd.StdinPipe(); err != nil {
 		return nil, err
@@ -276,8 +310,22 @@ func startChild(ctx context.Context, dir string, args ...string) (*cairnChild, e
 }
 
 // memory asks the child for its live heap after a collection.
-func (c *cairnChild) memory() (memSample, error) {
-	if _, err := io.WriteString(c.in, "\n"); err != nil {
+func (c *cairnChild) memory() (memSample, error) { return c.memoryProfiled("") }
+
+// heapProfile has the child write its heap profile to path after a
+// collection.
+func (c *cairnChild) heapProfile(path string) error {
+	_, err := c.memoryProfiled(path)
+	return err
+}
+
+// memoryProfiled is memory, the child first writing its heap profile to
+// path ("": none).
+func (c *cairnChild) memoryProfiled(path string) (memSample, error) {
+	if strings.ContainsAny(path, "\n\r") {
+		return memSample{}, fmt.Errorf("heap profile path %q: one line only", path)
+	}
+	if _, err := io.WriteString(c.in, path+"\n"); err != nil {
 		return memSample{}, err
 	}
 	line, err := c.out.ReadString('\n')
