@@ -95,29 +95,26 @@ func (c *call) valueKey(pk, rk string) (values.Key, error) {
 // update on the table and cover the keys).
 func (c *call) putValue(table string, k keys) {
 	c.op = "PutValue"
-	if err := c.allow(table, 'a'); err != nil {
-		if err2 := c.allow(table, 'u'); err2 != nil {
-			c.fail(err)
-			return
-		}
+	err := c.allow(table, 'a')
+	if err != nil && c.allow(table, 'u') == nil {
+		err = nil
 	}
-	if err := c.checkKey(k.pk, k.rk); err != nil {
-		c.fail(err)
-		return
+	if err == nil {
+		err = c.checkKey(k.pk, k.rk)
 	}
-	if err := engine.ValidateKey("PartitionKey", k.pk); err != nil {
-		c.fail(err)
-		return
+	if err == nil {
+		err = engine.ValidateKey("PartitionKey", k.pk)
 	}
-	if err := engine.ValidateKey("RowKey", k.rk); err != nil {
-		c.fail(err)
-		return
+	if err == nil {
+		err = engine.ValidateKey("RowKey", k.rk)
 	}
-	if c.r.Header.Get(AsOfHeader) != "" {
-		c.fail(engine.Errorf(codeInvalidHeaderValue, "%s is for reads: a write cannot happen in the past", AsOfHeader))
-		return
+	if err == nil && c.r.Header.Get(AsOfHeader) != "" {
+		err = engine.Errorf(codeInvalidHeaderValue, "%s is for reads: a write cannot happen in the past", AsOfHeader)
 	}
-	key, err := c.valueKey(k.pk, k.rk)
+	var key values.Key
+	if err == nil {
+		key, err = c.valueKey(k.pk, k.rk)
+	}
 	if err != nil {
 		c.fail(err)
 		return
