@@ -356,25 +356,6 @@ func skeletonRound(ctx context.Context, ns *server.Server, nc *nats.Conn, bodies
 	return res, err
 }
 
-// skeletonGroupedRate measures the grouped skeleton's rate for the
-// one-partition inserts' requests, window in flight, rounds times on a
-// fresh stream each, and returns the median.
-func (b *bencher) skeletonGroupedRate(ctx context.Context, ns *server.Server) (float64, error) {
-	bodies, err := encodeRequests(b.n, onePartitionRequest)
-	if err != nil {
-		return 0, err
-	}
-	var rates []float64
-	for r := 0; r < b.rounds; r++ {
-		res, err := skeletonRound(ctx, ns, b.nc, bodies, b.window, 0, true)
-		if err != nil {
-			return 0, fmt.Errorf("grouped skeleton: %w", err)
-		}
-		rates = append(rates, res.rate)
-	}
-	return median(rates), nil
-}
-
 // noCheck accepts every reply.
 func noCheck([]byte) error { return nil }
 
