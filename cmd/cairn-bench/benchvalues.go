@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/cairn-dev/cairn/cmd/internal/cli"
+	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
+)
+
+// benchValues measures large values (docs/VALUES.md) through the HTTP
+// door: an upload (PUT …/$value) and a download (GET …/$value/Photo) of
+// -size bytes, each beside the same bytes put into and read from an
+// object store bucket of the same kind (file storage, one replica) over
+// the node's own in-process connection, in the same round: the floor,
+// what the store costs with no HTTP and no Cairn code. Rounds alternate
+// which of the two goes first.
+func benchValues(args []string) error {
+	fs := flag.NewFlagSet("values", flag.ContinueOnError)
+	size := fs.Int64("size", 64<<20, "bytes of the value")
+	rounds := fs.Int("rounds", 3, "rounds; the medians are reported")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if *size <= 0 {
+		return fmt.Errorf("-size must be above 0, not %d", *size)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b, stop, err := startBenchNode(ctx, *cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	base := b.h.HTTPURL() + "/" + httpapi.DevAccountName
+	hc := &http.Client{Timeout: 10 * time.Minute}
+	table := "BenchValues" + strings.ToLower(nuid.Next()[:8])
+	if err := signedDo(ctx, hc, "POST", base, "/Tables", strings.NewReader(`{"TableName":"`+table+`"}`), nil, http.StatusCreated); err != nil {
+		return fmt.Errorf("create table: %w", err)
+	}
+	bucket := "BENCHVALUES" + nuid.Next()
+	floor, err := b.js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: bucket, Storage: jetstream.FileStorage})
+	if err != nil {
+		return fmt.Errorf("floor bucket: %w", err)
+	}
+	defer func() { _ = b.js.DeleteObjectStore(context.Background(), bucket) }()
+
+	value := make([]byte, *size)
+	_, _ = rand.Read(value)
+	mbps := func(d time.Duration) float64 { return float64(*size) / d.Seconds() / (1 << 20) }
+	var up, down, floorUp, floorDown []float64
+	for r := 0; r < *rounds; r++ {
+		cairn := func() error {
+			entity := fmt.Sprintf("/%s(PartitionKey='p',RowKey='r%d')", table, r)
+			start := time.Now()
+			var ref struct{ Reference string }
+			if err := signedDo(ctx, hc, "PUT", base, entity+"/$value", bytes.NewReader(value), &ref, http.StatusCreated); err != nil {
+				return fmt.Errorf("upload: %w", err)
+			}
+			up = append(up, mbps(time.Since(start)))
+			body := fmt.Sprintf(`{"PartitionKey":"p","RowKey":"r%d","Photo":%q}`, r, ref.Reference)
+			if err := signedDo(ctx, hc, "POST", base, "/"+table, strings.NewReader(body), nil, http.StatusCreated); err != nil {
+				return fmt.Errorf("insert: %w", err)
+			}
+			start = time.Now()
+			got := &countingHash{h: sha256.New()}
+			if err := signedDo(ctx, hc, "GET", base, entity+"/$value/Photo", nil, got, http.StatusOK); err != nil {
+				return fmt.Errorf("download: %w", err)
+			}
+			down = append(down, mbps(time.Since(start)))
+			return got.check(value)
+		}
+		raw := func() error {
+			name := fmt.Sprintf("r%d", r)
+			start := time.Now()
+			if _, err := floor.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(value)); err != nil {
+				return fmt.Errorf("floor put: %w", err)
+			}
+			floorUp = append(floorUp, mbps(time.Since(start)))
+			start = time.Now()
+			rd, err := floor.Get(ctx, name)
+			if err != nil {
+				return fmt.Errorf("floor get: %w", err)
+			}
+			got := &countingHash{h: sha256.New()}
+			_, err = io.Copy(got, rd)
+			rd.Close()
+			if err != nil {
+				return fmt.Errorf("floor get: %w", err)
+			}
+			floorDown = append(floorDown, mbps(time.Since(start)))
+			return got.check(value)
+		}
+		order := []func() error{cairn, raw}
+		if r%2 == 1 {
+			order[0], order[1] = raw, cairn
+		}
+		for _, f := range order {
+			if err := f(); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Printf("# cairn bench values: GOMAXPROCS=%d, %s/%s, %s, %d bytes, rounds=%d (median)\n\n",
+		runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *size, *rounds)
+	fmt.Println("| workload | Cairn (HTTP) | object store put/get in process, same run | ratio |")
+	fmt.Println("|---|---|---|---|")
+	fmt.Printf("| upload of a large value (%d MiB) | %.0f MiB/s | %.0f MiB/s | %.2f |\n", *size>>20, median(up), median(floorUp), median(up)/median(floorUp))
+	fmt.Printf("| download of a large value (%d MiB) | %.0f MiB/s | %.0f MiB/s | %.2f |\n", *size>>20, median(down), median(floorDown), median(down)/median(floorDown))
+	return nil
+}
+
+// countingHash hashes what is written to it, and counts it.
+type countingHash struct {
+	h interface {
+		io.Writer
+		Sum([]byte) []byte
+	}
+	n int64
+}
+
+func (c *countingHash) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return c.h.Write(p)
+}
+
+// check compares what was written with want.
+func (c *countingHash) check(want []byte) error {
+	sum := sha256.Sum256(want)
+	if c.n != int64(len(want)) || !bytes.Equal(c.h.Sum(nil), sum[:]) {
+		return fmt.Errorf("read %d bytes that differ from the %d written", c.n, len(want))
+	}
+	return nil
+}
+
+// signedDo sends a request signed with SharedKeyLite and the development
+// account's key to base+path and checks its status; into, when set, takes
+// the body: an io.Writer streams it there, anything else decodes its JSON.
+func signedDo(ctx context.Context, hc *http.Client, method, base, path string, body io.Reader, into any, status int) error {
+	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
+	if err != nil {
+		return err
+	}
+	key, err := base64.StdEncoding.DecodeString(httpapi.DevAccountKey)
+	if err != nil {
+		return err
+	}
+	date := time.Now().UTC().Format(http.TimeFormat)
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(date + "\n/" + httpapi.DevAccountName + req.URL.EscapedPath()))
+	req.Header.Set("x-ms-date", date)
+	req.Header.Set("x-ms-version", "2019-02-02")
+	req.Header.Set("Accept", "application/json;odata=nometadata")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "SharedKeyLite "+httpapi.DevAccountName+":"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != status {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
+	}
+	switch into := into.(type) {
+	case nil:
+		_, err = io.Copy(io.Discard, resp.Body)
+	case io.Writer:
+		_, err = io.Copy(into, resp.Body)
+	default:
+		err = json.NewDecoder(resp.Body).Decode(into)
+	}
+	return err
+}
