@@ -2,14 +2,24 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/cmd/internal/cli"
+	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/journal/values"
 )
 
 // matches fails the test when what printed got, which does not match
@@ -98,4 +108,52 @@ the old photo `+ref+` is held by no entity now:
 	if err == nil || !strings.Contains(err.Error(), "no such file") || got != "" {
 		t.Fatalf("hire with a missing file: %v\n%s", err, got)
 	}
+}
+
+// TestExamplesLargeValuesSwept: with the sweep's flags set to seconds,
+// the photo new-photo replaced leaves the store, and the one the
+// employee holds stays and still reads back.
+func TestExamplesLargeValuesSwept(t *testing.T) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	parsed := hostFlags(fs)
+	if err := cli.Parse(fs, []string{"-value-claim-window", "1s", "-value-sweep-margin", "1s", "-value-sweep-every", "1s"}); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := nodetest.Start(t, node.Config{Commit: parsed.Commit, Functions: parsed.Functions})
+	lv := buildExample(t, "largevalues", httpFlags(h)...)
+	old := matches(t, "hire", lv.must("hire", "Sales", "000003", "David", "Brown"), `(?s).*reference `+ref+`\n.*`)[1]
+	photo := matches(t, "new-photo", lv.must("new-photo", "Sales", "000003"), `(?s).*new photo.*?reference `+ref+`\n.*`)[1]
+
+	js, err := jetstream.New(nodetest.Connect(t, h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := values.Open(ctx, js, "cairn", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := values.Key{Account: httpapi.DevAccountName, Table: "EmployeeProfiles", PartitionKey: "Sales", RowKey: "000003"}
+	stored := func(ref string) bool {
+		_, err := store.Info(ctx, k, strings.TrimPrefix(ref, engine.ValueRefPrefix))
+		if err != nil && !errors.Is(err, values.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	// A poll: the sweep runs on its own timer.
+	deadline := time.Now().Add(30 * time.Second)
+	for stored(old) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30s the replaced photo %s is still stored", old)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !stored(photo) {
+		t.Fatalf("the sweep removed %s, which the employee holds", photo)
+	}
+	matches(t, "photo after the sweep", lv.must("photo", "Sales", "000003"), `EmployeeProfiles Sales/000003: David Brown, Photo `+regexp.QuoteMeta(photo)+`
+  262144 bytes, sha256 3979baa92da713ac
+`)
 }
