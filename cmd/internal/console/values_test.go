@@ -2,11 +2,13 @@ package console_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -15,6 +17,8 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/client"
 )
 
 // TestConsoleLargeValue: a property holding a large value's reference
@@ -94,5 +98,25 @@ func TestConsoleLargeValue(t *testing.T) {
 	})()`, &msg, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
 	if !strings.HasPrefix(msg, "InvalidInput: ") {
 		t.Fatalf("download of a property that is no reference: %q", msg)
+	}
+
+	// A reference whose value is not in the store (the NATS door does not
+	// look into the store: docs/VALUES.md) shows as one, and its link
+	// says the value is gone, with the host's code.
+	var random [engine.ValueIDRandom]byte
+	dangling := engine.ValueRef(engine.NewValueID(time.Now(), random))
+	c := client.New(nodetest.Connect(t, h))
+	cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := c.Insert(cctx, "Photos", engine.NewEntity("Sales", "000009", engine.Property{Name: "Photo", Value: engine.String(dangling)})); err != nil {
+		t.Fatalf("insert a dangling reference over NATS: %v", err)
+	}
+	u.do("download a value that is gone",
+		chromedp.Click("#q-run", chromedp.ByQuery),
+		until(`document.querySelector('#page-info').textContent.startsWith('Page 1 · 2 entities')`),
+		chromedp.Click(`#results tbody tr:nth-child(2) td.value-ref a.value-download`, chromedp.ByQuery),
+		until(`document.getElementById('toast').className.includes('error')`))
+	if got := u.text("#toast"); !strings.HasPrefix(got, "ResourceNotFound: ") || !strings.Contains(got, dangling) {
+		t.Fatalf("download of a value that is gone: the notice %q", got)
 	}
 }
