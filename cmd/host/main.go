@@ -41,6 +41,7 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/journal/values"
 	"github.com/cairn-dev/cairn/projections"
 )
 
@@ -133,10 +134,14 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.Float64Var(&cfg.Views.SnapshotCompact, "snapshot-compact", projections.DefaultSnapshotCompact, "a table's snapshots are deltas after a full base; a new base is written once the chain holds more entities beyond the table's (written again, or deleted) than this fraction of them (a start then loads at most 1+this times the table)")
 	fs.DurationVar(&cfg.Views.SnapshotBaseAge, "snapshot-base-age", projections.DefaultSnapshotBaseAge, "a new full base is written once a written table's base is this old, so that bases, where the journal may be pruned, come at regular positions")
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "fsync every journal write before acknowledging it (embedded server)")
-	fs.Var(invertedBool{&cfg.Functions.NoBuiltins}, "builtins", "run the built-in functions (archive on the queue \"archive\") (default true)")
+	fs.Var(invertedBool{&cfg.Functions.NoBuiltins}, "builtins", "run the built-in functions (archive on the queue \"archive\"; values-scan and values-sweep, which remove the large values no entity holds) (default true)")
 	fs.IntVar(&cfg.Functions.MemoryMB, "functions-memory", 0, "memory budget of the function sandbox in MiB: the loaded functions' memoryMB × concurrency must fit, or a deploy is refused (default 2048)")
 	fs.Int64Var(&cfg.Functions.QueueMaxMessages, "queue-max-messages", 0, "messages one queue (poison queues included) may hold: past it the queue stream refuses new ones, whoever sends them; give every node of a server the same (default 1000000)")
 	fs.Int64Var(&cfg.Functions.QueueMaxBytes, "queue-max-bytes", 0, fmt.Sprintf("bytes every queue together may hold: past it the queue stream refuses every new message, whoever sends it; at least %d (one message of the largest size); give every node of a server the same (default %d, 1 GiB)", functions.MinQueueMaxBytes, functions.DefaultQueueMaxBytes))
+	fs.Int64Var(&cfg.API.MaxValue, "value-max-bytes", values.DefaultMaxSize, "bytes one large value (PUT …/$value) may hold; a larger upload is refused with RequestBodyTooLarge and nothing is stored (docs/VALUES.md)")
+	fs.DurationVar(&cfg.Commit.ClaimWindow, "value-claim-window", engine.DefaultClaimWindow, "how long after its upload a large value may be newly referenced by a write; later the write is refused with InvalidInput. An unreferenced value lives at most this plus -value-sweep-margin plus -value-sweep-every; give every node the same")
+	fs.DurationVar(&cfg.Functions.ValueSweepMargin, "value-sweep-margin", functions.DefaultSweepMargin, "added to -value-claim-window before the sweep removes an unreferenced large value: covers the nodes' clock skew and a write's time to commit")
+	fs.DurationVar(&cfg.Functions.ValueSweepEvery, "value-sweep-every", functions.DefaultSweepEvery, "interval of the values-scan timer, which lists the large values and sends those past the claim window and margin to the values-sweep queue")
 	fs.StringVar(&cfg.Functions.Failpoint, "failpoint", "", "for crash tests: kill the process at this step (functions.invoke, functions.between-commits, history.between-horizon-and-purge)")
 	cli.Hide(fs, "failpoint") // tests only
 	return cfg

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -240,6 +241,42 @@ func TestQueueMaxBytesFlag(t *testing.T) {
 		cfg.DataDir = "d"
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "queue-max-bytes") {
 			t.Fatalf("a bound of %s: %v", bad, err)
+		}
+	}
+}
+
+// TestValueFlags: the large values' flags reach the node's
+// configuration (and come from the environment too); a bound below its
+// least is refused at start, naming the flag.
+func TestValueFlags(t *testing.T) {
+	t.Setenv("CAIRN_VALUE_MAX_BYTES", "2097152")
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg := hostFlags(fs)
+	if err := cli.Parse(fs, []string{"-value-claim-window", "20m", "-value-sweep-margin", "1m", "-value-sweep-every", "30s"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.API.MaxValue != 2<<20 || cfg.Commit.ClaimWindow != 20*time.Minute || cfg.Functions.ValueSweepMargin != time.Minute || cfg.Functions.ValueSweepEvery != 30*time.Second {
+		t.Fatalf("parsed: max %d, window %v, margin %v, every %v", cfg.API.MaxValue, cfg.Commit.ClaimWindow, cfg.Functions.ValueSweepMargin, cfg.Functions.ValueSweepEvery)
+	}
+	cfg.DataDir = "d"
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("valid values refused: %v", err)
+	}
+	for _, bad := range [][2]string{
+		{"-value-max-bytes", "-1"},
+		{"-value-claim-window", "-1h"},
+		{"-value-claim-window", "10ms"},
+		{"-value-sweep-margin", "-5m"},
+		{"-value-sweep-every", "1ns"},
+	} {
+		fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+		cfg = hostFlags(fs)
+		if err := cli.Parse(fs, bad[:]); err != nil {
+			t.Fatal(err)
+		}
+		cfg.DataDir = "d"
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%s %s: %v, want an error naming the flag", bad[0], bad[1], err)
 		}
 	}
 }

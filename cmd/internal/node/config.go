@@ -205,6 +205,9 @@ func (c *Config) Validate() error {
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("node: TLS needs both a certificate (-tls-cert) and its key (-tls-key)")
 	}
+	if err := c.checkValues(); err != nil { // before the API's defaults replace a bad bound
+		return err
+	}
 	if c.HTTP != "off" {
 		if _, _, err := net.SplitHostPort(c.HTTP); err != nil {
 			return fmt.Errorf("node: http %q: %v", c.HTTP, err)
@@ -252,4 +255,30 @@ func (c *Config) Validate() error {
 		c.Log = slog.Default()
 	}
 	return (&journal.Config{Prefix: c.Prefix, Replicas: c.Replicas}).Validate()
+}
+
+// minValueInterval is the shortest claim window, sweep margin or scan
+// interval a node takes: below it a timer would spin, and a value could
+// not be referenced by the write that follows its upload.
+const minValueInterval = time.Second
+
+// checkValues checks the large values' settings (docs/VALUES.md); zero is
+// each one's default.
+func (c *Config) checkValues() error {
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{
+		{"value-claim-window", c.Commit.ClaimWindow},
+		{"value-sweep-margin", c.Functions.ValueSweepMargin},
+		{"value-sweep-every", c.Functions.ValueSweepEvery},
+	} {
+		if d.v != 0 && d.v < minValueInterval {
+			return fmt.Errorf("node: -%s must be at least %v, got %v", d.flag, minValueInterval, d.v)
+		}
+	}
+	if c.API.MaxValue < 0 {
+		return fmt.Errorf("node: -value-max-bytes must be positive, got %d", c.API.MaxValue)
+	}
+	return nil
 }

@@ -12,6 +12,8 @@
 //     read back into the host's code and the first line of its message;
 //   - Account, Metrics and ReadOperatorToken: the connection string's
 //     parts and the host's /metrics behind the operator token;
+//   - Account.Sign: SharedKey signing for a raw request the Azure SDK
+//     has no call for (a large value's upload and download);
 //   - Department, Manager, Name and EmployeeID: the sample company the
 //     employee examples hire from, the same in each;
 //   - Quote and Columns: an OData string literal and the listings'

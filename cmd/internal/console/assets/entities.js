@@ -233,6 +233,13 @@ export function importEntities(name, text) {
   });
 }
 
+// VALUE_REF starts a String property that refers to a large value
+// (docs/VALUES.md: the prefix is reserved).
+const VALUE_REF = 'cairn-value:';
+
+// isValueRef tells whether a String's text is a large value's reference.
+export function isValueRef(text) { return typeof text === 'string' && text.startsWith(VALUE_REF); }
+
 // keyPath is the path segment naming one entity: (PartitionKey='…',RowKey='…').
 export function keyPath(pk, rk) {
   const q = s => encodeURIComponent(s.replaceAll("'", "''"));

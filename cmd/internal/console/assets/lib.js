@@ -34,28 +34,45 @@ export async function api(path, opts = {}) {
     headers['Content-Type'] = headers['Content-Type'] || 'application/json';
   }
   const resp = await fetch(path, { method: opts.method || 'GET', headers, body, cache: 'no-store' });
-  const text = await resp.text();
-  let data = null;
-  if (text) {
-    try { data = JSON.parse(text); } catch { data = text; }
-  }
-  if (!resp.ok) {
-    let code = '', msg = '';
-    if (data && typeof data === 'object') {
-      if (data['odata.error']) {
-        code = data['odata.error'].code;
-        msg = data['odata.error'].message && data['odata.error'].message.value;
-      } else {
-        code = data.code; msg = data.error;
-      }
-    } else if (typeof data === 'string') {
-      msg = data;
-    }
-    const err = new ApiError(resp.status, code, msg);
-    if (resp.status === 401 && !opts.noAuthRetry) unauthorized.forEach(fn => fn(err));
-    throw err;
-  }
+  const data = await readData(resp);
+  if (!resp.ok) throw refused(resp, data, opts);
   return { status: resp.status, headers: resp.headers, data };
+}
+
+// readData reads a reply's body: JSON when it parses, else text (null
+// when empty).
+async function readData(resp) {
+  const text = await resp.text();
+  if (!text) return null;
+  try { return JSON.parse(text); } catch { return text; }
+}
+
+// refused turns a refusal into an ApiError, telling the listeners when
+// the token was refused.
+function refused(resp, data, opts = {}) {
+  let code = '', msg = '';
+  if (data && typeof data === 'object') {
+    if (data['odata.error']) {
+      code = data['odata.error'].code;
+      msg = data['odata.error'].message && data['odata.error'].message.value;
+    } else {
+      code = data.code; msg = data.error;
+    }
+  } else if (typeof data === 'string') {
+    msg = data;
+  }
+  const err = new ApiError(resp.status, code, msg);
+  if (resp.status === 401 && !opts.noAuthRetry) unauthorized.forEach(fn => fn(err));
+  return err;
+}
+
+// fetchBytes GETs path with the token and returns its body as a Blob
+// (a large value's download), or throws ApiError. The whole body is held
+// by the browser until it is saved.
+export async function fetchBytes(path) {
+  const resp = await fetch(path, { headers: { 'Authorization': 'Bearer ' + token() }, cache: 'no-store' });
+  if (!resp.ok) throw refused(resp, await readData(resp));
+  return resp.blob();
 }
 
 // el builds an element: el('div', {class: 'x', onclick: fn}, child, 'text').
@@ -154,9 +171,9 @@ export function b64text(b64) {
   }
 }
 
-// download offers text as a file.
+// download offers text (or a Blob) as a file.
 export function download(name, mime, text) {
-  const url = URL.createObjectURL(new Blob([text], { type: mime }));
+  const url = URL.createObjectURL(text instanceof Blob ? text : new Blob([text], { type: mime }));
   const a = el('a', { href: url, download: name });
   document.body.append(a);
   a.click();

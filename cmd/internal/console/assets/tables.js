@@ -2,8 +2,8 @@
 // typed results grid, the entity editor, export and import. Every call
 // goes to the Tables API's operator door, /$cairn/tables/<account>/….
 
-import { api, el, fill, toast, describe, confirmDialog, download, badge, fmtTime } from './lib.js';
-import { TYPES, parseEntity, toJSON, exportJSON, exportCSV, columns, importEntities, keyPath, quoteFilter } from './entities.js';
+import { api, el, fill, toast, describe, confirmDialog, download, badge, fmtTime, fetchBytes } from './lib.js';
+import { TYPES, parseEntity, toJSON, exportJSON, exportCSV, columns, importEntities, keyPath, quoteFilter, isValueRef } from './entities.js';
 
 const ACCOUNT_KEY = 'cairn.account';
 const FULL = 'application/json;odata=fullmetadata';
@@ -17,6 +17,14 @@ const LOAD_EVERY = 2000;
 const LOAD_TOP = 10;
 const HOT_SHARE = 0.5;
 const HOT_MIN_WRITES = 100;
+
+// fmtBytes shows a size in bytes, KiB, MiB or GiB.
+function fmtBytes(n) {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB'];
+  let u = 0;
+  while (n >= 1024 && u < units.length - 1) { n /= 1024; u++; }
+  return (u === 0 ? String(n) : n.toFixed(1)) + ' ' + units[u];
+}
 
 function account() { return sessionStorage.getItem(ACCOUNT_KEY) || DEV_ACCOUNT; }
 function base() { return '/$cairn/tables/' + encodeURIComponent(account()) + '/'; }
@@ -297,7 +305,9 @@ class TableView {
         el('td', { class: 'key' }, e.pk), el('td', { class: 'key' }, e.rk),
         cols.map(c => {
           const p = byName.get(c.name);
-          return p ? el('td', { class: 'v-' + p.type, title: p.type }, p.value) : el('td', { class: 'absent' }, '');
+          if (!p) return el('td', { class: 'absent' }, '');
+          if (p.type === 'String' && isValueRef(p.value)) return this.valueCell(e, p);
+          return el('td', { class: 'v-' + p.type, title: p.type }, p.value);
         }),
         el('td', { class: 'muted' }, fmtTime(e.ts)));
     });
@@ -306,6 +316,31 @@ class TableView {
     this.info.textContent = `Page ${this.page} · ${this.entities.length} ${this.entities.length === 1 ? 'entity' : 'entities'}` + (this.next ? ' · more' : '');
     this.nextBtn.disabled = !this.next;
     this.firstBtn.disabled = this.page <= 1;
+  }
+
+  // valueCell shows a property holding a large value's reference
+  // (docs/VALUES.md): a badge, the reference, and a link that downloads
+  // the value through the operator door (…/$value/<Property>).
+  valueCell(e, p) {
+    const link = el('a', {
+      href: '#', class: 'value-download', title: 'Download the value ' + p.value,
+      onclick: ev => { ev.preventDefault(); ev.stopPropagation(); this.downloadValue(e, p.name, link); },
+    }, 'download');
+    return el('td', { class: 'v-String value-ref', title: p.value },
+      badge('large value', 'info'), link, ' ', el('span', { class: 'muted ref' }, p.value));
+  }
+
+  async downloadValue(e, prop, link) {
+    link.classList.add('busy');
+    try {
+      const blob = await fetchBytes(this.path(keyPath(e.pk, e.rk) + '/$value/' + encodeURIComponent(prop)));
+      download(`${this.name}-${e.pk}-${e.rk}-${prop}.bin`, 'application/octet-stream', blob);
+      toast(`${prop} of ${e.pk}/${e.rk}: ${fmtBytes(blob.size)} downloaded`);
+    } catch (err) {
+      toast(describe(err), 'error');
+    } finally {
+      link.classList.remove('busy');
+    }
   }
 
   select(i) {
