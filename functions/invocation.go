@@ -443,10 +443,8 @@ func (e *ConflictError) Unwrap() error { return e.Err }
 // crash before the publish leaves the trigger unacknowledged, and the
 // retry's messages carry the same ids).
 func (inv *Invocation) commit(ctx context.Context) error {
+	cmds := make([]*engine.Command, len(inv.parts))
 	for i, p := range inv.parts {
-		if i > 0 {
-			inv.runner.failpoint("functions.between-commits")
-		}
 		cmd := &engine.Command{
 			ID:    CommandID(inv.trigger.Function, inv.trigger.ID, p.table.Name(), p.pk),
 			Table: p.table.Name(),
@@ -458,7 +456,18 @@ func (inv *Invocation) commit(ctx context.Context) error {
 				cmd.Messages = append(cmd.Messages, engine.Message{Queue: m.queue, ID: inv.messageID(j), Body: m.body})
 			}
 		}
-		r := inv.runner.submit(ctx, cmd)
+		// The references to large values, as the doors check them, and
+		// every partition's before the first is committed.
+		if err := inv.runner.checkValues(ctx, p.table, cmd); err != nil {
+			return fmt.Errorf("commit to %s/%q: %w", p.table.Name(), p.pk, err)
+		}
+		cmds[i] = cmd
+	}
+	for i, p := range inv.parts {
+		if i > 0 {
+			inv.runner.failpoint("functions.between-commits")
+		}
+		r := inv.runner.submit(ctx, cmds[i])
 		if r.Error != nil {
 			if retryable(r.Error) {
 				return &ConflictError{Err: r.Error}

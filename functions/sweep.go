@@ -46,6 +46,9 @@ type ValueStore interface {
 	Stat(ctx context.Context, name string) (values.Info, error)
 	Delete(ctx context.Context, name string) error
 	Orphans(ctx context.Context, idle time.Duration, now time.Time) (int, error)
+	// Info is what the functions' writes check their references with
+	// (values.Check), as the doors do.
+	Info(ctx context.Context, k values.Key, id string) (values.Info, error)
 }
 
 // ValueSweep configures the sweep; it runs when Store is set.
@@ -188,6 +191,16 @@ func (rn *Runner) sweepValue(ctx context.Context, inv *Invocation) error {
 	}
 	inv.Log(fmt.Sprintf("values-sweep: %s removed (%d bytes): no entity holds it", in.Name, in.Size))
 	return nil
+}
+
+// checkValues checks the references to large values that cmd (a write of
+// an invocation to t) takes up against the store, as the doors do
+// (values.Check): a function's write never bypasses that check.
+func (rn *Runner) checkValues(ctx context.Context, t *projections.Table, cmd *engine.Command) error {
+	return values.Check(ctx, rn.cfg.Values.Store, cmd, func(pk, rk string) (values.Key, error) {
+		account, table := engine.SplitTableName(t.Name())
+		return values.Key{Account: account, Table: table, PartitionKey: pk, RowKey: rk}, nil
+	})
 }
 
 // valueHeld reports whether the entity at k holds the reference to id,

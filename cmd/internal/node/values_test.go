@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -97,9 +98,8 @@ func stored(t *testing.T, s *values.Store, table, pk, rk, ref string) bool {
 }
 
 // TestValueClaimWindow: a reference is claimed only within the window of
-// its upload, by any door (here NATS, which does not look into the
-// store: the decision does it), and kept by a write past it when the
-// entity held it.
+// its upload, by any door (here NATS: the decision checks the window),
+// and kept by a write past it when the entity held it.
 func TestValueClaimWindow(t *testing.T) {
 	const window = 2 * time.Second
 	th := startNode(t, node.Config{Commit: commit.Config{ClaimWindow: window},
@@ -226,5 +226,97 @@ func TestValueSweep(t *testing.T) {
 	}
 	if !stored(t, store, "Staff", "Sales", "1", kept) {
 		t.Fatal("the kept value is gone")
+	}
+}
+
+// TestValueRefsCheckedOverNATS: a command sent over NATS has its
+// references checked against the store before it is submitted, as over
+// HTTP: one to nothing (never uploaded, or uploaded for another entity)
+// is InvalidInput (with its index in a batch), nothing stored; one to a
+// value of that entity is accepted.
+func TestValueRefsCheckedOverNATS(t *testing.T) {
+	th := startNode(t, node.Config{Functions: node.FunctionsConfig{ValueSweepMargin: time.Hour}})
+	ctx := ctxT(t)
+	mustTable(t, th.c, "Staff")
+	ref := uploadValue(t, th, "Staff", "Sales", "1", []byte("photo"))
+	nothing := engine.ValueRef(engine.NewValueID(time.Now(), [engine.ValueIDRandom]byte{1, 2, 3}))
+	for _, w := range []struct {
+		name string
+		e    *engine.Entity
+	}{
+		{"never uploaded", withRef("Sales", "1", "Photo", nothing)},
+		{"another entity's", withRef("Sales", "2", "Photo", ref)},
+	} {
+		_, err := th.c.Insert(ctx, "Staff", w.e)
+		if engine.ErrorCode(err) != engine.CodeInvalidInput || !strings.Contains(err.Error(), "names no value of the entity") {
+			t.Fatalf("a reference to %s over NATS: %v", w.name, err)
+		}
+	}
+	ops := []engine.Operation{
+		{Op: engine.OpInsert, Entity: engine.NewEntity("Sales", "3")},
+		{Op: engine.OpInsert, Entity: withRef("Sales", "1", "Photo", ref)},
+		{Op: engine.OpInsert, Entity: withRef("Sales", "4", "Photo", ref)},
+	}
+	_, err := th.c.Batch(ctx, "Staff", ops)
+	if e := engine.AsError(err); e.Code != engine.CodeInvalidInput || e.Index != 2 {
+		t.Fatalf("a batch with another entity's reference: %v", err)
+	}
+	for _, rk := range []string{"1", "2", "3", "4"} {
+		if exists(t, th.c, "Staff", "Sales", rk) {
+			t.Fatalf("a refused write stored (Sales, %s)", rk)
+		}
+	}
+	if _, err := th.c.Insert(ctx, "Staff", withRef("Sales", "1", "Photo", ref)); err != nil {
+		t.Fatalf("a reference to the entity's value over NATS: %v", err)
+	}
+	resp, b := signedValue(t, th, http.MethodGet, "Staff", "Sales", "1", "Photo", nil)
+	if resp.StatusCode != http.StatusOK || string(b) != "photo" {
+		t.Fatalf("download: %s %q", resp.Status, b)
+	}
+}
+
+// TestValueRefsCheckedInFunctions: a function's write goes through the
+// same check as the doors', for every partition before the first is
+// committed: an invocation writing a reference to nothing fails and
+// stores nothing; one writing its entity's value commits.
+func TestValueRefsCheckedInFunctions(t *testing.T) {
+	th := startNode(t, node.Config{Functions: node.FunctionsConfig{ValueSweepMargin: time.Hour}})
+	ctx := ctxT(t)
+	mustTable(t, th.c, "Staff")
+	ref := uploadValue(t, th, "Staff", "Sales", "1", []byte("photo"))
+	nothing := engine.ValueRef(engine.NewValueID(time.Now(), [engine.ValueIDRandom]byte{4, 5, 6}))
+	fn := func(name, queue string, writes ...*engine.Entity) {
+		m := functions.Manifest{Name: name, Trigger: functions.Trigger{Queue: queue}}
+		err := th.h.Functions().Register(m, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+			for _, e := range writes {
+				if err := inv.Write(ctx, "Staff", engine.Operation{Op: engine.OpInsert, Entity: e}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := th.h.Functions().Queues().Enqueue(ctx, queue, []byte("go")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first partition's write is fine, the second's names nothing.
+	fn("dangling", "dangling", engine.NewEntity("Other", "1"), withRef("Sales", "2", "Photo", nothing))
+	eventually(t, 30*time.Second, "the dangling write failed", func() bool {
+		_, failures, _ := th.h.Functions().FunctionTotals("dangling")
+		return failures > 0
+	})
+	lines, _ := th.h.Functions().FunctionLogs("dangling")
+	if exists(t, th.c, "Staff", "Other", "1") || exists(t, th.c, "Staff", "Sales", "2") {
+		t.Fatalf("a refused invocation stored a write; log %+v", lines)
+	}
+	fn("good", "good", withRef("Sales", "1", "Photo", ref))
+	eventually(t, 30*time.Second, "the good write committed", func() bool {
+		return exists(t, th.c, "Staff", "Sales", "1")
+	})
+	if _, failures, _ := th.h.Functions().FunctionTotals("good"); failures != 0 {
+		t.Fatalf("the good write failed %d times", failures)
 	}
 }
