@@ -145,7 +145,7 @@ func (inv *Invocation) Get(ctx context.Context, table, pk, rk string) (*engine.E
 		return withPK(e, pk), "", nil
 	}
 	if inv.remote(t, pk) {
-		e, err := inv.runner.cfg.Remote.Get(ctx, t, pk, rk)
+		e, err := inv.runner.cfg.Remote.Get(ctx, t, pk, rk, 0)
 		if err != nil || e == nil {
 			return nil, "", err
 		}
@@ -286,7 +286,7 @@ func (inv *Invocation) Write(ctx context.Context, table string, op engine.Operat
 	}
 	if _, read := p.remote[rk]; p.remote != nil && !read {
 		// The entity as its holder has it, to decide the write against.
-		e, err := inv.runner.cfg.Remote.Get(ctx, t, pk, rk)
+		e, err := inv.runner.cfg.Remote.Get(ctx, t, pk, rk, 0)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -318,5 +319,66 @@ func TestValueRefsCheckedInFunctions(t *testing.T) {
 	})
 	if _, failures, _ := th.h.Functions().FunctionTotals("good"); failures != 0 {
 		t.Fatalf("the good write failed %d times", failures)
+	}
+}
+
+// TestValueSweepPlaced: on 3 hosts each holding a third of a table's
+// shards, the sweep reads an entity where its partition's view is,
+// whichever host runs the message: the values no entity holds are
+// removed, the held ones kept, and no sweep fails.
+func TestValueSweepPlaced(t *testing.T) {
+	hosts := startPlacedWith(t, 3, node.Config{ViewReplicas: 1, Commit: commit.Config{ClaimWindow: 3 * time.Second},
+		Functions: node.FunctionsConfig{ValueSweepMargin: time.Second, ValueSweepEvery: time.Second}})
+	ctx := ctxT(t)
+	mustTable(t, hosts[0].c, "Staff")
+	placedViews(t, hosts, "Staff")
+	store := valueStore(t, hosts[0])
+	const n = 12 // partitions: each host holds some, and runs messages for the others'
+	kept, never := make([]string, n), make([]string, n)
+	for i := range n {
+		pk, th := fmt.Sprintf("p%02d", i), hosts[i%3]
+		kept[i] = uploadValue(t, th, "Staff", pk, "1", []byte("kept "+pk))
+		never[i] = uploadValue(t, th, "Staff", pk, "1", []byte("never "+pk))
+		if _, err := hosts[(i+1)%3].c.Insert(ctx, "Staff", withRef(pk, "1", "Photo", kept[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		if t.Failed() {
+			for i, th := range hosts {
+				lines, _ := th.h.Functions().FunctionLogs(functions.ValueSweepName)
+				r, fl, p := th.h.Functions().FunctionTotals(functions.ValueSweepName)
+				t.Logf("host %d: %d runs, %d failures, %d poisoned; %+v", i, r, fl, p, lines)
+			}
+		}
+	}()
+	eventually(t, 60*time.Second, "the unreferenced values removed", func() bool {
+		for i := range n {
+			if stored(t, store, "Staff", fmt.Sprintf("p%02d", i), "1", never[i]) {
+				return false
+			}
+		}
+		return true
+	})
+	runs := 0
+	for i, th := range hosts {
+		r, failures, poisoned := th.h.Functions().FunctionTotals(functions.ValueSweepName)
+		if failures != 0 || poisoned != 0 {
+			t.Fatalf("host %d: %d sweeps failed, %d poisoned", i, failures, poisoned)
+		}
+		runs += int(r)
+	}
+	if runs < 2*n {
+		t.Fatalf("%d sweeps ran, want at least %d", runs, 2*n)
+	}
+	for i := range n {
+		pk := fmt.Sprintf("p%02d", i)
+		if !stored(t, store, "Staff", pk, "1", kept[i]) {
+			t.Fatalf("the sweep removed the value (%s, 1) holds", pk)
+		}
+		resp, b := signedValue(t, hosts[(i+2)%3], http.MethodGet, "Staff", pk, "1", "Photo", nil)
+		if resp.StatusCode != http.StatusOK || string(b) != "kept "+pk {
+			t.Fatalf("download of (%s, 1): %s %q", pk, resp.Status, b)
+		}
 	}
 }
