@@ -29,11 +29,17 @@ import (
 // account's SharedKey.
 func signedValue(t *testing.T, th *testHost, method, table, pk, rk, prop string, body []byte) (*http.Response, []byte) {
 	t.Helper()
+	return signedValueAt(t, th.h.HTTPURL(), method, table, pk, rk, prop, body)
+}
+
+// signedValueAt is signedValue on the HTTP API at base.
+func signedValueAt(t *testing.T, base, method, table, pk, rk, prop string, body []byte) (*http.Response, []byte) {
+	t.Helper()
 	path := "/" + httpapi.DevAccountName + "/" + table + "(PartitionKey='" + pk + "',RowKey='" + rk + "')/$value"
 	if prop != "" {
 		path += "/" + prop
 	}
-	req, err := http.NewRequest(method, th.h.HTTPURL()+path, bytes.NewReader(body))
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
