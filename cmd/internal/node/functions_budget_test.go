@@ -58,8 +58,10 @@ func TestBudgetRefusesAFunctionThatDoesNotFit(t *testing.T) {
 	}
 	err = json.NewDecoder(resp.Body).Decode(&listed)
 	resp.Body.Close()
-	// The deployed function, then the node's built-in (archive).
-	if err != nil || len(listed) != 2 || listed[0].Name != "roomy" || listed[0].LoadError != failure.Error || listed[1].Builtin != "archive" {
+	// The deployed function, then the node's built-ins (archive and the
+	// large values' sweep).
+	if err != nil || len(listed) != 4 || listed[0].Name != "roomy" || listed[0].LoadError != failure.Error || listed[1].Builtin != "archive" ||
+		listed[2].Builtin != functions.ValueScanName || listed[3].Builtin != functions.ValueSweepName {
 		t.Errorf("GET /$cairn/functions: %+v (%v), want roomy with its load error", listed, err)
 	}
 	m.Concurrency = 2
