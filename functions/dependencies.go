@@ -27,8 +27,9 @@ type Committer interface {
 // every view is whole.
 type Remote interface {
 	// Get reads one entity of a partition this node's view does not
-	// hold (nil: none).
-	Get(ctx context.Context, t *projections.Table, pk, rk string) (*engine.Entity, error)
+	// hold (nil: none), from a view at least as fresh as this node's and
+	// that has reached the journal position at (0: no more).
+	Get(ctx context.Context, t *projections.Table, pk, rk string, at uint64) (*engine.Entity, error)
 	// Query reads, in RowKey order, at most top entities of such a
 	// partition that match filter ("": all).
 	Query(ctx context.Context, t *projections.Table, pk, filter string, top int) ([]*engine.Entity, error)

@@ -145,7 +145,7 @@ func (inv *Invocation) Get(ctx context.Context, table, pk, rk string) (*engine.E
 		return withPK(e, pk), "", nil
 	}
 	if inv.remote(t, pk) {
-		e, err := inv.runner.cfg.Remote.Get(ctx, t, pk, rk)
+		e, err := inv.runner.cfg.Remote.Get(ctx, t, pk, rk, 0)
 		if err != nil || e == nil {
 			return nil, "", err
 		}
@@ -286,7 +286,7 @@ func (inv *Invocation) Write(ctx context.Context, table string, op engine.Operat
 	}
 	if _, read := p.remote[rk]; p.remote != nil && !read {
 		// The entity as its holder has it, to decide the write against.
-		e, err := inv.runner.cfg.Remote.Get(ctx, t, pk, rk)
+		e, err := inv.runner.cfg.Remote.Get(ctx, t, pk, rk, 0)
 		if err != nil {
 			return err
 		}
@@ -443,10 +443,8 @@ func (e *ConflictError) Unwrap() error { return e.Err }
 // crash before the publish leaves the trigger unacknowledged, and the
 // retry's messages carry the same ids).
 func (inv *Invocation) commit(ctx context.Context) error {
+	cmds := make([]*engine.Command, len(inv.parts))
 	for i, p := range inv.parts {
-		if i > 0 {
-			inv.runner.failpoint("functions.between-commits")
-		}
 		cmd := &engine.Command{
 			ID:    CommandID(inv.trigger.Function, inv.trigger.ID, p.table.Name(), p.pk),
 			Table: p.table.Name(),
@@ -458,7 +456,18 @@ func (inv *Invocation) commit(ctx context.Context) error {
 				cmd.Messages = append(cmd.Messages, engine.Message{Queue: m.queue, ID: inv.messageID(j), Body: m.body})
 			}
 		}
-		r := inv.runner.submit(ctx, cmd)
+		// The references to large values, as the doors check them, and
+		// every partition's before the first is committed.
+		if err := inv.runner.checkValues(ctx, p.table, cmd); err != nil {
+			return fmt.Errorf("commit to %s/%q: %w", p.table.Name(), p.pk, err)
+		}
+		cmds[i] = cmd
+	}
+	for i, p := range inv.parts {
+		if i > 0 {
+			inv.runner.failpoint("functions.between-commits")
+		}
+		r := inv.runner.submit(ctx, cmds[i])
 		if r.Error != nil {
 			if retryable(r.Error) {
 				return &ConflictError{Err: r.Error}

@@ -24,9 +24,11 @@ import (
 //     uploads that died before their end (values.Store.Orphans);
 //   - values-sweep, on that queue: removes the value a message names if,
 //     and only if, it is older than the window plus the margin and the
-//     entity at its keys, read at the partition's last journal position,
-//     does not hold its reference in any property (a table or an entity
-//     gone holds nothing). Idempotent: a value already gone is success.
+//     entity at its keys, read at the partition's last journal position
+//     (from a view that holds the partition: another host's, on a placed
+//     cluster), does not hold its reference in any property (a table or
+//     an entity gone holds nothing). Idempotent: a value already gone is
+//     success.
 //
 // After the window no write can take a value up (engine.Claims), so a
 // value held by nothing then stays so, and removing it races no write.
@@ -46,6 +48,9 @@ type ValueStore interface {
 	Stat(ctx context.Context, name string) (values.Info, error)
 	Delete(ctx context.Context, name string) error
 	Orphans(ctx context.Context, idle time.Duration, now time.Time) (int, error)
+	// Info is what the functions' writes check their references with
+	// (values.Check), as the doors do.
+	Info(ctx context.Context, k values.Key, id string) (values.Info, error)
 }
 
 // ValueSweep configures the sweep; it runs when Store is set.
@@ -190,6 +195,16 @@ func (rn *Runner) sweepValue(ctx context.Context, inv *Invocation) error {
 	return nil
 }
 
+// checkValues checks the references to large values that cmd (a write of
+// an invocation to t) takes up against the store, as the doors do
+// (values.Check): a function's write never bypasses that check.
+func (rn *Runner) checkValues(ctx context.Context, t *projections.Table, cmd *engine.Command) error {
+	return values.Check(ctx, rn.cfg.Values.Store, cmd, func(pk, rk string) (values.Key, error) {
+		account, table := engine.SplitTableName(t.Name())
+		return values.Key{Account: account, Table: table, PartitionKey: pk, RowKey: rk}, nil
+	})
+}
+
 // valueHeld reports whether the entity at k holds the reference to id,
 // read at its partition's last journal position.
 func (rn *Runner) valueHeld(ctx context.Context, k values.Key, id string) (bool, error) {
@@ -204,14 +219,21 @@ func (rn *Runner) valueHeld(ctx context.Context, k values.Key, id string) (bool,
 	if err := t.Err(); err != nil {
 		return false, err
 	}
-	if !t.Holds(k.PartitionKey) {
-		// Another host's view holds the partition: this node cannot read
-		// it at its last position; the message goes back to the queue.
-		return false, fmt.Errorf("this node's view of %s does not hold the partition %q", full, k.PartitionKey)
-	}
 	seq, err := rn.cfg.Values.LastSeq(ctx, t, k.PartitionKey)
 	if err != nil {
 		return false, err
+	}
+	if !t.Holds(k.PartitionKey) {
+		// Another host's view holds the partition (a placed cluster): it
+		// is read there, once that view has reached the position.
+		if rn.cfg.Remote == nil {
+			return false, fmt.Errorf("this node's view of %s does not hold the partition %q", full, k.PartitionKey)
+		}
+		e, err := rn.cfg.Remote.Get(ctx, t, k.PartitionKey, k.RowKey, seq)
+		if err != nil {
+			return false, err
+		}
+		return e != nil && engine.Holds(e.Properties, id), nil
 	}
 	snap, err := t.WaitPosition(ctx, seq, sweepWait)
 	if err != nil {

@@ -244,42 +244,8 @@ func (c *call) getValue(table string, k keys, prop string) {
 }
 
 // checkValues checks, before cmd is submitted, that every reference its
-// entities take up names a value of that entity in the store (one Info
-// per reference; a command without references costs a scan of its
-// strings' prefixes). A malformed or unknown reference is InvalidInput
-// (with the operation's index in a batch).
+// entities take up names a value of that entity in the store
+// (values.Check, shared with the NATS door and the functions' writes).
 func (c *call) checkValues(cmd *engine.Command) error {
-	for i, op := range cmd.Ops {
-		if op.Op == engine.OpDelete || op.Entity == nil {
-			continue
-		}
-		ids, err := engine.ValueRefs(op.Entity.Properties)
-		if err == nil && len(ids) > 0 {
-			err = c.checkRefs(op.Entity.PartitionKey, op.Entity.RowKey, ids)
-		}
-		if err != nil {
-			if cmd.Batch {
-				return engine.AsError(err).AtIndex(i)
-			}
-			return err
-		}
-	}
-	return nil
-}
-
-func (c *call) checkRefs(pk, rk string, ids []string) error {
-	key, err := c.valueKey(pk, rk)
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		_, err := c.s.cfg.Values.Info(c.r.Context(), key, id)
-		if errors.Is(err, values.ErrNotFound) {
-			return engine.Errorf(engine.CodeInvalidInput, "%s names no value of the entity (%q, %q): upload it with PUT …/$value first (a reference belongs to the entity it was uploaded for)", engine.ValueRef(id), pk, rk)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return values.Check(c.r.Context(), c.s.cfg.Values, cmd, c.valueKey)
 }

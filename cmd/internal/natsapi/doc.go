@@ -20,7 +20,10 @@
 // What fails, and what the client sees: an undecodable or invalid request
 // is answered with a coded error (InvalidInput and the like) and nothing is
 // stored, and so is a command with an outbox message to a NATS subject the
-// operator does not allow (Config.Outbox, -outbox-subjects); a table
+// operator does not allow (Config.Outbox, -outbox-subjects), or with a
+// reference to a large value that names no value of its entity in the
+// store (Config.Values, values.Check: one store request per reference,
+// made on the subscription's goroutine, as the HTTP door makes it); a table
 // command that does not finish within 30 s is answered with InternalError
 // naming the deadline (the table may still have been created or deleted:
 // ListTables tells); a request published without a reply subject is

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/pages"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/wire"
+	"github.com/cairn-dev/cairn/journal/values"
 	"github.com/cairn-dev/cairn/projections"
 	"github.com/cairn-dev/cairn/projections/query"
 )
@@ -54,6 +55,10 @@ type Config struct {
 	// from the hosts that hold the others (package pages); nil: every
 	// view is whole.
 	Pages *pages.Service
+	// Values is the large values' store: a command's references are
+	// checked against it before it is submitted (values.Check); nil
+	// refuses every reference.
+	Values values.Infoer
 }
 
 func (c *Config) defaults() {
@@ -370,11 +375,34 @@ func (s *Service) handleEntity(m *nats.Msg) {
 	if err == nil {
 		err = s.cfg.Outbox.Check(account, cmd.Messages)
 	}
+	if err == nil {
+		err = s.checkValues(account, cmd)
+	}
 	if err != nil {
 		respond(m, enc, errReply(err))
 		return
 	}
 	s.c.Submit(cmd, func(r *engine.Reply) { respond(m, enc, r) })
+}
+
+// checkValues checks the references to large values that cmd's entities
+// take up against the store, as the HTTP door does (values.Check): a
+// command without references costs a scan of its strings' prefixes, one
+// with references an Info each, on the subscription's goroutine.
+func (s *Service) checkValues(account string, cmd *engine.Command) error {
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.TableTimeout)
+	defer cancel()
+	var table string
+	return values.Check(ctx, s.cfg.Values, cmd, func(pk, rk string) (values.Key, error) {
+		if table == "" {
+			t, err := s.views.Read(ctx, cmd.Table)
+			if err != nil {
+				return values.Key{}, err
+			}
+			table = engine.ShownTable(t.Name())
+		}
+		return values.Key{Account: account, Table: table, PartitionKey: pk, RowKey: rk}, nil
+	})
 }
 
 // retrieve answers a Retrieve within ctx.

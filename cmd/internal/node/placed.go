@@ -102,9 +102,10 @@ func (p *placer) owners(table string, epoch uint64, shards, shard uint32) []stri
 // whose views here hold only some shards, from their holders.
 type remoteReads struct{ pages *pages.Service }
 
-// Get reads one entity at least as fresh as this node's view.
-func (r remoteReads) Get(ctx context.Context, t *projections.Table, pk, rk string) (*engine.Entity, error) {
-	res, err := r.pages.Read(ctx, t, pages.Query{Point: &pages.Keys{PK: pk, RK: rk}, Limit: 1, Position: t.Snapshot().Seq})
+// Get reads one entity at least as fresh as this node's view, and at or
+// after the journal position at.
+func (r remoteReads) Get(ctx context.Context, t *projections.Table, pk, rk string, at uint64) (*engine.Entity, error) {
+	res, err := r.pages.Read(ctx, t, pages.Query{Point: &pages.Keys{PK: pk, RK: rk}, Limit: 1, Position: max(at, t.Snapshot().Seq)})
 	if err != nil || len(res.Entities) == 0 {
 		return nil, err
 	}

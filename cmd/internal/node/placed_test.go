@@ -27,10 +27,19 @@ import (
 // held by replicas of them, and waits until each sees them all.
 func startPlaced(t *testing.T, n, replicas int) []*testHost {
 	t.Helper()
-	first := startNode(t, node.Config{ViewReplicas: replicas})
+	return startPlacedWith(t, n, node.Config{ViewReplicas: replicas})
+}
+
+// startPlacedWith is startPlaced with the hosts' configuration (its
+// ViewReplicas set).
+func startPlacedWith(t *testing.T, n int, cfg node.Config) []*testHost {
+	t.Helper()
+	first := startNode(t, cfg)
 	hosts := []*testHost{first}
 	for range n - 1 {
-		hosts = append(hosts, startNode(t, node.Config{NATSURL: first.h.ClientURL(), NATSCreds: first.h.NATSCredsFile(), ViewReplicas: replicas}))
+		c := cfg
+		c.NATSURL, c.NATSCreds = first.h.ClientURL(), first.h.NATSCredsFile()
+		hosts = append(hosts, startNode(t, c))
 	}
 	for _, h := range hosts {
 		eventually(t, 30*time.Second, "every host live", func() bool { return len(h.h.Members().Live()) == n })

@@ -2,11 +2,13 @@ package node_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -27,11 +29,17 @@ import (
 // account's SharedKey.
 func signedValue(t *testing.T, th *testHost, method, table, pk, rk, prop string, body []byte) (*http.Response, []byte) {
 	t.Helper()
+	return signedValueAt(t, th.h.HTTPURL(), method, table, pk, rk, prop, body)
+}
+
+// signedValueAt is signedValue on the HTTP API at base.
+func signedValueAt(t *testing.T, base, method, table, pk, rk, prop string, body []byte) (*http.Response, []byte) {
+	t.Helper()
 	path := "/" + httpapi.DevAccountName + "/" + table + "(PartitionKey='" + pk + "',RowKey='" + rk + "')/$value"
 	if prop != "" {
 		path += "/" + prop
 	}
-	req, err := http.NewRequest(method, th.h.HTTPURL()+path, bytes.NewReader(body))
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +105,8 @@ func stored(t *testing.T, s *values.Store, table, pk, rk, ref string) bool {
 }
 
 // TestValueClaimWindow: a reference is claimed only within the window of
-// its upload, by any door (here NATS, which does not look into the
-// store: the decision does it), and kept by a write past it when the
-// entity held it.
+// its upload, by any door (here NATS: the decision checks the window),
+// and kept by a write past it when the entity held it.
 func TestValueClaimWindow(t *testing.T) {
 	const window = 2 * time.Second
 	th := startNode(t, node.Config{Commit: commit.Config{ClaimWindow: window},
@@ -226,5 +233,158 @@ func TestValueSweep(t *testing.T) {
 	}
 	if !stored(t, store, "Staff", "Sales", "1", kept) {
 		t.Fatal("the kept value is gone")
+	}
+}
+
+// TestValueRefsCheckedOverNATS: a command sent over NATS has its
+// references checked against the store before it is submitted, as over
+// HTTP: one to nothing (never uploaded, or uploaded for another entity)
+// is InvalidInput (with its index in a batch), nothing stored; one to a
+// value of that entity is accepted.
+func TestValueRefsCheckedOverNATS(t *testing.T) {
+	th := startNode(t, node.Config{Functions: node.FunctionsConfig{ValueSweepMargin: time.Hour}})
+	ctx := ctxT(t)
+	mustTable(t, th.c, "Staff")
+	ref := uploadValue(t, th, "Staff", "Sales", "1", []byte("photo"))
+	nothing := engine.ValueRef(engine.NewValueID(time.Now(), [engine.ValueIDRandom]byte{1, 2, 3}))
+	for _, w := range []struct {
+		name string
+		e    *engine.Entity
+	}{
+		{"never uploaded", withRef("Sales", "1", "Photo", nothing)},
+		{"another entity's", withRef("Sales", "2", "Photo", ref)},
+	} {
+		_, err := th.c.Insert(ctx, "Staff", w.e)
+		if engine.ErrorCode(err) != engine.CodeInvalidInput || !strings.Contains(err.Error(), "names no value of the entity") {
+			t.Fatalf("a reference to %s over NATS: %v", w.name, err)
+		}
+	}
+	ops := []engine.Operation{
+		{Op: engine.OpInsert, Entity: engine.NewEntity("Sales", "3")},
+		{Op: engine.OpInsert, Entity: withRef("Sales", "1", "Photo", ref)},
+		{Op: engine.OpInsert, Entity: withRef("Sales", "4", "Photo", ref)},
+	}
+	_, err := th.c.Batch(ctx, "Staff", ops)
+	if e := engine.AsError(err); e.Code != engine.CodeInvalidInput || e.Index != 2 {
+		t.Fatalf("a batch with another entity's reference: %v", err)
+	}
+	for _, rk := range []string{"1", "2", "3", "4"} {
+		if exists(t, th.c, "Staff", "Sales", rk) {
+			t.Fatalf("a refused write stored (Sales, %s)", rk)
+		}
+	}
+	if _, err := th.c.Insert(ctx, "Staff", withRef("Sales", "1", "Photo", ref)); err != nil {
+		t.Fatalf("a reference to the entity's value over NATS: %v", err)
+	}
+	resp, b := signedValue(t, th, http.MethodGet, "Staff", "Sales", "1", "Photo", nil)
+	if resp.StatusCode != http.StatusOK || string(b) != "photo" {
+		t.Fatalf("download: %s %q", resp.Status, b)
+	}
+}
+
+// TestValueRefsCheckedInFunctions: a function's write goes through the
+// same check as the doors', for every partition before the first is
+// committed: an invocation writing a reference to nothing fails and
+// stores nothing; one writing its entity's value commits.
+func TestValueRefsCheckedInFunctions(t *testing.T) {
+	th := startNode(t, node.Config{Functions: node.FunctionsConfig{ValueSweepMargin: time.Hour}})
+	ctx := ctxT(t)
+	mustTable(t, th.c, "Staff")
+	ref := uploadValue(t, th, "Staff", "Sales", "1", []byte("photo"))
+	nothing := engine.ValueRef(engine.NewValueID(time.Now(), [engine.ValueIDRandom]byte{4, 5, 6}))
+	fn := func(name, queue string, writes ...*engine.Entity) {
+		m := functions.Manifest{Name: name, Trigger: functions.Trigger{Queue: queue}}
+		err := th.h.Functions().Register(m, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+			for _, e := range writes {
+				if err := inv.Write(ctx, "Staff", engine.Operation{Op: engine.OpInsert, Entity: e}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := th.h.Functions().Queues().Enqueue(ctx, queue, []byte("go")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first partition's write is fine, the second's names nothing.
+	fn("dangling", "dangling", engine.NewEntity("Other", "1"), withRef("Sales", "2", "Photo", nothing))
+	eventually(t, 30*time.Second, "the dangling write failed", func() bool {
+		_, failures, _ := th.h.Functions().FunctionTotals("dangling")
+		return failures > 0
+	})
+	lines, _ := th.h.Functions().FunctionLogs("dangling")
+	if exists(t, th.c, "Staff", "Other", "1") || exists(t, th.c, "Staff", "Sales", "2") {
+		t.Fatalf("a refused invocation stored a write; log %+v", lines)
+	}
+	fn("good", "good", withRef("Sales", "1", "Photo", ref))
+	eventually(t, 30*time.Second, "the good write committed", func() bool {
+		return exists(t, th.c, "Staff", "Sales", "1")
+	})
+	if _, failures, _ := th.h.Functions().FunctionTotals("good"); failures != 0 {
+		t.Fatalf("the good write failed %d times", failures)
+	}
+}
+
+// TestValueSweepPlaced: on 3 hosts each holding a third of a table's
+// shards, the sweep reads an entity where its partition's view is,
+// whichever host runs the message: the values no entity holds are
+// removed, the held ones kept, and no sweep fails.
+func TestValueSweepPlaced(t *testing.T) {
+	hosts := startPlacedWith(t, 3, node.Config{ViewReplicas: 1, Commit: commit.Config{ClaimWindow: 3 * time.Second},
+		Functions: node.FunctionsConfig{ValueSweepMargin: time.Second, ValueSweepEvery: time.Second}})
+	ctx := ctxT(t)
+	mustTable(t, hosts[0].c, "Staff")
+	placedViews(t, hosts, "Staff")
+	store := valueStore(t, hosts[0])
+	const n = 12 // partitions: each host holds some, and runs messages for the others'
+	kept, never := make([]string, n), make([]string, n)
+	for i := range n {
+		pk, th := fmt.Sprintf("p%02d", i), hosts[i%3]
+		kept[i] = uploadValue(t, th, "Staff", pk, "1", []byte("kept "+pk))
+		never[i] = uploadValue(t, th, "Staff", pk, "1", []byte("never "+pk))
+		if _, err := hosts[(i+1)%3].c.Insert(ctx, "Staff", withRef(pk, "1", "Photo", kept[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		if t.Failed() {
+			for i, th := range hosts {
+				lines, _ := th.h.Functions().FunctionLogs(functions.ValueSweepName)
+				r, fl, p := th.h.Functions().FunctionTotals(functions.ValueSweepName)
+				t.Logf("host %d: %d runs, %d failures, %d poisoned; %+v", i, r, fl, p, lines)
+			}
+		}
+	}()
+	eventually(t, 60*time.Second, "the unreferenced values removed", func() bool {
+		for i := range n {
+			if stored(t, store, "Staff", fmt.Sprintf("p%02d", i), "1", never[i]) {
+				return false
+			}
+		}
+		return true
+	})
+	runs := 0
+	for i, th := range hosts {
+		r, failures, poisoned := th.h.Functions().FunctionTotals(functions.ValueSweepName)
+		if failures != 0 || poisoned != 0 {
+			t.Fatalf("host %d: %d sweeps failed, %d poisoned", i, failures, poisoned)
+		}
+		runs += int(r)
+	}
+	if runs < 2*n {
+		t.Fatalf("%d sweeps ran, want at least %d", runs, 2*n)
+	}
+	for i := range n {
+		pk := fmt.Sprintf("p%02d", i)
+		if !stored(t, store, "Staff", pk, "1", kept[i]) {
+			t.Fatalf("the sweep removed the value (%s, 1) holds", pk)
+		}
+		resp, b := signedValue(t, hosts[(i+2)%3], http.MethodGet, "Staff", pk, "1", "Photo", nil)
+		if resp.StatusCode != http.StatusOK || string(b) != "kept "+pk {
+			t.Fatalf("download of (%s, 1): %s %q", pk, resp.Status, b)
+		}
 	}
 }

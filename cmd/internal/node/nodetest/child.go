@@ -21,6 +21,7 @@ import (
 
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/commit"
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/projections"
 )
@@ -68,6 +69,11 @@ type ChildConfig struct {
 	DedupWindow            time.Duration
 	// ViewReplicas places the views' shards (node.Config).
 	ViewReplicas int
+	// ClaimWindow is the committer's claim window of large values;
+	// ValueSweepMargin and ValueSweepEvery tune their sweep
+	// (node.Config; zero: the defaults).
+	ClaimWindow                       time.Duration
+	ValueSweepMargin, ValueSweepEvery time.Duration
 
 	// MarkerQueue, when set, runs a native function "marker" on this
 	// queue: for each message it inserts the row PartitionKey "m",
@@ -108,12 +114,14 @@ func Main(m *testing.M) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	err := node.Run(ctx, node.Config{
-		DataDir:      cc.DataDir,
-		NATSListen:   cc.NATSListen,
-		NATSURL:      cc.NATSURL,
-		NATSCreds:    cc.NATSCreds,
-		HTTP:         cc.HTTP,
-		Functions:    node.FunctionsConfig{Failpoint: cc.Failpoint, NoBuiltins: cc.NoBuiltins},
+		DataDir:    cc.DataDir,
+		NATSListen: cc.NATSListen,
+		NATSURL:    cc.NATSURL,
+		NATSCreds:  cc.NATSCreds,
+		HTTP:       cc.HTTP,
+		Functions: node.FunctionsConfig{Failpoint: cc.Failpoint, NoBuiltins: cc.NoBuiltins,
+			ValueSweepMargin: cc.ValueSweepMargin, ValueSweepEvery: cc.ValueSweepEvery},
+		Commit:       commit.Config{ClaimWindow: cc.ClaimWindow},
 		NoSnapshots:  cc.NoSnapshots,
 		Replicas:     cc.Replicas,
 		Views:        views,
