@@ -42,22 +42,23 @@ func Decide(state PartitionState, epoch uint64, cmd *Command, claims Claims) ([]
 }
 
 func decideOp(state PartitionState, epoch uint64, op Operation, claims Claims) (Event, error) {
-	ev, err := decidePut(state, epoch, op)
+	cur, exists := state.Entity(op.Entity.RowKey)
+	ev, err := decidePut(cur, exists, epoch, op)
 	if err != nil || ev.Kind != EventPut {
 		return ev, err
 	}
 	// Only the properties the operation gives can take up a reference: a
 	// merge keeps the others as they were.
-	cur, _ := state.Entity(op.Entity.RowKey)
 	if err := claims.check(cur, op.Entity.Properties); err != nil {
 		return Event{}, err
 	}
 	return ev, nil
 }
 
-func decidePut(state PartitionState, epoch uint64, op Operation) (Event, error) {
+// decidePut decides op against cur, the entity at its keys (exists false:
+// none).
+func decidePut(cur *Entity, exists bool, epoch uint64, op Operation) (Event, error) {
 	e := op.Entity
-	cur, exists := state.Entity(e.RowKey)
 	put := func(props []Property) Event {
 		return Event{Kind: EventPut, RowKey: e.RowKey, Properties: props}
 	}

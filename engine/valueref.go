@@ -88,6 +88,23 @@ func ParseValueRef(v Value) (id string, at time.Time, err error) {
 	return id, at, err
 }
 
+// CommandHoldsRefs reports whether any entity cmd writes holds a String
+// that starts with ValueRefPrefix: a command for which it is false needs
+// no check of references at all (a scan of its Strings' prefixes).
+func CommandHoldsRefs(cmd *Command) bool {
+	for _, op := range cmd.Ops {
+		if op.Op == OpDelete || op.Entity == nil {
+			continue
+		}
+		for _, p := range op.Entity.Properties {
+			if IsValueRef(p.Value) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // ValueRefs returns the ids of the references among props, refusing a
 // malformed one (InvalidInput naming its property).
 func ValueRefs(props []Property) ([]string, error) {

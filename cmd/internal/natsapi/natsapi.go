@@ -390,6 +390,9 @@ func (s *Service) handleEntity(m *nats.Msg) {
 // command without references costs a scan of its strings' prefixes, one
 // with references an Info each, on the subscription's goroutine.
 func (s *Service) checkValues(account string, cmd *engine.Command) error {
+	if !engine.CommandHoldsRefs(cmd) {
+		return nil // no deadline, no closure: this runs for every command
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.TableTimeout)
 	defer cancel()
 	var table string
