@@ -92,7 +92,7 @@ the old photo `+ref+` is held by no entity now:
 	// A reference copied to another employee names nothing of theirs.
 	got, err := lv.run("copy-photo", "Sales", "000003", "000006")
 	refused(t, "copy-photo", got, err, "copying Sales/000003's Photo "+second+" into Sales/000006\n",
-		`largevalues: EmployeeProfiles Sales/000006: refused, nothing written: InvalidInput: `+second+` names no value of the entity ("Sales", "000006"): upload it with PUT …/$value first (a reference belongs to the entity it was uploaded for)`+"\n")
+		`largevalues: EmployeeProfiles Sales/000006: refused, nothing written: InvalidInput: `+second+` names no value of the entity ("Sales", "000006"): upload it first (PUT …/$value; a reference belongs to the entity it was uploaded for)`+"\n")
 	matches(t, "photo of 000006 after the refusal", lv.must("photo", "Sales", "000006"), `EmployeeProfiles Sales/000006: Grace Wilson, Photo `+regexp.QuoteMeta(graces)+`
   262144 bytes, sha256 2e036b549df407d2
 `)

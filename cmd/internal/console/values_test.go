@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairn-dev/cairn/cmd/internal/console"
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
@@ -19,6 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/journal/values"
 )
 
 // TestConsoleLargeValue: a property holding a large value's reference
@@ -100,16 +102,32 @@ func TestConsoleLargeValue(t *testing.T) {
 		t.Fatalf("download of a property that is no reference: %q", msg)
 	}
 
-	// A reference whose value is not in the store (the NATS door does not
-	// look into the store: docs/VALUES.md) shows as one, and its link
-	// says the value is gone, with the host's code.
-	var random [engine.ValueIDRandom]byte
-	dangling := engine.ValueRef(engine.NewValueID(time.Now(), random))
+	// A reference whose value has left the store (removed here behind the
+	// host's back: every door checks a reference when it is written)
+	// shows as one, and its link says the value is gone, with the host's
+	// code.
+	st, hdr, b = operator(t, h, "PUT", tables+"Photos(PartitionKey='Sales',RowKey='000009')/$value", photo[:1000], nil)
+	if st != http.StatusCreated {
+		t.Fatalf("upload: %d %s", st, b)
+	}
+	dangling := hdr.Get(httpapi.ValueHeader)
 	c := client.New(nodetest.Connect(t, h))
 	cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := c.Insert(cctx, "Photos", engine.NewEntity("Sales", "000009", engine.Property{Name: "Photo", Value: engine.String(dangling)})); err != nil {
-		t.Fatalf("insert a dangling reference over NATS: %v", err)
+		t.Fatalf("insert a reference over NATS: %v", err)
+	}
+	js, err := jetstream.New(nodetest.Connect(t, h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := values.Open(cctx, js, "cairn", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := values.Key{Account: httpapi.DevAccountName, Table: "Photos", PartitionKey: "Sales", RowKey: "000009"}
+	if err := store.Delete(cctx, k.Name(strings.TrimPrefix(dangling, engine.ValueRefPrefix))); err != nil {
+		t.Fatal(err)
 	}
 	u.do("download a value that is gone",
 		chromedp.Click("#q-run", chromedp.ByQuery),
