@@ -318,7 +318,7 @@ func (j *Journal) consumeFrom(ctx context.Context, stream string, rd reading, fr
 		if announced.Load() && !errors.Is(err, jetstream.ErrStreamNotFound) {
 			return 0, false, true, fmt.Errorf("journal: consume %s: a new leader was announced while the consumer was made", stream) // try again at once
 		}
-		return 0, false, false, consumeErr(stream, err)
+		return 0, false, false, j.createErr(ctx, stream, err)
 	}
 	if announced.Load() {
 		elected = j.leaderChanged(stream) // made after it: the next one
@@ -702,6 +702,26 @@ func (j *Journal) directGet(ctx context.Context, stream, filter string, seq uint
 		return 0, "", nil, false, fmt.Errorf("direct get of %d answered %q", seq, hdr)
 	}
 	return got, m.Header.Get(jetstream.SubjectHeader), m.Data, true, nil
+}
+
+// createErr wraps a consumer's failed creation like consumeErr. A stream
+// deleted while its consumer was made fails the creation with words of
+// its own ("consumer closed", "stream not valid"), so any other refusal
+// by the server asks once whether the stream is still there: one
+// JetStream API request. A creation that went unanswered (a meta leader
+// electing) asks nothing: the reader reads from a replica meanwhile, and
+// that must not wait.
+func (j *Journal) createErr(ctx context.Context, stream string, err error) error {
+	var api *jetstream.APIError
+	if errors.As(err, &api) && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, serr := j.js.Stream(sctx, stream)
+		cancel()
+		if errors.Is(serr, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("journal: consume %s: %w: %v (the stream went while its consumer was made)", stream, engine.ErrTableGone, err)
+		}
+	}
+	return consumeErr(stream, err)
 }
 
 // consumeErr wraps a consumer's failure; a stream that does not exist
