@@ -189,10 +189,7 @@ func EncodeChangesRequest(r *ChangesRequest, enc Encoding) ([]byte, error) {
 	if r.Wait > 0 {
 		f.Wait = r.Wait.String()
 	}
-	if enc == JSON {
-		return json.Marshal(f)
-	}
-	return msgpack.Marshal(f)
+	return marshalForm(enc, f)
 }
 
 type jsonChange struct {

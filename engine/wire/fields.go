@@ -86,7 +86,7 @@ func (fs fieldNames) unknown(name, what string) error {
 // of the objects in it.
 var (
 	requestFields = fieldNames{"op", "id", "ifMatch", "entity", "partitionKey", "rowKey", "ops", "table", "messages",
-		"asOf", "position", "filter", "select", "top", "continuation", "descending"}
+		"asOf", "position", "filter", "select", "top", "continuation", "descending", "property"}
 	messageFields = fieldNames{"queue", "subject", "id", "body", "bodyBase64"}
 	changesFields = fieldNames{"from", "max", "partitions", "wait"}
 )
@@ -109,6 +109,7 @@ const (
 	fTop
 	fContinuation
 	fDescending
+	fProperty
 )
 
 // operation is what one operation of the protocol takes.
@@ -145,6 +146,8 @@ var operations = []operation{
 	{name: "Batch", takes: write | fOps},
 	{name: "Retrieve", takes: fPartitionKey | fRowKey | fEntity | fAsOf | fPosition},
 	{name: "Query", takes: fFilter | fSelect | fTop | fContinuation | fDescending | fAsOf | fPosition},
+	{name: "PutValue", takes: fPartitionKey | fRowKey},
+	{name: "GetValue", takes: fPartitionKey | fRowKey | fProperty | fPosition},
 	{name: "CreateTable", takes: fTable, tables: true},
 	{name: "DeleteTable", takes: fTable, tables: true},
 	{name: "ListTables", tables: true},

@@ -80,28 +80,7 @@ func IsQuery(data []byte, enc Encoding) bool {
 		}
 		return string(jsonOp(data)) == "Query"
 	}
-	if !bytes.Contains(data, []byte("Query")) {
-		return false
-	}
-	d := newDecoder(data)
-	n, err := d.mapLen()
-	if err != nil {
-		return false
-	}
-	for i := 0; i < n; i++ {
-		k, err := d.dec.DecodeString()
-		if err != nil {
-			return false
-		}
-		if k == "op" {
-			op, err := d.dec.DecodeString()
-			return err == nil && op == "Query"
-		}
-		if skip(d.dec) != nil {
-			return false
-		}
-	}
-	return false
+	return bytes.Contains(data, []byte("Query")) && msgpackOp(data) == "Query"
 }
 
 // DecodeQueryRequest decodes a Query. Its fields are named exactly as the
@@ -150,10 +129,7 @@ func EncodeQueryRequest(r *QueryRequest, enc Encoding) ([]byte, error) {
 	if r.AsOf != 0 {
 		f.AsOf = &r.AsOf
 	}
-	if enc == JSON {
-		return json.Marshal(f)
-	}
-	return msgpack.Marshal(f)
+	return marshalForm(enc, f)
 }
 
 // EncodeQueryReply encodes a Query's page. In JSON each entity is
