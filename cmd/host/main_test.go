@@ -268,6 +268,8 @@ func TestValueFlags(t *testing.T) {
 		{"-value-claim-window", "10ms"},
 		{"-value-sweep-margin", "-5m"},
 		{"-value-sweep-every", "1ns"},
+		{"-value-sessions", "-1"},
+		{"-value-sessions", "5000"},
 	} {
 		fs = flag.NewFlagSet("serve", flag.ContinueOnError)
 		cfg = hostFlags(fs)

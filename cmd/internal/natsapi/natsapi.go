@@ -56,9 +56,19 @@ type Config struct {
 	// view is whole.
 	Pages *pages.Service
 	// Values is the large values' store: a command's references are
-	// checked against it before it is submitted (values.Check); nil
+	// checked against it before it is submitted (values.Check), and
+	// PutValue and GetValue move values in and out of it (values.go); nil
 	// refuses every reference.
-	Values values.Infoer
+	Values ValueStore
+	// MaxValue bounds a value's size (1 GiB); MaxValueSessions the value
+	// sessions open at once on this node (32); ValueIdle ends a session
+	// whose next message does not come within it (10 s), and MinValueRate,
+	// in bytes per second, one slower than that on the whole (16 KiB/s),
+	// as the HTTP door's bodies.
+	MaxValue         int64
+	MaxValueSessions int
+	ValueIdle        time.Duration
+	MinValueRate     int64
 }
 
 func (c *Config) defaults() {
@@ -88,6 +98,18 @@ func (c *Config) defaults() {
 	}
 	if c.HeldSnapshots <= 0 {
 		c.HeldSnapshots = 4096
+	}
+	if c.MaxValue <= 0 {
+		c.MaxValue = values.DefaultMaxSize
+	}
+	if c.MaxValueSessions <= 0 {
+		c.MaxValueSessions = 32
+	}
+	if c.ValueIdle <= 0 {
+		c.ValueIdle = 10 * time.Second
+	}
+	if c.MinValueRate <= 0 {
+		c.MinValueRate = 16 << 10
 	}
 }
 
@@ -129,6 +151,9 @@ type Service struct {
 	workers     int                // wake workers running
 	wg          sync.WaitGroup     // requests at work and wake workers
 
+	vsessions int                        // value sessions holding a slot (values.go)
+	vopen     map[*valueSession]struct{} // those subscribed, for Run's end
+
 	refused       [refusals]atomic.Uint64
 	refusalLogged atomic.Int64 // when a refusal was last logged (Unix ns)
 }
@@ -143,7 +168,8 @@ func New(nc *nats.Conn, c Committer, views *projections.Views, j Journal, log *s
 	}
 	return &Service{nc: nc, c: c, views: views, journal: j, log: log, cfg: cfg, ready: make(chan struct{}),
 		held:    query.NewHolds(cfg.HoldSnapshot, cfg.HeldSnapshots),
-		working: make(chan struct{}, maxWorking), expiryMoved: make(chan struct{}, 1), grouped: map[any]*wakeGroup{}}
+		working: make(chan struct{}, maxWorking), expiryMoved: make(chan struct{}, 1), grouped: map[any]*wakeGroup{},
+		vopen: map[*valueSession]struct{}{}}
 }
 
 // CommandSubject returns the subject of a table's entity commands; table
@@ -213,6 +239,7 @@ func (s *Service) Run(ctx context.Context) error {
 		stopFeeds()
 		<-expiring
 		s.stopWaiting()
+		s.endValues()
 		s.wg.Wait()
 	}()
 	var subs []*nats.Subscription
@@ -338,6 +365,10 @@ func (s *Service) handleEntity(m *nats.Msg) {
 	}
 	if wire.IsQuery(m.Data, enc) {
 		s.handleQuery(m, enc, table)
+		return
+	}
+	if op := wire.ValueOp(m.Data, enc); op != "" {
+		s.handleValue(m, enc, account, table)
 		return
 	}
 	req, err := wire.DecodeRequest(m.Data, enc)

@@ -83,7 +83,7 @@ func TestNewServer(t *testing.T) {
 		t.Fatalf("the development user has no account of its own: %+v", s.Accounts)
 	}
 	p := s.Users[2].Permissions
-	wantPub := []string{"cairn.cmd.*", "cairn.cmd.devstoreaccount1.*", "cairn.changes.*", "cairn.changes.devstoreaccount1.*", "cairn.tables", "cairn.tables.devstoreaccount1", "cairn.queue.*", "cairn.fn.*"}
+	wantPub := []string{"cairn.cmd.*", "cairn.cmd.devstoreaccount1.*", "cairn.cmd.devstoreaccount1.*.*", "cairn.changes.*", "cairn.changes.devstoreaccount1.*", "cairn.tables", "cairn.tables.devstoreaccount1", "cairn.queue.*", "cairn.fn.*"}
 	if !slices.Equal(p.Publish.Allow, wantPub) || p.Publish.Deny != nil || !slices.Equal(p.Subscribe.Allow, []string{"_INBOX.>"}) || p.Subscribe.Deny != nil {
 		t.Fatalf("development permissions %+v %+v", p.Publish, p.Subscribe)
 	}
@@ -100,14 +100,15 @@ func TestSubjects(t *testing.T) {
 	for _, c := range []struct {
 		account, table string
 		cmd, tables    []string
+		session        string // the value sessions' (never under the short form)
 	}{
-		{"devstoreaccount1", "Orders", []string{"x.cmd.Orders", "x.cmd.devstoreaccount1.Orders"}, []string{"x.tables", "x.tables.devstoreaccount1"}},
-		{"devstoreaccount1", "*", []string{"x.cmd.*", "x.cmd.devstoreaccount1.*"}, []string{"x.tables", "x.tables.devstoreaccount1"}},
-		{"acme", "Orders", []string{"x.cmd.acme.Orders"}, []string{"x.tables.acme"}},
-		{"acme", "*", []string{"x.cmd.acme.*"}, []string{"x.tables.acme"}},
+		{"devstoreaccount1", "Orders", []string{"x.cmd.Orders", "x.cmd.devstoreaccount1.Orders"}, []string{"x.tables", "x.tables.devstoreaccount1"}, "x.cmd.devstoreaccount1.Orders.*"},
+		{"devstoreaccount1", "*", []string{"x.cmd.*", "x.cmd.devstoreaccount1.*"}, []string{"x.tables", "x.tables.devstoreaccount1"}, "x.cmd.devstoreaccount1.*.*"},
+		{"acme", "Orders", []string{"x.cmd.acme.Orders"}, []string{"x.tables.acme"}, "x.cmd.acme.Orders.*"},
+		{"acme", "*", []string{"x.cmd.acme.*"}, []string{"x.tables.acme"}, "x.cmd.acme.*.*"},
 	} {
-		if got := TableSubjects("x", c.account, c.table); !slices.Equal(got, c.cmd) {
-			t.Errorf("TableSubjects(%s, %s) = %v, want %v", c.account, c.table, got, c.cmd)
+		if got, want := TableSubjects("x", c.account, c.table), append(c.cmd[:len(c.cmd):len(c.cmd)], c.session); !slices.Equal(got, want) {
+			t.Errorf("TableSubjects(%s, %s) = %v, want %v", c.account, c.table, got, want)
 		}
 		changes := make([]string, len(c.cmd))
 		for i, s := range c.cmd {

@@ -99,13 +99,13 @@ func TestServiceUserPermissions(t *testing.T) {
 		pub []string
 	}{
 		{ServiceUser{User: "billing", Account: "acme", Tables: []string{"Invoices", "Customers"}, Queues: []string{"invoices"}, Functions: []string{"hello"}},
-			[]string{"cairn.cmd.acme.Invoices", "cairn.changes.acme.Invoices", "cairn.cmd.acme.Customers", "cairn.changes.acme.Customers", "cairn.queue.invoices", "cairn.fn.hello"}},
+			[]string{"cairn.cmd.acme.Invoices", "cairn.cmd.acme.Invoices.*", "cairn.changes.acme.Invoices", "cairn.cmd.acme.Customers", "cairn.cmd.acme.Customers.*", "cairn.changes.acme.Customers", "cairn.queue.invoices", "cairn.fn.hello"}},
 		{ServiceUser{User: "billing", Account: "acme", Tables: []string{"*"}, ManageTables: true},
-			[]string{"cairn.cmd.acme.*", "cairn.changes.acme.*", "cairn.tables.acme"}},
+			[]string{"cairn.cmd.acme.*", "cairn.cmd.acme.*.*", "cairn.changes.acme.*", "cairn.tables.acme"}},
 		{ServiceUser{User: "billing", Account: "devstoreaccount1", Tables: []string{"Invoices"}, ManageTables: true},
-			[]string{"cairn.cmd.Invoices", "cairn.cmd.devstoreaccount1.Invoices", "cairn.changes.Invoices", "cairn.changes.devstoreaccount1.Invoices", "cairn.tables", "cairn.tables.devstoreaccount1"}},
+			[]string{"cairn.cmd.Invoices", "cairn.cmd.devstoreaccount1.Invoices", "cairn.cmd.devstoreaccount1.Invoices.*", "cairn.changes.Invoices", "cairn.changes.devstoreaccount1.Invoices", "cairn.tables", "cairn.tables.devstoreaccount1"}},
 		{ServiceUser{User: "billing", Account: "devstoreaccount1", Tables: []string{"*"}},
-			[]string{"cairn.cmd.*", "cairn.cmd.devstoreaccount1.*", "cairn.changes.*", "cairn.changes.devstoreaccount1.*"}},
+			[]string{"cairn.cmd.*", "cairn.cmd.devstoreaccount1.*", "cairn.cmd.devstoreaccount1.*.*", "cairn.changes.*", "cairn.changes.devstoreaccount1.*"}},
 		{ServiceUser{User: "billing", Functions: []string{"hello"}},
 			[]string{"cairn.fn.hello"}},
 	} {
@@ -168,7 +168,7 @@ func TestServerWithServiceUsers(t *testing.T) {
 		}
 		u := s.Users[2]
 		if u.Username != "billing" || u.Password != "pw" ||
-			!slices.Equal(u.Permissions.Publish.Allow, []string{"cairn.cmd.acme.Invoices", "cairn.changes.acme.Invoices"}) {
+			!slices.Equal(u.Permissions.Publish.Allow, []string{"cairn.cmd.acme.Invoices", "cairn.cmd.acme.Invoices.*", "cairn.changes.acme.Invoices"}) {
 			t.Fatalf("dev=%v: %+v", dev, s.Users)
 		}
 		if u.Account == nil || u.Account.Name != "cairn-svc-billing" || u.Account == s.Accounts[0] {

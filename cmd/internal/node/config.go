@@ -68,6 +68,11 @@ type Config struct {
 	// CORS origins; the origins named there may also call the operators'
 	// API from a browser).
 	API httpapi.Config
+	// ValueSessions caps the large values' sessions over NATS open at
+	// once on this node (PutValue, GetValue; 32); ValueIdle ends one
+	// whose next chunk does not come within it (10 s; tests shorten it).
+	ValueSessions int
+	ValueIdle     time.Duration
 	// OperatorToken is the secret the operators' API (/$cairn/…) and
 	// /metrics require as "Authorization: Bearer <token>". Empty: the
 	// token of <DataDir>/operator.token, created on first start.
@@ -257,6 +262,11 @@ func (c *Config) Validate() error {
 	return (&journal.Config{Prefix: c.Prefix, Replicas: c.Replicas}).Validate()
 }
 
+// maxValueSessions bounds -value-sessions: each session may hold a few
+// MiB of chunks its client sent ahead (natsapi), and 4,096 of them are
+// gigabytes.
+const maxValueSessions = 4096
+
 // minValueInterval is the shortest claim window, sweep margin or scan
 // interval a node takes: below it a timer would spin, and a value could
 // not be referenced by the write that follows its upload.
@@ -279,6 +289,9 @@ func (c *Config) checkValues() error {
 	}
 	if c.API.MaxValue < 0 {
 		return fmt.Errorf("node: -value-max-bytes must be positive, got %d", c.API.MaxValue)
+	}
+	if c.ValueSessions < 0 || c.ValueSessions > maxValueSessions {
+		return fmt.Errorf("node: -value-sessions must be 1 to %d (0: the default, 32), got %d", maxValueSessions, c.ValueSessions)
 	}
 	return nil
 }

@@ -333,7 +333,8 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	}
 	n.submit = submit
 	n.api = natsapi.New(n.serve, submit, n.views, n.j, log, natsapi.Config{Prefix: cfg.Prefix, Outbox: cfg.outbox, Replies: n.replies, PositionWait: cfg.API.PositionWait,
-		PageBudget: cfg.API.PageBudget, HoldSnapshot: cfg.API.HoldSnapshot, HeldSnapshots: cfg.API.HeldSnapshots, Pages: n.pages, Values: res.values})
+		PageBudget: cfg.API.PageBudget, HoldSnapshot: cfg.API.HoldSnapshot, HeldSnapshots: cfg.API.HeldSnapshots, Pages: n.pages, Values: res.values, MaxValue: cfg.API.MaxValue,
+		MaxValueSessions: cfg.ValueSessions, ValueIdle: cfg.ValueIdle})
 	if err := g.Start(ctx, "nats api", n.api); err != nil {
 		return err
 	}
