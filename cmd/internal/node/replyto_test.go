@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/engine/client"
+	"github.com/cairn-dev/cairn/engine/wire"
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/functions/admin"
 	"github.com/cairn-dev/cairn/journal"
@@ -112,6 +113,8 @@ func TestReplySubjectAttacks(t *testing.T) {
 		{"cairn.cmd.Keep", `{"op":"Retrieve","partitionKey":"p","rowKey":"1"}`},
 		{"cairn.cmd.Keep", `{"op":"Merge","entity":{"PartitionKey":"p","RowKey":"none"}}`},
 		{"cairn.cmd.Keep", `{"op":"Query","top":1}`},
+		{"cairn.cmd.Keep", `{"op":"PutValue","partitionKey":"p","rowKey":"v"}`},
+		{"cairn.cmd.Keep", `{"op":"GetValue","partitionKey":"p","rowKey":"1","property":"Photo"}`},
 		{"cairn.cmd.Keep", `junk`},
 		{"cairn.tables", `{"op":"ListTables"}`},
 		{"cairn.tables", `{"op":"CreateTable","table":"Keep"}`},
@@ -122,6 +125,7 @@ func TestReplySubjectAttacks(t *testing.T) {
 	serviceRequests := []request{
 		{"cairn.cmd.globex.Gone", `{"op":"Retrieve","partitionKey":"p","rowKey":"1"}`},
 		{"cairn.cmd.globex.Gone", `{"op":"Delete","partitionKey":"p","rowKey":"none"}`},
+		{"cairn.cmd.globex.Gone", `{"op":"PutValue","partitionKey":"p","rowKey":"v"}`},
 		{"cairn.tables.globex", `{"op":"ListTables"}`},
 		{"cairn.changes.globex.Gone", `{"from":1}`},
 		{"cairn.fn.nosuch", ``},
@@ -207,6 +211,82 @@ func TestReplySubjectAttacks(t *testing.T) {
 	resp = operatorDo(t, th.h.OperatorToken(), "GET", th.h.HTTPURL()+admin.Prefix+"functions", nil)
 	if resp.Body.Close(); resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /$cairn/functions after the attacks: %d", resp.StatusCode)
+	}
+}
+
+// TestValueSessionReplySubjects: a large value's session answers, like
+// every request, only on an inbox: a chunk sent by a client of the node's
+// own account with the JetStream API, a bucket, a journal or the catalog
+// as its reply is dropped and counted, and does not move the session on;
+// one from a development client is answered into its own account, where
+// it reaches nothing. Nothing changes in the streams, and the sessions
+// go on with an inbox.
+func TestValueSessionReplySubjects(t *testing.T) {
+	th := startNode(t, node.Config{})
+	ctx := ctxT(t)
+	keep, err := th.c.CreateTable(ctx, "Staff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(th.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keepStream := journal.StreamName("cairn", "Staff", keep.Epoch)
+	catalog := journal.CatalogStreamName("cairn")
+	streams := []string{catalog, keepStream, functions.StreamName("cairn")}
+	targets := []string{"$JS.API.STREAM.DELETE." + catalog, "$JS.API.STREAM.PURGE.OBJ_CAIRN_VALUES", "$O.CAIRN_VALUES.M.eA",
+		"cairn.j.staff." + strconv.FormatUint(keep.Epoch, 10) + "." + journal.EncodePartition("p"), "cairn.catalog.staff", "cairn.queue.victim"}
+	dev, err := nats.Connect(th.h.ClientURL(), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	before := guardedState(t, js, streams)
+	dropped := scrapeMetrics(t, th)[`cairn_nats_requests_dropped_total{reason="reply_subject"}`]
+	for _, c := range []struct {
+		name  string
+		nc    *nats.Conn
+		drops bool
+	}{{"node user", th.nc, true}, {"development client", dev, false}} {
+		session := openPut(t, c.nc, c.name)
+		for i, reply := range targets {
+			m := nats.NewMsg(session)
+			m.Reply = reply
+			m.Header.Set(wire.ChunkHeader, strconv.Itoa(i))
+			m.Data = []byte("a chunk")
+			if err := c.nc.PublishMsg(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if !c.drops {
+			// Each taken in turn, and answered in its own account.
+			if r := sessionMsg(t, c.nc, session, len(targets), "end", nil); r.Header.Get(wire.ValueHeader) != "end" {
+				t.Fatalf("%s: the session after its chunks: %v %q", c.name, r.Header, r.Data)
+			}
+			continue
+		}
+		dropped += float64(len(targets))
+		eventually(t, 30*time.Second, "the node account's chunks are dropped", func() bool {
+			return scrapeMetrics(t, th)[`cairn_nats_requests_dropped_total{reason="reply_subject"}`] == dropped
+		})
+		if r := sessionMsg(t, c.nc, session, 0, "end", []byte("a chunk")); r.Header.Get(wire.ValueHeader) != "end" {
+			t.Fatalf("%s: the session after the dropped chunks: %v %q", c.name, r.Header, r.Data)
+		}
+	}
+	global := th.h.NATSServer().GlobalAccount()
+	eventually(t, 30*time.Second, "the imported requests are answered", func() bool { return global.NumPendingAllResponses() == 0 })
+	after := guardedState(t, js, streams)
+	for _, name := range streams {
+		if before[name].gone || before[name] != after[name] {
+			t.Errorf("stream %s: %+v before, %+v after", name, before[name], after[name])
+		}
+	}
+	if n := storedCount(t, valueStore(t, th)); n != 2 {
+		t.Errorf("%d values in the store after the attacks; want the 2 uploaded", n)
 	}
 }
 
