@@ -16,20 +16,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
 	"github.com/cairn-dev/cairn/cmd/internal/cli"
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/engine/client"
 )
 
-// benchValues measures large values (docs/VALUES.md) through the HTTP
-// door: an upload (PUT …/$value) and a download (GET …/$value/Photo) of
-// -size bytes, each beside the same bytes put into and read from an
-// object store bucket of the same kind (file storage, one replica) over
-// the node's own in-process connection, in the same round: the floor,
-// what the store costs with no HTTP and no Cairn code. Rounds alternate
-// which of the two goes first.
+// benchValues measures large values (docs/VALUES.md) through both doors:
+// an upload (PUT …/$value; PutValue over NATS) and a download (GET
+// …/$value/Photo; OpenValue) of -size bytes, each beside the same bytes
+// put into and read from an object store bucket of the same kind (file
+// storage, one replica) over the node's own in-process connection, in
+// the same round: the floor, what the store costs with no door and no
+// Cairn code. Rounds rotate which of the three goes first.
 func benchValues(args []string) error {
 	fs := flag.NewFlagSet("values", flag.ContinueOnError)
 	size := fs.Int64("size", 64<<20, "bytes of the value")
@@ -61,10 +64,17 @@ func benchValues(args []string) error {
 	}
 	defer func() { _ = b.js.DeleteObjectStore(context.Background(), bucket) }()
 
+	dev, err := nats.Connect(b.h.ClientURL()) // a development client, as the HTTP side is
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	nc := client.New(dev, client.WithTimeout(time.Minute))
+
 	value := make([]byte, *size)
 	_, _ = rand.Read(value)
 	mbps := func(d time.Duration) float64 { return float64(*size) / d.Seconds() / (1 << 20) }
-	var up, down, floorUp, floorDown []float64
+	var up, down, natsUp, natsDown, floorUp, floorDown []float64
 	for r := 0; r < *rounds; r++ {
 		cairn := func() error {
 			entity := fmt.Sprintf("/%s(PartitionKey='p',RowKey='r%d')", table, r)
@@ -84,6 +94,31 @@ func benchValues(args []string) error {
 				return fmt.Errorf("download: %w", err)
 			}
 			down = append(down, mbps(time.Since(start)))
+			return got.check(value)
+		}
+		overNATS := func() error {
+			rk := fmt.Sprintf("n%d", r)
+			start := time.Now()
+			in, err := nc.PutValue(ctx, table, "p", rk, bytes.NewReader(value))
+			if err != nil {
+				return fmt.Errorf("PutValue: %w", err)
+			}
+			natsUp = append(natsUp, mbps(time.Since(start)))
+			if _, err := nc.Insert(ctx, table, engine.NewEntity("p", rk, engine.Property{Name: "Photo", Value: engine.String(in.Reference)})); err != nil {
+				return fmt.Errorf("insert: %w", err)
+			}
+			start = time.Now()
+			rc, _, err := nc.OpenValue(ctx, table, "p", rk, "Photo")
+			if err != nil {
+				return fmt.Errorf("OpenValue: %w", err)
+			}
+			got := &countingHash{h: sha256.New()}
+			_, err = io.Copy(got, rc)
+			rc.Close()
+			if err != nil {
+				return fmt.Errorf("OpenValue: %w", err)
+			}
+			natsDown = append(natsDown, mbps(time.Since(start)))
 			return got.check(value)
 		}
 		raw := func() error {
@@ -107,22 +142,26 @@ func benchValues(args []string) error {
 			floorDown = append(floorDown, mbps(time.Since(start)))
 			return got.check(value)
 		}
-		order := []func() error{cairn, raw}
-		if r%2 == 1 {
-			order[0], order[1] = raw, cairn
-		}
-		for _, f := range order {
-			if err := f(); err != nil {
+		order := []func() error{cairn, overNATS, raw}
+		for i := range order {
+			if err := order[(i+r)%len(order)](); err != nil {
 				return err
 			}
 		}
 	}
 	fmt.Printf("# cairn bench values: GOMAXPROCS=%d, %s/%s, %s, %d bytes, rounds=%d (median)\n\n",
 		runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *size, *rounds)
-	fmt.Println("| workload | Cairn (HTTP) | object store put/get in process, same run | ratio |")
+	fmt.Println("| workload | Cairn | object store put/get in process, same run | ratio |")
 	fmt.Println("|---|---|---|---|")
-	fmt.Printf("| upload of a large value (%d MiB) | %.0f MiB/s | %.0f MiB/s | %.2f |\n", *size>>20, median(up), median(floorUp), median(up)/median(floorUp))
-	fmt.Printf("| download of a large value (%d MiB) | %.0f MiB/s | %.0f MiB/s | %.2f |\n", *size>>20, median(down), median(floorDown), median(down)/median(floorDown))
+	for _, row := range []struct {
+		what      string
+		got, base []float64
+	}{
+		{"upload over HTTP", up, floorUp}, {"upload over NATS (PutValue)", natsUp, floorUp},
+		{"download over HTTP", down, floorDown}, {"download over NATS (OpenValue)", natsDown, floorDown},
+	} {
+		fmt.Printf("| %s of a large value (%d MiB) | %.0f MiB/s | %.0f MiB/s | %.2f |\n", row.what, *size>>20, median(row.got), median(row.base), median(row.got)/median(row.base))
+	}
 	return nil
 }
 
