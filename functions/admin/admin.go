@@ -24,6 +24,8 @@ import (
 //	POST   /$cairn/functions/<name>/rollback[?version=] back to a version (default: the one before)
 //	POST   /$cairn/functions/<name>/invoke            the body to its direct subject: its reply or error
 //	GET    /$cairn/functions/<name>/logs              its latest log lines on this node
+//	GET    /$cairn/functions/<name>/settings          its settings and secrets (secrets by name only; settings.go)
+//	POST   /$cairn/functions/<name>/settings/<key>    set a setting (secrets/<key>: a secret) to the body; DELETE removes
 //	GET    /$cairn/runner                             this node's invocation counters
 //	GET    /$cairn/queues                             queues: depth, oldest message, function
 //	GET    /$cairn/queues/<queue>/peek[?from=&limit=] messages waiting, not taken
@@ -91,7 +93,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	// A function's name in the path is checked before anything is looked
 	// up by it.
-	if len(parts) == 3 && parts[0] == "functions" {
+	if (len(parts) == 3 || len(parts) == 4) && parts[0] == "functions" {
 		if err := functions.ValidateName("function", parts[1]); err != nil {
 			fail(http.StatusBadRequest, err)
 			return
@@ -230,6 +232,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		reply(lines)
+	case (len(parts) == 3 || len(parts) == 4) && parts[0] == "functions" && (parts[2] == "settings" || parts[2] == "secrets"):
+		h.serveSettings(w, r, parts)
 	case (len(parts) == 3 || len(parts) == 4) && parts[0] == "queues":
 		seq, err := strconv.ParseUint(parts[2], 10, 64)
 		if err != nil {
