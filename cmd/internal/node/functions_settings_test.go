@@ -256,3 +256,43 @@ func TestFunctionSettings(t *testing.T) {
 		t.Fatalf("after the removal: %+v", s)
 	}
 }
+
+// TestGuestReadsSettings: a WebAssembly guest reads settings and secrets
+// through the Go SDK (ABI op 9): set, empty, unset, and changed between
+// two invocations without a redeploy.
+func TestGuestReadsSettings(t *testing.T) {
+	th := startHost(t, "")
+	deploy(t, th, functions.Manifest{Name: "guest-settings"}, buildGuest(t, "testdata/guest", ""))
+	ask := func(name string) string {
+		t.Helper()
+		r, err := th.nc.Request(functions.DirectSubject("cairn", "guest-settings"), []byte("setting:"+name), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := r.Header.Get(functions.HeaderError); e != "" {
+			t.Fatalf("setting %s: %s", name, e)
+		}
+		return string(r.Data)
+	}
+	set := func(kind, name, value string) {
+		t.Helper()
+		if st, ans := operatorSend(t, th, "POST", "functions/guest-settings/"+kind+"/"+name, value); st != http.StatusOK {
+			t.Fatalf("set %s: %d %s", name, st, ans)
+		}
+	}
+	if got := ask("GREETING"); got != "unset" {
+		t.Fatalf("before any: %q", got)
+	}
+	set("settings", "GREETING", "hello")
+	set("settings", "EMPTY", "")
+	set("secrets", "TOKEN", "guest-token")
+	for name, want := range map[string]string{"GREETING": "=hello", "EMPTY": "=", "TOKEN": "=guest-token", "OTHER": "unset"} {
+		if got := ask(name); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+	set("settings", "GREETING", "bonjour")
+	if got := ask("GREETING"); got != "=bonjour" {
+		t.Fatalf("after the change: %q", got)
+	}
+}
