@@ -264,3 +264,23 @@ func TestSettingsRace(t *testing.T) {
 		t.Fatalf("%d of %d sets landed", len(all), n)
 	}
 }
+
+// BenchmarkSettingLookup is the cost of a function's read of a setting
+// (Invocation.Setting, op 9 without the ABI's encoding): a map lookup
+// under a read lock.
+func BenchmarkSettingLookup(b *testing.B) {
+	c := newSettingsCache()
+	vals := map[string]cachedSetting{}
+	for i := range MaxSettings {
+		vals["NAME_"+strings.Repeat("X", i)] = cachedSetting{value: "v"}
+	}
+	c.fns["billing"] = vals
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, ok, _ := c.lookup("billing", "NAME_XXXX"); !ok {
+				b.Fatal("not found")
+			}
+		}
+	})
+}
