@@ -3,6 +3,7 @@ package functions
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -283,4 +284,54 @@ func BenchmarkSettingLookup(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestCachedSecretThatDoesNotOpen: a secret sealed under another key
+// (another cluster's credentials, a changed password) is kept as an error
+// that the read returns, InternalError naming the secret; the settings
+// beside it still read, and neither the log nor the error holds a byte of
+// the value.
+func TestCachedSecretThatDoesNotOpen(t *testing.T) {
+	var logs bytes.Buffer
+	rn := &Runner{log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	theirs, _ := newSealer(SecretsKey([]byte("their password")))
+	ours, _ := newSealer(SecretsKey([]byte("our password")))
+	const secret = "sealed-elsewhere-value"
+	sealed, err := theirs.seal("fn-a", "TOKEN", []byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &settingsRecord{V: settingsVersion, Values: map[string]storedSetting{
+		"TOKEN":  {Secret: true, Sealed: sealed, Set: time.Now()},
+		"REGION": {Value: "eu", Set: time.Now()},
+	}}
+	c := newSettingsCache()
+	for _, seal := range []*sealer{ours, nil} {
+		c.apply(rn, "fn-a", rec, nil, 7, seal)
+		_, ok, err := c.lookup("fn-a", "TOKEN")
+		if ok || engine.ErrorCode(err) != engine.CodeInternalError || !strings.Contains(err.Error(), "TOKEN") || strings.Contains(err.Error(), secret) {
+			t.Fatalf("read: %v %v", ok, err)
+		}
+		if v, ok, err := c.lookup("fn-a", "REGION"); v != "eu" || !ok || err != nil {
+			t.Fatalf("the setting beside it: %q %v %v", v, ok, err)
+		}
+	}
+	if !strings.Contains(logs.String(), "does not open") || strings.Contains(logs.String(), secret) {
+		t.Fatalf("log: %s", logs.String())
+	}
+	// Removed: unset, and WaitSettings's revision moved on.
+	c.apply(rn, "fn-a", nil, nil, 8, ours)
+	if _, ok, err := c.lookup("fn-a", "TOKEN"); ok || err != nil {
+		t.Fatalf("after removal: %v %v", ok, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := c.wait(ctx, 8); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel2()
+	if err := c.wait(short, 9); err == nil {
+		t.Fatal("waited past a revision not delivered")
+	}
 }
