@@ -55,6 +55,10 @@ type Config struct {
 	// Values runs the large values' sweep (sweep.go) when its Store is
 	// set and the built-ins are on.
 	Values ValueSweep
+	// MaxValue caps a large value the built-in archive copies: the node's
+	// -value-max-bytes, as its uploads are capped (values.DefaultMaxSize
+	// when zero).
+	MaxValue int64
 	// ClaimWindow is the committer's (engine.Claims): an invocation's
 	// write of a large value's reference is decided with it before it is
 	// committed (engine.DefaultClaimWindow when zero).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -51,6 +52,11 @@ type ValueStore interface {
 	// Info is what the functions' writes check their references with
 	// (values.Check), as the doors do.
 	Info(ctx context.Context, k values.Key, id string) (values.Info, error)
+	// Open and Put are what the built-in archive copies a value with
+	// (archive.go): Open streams it, Put stores what it reads under a new
+	// id, at most limit bytes.
+	Open(ctx context.Context, k values.Key, id string) (io.ReadCloser, values.Info, error)
+	Put(ctx context.Context, k values.Key, r io.Reader, limit int64, now time.Time) (values.Info, error)
 }
 
 // ValueSweep configures the sweep; it runs when Store is set.
