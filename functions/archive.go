@@ -60,8 +60,8 @@ func ArchiveManifest() Manifest {
 // one scan). A message delivered again after a crash between the copy and
 // the delete copies the values again, under new ids, and its copy is
 // answered from the first commit: those second copies are referenced by
-// nothing, and the sweep removes them within the same bound. So does it
-// the values copied by an invocation that fails before its commits. A
+// nothing, and the sweep removes them within the same bound, as it
+// removes the copies of an invocation that fails before its commits. A
 // reference whose value is gone from the store (removed behind the node's
 // back) fails the invocation, every time: the message reaches the poison
 // queue after its dequeue count, and both entities stay as they were. The
