@@ -42,8 +42,8 @@ import (
 // is checked whatever the message, so such a message can only remove what
 // the sweep would remove anyway.
 
-// ValueStore is what the sweep needs of the values' store
-// (journal/values.Store).
+// ValueStore is what the sweep, the functions' writes and the built-in
+// archive need of the values' store (journal/values.Store).
 type ValueStore interface {
 	List(ctx context.Context) ([]values.Info, error)
 	Stat(ctx context.Context, name string) (values.Info, error)
