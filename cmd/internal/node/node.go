@@ -363,6 +363,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		Registry:         res.registry,
 		Node:             name,
 		ClaimWindow:      cfg.Commit.ClaimWindow,
+		MaxValue:         cfg.API.MaxValue,
 		Values: functions.ValueSweep{
 			Store: res.values,
 			LastSeq: func(ctx context.Context, t *projections.Table, pk string) (uint64, error) {
