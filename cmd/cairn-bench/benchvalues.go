@@ -82,6 +82,7 @@ func benchValues(args []string) error {
 	_, _ = rand.Read(value)
 	mbps := func(d time.Duration) float64 { return float64(*size) / d.Seconds() / (1 << 20) }
 	var up, down, natsUp, natsDown, moved, floorUp, floorDown, floorCopy []float64
+	var floorFailed string
 	for r := 0; r < *rounds; r++ {
 		cairn := func() error {
 			entity := fmt.Sprintf("/%s(PartitionKey='p',RowKey='r%d')", table, r)
@@ -144,7 +145,12 @@ func benchValues(args []string) error {
 			name := fmt.Sprintf("r%d", r)
 			start := time.Now()
 			if _, err := floor.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(value)); err != nil {
-				return fmt.Errorf("floor put: %w", err)
+				// The library's put sends up to 500 MiB unacknowledged and
+				// the server refuses past its 128 MiB queue: a gigabyte
+				// fails there (journal/values paces its puts). Say so and
+				// go on without a floor.
+				floorFailed = fmt.Sprintf("the object store's own put failed: %v", err)
+				return nil
 			}
 			floorUp = append(floorUp, mbps(time.Since(start)))
 			start = time.Now()
@@ -194,7 +200,14 @@ func benchValues(args []string) error {
 		{"download over HTTP", down, floorDown}, {"download over NATS (OpenValue)", natsDown, floorDown},
 		{"archive of an entity holding it, the value copied (the floor: get piped into put)", moved, floorCopy},
 	} {
+		if len(row.base) == 0 {
+			fmt.Printf("| %s, a large value (%d MiB) | %.0f MiB/s | none | |\n", row.what, *size>>20, median(row.got))
+			continue
+		}
 		fmt.Printf("| %s, a large value (%d MiB) | %.0f MiB/s | %.0f MiB/s | %.2f |\n", row.what, *size>>20, median(row.got), median(row.base), median(row.got)/median(row.base))
+	}
+	if floorFailed != "" {
+		fmt.Printf("\nNo floor in some rounds: %s\n", floorFailed)
 	}
 	return nil
 }
