@@ -3,10 +3,16 @@ package wasm
 import (
 	"context"
 	"errors"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/functions/abi"
@@ -125,6 +131,7 @@ func TestAssemblyScriptRoundTrip(t *testing.T) {
 			engine.Property{Name: "T", Value: engine.DateTimeTicks(638000000000000000)},
 			engine.Property{Name: "G", Value: engine.Guid(g)},
 			engine.Property{Name: "X", Value: engine.Binary([]byte{0, 0xff, 7})},
+			engine.Property{Name: "U", Value: engine.String("a\uFFFDb")}, // a lone surrogate, replaced
 		)
 		if e == nil || len(e.Properties) != len(want.Properties) {
 			t.Fatalf("written %+v", e)
@@ -135,7 +142,7 @@ func TestAssemblyScriptRoundTrip(t *testing.T) {
 			}
 		}
 		// Read back through the fake runner's get (sorted by name).
-		const read = "B:5:true D:4:2.5 G:7:000102030405060708090a0b0c0d0e0f I:2:-7 L:3:-5000000000 S:1:héllo T:6:638000000000000000 X:8:00ff07"
+		const read = "B:5:true D:4:2.5 G:7:000102030405060708090a0b0c0d0e0f I:2:-7 L:3:-5000000000 S:1:héllo T:6:638000000000000000 U:1:a\uFFFDb X:8:00ff07"
 		if string(h.output) != read {
 			t.Errorf("read back %q, want %q", h.output, read)
 		}
@@ -297,5 +304,159 @@ func BenchmarkInvokeWarmLanguages(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestAssemblyScriptEntityRoundTrip: random entities, sent to the guest in
+// a change trigger and written back, arrive as they were sent: the
+// guest's msgpack decoder and encoder against the runner's.
+func TestAssemblyScriptEntityRoundTrip(t *testing.T) {
+	m := loadASEcho(t, LoadOptions{})
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 3))
+	for i := range 100 {
+		h := newFakeRunner("copy")
+		ent := randEntity(r, "e")
+		h.trigger.Change = &abi.Change{Table: "T", Seq: r.Uint64(), Entity: abi.Entity{Entity: ent, ETag: randText(r)}, ETag: "x"}
+		var prev *engine.Entity
+		if r.IntN(2) == 0 {
+			prev = randEntity(r, "p")
+			h.trigger.Change.Prev = &abi.Entity{Entity: prev, ETag: randText(r)}
+		}
+		if err := m.Invoke(context.Background(), "s", h.call); err != nil {
+			t.Fatalf("%d: %v", i, err)
+		}
+		want := []*engine.Entity{ent}
+		etags := h.trigger.Change.Entity.ETag
+		if prev != nil {
+			want = append(want, prev)
+			etags += " " + h.trigger.Change.Prev.ETag
+		}
+		if len(h.writes) != len(want) || string(h.output) != etags {
+			t.Fatalf("%d: %d writes, reply %q; want %d, %q", i, len(h.writes), h.output, len(want), etags)
+		}
+		for j, w := range want {
+			got := h.writes[j].Entity.Entity
+			if len(got.Properties) == 0 && len(w.Properties) == 0 {
+				got.Properties = w.Properties // nil and empty are one
+			}
+			if !reflect.DeepEqual(got, w) {
+				t.Fatalf("%d: wrote\n%#v\nwant\n%#v", i, got, w)
+			}
+		}
+	}
+}
+
+// randText is a string of random length (to 70,000 bytes: every msgpack
+// str form) with ASCII, two- and three-byte and four-byte characters.
+func randText(r *rand.Rand) string {
+	var n int
+	switch r.IntN(40) {
+	case 0, 1, 2, 3:
+		n = 200 + r.IntN(200)
+	case 4:
+		n = 66000 + r.IntN(4000)
+	default:
+		n = r.IntN(40)
+	}
+	runes := []rune{'a', 'Z', '0', ' ', 'é', 'ß', '€', '中', '😀', '\u0000'}
+	var b strings.Builder
+	for b.Len() < n {
+		b.WriteRune(runes[r.IntN(len(runes))])
+	}
+	return b.String()
+}
+
+func randEntity(r *rand.Rand, key string) *engine.Entity {
+	ints := []int64{0, 1, -1, 31, -32, -33, 127, 128, 255, 256, -128, -129, 32767, 32768, -32768, -32769,
+		math.MaxInt32, math.MinInt32, math.MaxInt32 + 1, math.MinInt32 - 1, math.MaxInt64, math.MinInt64}
+	anInt := func() int64 {
+		if r.IntN(2) == 0 {
+			return ints[r.IntN(len(ints))]
+		}
+		return r.Int64() >> r.IntN(64)
+	}
+	var props []engine.Property
+	for k := range r.IntN(12) {
+		name := "P" + strconv.Itoa(k)
+		var v engine.Value
+		switch r.IntN(8) {
+		case 0:
+			v = engine.String(randText(r))
+		case 1:
+			v = engine.Int32(int32(anInt()))
+		case 2:
+			v = engine.Int64(anInt())
+		case 3:
+			v = engine.Double([]float64{0, -1.5, math.Pi, math.MaxFloat64, math.SmallestNonzeroFloat64, math.Inf(1)}[r.IntN(6)])
+		case 4:
+			v = engine.Bool(r.IntN(2) == 0)
+		case 5:
+			v = engine.DateTimeTicks(anInt())
+		case 6:
+			var g [16]byte
+			for i := range g {
+				g[i] = byte(r.IntN(256))
+			}
+			v = engine.Guid(g)
+		default:
+			b := make([]byte, []int{0, 1, 300, 300, 300, 70000}[r.IntN(6)])
+			for i := range b {
+				b[i] = byte(r.IntN(256))
+			}
+			v = engine.Binary(b)
+		}
+		props = append(props, engine.Property{Name: name, Value: v})
+	}
+	e := engine.NewEntity(key+randText(r), randText(r), props...)
+	e.Timestamp = anInt()
+	return e
+}
+
+// TestAssemblyScriptAnswers: a field the guest does not know, of any
+// msgpack type, is skipped; an answer cut short at any byte is an error
+// the invocation aborts on, with nothing written.
+func TestAssemblyScriptAnswers(t *testing.T) {
+	m := loadASEcho(t, LoadOptions{})
+	extra, err := msgpack.Marshal(map[string]any{"zz": []any{
+		1, -5, 300, -300, 1 << 40, uint64(1 << 63), float32(1.5), 3.5, "s", strings.Repeat("x", 40), strings.Repeat("y", 300), []byte{1, 2},
+		nil, true, false, map[string]any{"k": []any{}}, time.Unix(1e9, 5), map[string]any{}, make([]any, 20),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// with answers the trigger with the extra key first, so that the
+	// known ones must be found after it, or cut to n bytes.
+	with := func(h *fakeRunner, cut int) func(abi.Op, []byte) []byte {
+		return func(op abi.Op, req []byte) []byte {
+			b := h.call(op, req)
+			if op != abi.OpTrigger {
+				return b
+			}
+			if b[0]&0xf0 != 0x80 || extra[0] != 0x81 {
+				t.Fatalf("want fixmaps, got 0x%x 0x%x", b[0], extra[0])
+			}
+			msg := append([]byte{b[0] + 1}, extra[1:]...)
+			msg = append(msg, b[1:]...)
+			if cut >= 0 {
+				msg = msg[:cut]
+			}
+			return msg
+		}
+	}
+	h := newFakeRunner("write")
+	if err := m.Invoke(context.Background(), "s", with(h, -1)); err != nil || len(h.writes) != 1 {
+		t.Fatalf("with an unknown field: %v, writes %+v", err, h.writes)
+	}
+	h = newFakeRunner("write")
+	full := len(with(h, -1)(abi.OpTrigger, nil))
+	for cut := 0; cut < full; cut += 1 + cut/8 {
+		h := newFakeRunner("write")
+		err := m.Invoke(context.Background(), "s", with(h, cut))
+		var ce *CrashError
+		if !errors.As(err, &ce) || !strings.Contains(ce.Reason, "decode the answer") || len(h.writes) != 0 {
+			t.Fatalf("an answer cut to %d of %d bytes: %v, writes %+v", cut, full, err, h.writes)
+		}
 	}
 }

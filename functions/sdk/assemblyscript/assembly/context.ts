@@ -151,7 +151,7 @@ export class Context {
   // enqueueText sends the UTF-8 of body to queue once the invocation
   // succeeds.
   enqueueText(queue: string, body: string): CairnError | null {
-    return this.enqueue(queue, Uint8Array.wrap(String.UTF8.encode(body)));
+    return this.enqueue(queue, Uint8Array.wrap(String.UTF8.encode(body, false, String.UTF8.ErrorMode.REPLACE)));
   }
 
   // reply sets the reply of a direct invocation (the last call wins);

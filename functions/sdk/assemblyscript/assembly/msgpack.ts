@@ -100,7 +100,7 @@ export class Writer {
       this.u32(n);
     }
     this.room(n);
-    String.UTF8.encodeUnsafe(changetype<usize>(s), s.length, this.buf.dataStart + <usize>this.len, false, String.UTF8.ErrorMode.WTF8);
+    String.UTF8.encodeUnsafe(changetype<usize>(s), s.length, this.buf.dataStart + <usize>this.len, false, String.UTF8.ErrorMode.REPLACE);
     this.len += n;
   }
 

@@ -165,9 +165,10 @@ export function callRequest(op: i32): Response {
   return call(op, b.dataStart, b.length);
 }
 
-// callText performs op with the UTF-8 of s as its raw request.
+// callText performs op with the UTF-8 of s as its raw request (a lone
+// surrogate becomes U+FFFD, as in every string the SDK sends).
 export function callText(op: i32, s: string): Response {
-  const b = String.UTF8.encode(s);
+  const b = String.UTF8.encode(s, false, String.UTF8.ErrorMode.REPLACE);
   return call(op, changetype<usize>(b), b.byteLength);
 }
 

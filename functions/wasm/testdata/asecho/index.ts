@@ -49,6 +49,7 @@ function dispatch(c: Context): string | null {
   if (body == "ops") return ops(c);
   if (body == "types") return types(c);
   if (body == "trigger") return trigger(c);
+  if (body == "copy") return copy(c);
   if (body == "fail") return "no good";
   if (body == "panic") throw new Error("boom");
   if (body == "loop") {
@@ -125,7 +126,8 @@ function types(c: Context): string | null {
     .set("B", Value.boolean(true))
     .set("T", Value.dateTime(638000000000000000))
     .set("G", Value.guid(guid))
-    .set("X", Value.binary(bin));
+    .set("X", Value.binary(bin))
+    .set("U", Value.string("a\uD800b"));
   const err = c.insertOrReplace("T", e);
   if (err != null) return err.toString();
   const r = c.get("T", "p", "types");
@@ -164,4 +166,21 @@ function trigger(c: Context): string | null {
     if (p != null) s += " " + p.rowKey + "@" + p.etag + "=" + p.get("V")!.str();
   }
   return errText(c.replyText(s));
+}
+
+// copy writes back the entities of a change trigger (the entity, then the
+// one before it) as they were decoded, and replies with their ETags.
+function copy(c: Context): string | null {
+  const ch = c.trigger().change;
+  if (ch == null) return "no change";
+  let err = c.insertOrReplace("T", ch.entity);
+  if (err != null) return err.toString();
+  let etags = ch.entity.etag;
+  const prev = ch.prev;
+  if (prev != null) {
+    err = c.insertOrReplace("T", prev);
+    if (err != null) return err.toString();
+    etags += " " + prev.etag;
+  }
+  return errText(c.replyText(etags));
 }
