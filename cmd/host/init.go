@@ -50,7 +50,7 @@ const guestSDKVersion = "v0.0.0-00010101000000-000000000000"
 func initCmd(args []string) error {
 	fs := flag.NewFlagSet("init", flag.ContinueOnError)
 	module := fs.String("module", "", "module path of the new module (default: the directory's base name)")
-	name := fs.String("name", "", "function name, also its queue (default: the last element of the module path)")
+	name := fs.String("name", "", "function name, also its queue (default: the last element of the module path; assemblyscript: the directory's name)")
 	force := fs.Bool("force", false, "write into a directory that is not empty, replacing its vendor/ (assemblyscript: assembly/cairn/) and any file of the same name")
 	lang := fs.String("lang", "go", "the function's language: go or assemblyscript")
 	cli.Usage(fs, initUsage)
