@@ -460,3 +460,32 @@ func TestAssemblyScriptAnswers(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCompileLanguages compares what a node pays to compile a module
+// it has not seen (Validate on a runtime without a cache: the deploy's
+// check, and a node's first load): the Go guest and the AssemblyScript
+// guest.
+func BenchmarkCompileLanguages(b *testing.B) {
+	for _, g := range []struct {
+		name   string
+		module func(testing.TB) []byte
+	}{
+		{"go", func(t testing.TB) []byte { return buildGuest(t, "echo") }},
+		{"assemblyscript", func(t testing.TB) []byte { return guesttest.AssemblyScript(t, "testdata/asecho/index.ts") }},
+	} {
+		b.Run(g.name, func(b *testing.B) {
+			module := g.module(b)
+			ctx := context.Background()
+			for b.Loop() {
+				rt, err := NewRuntime(ctx, Config{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := rt.Validate(ctx, module); err != nil {
+					b.Fatal(err)
+				}
+				_ = rt.Close(ctx)
+			}
+		})
+	}
+}
