@@ -218,3 +218,41 @@ func (r *Route) matchPath(path string) (map[string]string, bool) {
 	}
 	return params, true
 }
+
+// maxResponseHeader bounds the headers a function sets on its reply.
+const maxResponseHeader = 16 << 10
+
+// hostHeader reports whether a reply header is the host's to set.
+func hostHeader(name string) bool {
+	switch http.CanonicalHeaderKey(name) {
+	case "Content-Length", "Transfer-Encoding", "Connection", "Upgrade", "Trailer", "Keep-Alive",
+		"Access-Control-Allow-Origin", "Access-Control-Allow-Credentials", "Access-Control-Allow-Methods",
+		"Access-Control-Allow-Headers", "Access-Control-Max-Age", "Access-Control-Expose-Headers":
+		return true
+	}
+	return false
+}
+
+// validHeaderName reports whether s is an HTTP token.
+func validHeaderName(s string) bool {
+	if s == "" || len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether s holds no control character but tab.
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
