@@ -34,11 +34,9 @@ type Route struct {
 	// literal, or a parameter {name} (one segment), or, last, {*name}
 	// (the rest of the path, perhaps empty).
 	Path string `json:"path"`
-	// Auth is who may call it: "key" (a function key, the default),
-	// "account" (SharedKey or a shared access signature of the
-	// development account's key, or of the account the function writes
-	// in), or "anonymous" (anyone: say so only for a route meant to be
-	// public, a webhook that checks its own signature).
+	// Auth is who may call it: "key" (a function key, the default) or
+	// "anonymous" (anyone: say so only for a route meant to be public, a
+	// webhook that checks its own signature).
 	Auth string `json:"auth,omitempty"`
 	// CORS lets browsers of the listed origins call the route.
 	CORS *RouteCORS `json:"cors,omitempty"`
@@ -66,7 +64,6 @@ const (
 // The route's auth modes.
 const (
 	AuthKey       = "key"
-	AuthAccount   = "account"
 	AuthAnonymous = "anonymous"
 )
 
@@ -110,8 +107,8 @@ func (r *Route) validate() error {
 	if r.Auth == "" {
 		r.Auth = AuthKey
 	}
-	if r.Auth != AuthKey && r.Auth != AuthAccount && r.Auth != AuthAnonymous {
-		return fmt.Errorf("auth %q: use key, account or anonymous", r.Auth)
+	if r.Auth != AuthKey && r.Auth != AuthAnonymous {
+		return fmt.Errorf("auth %q: use key or anonymous", r.Auth)
 	}
 	if !strings.HasPrefix(r.Path, "/") || len(r.Path) > 1024 {
 		return fmt.Errorf("path %q: it starts with / and is at most 1,024 bytes", r.Path)
