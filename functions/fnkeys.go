@@ -96,19 +96,36 @@ func KeysBucket(prefix string) string {
 }
 
 // OpenKeyStore opens (creating if needed, with replicas) the keys'
-// bucket; Watch keeps the copy.
+// bucket; Watch keeps the copy. With replicas 0 it only opens an
+// existing bucket (the operators' commands).
 func OpenKeyStore(ctx context.Context, js jetstream.JetStream, prefix string, replicas int) (*KeyStore, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      KeysBucket(prefix),
-		Description: "Cairn functions' keys: the SHA-256 of each key's secret, never the secret",
-		Replicas:    max(replicas, 1),
-		Storage:     jetstream.FileStorage,
-	})
+	var kv jetstream.KeyValue
+	var err error
+	if replicas == 0 {
+		kv, err = js.KeyValue(ctx, KeysBucket(prefix))
+	} else {
+		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      KeysBucket(prefix),
+			Description: "Cairn functions' keys: the SHA-256 of each key's secret, never the secret",
+			Replicas:    replicas,
+			Storage:     jetstream.FileStorage,
+		})
+	}
 	if err != nil {
-		return nil, fmt.Errorf("functions: keys bucket: %w", err)
+		return nil, fmt.Errorf("functions: keys bucket %s: %w", KeysBucket(prefix), err)
 	}
 	return &KeyStore{kv: kv, keys: map[string]map[string]FunctionKey{}, ready: make(chan struct{})}, nil
 }
+
+// KeyInfo is a key as the operators see it: never its secret or hash.
+type KeyInfo struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+}
+
+// Info returns what may be shown of the key.
+func (k FunctionKey) Info() KeyInfo { return KeyInfo{ID: k.ID, Name: k.Name, Created: k.Created} }
 
 // Create makes a key named name for function and returns it with the
 // text a caller sends, shown this once. A function holds at most

@@ -48,8 +48,7 @@ const (
 // request is one invocation on this host, not retried: the caller
 // decides, and an Idempotency-Key makes a retry's writes apply once.
 type HTTPTriggers struct {
-	rn   *Runner
-	keys *KeyStore
+	rn *Runner
 
 	mu      sync.Mutex
 	callers map[string]*callerRate // function and caller → its bucket
@@ -66,10 +65,10 @@ type callerRate struct {
 // one idle longest is forgotten.
 const maxCallers = 65536
 
-// NewHTTPTriggers returns the handler of rn's functions' routes, whose
-// keys keys holds.
-func NewHTTPTriggers(rn *Runner, keys *KeyStore) *HTTPTriggers {
-	return &HTTPTriggers{rn: rn, keys: keys, callers: map[string]*callerRate{}, slots: map[*version]chan struct{}{}}
+// NewHTTPTriggers returns the handler of rn's functions' routes (served
+// once rn is Ready).
+func NewHTTPTriggers(rn *Runner) *HTTPTriggers {
+	return &HTTPTriggers{rn: rn, callers: map[string]*callerRate{}, slots: map[*version]chan struct{}{}}
 }
 
 // httpError is a refusal: a status and a coded error, answered as
@@ -272,7 +271,7 @@ func (t *HTTPTriggers) authorize(r *http.Request, name string, route *Route) (ca
 	if presented == "" {
 		return "", "", refuse(http.StatusUnauthorized, CodeUnauthorized, "the route %s %s of function %q needs a function key: send it in %s", route.Method, route.Path, name, KeyHeader)
 	}
-	k, ok := t.keys.Verify(name, presented)
+	k, ok := t.rn.Keys().Verify(name, presented)
 	if !ok {
 		return "", "", refuse(http.StatusUnauthorized, CodeUnauthorized, "the key is not one of function %q's (revoked, or another function's)", name)
 	}
