@@ -180,6 +180,12 @@ func (t *HTTPTriggers) serve(w http.ResponseWriter, r *http.Request) *httpError 
 		if errors.Is(err, context.DeadlineExceeded) {
 			return refuse(http.StatusGatewayTimeout, CodeFunctionTimedOut, "function %q did not finish within its timeout (%v)", name, v.m.Timeout.D())
 		}
+		if route.Auth == AuthAnonymous {
+			// Anyone may call it: the reason, which may name tables and
+			// values, goes to the function's log only.
+			t.rn.log.Info("functions: an HTTP call failed", "function", name, "route", route.Path, "trigger", trig.ID, "err", err)
+			return refuse(http.StatusInternalServerError, CodeFunctionFailed, "function %q failed (its log says why: host functions logs)", name)
+		}
 		return refuse(http.StatusInternalServerError, CodeFunctionFailed, "function %q failed: %v", name, err)
 	}
 	status, header := inv.Response()
