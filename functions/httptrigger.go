@@ -183,8 +183,10 @@ func (t *HTTPTriggers) serve(w http.ResponseWriter, r *http.Request) *httpError 
 		if route.Auth == AuthAnonymous {
 			// Anyone may call it: the reason, which may name tables and
 			// values, goes to the function's log only.
-			t.rn.log.Info("functions: an HTTP call failed", "function", name, "route", route.Path, "trigger", trig.ID, "err", err)
-			return refuse(http.StatusInternalServerError, CodeFunctionFailed, "function %q failed (its log says why: host functions logs)", name)
+			if inv != nil {
+				inv.Log("the HTTP call failed: " + err.Error())
+			}
+			return refuse(http.StatusInternalServerError, CodeFunctionFailed, "function %q failed; its log on the host says why (GET /$cairn/functions/%s/logs)", name, name)
 		}
 		return refuse(http.StatusInternalServerError, CodeFunctionFailed, "function %q failed: %v", name, err)
 	}

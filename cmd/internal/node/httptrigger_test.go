@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -67,6 +68,7 @@ func TestHTTPTrigger(t *testing.T) {
 			{Method: "POST", Path: "/orders/{id}", CORS: &functions.RouteCORS{Origins: []string{"https://shop.example"}}},
 			{Method: "GET", Path: "/health", Auth: functions.AuthAnonymous},
 			{Method: "POST", Path: "/count/{id}"},
+			{Method: "GET", Path: "/fail", Auth: functions.AuthAnonymous},
 		}}}}
 	handler := functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
 		invocations.Add(1)
@@ -74,6 +76,8 @@ func TestHTTPTrigger(t *testing.T) {
 		switch req.Route {
 		case "/health":
 			return inv.SetOutput([]byte("ok"))
+		case "/fail":
+			return errors.New("the table Payroll said no")
 		case "/count/{id}":
 			// Not idempotent on its own: a read, then one more.
 			e, _, err := inv.Get(ctx, "Orders", "count", req.Params["id"])
@@ -175,9 +179,13 @@ func TestHTTPTrigger(t *testing.T) {
 		t.Fatal("a refused call wrote")
 	}
 
-	// Anonymous: no key.
+	// Anonymous: no key; a failure's reason goes to the function's log,
+	// not to anyone who calls.
 	if st, _, body := fnCall(t, base, "GET", "/fn/shop/health", nil, ""); st != http.StatusOK || body != "ok" {
 		t.Fatalf("an anonymous route: %d %q", st, body)
+	}
+	if st, _, body := fnCall(t, base, "GET", "/fn/shop/fail", nil, ""); st != http.StatusInternalServerError || errorCode(body) != functions.CodeFunctionFailed || strings.Contains(body, "Payroll") {
+		t.Fatalf("an anonymous route failing: %d %s", st, body)
 	}
 
 	// A retry with the same Idempotency-Key writes once: the second run
