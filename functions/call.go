@@ -78,6 +78,12 @@ func (inv *Invocation) call(ctx context.Context, op abi.Op, req []byte) (abi.Res
 	case abi.OpFail:
 		inv.failure = string(req)
 		return abi.Response{}, nil
+	case abi.OpRespond:
+		var r abi.RespondRequest
+		if err := decode(&r); err != nil {
+			return abi.Response{}, err
+		}
+		return abi.Response{}, inv.SetResponse(r.Status, r.Header)
 	}
 	return abi.Response{}, engine.Errorf(engine.CodeInvalidInput, "unknown operation %d", int32(op))
 }

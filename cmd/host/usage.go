@@ -70,6 +70,9 @@ const functionsUsage = `usage: host functions [flags] list                 deplo
        host functions [flags] history <name>       every version of a function
        host functions [flags] undeploy <name>      stop running it (its queue keeps its messages)
        host functions [flags] rollback <name> [version]  deploy an earlier version's module again
+       host functions [flags] keys <name>          its keys for HTTP routes: id, name, when made
+       host functions [flags] keys <name> create [key-name]  a new key, printed this once
+       host functions [flags] keys <name> revoke <id>        calls with it are refused at once
 
 `
 
