@@ -34,3 +34,14 @@ var GuestPackages = []string{"engine", "engine/wire", "functions/abi", "function
 
 // ThirdPartyDir is the directory of GuestSDK with the third-party copy.
 const ThirdPartyDir = "functions/sdk/_thirdparty"
+
+// AssemblyScriptSDK holds the AssemblyScript guest SDK: its sources, its
+// compiler options and the package.json that pins the compiler. `host
+// init function -lang assemblyscript` copies it into a new project.
+//
+//go:embed functions/sdk/assemblyscript/assembly/*.ts functions/sdk/assemblyscript/README.md
+//go:embed functions/sdk/assemblyscript/asconfig.json functions/sdk/assemblyscript/package.json
+var AssemblyScriptSDK embed.FS
+
+// AssemblyScriptSDKDir is AssemblyScriptSDK's directory.
+const AssemblyScriptSDKDir = "functions/sdk/assemblyscript"

@@ -88,6 +88,12 @@ func (inv *Invocation) call(ctx context.Context, op abi.Op, req []byte) (abi.Res
 			return abi.Response{}, err
 		}
 		return abi.Response{Value: &v}, nil
+	case abi.OpRespond:
+		var r abi.RespondRequest
+		if err := decode(&r); err != nil {
+			return abi.Response{}, err
+		}
+		return abi.Response{}, inv.SetResponse(r.Status, r.Header)
 	}
 	return abi.Response{}, engine.Errorf(engine.CodeInvalidInput, "unknown operation %d", int32(op))
 }

@@ -57,8 +57,14 @@ type Config struct {
 	// the runner's own, logging to Log.
 	Replies *wire.ReplyGuard
 	// Values runs the large values' sweep (sweep.go) when its Store is
-	// set and the built-ins are on.
+	// set and the built-ins are on. Its Store is also what the functions'
+	// writes check their references against and what the built-in archive
+	// copies values with (nil: a reference is refused).
 	Values ValueSweep
+	// MaxValue caps a large value the built-in archive copies: the node's
+	// -value-max-bytes, as its uploads are capped (values.DefaultMaxSize
+	// when zero).
+	MaxValue int64
 	// ClaimWindow is the committer's (engine.Claims): an invocation's
 	// write of a large value's reference is decided with it before it is
 	// committed (engine.DefaultClaimWindow when zero).

@@ -53,6 +53,8 @@ type Invocation struct {
 	msgs     []pendingMessage
 	msgBytes int
 	output   []byte
+	status   int                 // an HTTP reply's (SetResponse)
+	header   map[string][]string // an HTTP reply's (SetResponse)
 	logs     int
 	// failure is the text a guest gave with OpFail.
 	failure string
@@ -389,6 +391,39 @@ func (inv *Invocation) Setting(name string) (string, bool, error) {
 
 // Output is the reply set by the function.
 func (inv *Invocation) Output() []byte { return inv.output }
+
+// SetResponse sets the status (100..599; 0 keeps 200) and headers of an
+// HTTP trigger's reply; other triggers keep them unused. Headers the
+// host owns (Content-Length, Transfer-Encoding, Connection, the CORS
+// headers of the route) are refused.
+func (inv *Invocation) SetResponse(status int, header map[string][]string) error {
+	if status != 0 && (status < 100 || status > 599) {
+		return engine.Errorf(engine.CodeInvalidInput, "respond: status %d is not 100..599", status)
+	}
+	n := 0
+	for k, vs := range header {
+		if !validHeaderName(k) {
+			return engine.Errorf(engine.CodeInvalidInput, "respond: header name %.64q is not a token", k)
+		}
+		if hostHeader(k) {
+			return engine.Errorf(engine.CodeInvalidInput, "respond: header %s is the host's to set", k)
+		}
+		for _, v := range vs {
+			if !validHeaderValue(v) {
+				return engine.Errorf(engine.CodeInvalidInput, "respond: header %s holds a control character", k)
+			}
+			n += len(k) + len(v)
+		}
+	}
+	if n > maxResponseHeader {
+		return engine.Errorf(engine.CodeInvalidInput, "respond: %d bytes of headers; at most %d", n, maxResponseHeader)
+	}
+	inv.status, inv.header = status, header
+	return nil
+}
+
+// Response is the status (0: none set) and headers set by SetResponse.
+func (inv *Invocation) Response() (int, map[string][]string) { return inv.status, inv.header }
 
 // Log writes a line of the function's to the node's log (at most 100 per
 // invocation, each cut to 4 KiB) and keeps it among the function's latest

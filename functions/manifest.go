@@ -70,6 +70,9 @@ type Trigger struct {
 	// Cron: a tick at each time of a cron schedule ("*/5 * * * *",
 	// "@hourly", "CRON_TZ=Europe/Paris 0 9 * * 1-5"), delivered as Every's.
 	Cron string `json:"cron,omitempty"`
+	// HTTP: each request on one of its routes, on every host's HTTP
+	// listener under /fn/<name>/ (httptrigger.go).
+	HTTP *HTTPTrigger `json:"http,omitempty"`
 }
 
 // schedule returns the timer's schedule: the next tick after a time.
@@ -85,9 +88,12 @@ func (t Trigger) schedule() (func(time.Time) time.Time, error) {
 	return func(now time.Time) time.Time { return now.Truncate(every).Add(every) }, nil
 }
 
-// Kind names the trigger ("queue", "table", "timer" or "invoke").
+// Kind names the trigger ("queue", "table", "timer", "http" or
+// "invoke").
 func (t Trigger) Kind() string {
 	switch {
+	case t.HTTP != nil:
+		return "http"
 	case t.Queue != "":
 		return "queue"
 	case t.Table != "":
@@ -177,13 +183,18 @@ func (m *Manifest) Validate() error {
 	}
 	t := m.Trigger
 	set := 0
-	for _, b := range []bool{t.Queue != "", t.Table != "", t.Every != 0, t.Cron != ""} {
+	for _, b := range []bool{t.Queue != "", t.Table != "", t.Every != 0, t.Cron != "", t.HTTP != nil} {
 		if b {
 			set++
 		}
 	}
 	if set > 1 {
-		errs = append(errs, errors.New("trigger: give one of queue, table, every and cron"))
+		errs = append(errs, errors.New("trigger: give one of queue, table, every, cron and http"))
+	}
+	if t.HTTP != nil {
+		if err := t.HTTP.validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if t.Queue != "" {
 		if err := ValidateName("queue", t.Queue); err != nil {

@@ -28,7 +28,7 @@ func TestManifestValidate(t *testing.T) {
 		{Manifest{Name: "ab"}, "function name"},
 		{Manifest{Name: "double--hyphen"}, "function name"},
 		{Manifest{Name: "ok-name", Trigger: Trigger{Queue: "Q"}}, "queue name"},
-		{Manifest{Name: "ok-name", Trigger: Trigger{Queue: "q-q", Table: "T"}}, "one of queue, table, every and cron"},
+		{Manifest{Name: "ok-name", Trigger: Trigger{Queue: "q-q", Table: "T"}}, "one of queue, table, every, cron and http"},
 		{Manifest{Name: "ok-name", Trigger: Trigger{Every: Duration(time.Millisecond)}}, "minimum of 1s"},
 		{Manifest{Name: "ok-name", Trigger: Trigger{Table: "Or-ders"}}, "letters and digits"},
 		{Manifest{Name: "ok-name", Trigger: Trigger{Table: "devstoreaccount1.Orders"}}, "without the account"},

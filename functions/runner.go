@@ -29,6 +29,7 @@ type Runner struct {
 	// (settingscache.go).
 	settingsKV *Settings
 	settings   *settingsCache
+	keys       *KeyStore // the functions' keys (HTTP triggers)
 
 	ready chan struct{} // closed once Run serves
 	// since is when the runner was made: its counters (stats, perFn)
@@ -70,6 +71,9 @@ func (rn *Runner) Queues() *Queues { return rn.queues }
 
 // Registry returns the registry (nil before Ready is closed).
 func (rn *Runner) Registry() *Registry { return rn.registry }
+
+// Keys returns the functions' keys (nil until Ready).
+func (rn *Runner) Keys() *KeyStore { return rn.keys }
 
 func (rn *Runner) now() time.Time { return rn.cfg.Now() }
 
@@ -148,6 +152,27 @@ func (rn *Runner) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if rn.keys, err = OpenKeyStore(ctx, rn.js, rn.cfg.Prefix, rn.cfg.Replicas); err != nil {
+		return err
+	}
+	rn.wg.Add(1)
+	go func() {
+		defer rn.wg.Done()
+		for ctx.Err() == nil {
+			if err := rn.keys.Watch(ctx); err != nil && ctx.Err() == nil {
+				rn.log.Warn("functions: the keys' watch ended; watching again", "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+		}
+	}()
+	select {
+	case <-rn.keys.Ready():
 	case <-ctx.Done():
 		return ctx.Err()
 	}

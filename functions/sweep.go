@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -41,8 +42,8 @@ import (
 // is checked whatever the message, so such a message can only remove what
 // the sweep would remove anyway.
 
-// ValueStore is what the sweep needs of the values' store
-// (journal/values.Store).
+// ValueStore is what the sweep, the functions' writes and the built-in
+// archive need of the values' store (journal/values.Store).
 type ValueStore interface {
 	List(ctx context.Context) ([]values.Info, error)
 	Stat(ctx context.Context, name string) (values.Info, error)
@@ -51,6 +52,11 @@ type ValueStore interface {
 	// Info is what the functions' writes check their references with
 	// (values.Check), as the doors do.
 	Info(ctx context.Context, k values.Key, id string) (values.Info, error)
+	// Open and Put are what the built-in archive copies a value with
+	// (archive.go): Open streams it, Put stores what it reads under a new
+	// id, at most limit bytes.
+	Open(ctx context.Context, k values.Key, id string) (io.ReadCloser, values.Info, error)
+	Put(ctx context.Context, k values.Key, r io.Reader, limit int64, now time.Time) (values.Info, error)
 }
 
 // ValueSweep configures the sweep; it runs when Store is set.

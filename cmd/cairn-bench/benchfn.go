@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"runtime"
 	"strings"
@@ -78,6 +80,18 @@ func benchFunctions(args []string) error {
 	})); err != nil {
 		return err
 	}
+	// The same function on an HTTP route, called with a function key.
+	httpHello := functions.Manifest{Name: "http-hello", Concurrency: 4, Trigger: functions.Trigger{HTTP: &functions.HTTPTrigger{
+		RatePerKey: functions.MaxRate, Routes: []functions.Route{{Method: "POST", Path: "/"}}}}}
+	if err := fr.Register(httpHello, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+		return inv.SetOutput(append([]byte("hello, "), inv.Trigger().Body...))
+	})); err != nil {
+		return err
+	}
+	_, httpKey, err := fr.Keys().Create(ctx, "http-hello", "bench", time.Now())
+	if err != nil {
+		return err
+	}
 	// The built-in archive runs with its own budgets (16 at a time, no
 	// write rate); the native example is the same code deployed as a user
 	// would, with the write rate lifted, at concurrency 4 and 16.
@@ -114,8 +128,14 @@ func benchFunctions(args []string) error {
 		if err != nil {
 			return err
 		}
+		httpLat, err := b.httpLatency(*calls, h.HTTPURL()+functions.HTTPPrefix+"http-hello/", httpKey)
+		if err != nil {
+			return err
+		}
 		fmt.Printf("| direct invocation of a trivial function, native, one at a time (median round trip) | %v | NATS request/reply over TCP %v | %.2f | |\n",
 			nativeLat.Round(time.Microsecond), echo.Round(time.Microsecond), float64(nativeLat)/float64(echo))
+		fmt.Printf("| the same function on an HTTP route with a function key, one at a time, keep-alive (median round trip) | %v | direct invocation over NATS %v | %.2f | |\n",
+			httpLat.Round(time.Microsecond), nativeLat.Round(time.Microsecond), float64(httpLat)/float64(nativeLat))
 		fmt.Printf("| direct invocation of a trivial function, WebAssembly, one at a time (median round trip) | %v | native %v | +%v | |\n",
 			wasmLat.Round(time.Microsecond), nativeLat.Round(time.Microsecond), (wasmLat - nativeLat).Round(time.Microsecond))
 	}
@@ -217,6 +237,49 @@ func (b *fnBencher) latency(n int, subject string, echo bool) (time.Duration, er
 			}
 			if e := r.Header.Get(functions.HeaderReplyError); e != "" {
 				return 0, fmt.Errorf("%s: %s", subject, e)
+			}
+			lat[i] = time.Since(start)
+		}
+		meds = append(meds, float64(percentile(lat, .5)))
+	}
+	return time.Duration(median(meds)), nil
+}
+
+// httpLatency is the median round trip of n calls of an HTTP route, one
+// at a time on one kept-alive connection, with a function key; the first
+// calls wait for the key to reach the runner's copy.
+func (b *fnBencher) httpLatency(n int, url, key string) (time.Duration, error) {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	call := func() error {
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader("world"))
+		if err != nil {
+			return err
+		}
+		req.Header.Set(functions.KeyHeader, key)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		return nil
+	}
+	for deadline := time.Now().Add(10 * time.Second); call() != nil; {
+		if time.Now().After(deadline) {
+			return 0, call()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var meds []float64
+	for range b.rounds {
+		lat := make([]time.Duration, n)
+		for i := range lat {
+			start := time.Now()
+			if err := call(); err != nil {
+				return 0, err
 			}
 			lat[i] = time.Since(start)
 		}

@@ -10,7 +10,7 @@
 //	go run ./cmd/cairn-bench start           # a view's start from the journal and from a snapshot
 //	go run ./cmd/cairn-bench start -kill     # a node's start after SIGKILL under a write load
 //	go run ./cmd/cairn-bench snapshots       # what writing snapshots costs the inserts
-//	go run ./cmd/cairn-bench values          # a large value's upload and download beside the object store's
+//	go run ./cmd/cairn-bench values          # a large value's upload, download and archive beside the object store's
 //	go run ./cmd/cairn-bench -baseline main  # any of them on main's build and on this tree's, side by side
 //
 // It is a binary of its own so that the host links neither the Azure SDK
@@ -54,7 +54,7 @@ func usage() {
        cairn-bench snapshots [flags] many-partition inserts on a node writing snapshots and on one that does not
        cairn-bench placement [flags] a simulation of view shards placed on 3 to 1,000 hosts: balance, moves on a join and a death
        cairn-bench placed [flags]    the heap of each host when 3 and 6 hosts each hold their share of a table's shards, against one host holding it whole
-       cairn-bench values [flags]    a large value's upload and download through HTTP, beside the object store's own put and get
+       cairn-bench values [flags]    a large value's upload and download through HTTP, and the archive's copy, beside the object store's own put and get
        cairn-bench [name] -baseline REF [-rounds N] [flags]
                                      any of them on REF's build and on the current tree's, side by side
 

@@ -285,6 +285,12 @@ func describeTrigger(m functions.Manifest) string {
 			return "cron " + m.Trigger.Cron
 		}
 		return "every " + m.Trigger.Every.D().String()
+	case "http":
+		routes := make([]string, len(m.Trigger.HTTP.Routes))
+		for i, r := range m.Trigger.HTTP.Routes {
+			routes[i] = r.Method + " " + functions.HTTPPrefix + m.Name + r.Path
+		}
+		return "http " + strings.Join(routes, ", ")
 	}
 	return "direct invocation only"
 }
@@ -363,9 +369,59 @@ func functionsCmd(args []string) error {
 		fmt.Printf("%s is now version %d, with the module of an earlier version (sha256 %s…)\n", m.Name, m.Version, m.Digest[:12])
 	case "settings", "secrets":
 		return settingsCmd(ctx, &conn, nc, a, *file, os.Stdin, os.Stdout)
+	case "keys":
+		if err := need(2); err != nil {
+			return err
+		}
+		return keysCmd(ctx, nc, conn.prefix, a[1], a[2:])
 	default:
 		fs.Usage()
 		return fmt.Errorf("functions: unknown command %q", a[0])
+	}
+	return nil
+}
+
+// keysCmd lists a function's keys, makes one (printing its text, shown
+// this once) or revokes one.
+func keysCmd(ctx context.Context, nc *nats.Conn, prefix, fn string, a []string) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ks, err := functions.OpenKeyStore(ctx, js, prefix, 0)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(a) == 0:
+		list, err := ks.List(ctx, fn)
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			fmt.Printf("%s has no keys: host functions keys %s create NAME\n", fn, fn)
+		}
+		for _, k := range list {
+			fmt.Printf("%s  %-20s  made %s\n", k.ID, k.Name, k.Created.Format(time.RFC3339))
+		}
+	case a[0] == "create" && len(a) <= 2:
+		name := "default"
+		if len(a) == 2 {
+			name = a[1]
+		}
+		k, text, err := ks.Create(ctx, fn, name, time.Now())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "made key %s (%s) of %s; callers send the line below in %s (it is shown this once)\n", k.ID, k.Name, fn, functions.KeyHeader)
+		fmt.Println(text)
+	case a[0] == "revoke" && len(a) == 2:
+		if err := ks.Revoke(ctx, fn, a[1]); err != nil {
+			return err
+		}
+		fmt.Printf("revoked key %s of %s\n", a[1], fn)
+	default:
+		return fmt.Errorf("functions keys %s: want no more, create [NAME], or revoke ID", fn)
 	}
 	return nil
 }

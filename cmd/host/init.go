@@ -32,6 +32,13 @@ host itself is installed with
 or $GOBIN, which must be on PATH; "go run ./cmd/host" works only inside a
 checkout of Cairn.
 
+With -lang assemblyscript it writes an AssemblyScript project instead:
+package.json (the compiler, at the version the SDK is tested with),
+asconfig.json, assembly/index.ts (the same example), assembly/cairn/ with
+the guest SDK of this host, cairn.json and README.md. Build it with
+"npm install && npm run build" and deploy the module it writes with
+"host deploy -manifest cairn.json build/<name>.wasm".
+
 `
 
 // guestSDKVersion is the version a new function's go.mod requires of
@@ -43,8 +50,9 @@ const guestSDKVersion = "v0.0.0-00010101000000-000000000000"
 func initCmd(args []string) error {
 	fs := flag.NewFlagSet("init", flag.ContinueOnError)
 	module := fs.String("module", "", "module path of the new module (default: the directory's base name)")
-	name := fs.String("name", "", "function name, also its queue (default: the last element of the module path)")
-	force := fs.Bool("force", false, "write into a directory that is not empty, replacing its vendor/ and any file of the same name")
+	name := fs.String("name", "", "function name, also its queue (default: the last element of the module path; assemblyscript: the directory's name)")
+	force := fs.Bool("force", false, "write into a directory that is not empty, replacing its vendor/ (assemblyscript: assembly/cairn/) and any file of the same name")
+	lang := fs.String("lang", "go", "the function's language: go or assemblyscript")
 	cli.Usage(fs, initUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -58,6 +66,28 @@ func initCmd(args []string) error {
 		return errors.New("init function: give one directory")
 	}
 	dir := fs.Arg(1)
+	switch *lang {
+	case "go":
+	case "assemblyscript":
+		if *module != "" {
+			return errors.New("init function: -module names a Go module; an AssemblyScript function has none (its name is -name)")
+		}
+		f, err := newASFunction(dir, *name)
+		if err != nil {
+			return err
+		}
+		files, err := f.files()
+		if err != nil {
+			return err
+		}
+		if err := writeFiles(dir, *force, asSDKDir, files); err != nil {
+			return err
+		}
+		fmt.Printf("wrote function %s (AssemblyScript) into %s; next: see %s\n", f.Name, dir, filepath.Join(dir, "README.md"))
+		return nil
+	default:
+		return fmt.Errorf("init function: -lang %q: the languages are go and assemblyscript", *lang)
+	}
 	f, err := newFunctionModule(dir, *module, *name)
 	if err != nil {
 		return err
@@ -173,6 +203,17 @@ func thirdPartyModules() ([]vendoredModule, error) {
 // unless force. With force, vendor/ is replaced whole (so no file of an
 // older SDK stays) and the other files of the same names are replaced.
 func (f *functionModule) write(dir string, force bool) error {
+	files, err := f.files()
+	if err != nil {
+		return err
+	}
+	return writeFiles(dir, force, "vendor", files)
+}
+
+// writeFiles writes files into dir, which must be empty or missing unless
+// force; with force, the directory replace (of the SDK's copy) is
+// removed whole first.
+func writeFiles(dir string, force bool, replace string, files []moduleFile) error {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -184,12 +225,8 @@ func (f *functionModule) write(dir string, force bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("init function: %w", err)
 	}
-	if err := os.RemoveAll(filepath.Join(dir, "vendor")); err != nil {
+	if err := os.RemoveAll(filepath.Join(dir, filepath.FromSlash(replace))); err != nil {
 		return fmt.Errorf("init function: %w", err)
-	}
-	files, err := f.files()
-	if err != nil {
-		return err
 	}
 	for _, file := range files {
 		p := filepath.Join(dir, filepath.FromSlash(file.name))

@@ -93,7 +93,20 @@ const (
 	// OpSetting: a SettingRequest; answers Response.Value, nil when the
 	// function has no setting or secret of that name.
 	OpSetting Op = 9
+	// OpRespond: a RespondRequest, the status and headers of an HTTP
+	// trigger's reply (its body is OpOutput's); answers an empty
+	// Response. Without it an HTTP reply is 200 (204 with no body).
+	OpRespond Op = 10
 )
+
+// Known reports whether o is an operation of this ABI.
+func (o Op) Known() bool {
+	switch o {
+	case OpTrigger, OpGet, OpQuery, OpWrite, OpEnqueue, OpOutput, OpLog, OpFail, OpSetting, OpRespond:
+		return true
+	}
+	return false
+}
 
 func (o Op) String() string {
 	switch o {
@@ -115,6 +128,8 @@ func (o Op) String() string {
 		return "fail"
 	case OpSetting:
 		return "setting"
+	case OpRespond:
+		return "respond"
 	}
 	return fmt.Sprintf("op(%d)", int32(o))
 }
@@ -125,6 +140,7 @@ const (
 	KindChange = "change" // a committed change of a table
 	KindTimer  = "timer"  // a tick of a timer (delivered through a queue)
 	KindInvoke = "invoke" // a direct request over NATS
+	KindHTTP   = "http"   // a request on one of the function's HTTP routes
 )
 
 // Trigger is what started an invocation.
@@ -148,6 +164,35 @@ type Trigger struct {
 	Time int64 `msgpack:"ts"`
 	// Change is the committed change of a change trigger.
 	Change *Change `msgpack:"ch,omitempty"`
+	// HTTP is the request of an HTTP trigger (its body is Body).
+	HTTP *HTTPRequest `msgpack:"http,omitempty"`
+}
+
+// HTTPRequest is the request that an HTTP trigger is about.
+type HTTPRequest struct {
+	Method string `msgpack:"m"`
+	// Path is what follows /fn/<function>, as sent (escaped); Route is
+	// the pattern of the route it matched, and Params its parameters,
+	// unescaped.
+	Path   string            `msgpack:"p"`
+	Route  string            `msgpack:"r"`
+	Params map[string]string `msgpack:"pa,omitempty"`
+	// Query is the raw query string, without "?".
+	Query string `msgpack:"qs,omitempty"`
+	// Header holds the request's headers, names canonical, without those
+	// that carried its authorisation (Authorization, x-functions-key)
+	// and cookies.
+	Header map[string][]string `msgpack:"h,omitempty"`
+	// Caller names who called: "key:<name>" for a function key,
+	// "account:<name>" for an account's signature, "anonymous".
+	Caller string `msgpack:"c,omitempty"`
+}
+
+// RespondRequest sets an HTTP trigger's reply status (100..599; 0: 200)
+// and headers (OpRespond).
+type RespondRequest struct {
+	Status int                 `msgpack:"s,omitempty"`
+	Header map[string][]string `msgpack:"h,omitempty"`
 }
 
 // Change is one committed change of a table.

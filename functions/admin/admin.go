@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -26,6 +27,9 @@ import (
 //	GET    /$cairn/functions/<name>/logs              its latest log lines on this node
 //	GET    /$cairn/functions/<name>/settings          its settings and secrets (secrets by name only; settings.go)
 //	POST   /$cairn/functions/<name>/settings/<key>    set a setting (secrets/<key>: a secret) to the body; DELETE removes
+//	GET    /$cairn/functions/<name>/keys              its keys (HTTP triggers): id, name, created
+//	POST   /$cairn/functions/<name>/keys[?name=]      a new key: 201 with its text, shown this once
+//	DELETE /$cairn/functions/<name>/keys/<id>         revoke a key
 //	GET    /$cairn/runner                             this node's invocation counters
 //	GET    /$cairn/queues                             queues: depth, oldest message, function
 //	GET    /$cairn/queues/<queue>/peek[?from=&limit=] messages waiting, not taken
@@ -93,13 +97,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	// A function's name in the path is checked before anything is looked
 	// up by it.
-	if (len(parts) == 3 || len(parts) == 4) && parts[0] == "functions" {
+	if len(parts) >= 3 && parts[0] == "functions" {
 		if err := functions.ValidateName("function", parts[1]); err != nil {
 			fail(http.StatusBadRequest, err)
 			return
 		}
 	}
 	switch {
+	case len(parts) >= 3 && parts[0] == "functions" && parts[2] == "keys":
+		h.keys(w, r, parts[1], parts[3:], reply, fail)
 	case len(parts) == 1 && parts[0] == "functions" && r.Method == http.MethodGet:
 		ms, err := rn.Registry().List(ctx)
 		if err != nil {
@@ -298,4 +304,52 @@ func adminCode(status int) string {
 		return "OperationTimedOut"
 	}
 	return "InvalidInput"
+}
+
+// keys serves a function's keys: list, create, revoke.
+func (h *Handler) keys(w http.ResponseWriter, r *http.Request, fn string, rest []string, reply func(any), fail func(int, error)) {
+	ks := h.rn.Keys()
+	ctx := r.Context()
+	switch {
+	case len(rest) == 0 && r.Method == http.MethodGet:
+		list, err := ks.List(ctx, fn)
+		if err != nil {
+			fail(http.StatusInternalServerError, err)
+			return
+		}
+		out := make([]functions.KeyInfo, len(list))
+		for i, k := range list {
+			out[i] = k.Info()
+		}
+		reply(out)
+	case len(rest) == 0 && r.Method == http.MethodPost:
+		name := r.URL.Query().Get("name")
+		if name == "" {
+			name = "default"
+		}
+		k, text, err := ks.Create(ctx, fn, name, time.Now())
+		if err != nil {
+			fail(http.StatusBadRequest, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(struct {
+			functions.KeyInfo
+			Key string `json:"key"`
+		}{k.Info(), text})
+	case len(rest) == 1 && r.Method == http.MethodDelete:
+		err := ks.Revoke(ctx, fn, rest[0])
+		switch {
+		case errors.Is(err, functions.ErrNoSuchKey):
+			fail(http.StatusNotFound, err)
+		case err != nil:
+			fail(http.StatusInternalServerError, err)
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	default:
+		fail(http.StatusMethodNotAllowed, fmt.Errorf("%s: use GET or POST …/keys, DELETE …/keys/<id>", r.Method))
+	}
 }

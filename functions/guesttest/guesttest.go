@@ -2,6 +2,8 @@
 // with the go command on PATH, once per test binary and build. A build
 // that fails fails the test with the compiler's output. A build costs one
 // run of the go command, whose build cache makes later test runs cheaper.
+// AssemblyScript guests are built the same way with node and the npm
+// package assemblyscript (assemblyscript.go).
 package guesttest
 
 import (

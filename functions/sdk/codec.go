@@ -39,6 +39,15 @@ func init() {
 
 func appendMapLen(b []byte, n int) []byte { return append(b, 0x80|byte(n)) } // n < 16
 
+// appendLen appends the header of a map (fix 0x80, 16-bit 0xde) or an
+// array (0x90, 0xdc) of n entries, n < 65,536.
+func appendLen(b []byte, fix, wide byte, n int) []byte {
+	if n < 16 {
+		return append(b, fix|byte(n))
+	}
+	return binary.BigEndian.AppendUint16(append(b, wide), uint16(n))
+}
+
 func appendStr(b []byte, s string) []byte {
 	switch n := len(s); {
 	case n < 32:
@@ -112,6 +121,16 @@ func encodeRequest(req any) ([]byte, error) {
 		b = appendStr(appendStr(b, "op"), r.Op)
 		b = append(appendStr(b, "e"), ent.buf.Bytes()...)
 		return appendStr(appendStr(b, "if"), r.IfMatch), nil
+	case *abi.RespondRequest:
+		b := appendInt(appendStr(appendMapLen(make([]byte, 0, 64), 2), "s"), int64(r.Status))
+		b = appendLen(appendStr(b, "h"), 0x80, 0xde, len(r.Header))
+		for k, vs := range r.Header {
+			b = appendLen(appendStr(b, k), 0x90, 0xdc, len(vs))
+			for _, v := range vs {
+				b = appendStr(b, v)
+			}
+		}
+		return b, nil
 	}
 	return nil, fmt.Errorf("cannot encode a %T", req)
 }
@@ -447,11 +466,56 @@ func (r *reader) trigger() *abi.Trigger {
 			if !r.null() {
 				t.Change = r.change()
 			}
+		case "http":
+			if !r.null() {
+				t.HTTP = r.httpRequest()
+			}
 		default:
 			r.skip()
 		}
 	}
 	return t
+}
+
+func (r *reader) httpRequest() *abi.HTTPRequest {
+	h := &abi.HTTPRequest{}
+	for n := r.mapLen(); n > 0 && r.err == nil; n-- {
+		switch string(r.raw()) {
+		case "m":
+			h.Method = r.str()
+		case "p":
+			h.Path = r.str()
+		case "r":
+			h.Route = r.str()
+		case "qs":
+			h.Query = r.str()
+		case "c":
+			h.Caller = r.str()
+		case "pa":
+			if !r.null() {
+				h.Params = map[string]string{}
+				for m := r.mapLen(); m > 0 && r.err == nil; m-- {
+					k := r.str()
+					h.Params[k] = r.str()
+				}
+			}
+		case "h":
+			if !r.null() {
+				h.Header = map[string][]string{}
+				for m := r.mapLen(); m > 0 && r.err == nil; m-- {
+					k := r.str()
+					vs := make([]string, 0, 1)
+					for a := r.arrayLen(); a > 0 && r.err == nil; a-- {
+						vs = append(vs, r.str())
+					}
+					h.Header[k] = vs
+				}
+			}
+		default:
+			r.skip()
+		}
+	}
+	return h
 }
 
 func (r *reader) change() *abi.Change {

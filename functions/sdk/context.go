@@ -95,8 +95,9 @@ func (c *Context) Enqueue(queue string, body []byte) error {
 	return err
 }
 
-// Reply sets the reply of a direct invocation (the last call wins); other
-// triggers have no one to reply to and ignore it.
+// Reply sets the reply of a direct invocation, or the body of an HTTP
+// trigger's reply (the last call wins); other triggers have no one to
+// reply to and ignore it.
 func (c *Context) Reply(body []byte) error {
 	_, err := do(abi.OpOutput, body)
 	return err
@@ -118,6 +119,19 @@ func (c *Context) Setting(name string) (string, bool) {
 		return "", false
 	}
 	return *resp.Value, true
+}
+
+// HTTP is the request of an HTTP trigger (its body is the trigger's
+// Body), or nil for another trigger.
+func (c *Context) HTTP() *abi.HTTPRequest { return c.Trigger().HTTP }
+
+// Respond sets an HTTP trigger's reply status (0: 200, or 204 without a
+// body) and headers (nil: none); Reply sets its body. The host sets
+// Content-Length and the route's CORS headers itself, and refuses them
+// here.
+func (c *Context) Respond(status int, header map[string][]string) error {
+	_, err := do(abi.OpRespond, &abi.RespondRequest{Status: status, Header: header})
+	return err
 }
 
 // Logf writes a line to the node's log, with the function's name and the

@@ -106,6 +106,8 @@ type fakeRunner struct {
 	queries  []abi.QueryRequest
 	enqueued []abi.EnqueueRequest
 	output   []byte
+	status   int
+	header   map[string][]string
 	logs     []string
 	failure  string
 	ops      []abi.Op
@@ -202,6 +204,13 @@ func (h *fakeRunner) serve(op abi.Op, req []byte) (abi.Response, error) {
 		return abi.Response{}, nil
 	case abi.OpOutput:
 		h.output = req
+		return abi.Response{}, nil
+	case abi.OpRespond:
+		var r abi.RespondRequest
+		if err := abi.Unmarshal(req, &r); err != nil {
+			return abi.Response{}, err
+		}
+		h.status, h.header = r.Status, r.Header
 		return abi.Response{}, nil
 	case abi.OpLog:
 		h.logs = append(h.logs, string(req))

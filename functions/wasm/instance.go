@@ -142,7 +142,7 @@ func (v *invocation) serve(mem api.Memory, op abi.Op, req, reqLen, out, outCap u
 	if v == nil || v.call == nil {
 		return -1 // called outside an invocation (from _initialize)
 	}
-	if op < abi.OpTrigger || op > abi.OpSetting {
+	if !op.Known() {
 		return v.misused("cairn.call: unknown operation %d", int32(op))
 	}
 	b, ok := mem.Read(req, reqLen)

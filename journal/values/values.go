@@ -116,26 +116,90 @@ type errTooLarge struct{ limit int64 }
 
 func (e errTooLarge) Error() string { return fmt.Sprintf("the value is larger than %d bytes", e.limit) }
 
-// limited reads r and fails once it has given more than n bytes.
+// limited reads r and fails once it has given more than n bytes. Each
+// Read fills p unless the value ends (the store makes one message of each
+// Read), and every inFlightCheck of them it waits, by pace, until the
+// store has taken all but putWindow of the messages given.
 type limited struct {
 	r    io.Reader
 	n    int64 // bytes still allowed
 	full int64
+	pace func(sent uint64) error
+	sent uint64 // messages given
+	eof  error  // the end (or failure) met while filling the last p
 }
 
 func (l *limited) Read(p []byte) (int, error) {
+	if l.eof != nil {
+		return 0, l.eof
+	}
 	if l.n < 0 {
 		return 0, errTooLarge{l.full}
 	}
 	if int64(len(p)) > l.n+1 {
 		p = p[:l.n+1]
 	}
-	n, err := l.r.Read(p)
+	n := 0
+	var err error
+	for n < len(p) && err == nil {
+		var k int
+		k, err = l.r.Read(p[n:])
+		n += k
+	}
 	l.n -= int64(n)
 	if l.n < 0 {
 		return 0, errTooLarge{l.full}
 	}
-	return n, err
+	if err == io.EOF {
+		l.eof, err = io.EOF, nil
+		if n == 0 {
+			return 0, io.EOF
+		}
+	}
+	if err != nil {
+		return 0, err // a body cut short: the put stores nothing
+	}
+	l.sent++
+	if l.pace != nil && l.sent%inFlightCheck == 0 {
+		if err := l.pace(l.sent); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// The client library's put sends a value's chunks without waiting for
+// their acknowledgements, up to 4,000 of them (500 MiB); the server
+// takes at most 128 MiB into a stream's queue at once and refuses the
+// rest ("too many requests"), so a gigabyte failed. A put therefore
+// keeps at most putWindow of its chunks (32 MiB) beyond what the stream
+// has stored, looked at every inFlightCheck chunks by the stream's last
+// sequence: other puts' chunks count too, which only makes it wait less,
+// and the sequence never goes back, so the wait ends.
+const (
+	putWindow     = 256
+	inFlightCheck = 64
+)
+
+// pacer returns the wait of a put that began when the stream's last
+// sequence was start.
+func (s *Store) pacer(ctx context.Context, start uint64) func(sent uint64) error {
+	return func(sent uint64) error {
+		for wait := 100 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
+			info, err := s.stream.Info(ctx)
+			if err != nil {
+				return fmt.Errorf("values: the bucket's progress: %w", err)
+			}
+			if info.State.LastSeq+putWindow >= start+sent {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+		}
+	}
 }
 
 // Put stores the value read from r for the entity k, at most limit bytes
@@ -153,7 +217,11 @@ func (s *Store) Put(ctx context.Context, k Key, r io.Reader, limit int64, now ti
 	}
 	id := engine.NewValueID(now, rnd)
 	meta := jetstream.ObjectMeta{Name: k.Name(id), Metadata: map[string]string{metaPartitionKey: k.PartitionKey, metaRowKey: k.RowKey}}
-	oi, err := s.obj.Put(ctx, meta, &limited{r: r, n: limit, full: limit})
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		return Info{}, fmt.Errorf("values: bucket %s: %w", s.bucket, err)
+	}
+	oi, err := s.obj.Put(ctx, meta, &limited{r: r, n: limit, full: limit, pace: s.pacer(ctx, info.State.LastSeq)})
 	if err != nil {
 		var tl errTooLarge
 		if errors.As(err, &tl) {

@@ -364,6 +364,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		Node:             name,
 		SecretsKey:       functions.SecretsKey(n.secret),
 		ClaimWindow:      cfg.Commit.ClaimWindow,
+		MaxValue:         cfg.API.MaxValue,
 		Values: functions.ValueSweep{
 			Store: res.values,
 			LastSeq: func(ctx context.Context, t *projections.Table, pk string) (uint64, error) {
@@ -456,6 +457,8 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	// to anyone; every call they make sends the operator token.
 	mux.Handle(httpapi.OperatorPrefix, guard.Wrap(tables.OperatorHandler()))
 	mux.Handle(console.Path, console.Handler())
+	// The functions' HTTP routes authorise their own requests.
+	mux.Handle(functions.HTTPPrefix, functions.NewHTTPTriggers(n.fns))
 	// GET / sends a browser to the console (the Tables API's paths start
 	// with an account).
 	mux.Handle(console.RootPattern, console.Root(tables))

@@ -63,7 +63,7 @@ func TestStrictRequestsOverNATS(t *testing.T) {
 		{"id on Retrieve", "cairn.cmd.Strict", `{"op":"Retrieve","partitionKey":"p","rowKey":"r","id":"c-1"}`, `Retrieve does not take "id"`},
 		{"TOP on Query", "cairn.cmd.Strict", `{"op":"Query","TOP":1}`, `unknown field "TOP"`},
 		{"entity on Query", "cairn.cmd.Strict", `{"op":"Query","entity":` + entity + `}`, `Query does not take "entity"`},
-		{"an unknown op", "cairn.cmd.Strict", `{"op":"Upsert","entity":` + entity + `}`, `Retrieve or Query`},
+		{"an unknown op", "cairn.cmd.Strict", `{"op":"Upsert","entity":` + entity + `}`, `Retrieve, Query, PutValue or GetValue`},
 		{"TABLE", "cairn.tables", `{"op":"CreateTable","TABLE":"Made"}`, `unknown field "TABLE"`},
 		{"id on CreateTable", "cairn.tables", `{"op":"CreateTable","table":"Made","id":"c-1"}`, `CreateTable does not take "id"`},
 		{"entity on CreateTable", "cairn.tables", `{"op":"CreateTable","table":"Made","entity":` + entity + `}`, `CreateTable does not take "entity"`},

@@ -57,6 +57,15 @@ func run(c *sdk.Context) error {
 		return c.Enqueue("q", []byte("m"))
 	case "ops":
 		return ops(c)
+	case "http":
+		req := c.HTTP()
+		if req == nil {
+			return errors.New("no HTTP request in the trigger")
+		}
+		if err := c.Respond(201, map[string][]string{"X-Order": {req.Params["id"]}}); err != nil {
+			return err
+		}
+		return c.Reply([]byte(req.Method + " " + req.Route + " " + req.Query))
 	case "fail":
 		return errors.New("no good")
 	case "panic":

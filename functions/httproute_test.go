@@ -1,0 +1,101 @@
+package functions
+
+import (
+	"maps"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRoutes: routes are checked when declared, and match method and
+// path with their parameters unescaped.
+func TestRoutes(t *testing.T) {
+	h := HTTPTrigger{Routes: []Route{
+		{Method: "post", Path: "/orders/{id}"},
+		{Method: "GET", Path: "/files/{*rest}", Auth: "anonymous"},
+		{Method: "*", Path: "/"},
+	}}
+	if err := h.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if h.MaxBodyBytes != DefaultHTTPBody || h.RatePerKey != DefaultHTTPRate || h.Routes[0].Method != "POST" || h.Routes[0].Auth != AuthKey {
+		t.Fatalf("defaults: %+v", h)
+	}
+	for _, c := range []struct {
+		method, path string
+		route        int
+		params       map[string]string
+	}{
+		{"POST", "/orders/42", 0, map[string]string{"id": "42"}},
+		{"POST", "/orders/a%2Fb", 0, map[string]string{"id": "a/b"}},
+		{"GET", "/orders/42", -1, nil},
+		{"POST", "/orders/", -1, nil},
+		{"GET", "/files/a/b/c.txt", 1, map[string]string{"rest": "a/b/c.txt"}},
+		{"HEAD", "/files/", 1, map[string]string{"rest": ""}},
+		{"DELETE", "", 2, nil},
+		{"PUT", "/nothing", -1, nil},
+	} {
+		got := -1
+		var params map[string]string
+		for i := range h.Routes {
+			if p, ok := h.Routes[i].match(c.method, c.path); ok {
+				got, params = i, p
+				break
+			}
+		}
+		if got != c.route || !maps.Equal(params, c.params) {
+			t.Errorf("%s %s: route %d %v, want %d %v", c.method, c.path, got, params, c.route, c.params)
+		}
+	}
+	for _, bad := range []struct {
+		h    HTTPTrigger
+		says string
+	}{
+		{HTTPTrigger{}, "1 to 64 routes"},
+		{HTTPTrigger{Routes: []Route{{Method: "TRACE", Path: "/"}}}, "method"},
+		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "orders"}}}, "starts with /"},
+		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "/a/{*rest}/b"}}}, "comes last"},
+		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "/{id}/{id}"}}}, "named twice"},
+		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "/a{id}"}}}, "whole segment"},
+		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "/a/../b"}}}, ".."},
+		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "/a b"}}}, "literal"},
+		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "/", Auth: "none"}}}, "auth"},
+		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "/", CORS: &RouteCORS{}}}}, "origins"},
+		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "/", CORS: &RouteCORS{Origins: []string{"https://a.example/path"}}}}}, "origin"},
+		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "/"}}, MaxBodyBytes: MaxHTTPBody + 1}, "maxBodyBytes"},
+		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "/"}}, RatePerKey: -1}, "ratePerKey"},
+	} {
+		if err := bad.h.validate(); err == nil || !strings.Contains(err.Error(), bad.says) {
+			t.Errorf("%+v: %v, want an error saying %q", bad.h, err, bad.says)
+		}
+	}
+}
+
+// TestFunctionKeys: a key matches its own secret only, and what a caller
+// sends is split into id and secret or refused.
+func TestFunctionKeys(t *testing.T) {
+	k, text, err := NewFunctionKey("deploy-2026", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, secret, ok := SplitFunctionKey(text)
+	if !ok || id != k.ID || !k.Matches(secret) {
+		t.Fatalf("%q: %q %q %v", text, id, secret, ok)
+	}
+	if strings.Contains(k.SHA256, secret) || k.Matches(secret[:42]+"A") {
+		t.Fatal("the stored key gives the secret away, or matches another")
+	}
+	k2, text2, _ := NewFunctionKey("other", time.Now())
+	_, secret2, _ := SplitFunctionKey(text2)
+	if k.Matches(secret2) || k2.Matches(secret) || k.ID == k2.ID {
+		t.Fatal("keys match each other's secrets")
+	}
+	for _, bad := range []string{"", "abc", k.ID, k.ID + ".", "ABCDEFGH." + secret, k.ID + "." + secret + "x"} {
+		if _, _, ok := SplitFunctionKey(bad); ok {
+			t.Errorf("%q taken for a key", bad)
+		}
+	}
+	if _, _, err := NewFunctionKey("a b", time.Now()); err == nil {
+		t.Error("a key name with a space")
+	}
+}
