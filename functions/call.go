@@ -78,6 +78,16 @@ func (inv *Invocation) call(ctx context.Context, op abi.Op, req []byte) (abi.Res
 	case abi.OpFail:
 		inv.failure = string(req)
 		return abi.Response{}, nil
+	case abi.OpSetting:
+		var r abi.SettingRequest
+		if err := decode(&r); err != nil {
+			return abi.Response{}, err
+		}
+		v, ok, err := inv.Setting(r.Name)
+		if err != nil || !ok {
+			return abi.Response{}, err
+		}
+		return abi.Response{Value: &v}, nil
 	case abi.OpRespond:
 		var r abi.RespondRequest
 		if err := decode(&r); err != nil {

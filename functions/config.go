@@ -33,6 +33,10 @@ type Config struct {
 	// JetStream at start); nil: Run opens them.
 	Queues   *Queues
 	Registry *Registry
+	// SecretsKey seals and opens the functions' secrets: SecretsKey of
+	// the node user's password, the same on every node (nil: secrets
+	// are refused, settings still work).
+	SecretsKey []byte
 	// Node names this node in its load reports (LoadReport; the host
 	// name when empty).
 	Node string

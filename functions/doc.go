@@ -48,7 +48,8 @@
 // fnlogs.go (each function's latest log lines), metrics.go (metrics_fn.go,
 // each function's counters for /metrics and the API), archive.go (the
 // built-in archive function), limits.go (a version's rates and queue
-// backlog).
+// backlog), settings.go, settings_seal.go and settingscache.go (the
+// functions' settings and sealed secrets, and each runner's copy).
 //
 // # What is not here
 //

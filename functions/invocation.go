@@ -380,6 +380,15 @@ func (inv *Invocation) SetOutput(b []byte) error {
 	return nil
 }
 
+// Setting returns the value of one of the function's settings or secrets,
+// and whether it is set: a lookup in this node's copy, which every change
+// reaches through the settings bucket's watch (settingscache.go). A
+// secret that does not open with this node's key is an InternalError
+// naming only the secret. The value is never logged.
+func (inv *Invocation) Setting(name string) (string, bool, error) {
+	return inv.runner.settings.lookup(inv.trigger.Function, name)
+}
+
 // Output is the reply set by the function.
 func (inv *Invocation) Output() []byte { return inv.output }
 

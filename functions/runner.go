@@ -25,7 +25,11 @@ type Runner struct {
 	log      *slog.Logger
 	queues   *Queues
 	registry *Registry
-	keys     *KeyStore // the functions' keys (HTTP triggers)
+	// settingsKV is the settings bucket, settings its copy on this node
+	// (settingscache.go).
+	settingsKV *Settings
+	settings   *settingsCache
+	keys       *KeyStore // the functions' keys (HTTP triggers)
 
 	ready chan struct{} // closed once Run serves
 	// since is when the runner was made: its counters (stats, perFn)
@@ -59,7 +63,7 @@ func NewRunner(nc *nats.Conn, views Views, comm Committer, cfg Config) (*Runner,
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{cfg: cfg, nc: nc, js: js, views: views, comm: comm, log: cfg.Log, fns: map[string]*function{}, unloaded: map[string]LoadFailure{}, ready: make(chan struct{}), since: cfg.Now()}, nil
+	return &Runner{cfg: cfg, nc: nc, js: js, views: views, comm: comm, log: cfg.Log, fns: map[string]*function{}, settings: newSettingsCache(), unloaded: map[string]LoadFailure{}, ready: make(chan struct{}), since: cfg.Now()}, nil
 }
 
 // Queues returns the queue stream (nil before Ready is closed).
@@ -132,6 +136,24 @@ func (rn *Runner) start(ctx context.Context) error {
 		if rn.registry, err = OpenRegistry(ctx, rn.js, rn.cfg.Prefix, rn.cfg.Replicas); err != nil {
 			return err
 		}
+	}
+	if rn.settingsKV, err = OpenSettings(ctx, rn.js, rn.cfg.Prefix, rn.cfg.Replicas, rn.cfg.SecretsKey); err != nil {
+		return err
+	}
+	// The settings before any function: its first invocation reads them.
+	settled := make(chan error, 1)
+	rn.wg.Add(1)
+	go func() {
+		defer rn.wg.Done()
+		rn.watchSettings(ctx, settled)
+	}()
+	select {
+	case err := <-settled:
+		if err != nil {
+			return err
+		}
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	if rn.keys, err = OpenKeyStore(ctx, rn.js, rn.cfg.Prefix, rn.cfg.Replicas); err != nil {
 		return err

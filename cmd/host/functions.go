@@ -300,6 +300,7 @@ func functionsCmd(args []string) error {
 	fs := flag.NewFlagSet("functions", flag.ContinueOnError)
 	var conn connFlags
 	conn.declare(fs)
+	file := fs.String("file", "", "settings/secrets set: read the value from this file (default: stdin)")
 	cli.Usage(fs, functionsUsage)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -366,6 +367,8 @@ func functionsCmd(args []string) error {
 			return err
 		}
 		fmt.Printf("%s is now version %d, with the module of an earlier version (sha256 %s…)\n", m.Name, m.Version, m.Digest[:12])
+	case "settings", "secrets":
+		return settingsCmd(ctx, &conn, nc, a, *file, os.Stdin, os.Stdout)
 	case "keys":
 		if err := need(2); err != nil {
 			return err

@@ -70,6 +70,10 @@ const functionsUsage = `usage: host functions [flags] list                 deplo
        host functions [flags] history <name>       every version of a function
        host functions [flags] undeploy <name>      stop running it (its queue keeps its messages)
        host functions [flags] rollback <name> [version]  deploy an earlier version's module again
+       host functions [flags] settings <name> [list]      its settings and secrets (secrets by name only)
+       host functions [flags] settings <name> set <NAME> [value]  set a setting (no value: stdin or -file)
+       host functions [flags] secrets <name> set <NAME>   set a secret, its value read from stdin or -file
+       host functions [flags] settings|secrets <name> remove <NAME>
        host functions [flags] keys <name>          its keys for HTTP routes: id, name, when made
        host functions [flags] keys <name> create [key-name]  a new key, printed this once
        host functions [flags] keys <name> revoke <id>        calls with it are refused at once

@@ -90,6 +90,9 @@ const (
 	OpLog Op = 7
 	// OpFail: the request is the raw text of the invocation's error.
 	OpFail Op = 8
+	// OpSetting: a SettingRequest; answers Response.Value, nil when the
+	// function has no setting or secret of that name.
+	OpSetting Op = 9
 	// OpRespond: a RespondRequest, the status and headers of an HTTP
 	// trigger's reply (its body is OpOutput's); answers an empty
 	// Response. Without it an HTTP reply is 200 (204 with no body).
@@ -99,7 +102,7 @@ const (
 // Known reports whether o is an operation of this ABI.
 func (o Op) Known() bool {
 	switch o {
-	case OpTrigger, OpGet, OpQuery, OpWrite, OpEnqueue, OpOutput, OpLog, OpFail, OpRespond:
+	case OpTrigger, OpGet, OpQuery, OpWrite, OpEnqueue, OpOutput, OpLog, OpFail, OpSetting, OpRespond:
 		return true
 	}
 	return false
@@ -123,6 +126,8 @@ func (o Op) String() string {
 		return "log"
 	case OpFail:
 		return "fail"
+	case OpSetting:
+		return "setting"
 	case OpRespond:
 		return "respond"
 	}
@@ -247,12 +252,20 @@ type EnqueueRequest struct {
 	Body  []byte `msgpack:"b"`
 }
 
+// SettingRequest reads one of the function's settings or secrets (they
+// share one namespace) by name.
+type SettingRequest struct {
+	Name string `msgpack:"k"`
+}
+
 // Response answers a call: an error, or the operation's result.
 type Response struct {
 	Error    *Error   `msgpack:"err,omitempty"`
 	Trigger  *Trigger `msgpack:"trig,omitempty"`
 	Entity   *Entity  `msgpack:"e,omitempty"`
 	Entities []Entity `msgpack:"es,omitempty"`
+	// Value answers OpSetting: nil (no "v") when unset.
+	Value *string `msgpack:"v,omitempty"`
 }
 
 // Error is an engine error as a guest sees it: an Azure code and a message.

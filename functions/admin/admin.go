@@ -25,6 +25,8 @@ import (
 //	POST   /$cairn/functions/<name>/rollback[?version=] back to a version (default: the one before)
 //	POST   /$cairn/functions/<name>/invoke            the body to its direct subject: its reply or error
 //	GET    /$cairn/functions/<name>/logs              its latest log lines on this node
+//	GET    /$cairn/functions/<name>/settings          its settings and secrets (secrets by name only; settings.go)
+//	POST   /$cairn/functions/<name>/settings/<key>    set a setting (secrets/<key>: a secret) to the body; DELETE removes
 //	GET    /$cairn/functions/<name>/keys              its keys (HTTP triggers): id, name, created
 //	POST   /$cairn/functions/<name>/keys[?name=]      a new key: 201 with its text, shown this once
 //	DELETE /$cairn/functions/<name>/keys/<id>         revoke a key
@@ -236,6 +238,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		reply(lines)
+	case (len(parts) == 3 || len(parts) == 4) && parts[0] == "functions" && (parts[2] == "settings" || parts[2] == "secrets"):
+		h.serveSettings(w, r, parts)
 	case (len(parts) == 3 || len(parts) == 4) && parts[0] == "queues":
 		seq, err := strconv.ParseUint(parts[2], 10, 64)
 		if err != nil {

@@ -1,7 +1,8 @@
 // Package admin is the operators' HTTP API of functions and queues, under
 // /$cairn/ (Prefix lists the routes; docs/FUNCTIONS.md is the user's
 // reference): the functions deployed and the built-ins, their history,
-// rollback, test invocation and latest log lines, the runner's counters,
+// rollback, test invocation, latest log lines, settings and secrets
+// (settings.go: secrets by name only), the runner's counters,
 // and the queues' depths, messages and poison queues.
 //
 // It is the edge of the functions, and imports runs one way: admin
@@ -18,7 +19,8 @@
 // Every answer is JSON. A failure is {"code", "error"} with a status: 400
 // InvalidInput for a bad name, sequence, filter or body; 404
 // ResourceNotFound for a function that is not deployed or a poison
-// message that does not exist; 503 QueueBacklogExceeded when a queue, or
+// message that does not exist; 413 RequestBodyTooLarge for a setting's
+// value past its bound; 503 QueueBacklogExceeded when a queue, or
 // the queue stream, is full (counted in the runner's QueueFull); 504
 // OperationTimedOut when a test invocation got no reply in time; 500
 // InternalError when the registry or the queue stream failed, except in

@@ -104,6 +104,9 @@ func encodeRequest(req any) ([]byte, error) {
 		b = appendStr(appendStr(b, "pk"), r.PartitionKey)
 		b = appendStr(appendStr(b, "f"), r.Filter)
 		return appendInt(appendStr(b, "top"), int64(r.Top)), nil
+	case *abi.SettingRequest:
+		b := appendMapLen(make([]byte, 0, 8+len(r.Name)), 1)
+		return appendStr(appendStr(b, "k"), r.Name), nil
 	case *abi.EnqueueRequest:
 		b := appendMapLen(make([]byte, 0, 16+len(r.Queue)+len(r.Body)), 2)
 		b = appendStr(appendStr(b, "q"), r.Queue)
@@ -397,6 +400,11 @@ func decodeResponse(b []byte, resp *abi.Response) error {
 			if !r.null() {
 				e := r.entity()
 				resp.Entity = &e
+			}
+		case "v":
+			if !r.null() {
+				v := r.str()
+				resp.Value = &v
 			}
 		case "es":
 			n := r.arrayLen()

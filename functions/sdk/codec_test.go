@@ -68,6 +68,10 @@ func randResponse(r *rand.Rand) abi.Response {
 	if r.IntN(3) == 0 {
 		resp.Entity = &abi.Entity{Entity: randEntity(r), ETag: randString(r)}
 	}
+	if r.IntN(3) == 0 {
+		v := randString(r)
+		resp.Value = &v
+	}
 	for range r.IntN(3) {
 		resp.Entities = append(resp.Entities, abi.Entity{Entity: randEntity(r), ETag: randString(r)})
 	}
@@ -140,6 +144,7 @@ func TestEncodeRequest(t *testing.T) {
 			&abi.GetRequest{Table: randString(r), PartitionKey: randString(r), RowKey: randString(r)},
 			&abi.QueryRequest{Table: randString(r), PartitionKey: randString(r), Filter: randString(r), Top: int(randInt(r))},
 			&abi.EnqueueRequest{Queue: randString(r), Body: randBytes(r)},
+			&abi.SettingRequest{Name: randString(r)},
 			&abi.WriteRequest{Table: randString(r), Op: randString(r), Entity: abi.Entity{Entity: randEntity(r)}, IfMatch: randString(r)},
 		}
 		for _, req := range reqs {

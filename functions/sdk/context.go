@@ -103,6 +103,24 @@ func (c *Context) Reply(body []byte) error {
 	return err
 }
 
+// Setting returns the value of one of the function's settings or secrets
+// (they share one namespace), and whether it is set. Operators set them
+// with `host functions settings` and `host functions secrets`; a change
+// is seen by the next invocation, without a redeploy. The read is a
+// lookup in the node's memory. A secret that the node cannot open (a
+// damaged record, another cluster's key) panics, failing the invocation
+// with the reason; never log a secret's value.
+func (c *Context) Setting(name string) (string, bool) {
+	resp, err := do(abi.OpSetting, &abi.SettingRequest{Name: name})
+	if err != nil {
+		panic(err)
+	}
+	if resp.Value == nil {
+		return "", false
+	}
+	return *resp.Value, true
+}
+
 // HTTP is the request of an HTTP trigger (its body is the trigger's
 // Body), or nil for another trigger.
 func (c *Context) HTTP() *abi.HTTPRequest { return c.Trigger().HTTP }

@@ -362,6 +362,7 @@ func (n *Node) start(ctx context.Context, g *group) error {
 		Queues:           res.queues,
 		Registry:         res.registry,
 		Node:             name,
+		SecretsKey:       functions.SecretsKey(n.secret),
 		ClaimWindow:      cfg.Commit.ClaimWindow,
 		MaxValue:         cfg.API.MaxValue,
 		Values: functions.ValueSweep{

@@ -6,6 +6,7 @@ package main
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/functions/sdk"
@@ -22,6 +23,14 @@ var hoard [][]byte
 
 func run(ctx *sdk.Context) error {
 	t := ctx.Trigger()
+	if name, ok := strings.CutPrefix(string(t.Body), "setting:"); ok {
+		// Reply "=" and the value of a setting or secret, or "unset".
+		v, set := ctx.Setting(name)
+		if !set {
+			return ctx.Reply([]byte("unset"))
+		}
+		return ctx.Reply([]byte("=" + v))
+	}
 	switch body := string(t.Body); body {
 	case "loop":
 		for {
