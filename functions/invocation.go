@@ -487,15 +487,23 @@ func (e *ConflictError) Unwrap() error { return e.Err }
 // crash before the publish leaves the trigger unacknowledged, and the
 // retry's messages carry the same ids).
 func (inv *Invocation) commit(ctx context.Context) error {
-	cmds := make([]*engine.Command, len(inv.parts))
-	for i, p := range inv.parts {
+	// A partition whose every write was refused has nothing to commit (a
+	// command without an operation is refused whole).
+	var parts []*pendingPartition
+	for _, p := range inv.parts {
+		if len(p.ops) > 0 {
+			parts = append(parts, p)
+		}
+	}
+	cmds := make([]*engine.Command, len(parts))
+	for i, p := range parts {
 		cmd := &engine.Command{
 			ID:    CommandID(inv.trigger.Function, inv.trigger.ID, p.table.Name(), p.pk),
 			Table: p.table.Name(),
 			Ops:   p.ops,
 			Batch: len(p.ops) > 1,
 		}
-		if i == len(inv.parts)-1 {
+		if i == len(parts)-1 {
 			for j, m := range inv.msgs {
 				cmd.Messages = append(cmd.Messages, engine.Message{Queue: m.queue, ID: inv.messageID(j), Body: m.body})
 			}
@@ -507,7 +515,7 @@ func (inv *Invocation) commit(ctx context.Context) error {
 		}
 		cmds[i] = cmd
 	}
-	for i, p := range inv.parts {
+	for i, p := range parts {
 		if i > 0 {
 			inv.runner.failpoint("functions.between-commits")
 		}
@@ -519,7 +527,7 @@ func (inv *Invocation) commit(ctx context.Context) error {
 			return fmt.Errorf("commit to %s/%q: %w", p.table.Name(), p.pk, r.Error)
 		}
 	}
-	if len(inv.parts) > 0 {
+	if len(parts) > 0 {
 		return nil
 	}
 	for i, m := range inv.msgs {

@@ -70,6 +70,17 @@ func TestAssemblyScriptRoundTrip(t *testing.T) {
 			t.Errorf("logs %q", h.logs)
 		}
 	})
+	t.Run("http", func(t *testing.T) {
+		h := newFakeRunner("http")
+		h.trigger.Kind = abi.KindHTTP
+		h.trigger.HTTP = &abi.HTTPRequest{Method: "POST", Path: "/orders/7", Route: "/orders/{id}", Params: map[string]string{"id": "7"}, Query: "gift=yes"}
+		if err := m.Invoke(context.Background(), "s", h.call); err != nil {
+			t.Fatal(err)
+		}
+		if string(h.output) != "POST /orders/{id} gift=yes" || h.status != 201 || h.header["X-Order"][0] != "7" {
+			t.Errorf("an HTTP trigger: output %q, status %d, header %v", h.output, h.status, h.header)
+		}
+	})
 	t.Run("get", func(t *testing.T) {
 		if h := mustRun(t, m, "get"); string(h.output) != "absent" {
 			t.Errorf("absent: output %q", h.output)

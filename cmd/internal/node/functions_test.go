@@ -340,6 +340,45 @@ func TestReadsSeeOwnWritesAndCommitAfterSuccess(t *testing.T) {
 	}
 }
 
+// TestRefusedWriteAloneCommitsNothing: a partition whose only write was
+// refused (an insert of an existing entity, which the function handles)
+// adds no command, so the invocation succeeds with its other writes, and
+// with none at all.
+func TestRefusedWriteAloneCommitsNothing(t *testing.T) {
+	th := startHost(t, "")
+	ctx := ctxT(t)
+	mustTable(t, th.c, "Things")
+	if _, err := th.c.Insert(ctx, "Things", engine.NewEntity("q", "a")); err != nil {
+		t.Fatal(err)
+	}
+	fr := th.h.Functions()
+	if err := fr.Register(functions.Manifest{Name: "refused"}, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+		if err := inv.Write(ctx, "Things", engine.Operation{Op: engine.OpInsert, Entity: engine.NewEntity("q", "a")}); engine.ErrorCode(err) != engine.CodeEntityAlreadyExists {
+			return fmt.Errorf("insert of an existing entity: %v", err)
+		}
+		if rk := string(inv.Trigger().Body); rk != "" {
+			if err := inv.Write(ctx, "Things", engine.Operation{Op: engine.OpInsert, Entity: engine.NewEntity("p", rk)}); err != nil {
+				return err
+			}
+		}
+		return inv.SetOutput([]byte("handled"))
+	})); err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{"", "b"} {
+		r, err := th.nc.Request(functions.DirectSubject("cairn", "refused"), []byte(body), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(r.Data) != "handled" || r.Header.Get(functions.HeaderReplyError) != "" {
+			t.Fatalf("body %q: reply %q, error %q", body, r.Data, r.Header.Get(functions.HeaderReplyError))
+		}
+	}
+	if !exists(t, th.c, "Things", "p", "b") {
+		t.Fatal("the write beside the refused one was not committed")
+	}
+}
+
 // TestTwoHostsShareQueue: two hosts on one NATS server share a queue's
 // messages; every message is processed, none twice.
 func TestTwoHostsShareQueue(t *testing.T) {

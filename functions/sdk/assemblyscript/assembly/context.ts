@@ -2,6 +2,7 @@
 // queues and reply.
 
 import { Entity } from "./entity";
+import { HTTPRequest, encodeRespond } from "./http";
 import {
   CairnError,
   OP_ENQUEUE,
@@ -9,6 +10,7 @@ import {
   OP_LOG,
   OP_OUTPUT,
   OP_QUERY,
+  OP_RESPOND,
   OP_SETTING,
   OP_TRIGGER,
   OP_WRITE,
@@ -154,8 +156,9 @@ export class Context {
     return this.enqueue(queue, Uint8Array.wrap(String.UTF8.encode(body, false, String.UTF8.ErrorMode.REPLACE)));
   }
 
-  // reply sets the reply of a direct invocation (the last call wins);
-  // other triggers have no one to reply to and ignore it.
+  // reply sets the reply of a direct invocation, or the body of an HTTP
+  // trigger's reply (the last call wins); other triggers have no one to
+  // reply to and ignore it.
   reply(body: Uint8Array): CairnError | null {
     return callBytes(OP_OUTPUT, body).error;
   }
@@ -163,6 +166,24 @@ export class Context {
   // replyText replies with the UTF-8 of body.
   replyText(body: string): CairnError | null {
     return callText(OP_OUTPUT, body).error;
+  }
+
+  // http is the request of an HTTP trigger (its body is the trigger's
+  // body), or null for another trigger.
+  http(): HTTPRequest | null {
+    return this.trigger().http;
+  }
+
+  // respond sets an HTTP trigger's reply status (0: 200, or 204 without
+  // a body) and headers (null: none); reply sets its body. The last call
+  // wins. The runner refuses (InvalidInput) a status outside 100..599, a
+  // header name that is not a token, a value with a control character,
+  // more than 16 KiB of headers, and the headers the host sets itself:
+  // Content-Length, the connection's (Transfer-Encoding, Connection, …)
+  // and CORS's (Access-Control-…).
+  respond(status: i32, header: Map<string, string[]> | null = null): CairnError | null {
+    encodeRespond(request(), status, header);
+    return callRequest(OP_RESPOND).error;
   }
 
   // log writes a line to the node's log, with the function's name and the

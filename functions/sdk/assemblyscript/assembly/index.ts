@@ -1,6 +1,7 @@
 // The AssemblyScript side of a Cairn function: a module compiled to
 // WebAssembly that the function runner runs on each trigger (a queue
-// message, a committed change, a timer tick, a direct request).
+// message, a committed change, a timer tick, a direct request, an HTTP
+// request on one of its routes).
 //
 // A function's entry file registers its handler and re-exports
 // cairn_handle, the export the runner calls:
@@ -21,8 +22,9 @@ import { OP_FAIL, callText } from "./runner";
 
 export { Context, Query, Read } from "./context";
 export { Edm, Entity, Property, Value } from "./entity";
+export { HTTPRequest } from "./http";
 export { CairnError } from "./runner";
-export { Change, KIND_CHANGE, KIND_INVOKE, KIND_QUEUE, KIND_TIMER, Trigger } from "./trigger";
+export { Change, KIND_CHANGE, KIND_HTTP, KIND_INVOKE, KIND_QUEUE, KIND_TIMER, Trigger } from "./trigger";
 
 // Handler is a function: it returns null on success, or the text of the
 // error that fails the invocation.

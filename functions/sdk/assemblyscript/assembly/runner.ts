@@ -23,6 +23,7 @@ export const OP_OUTPUT: i32 = 6;
 export const OP_LOG: i32 = 7;
 export const OP_FAIL: i32 = 8;
 export const OP_SETTING: i32 = 9;
+export const OP_RESPOND: i32 = 10;
 
 function opName(op: i32): string {
   switch (op) {
@@ -44,6 +45,8 @@ function opName(op: i32): string {
       return "fail";
     case OP_SETTING:
       return "setting";
+    case OP_RESPOND:
+      return "respond";
   }
   return "op(" + op.toString() + ")";
 }

@@ -1,6 +1,7 @@
 // The trigger of an invocation, as op 1 (trigger) answers it.
 
 import { Entity } from "./entity";
+import { HTTPRequest } from "./http";
 import { Reader } from "./msgpack";
 
 // The trigger kinds.
@@ -8,6 +9,7 @@ export const KIND_QUEUE = "queue"; // a message on a queue
 export const KIND_CHANGE = "change"; // a committed change of a table
 export const KIND_TIMER = "timer"; // a tick of a timer (delivered through a queue)
 export const KIND_INVOKE = "invoke"; // a direct request over NATS
+export const KIND_HTTP = "http"; // a request on one of the function's HTTP routes
 
 // Trigger is what started an invocation.
 export class Trigger {
@@ -19,7 +21,7 @@ export class Trigger {
   version: i64 = 0;
   // queue is the queue of a queue or timer trigger.
   queue: string = "";
-  // body is the message (queue, timer) or the request (invoke).
+  // body is the message (queue, timer) or the request (invoke, http).
   body: Uint8Array = new Uint8Array(0);
   // dequeueCount counts the deliveries of this trigger, this one
   // included (1 on the first), crashes and timeouts too.
@@ -29,6 +31,8 @@ export class Trigger {
   time: i64 = 0;
   // change is the committed change of a change trigger.
   change: Change | null = null;
+  // http is the request of an HTTP trigger (its body is body).
+  http: HTTPRequest | null = null;
 
   // bodyText is the body as UTF-8 text.
   bodyText(): string {
@@ -49,6 +53,7 @@ export class Trigger {
       else if (k == "dq") t.dequeueCount = r.int();
       else if (k == "ts") t.time = r.int();
       else if (k == "ch") t.change = r.nil() ? null : Change.decode(r);
+      else if (k == "http") t.http = r.nil() ? null : HTTPRequest.decode(r);
       else r.skip();
     }
     return t;

@@ -48,6 +48,17 @@ function dispatch(c: Context): string | null {
   }
   if (body == "ops") return ops(c);
   if (body == "types") return types(c);
+  if (body == "http") {
+    const req = c.http();
+    if (req == null) return "no HTTP request in the trigger";
+    const header = new Map<string, string[]>();
+    header.set("X-Order", [req.param("id")]);
+    const err = c.respond(201, header);
+    if (err != null) return err.toString();
+    return errText(c.replyText(req.method + " " + req.route + " " + req.query));
+  }
+  if (body == "http-echo") return httpEcho(c);
+  if (body == "http-bad") return errText(c.respond(600, null));
   if (body == "trigger") return trigger(c);
   if (body == "copy") return copy(c);
   if (body == "fail") return "no good";
@@ -183,4 +194,21 @@ function copy(c: Context): string | null {
     etags += " " + prev.etag;
   }
   return errText(c.replyText(etags));
+}
+
+// httpEcho answers an HTTP trigger with 202, the request's headers and a
+// header X-Param-<name> for each route parameter, and replies with the
+// request's other fields and the first value of its Content-Type.
+function httpEcho(c: Context): string | null {
+  const req = c.http();
+  if (req == null) return "no HTTP request in the trigger";
+  const header = new Map<string, string[]>();
+  const names = req.header.keys();
+  for (let i = 0; i < names.length; i++) header.set(names[i], req.header.get(names[i]));
+  const params = req.params.keys();
+  for (let i = 0; i < params.length; i++) header.set("X-Param-" + params[i], [req.param(params[i])]);
+  const err = c.respond(202, header);
+  if (err != null) return err.toString();
+  const s = req.method + " " + req.path + " " + req.route + " " + req.query + " " + req.caller + " " + req.headerValue("content-type") + " [" + req.param("absent") + "]";
+  return errText(c.replyText(s));
 }
