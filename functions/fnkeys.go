@@ -198,42 +198,27 @@ func (s *KeyStore) Revoke(ctx context.Context, function, id string) error {
 
 // Watch keeps the copy in memory until ctx ends.
 func (s *KeyStore) Watch(ctx context.Context) error {
-	w, err := s.kv.WatchAll(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-w.Updates():
-			if !ok {
-				return errors.New("functions: keys watch ended")
+	return watchKV(ctx, s.kv, "keys", func(e jetstream.KeyValueEntry) {
+		fn, id, _ := strings.Cut(e.Key(), ".")
+		var k FunctionKey
+		put := e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &k) == nil
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if put {
+			if s.keys[fn] == nil {
+				s.keys[fn] = map[string]FunctionKey{}
 			}
-			if e == nil {
-				select {
-				case <-s.ready:
-				default:
-					close(s.ready)
-				}
-				continue
-			}
-			fn, id, _ := strings.Cut(e.Key(), ".")
-			var k FunctionKey
-			put := e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &k) == nil
-			s.mu.Lock()
-			if put {
-				if s.keys[fn] == nil {
-					s.keys[fn] = map[string]FunctionKey{}
-				}
-				s.keys[fn][id] = k
-			} else {
-				delete(s.keys[fn], id)
-			}
-			s.mu.Unlock()
+			s.keys[fn][id] = k
+		} else {
+			delete(s.keys[fn], id)
 		}
-	}
+	}, func() {
+		select {
+		case <-s.ready:
+		default:
+			close(s.ready)
+		}
+	})
 }
 
 // Ready is closed once the copy holds what the bucket held when the

@@ -274,35 +274,15 @@ func (r *Registry) Rollback(ctx context.Context, name string, version int) (Mani
 // each change (nil when a function is undeployed), until ctx ends.
 // ready is called once the present state has been delivered.
 func (r *Registry) Watch(ctx context.Context, fn func(name string, m *Manifest), ready func()) error {
-	w, err := r.kv.WatchAll(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-w.Updates():
-			if !ok {
-				return errors.New("functions: registry watch ended")
-			}
-			if e == nil {
-				if ready != nil {
-					ready()
-					ready = nil
-				}
-				continue
-			}
-			if e.Operation() != jetstream.KeyValuePut {
-				fn(e.Key(), nil)
-				continue
-			}
-			var m Manifest
-			if err := json.Unmarshal(e.Value(), &m); err != nil {
-				continue
-			}
-			fn(e.Key(), &m)
+	return watchKV(ctx, r.kv, "registry", func(e jetstream.KeyValueEntry) {
+		if e.Operation() != jetstream.KeyValuePut {
+			fn(e.Key(), nil)
+			return
 		}
-	}
+		var m Manifest
+		if err := json.Unmarshal(e.Value(), &m); err != nil {
+			return
+		}
+		fn(e.Key(), &m)
+	}, ready)
 }

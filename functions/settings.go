@@ -347,32 +347,12 @@ func settingsErr(fn string, err error) error {
 // the change's bucket revision, until ctx ends. ready is called once the
 // present state has been delivered.
 func (s *Settings) watch(ctx context.Context, fn func(name string, rec *settingsRecord, err error, rev uint64), ready func()) error {
-	w, err := s.kv.WatchAll(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-w.Updates():
-			if !ok {
-				return errors.New("functions: settings watch ended")
-			}
-			if e == nil {
-				if ready != nil {
-					ready()
-					ready = nil
-				}
-				continue
-			}
-			if e.Operation() != jetstream.KeyValuePut {
-				fn(e.Key(), nil, nil, e.Revision())
-				continue
-			}
-			rec, err := decodeSettings(e.Value())
-			fn(e.Key(), rec, err, e.Revision())
+	return watchKV(ctx, s.kv, "settings", func(e jetstream.KeyValueEntry) {
+		if e.Operation() != jetstream.KeyValuePut {
+			fn(e.Key(), nil, nil, e.Revision())
+			return
 		}
-	}
+		rec, err := decodeSettings(e.Value())
+		fn(e.Key(), rec, err, e.Revision())
+	}, ready)
 }
