@@ -133,6 +133,9 @@ func TestKillReplayBounded(t *testing.T) {
 	wg.Wait()
 
 	c2 := nodetest.StartChild(t, cc)
+	// The child's log comes through a pipe read on the side: its ready
+	// answer can come before the replay's line is read.
+	waitLog(t, c2, `msg="view replayed"`, "table="+table+" ")
 	records, from := replayed(t, c2.Log(), table)
 	t.Logf("killed after %d records; the restart replayed %d records after its snapshot at %d", written, records, from)
 	if from == 0 || records > projections.DefaultSnapshotEvery*3/2 {
