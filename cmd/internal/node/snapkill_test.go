@@ -206,6 +206,8 @@ func TestCrashDuringSnapshotWrite(t *testing.T) {
 			}
 			c3 := nodetest.StartChild(t, cc)
 			acked := load.stop(t, c3)
+			// Its log comes on stderr, read on the side: waited for.
+			waitLog(t, c3, `msg="view replayed"`, "table=Torn ")
 			if !strings.Contains(c3.Log(), "snapshot loaded") {
 				t.Fatalf("the restarted node loaded no snapshot:\n%s", c3.Tail())
 			}
