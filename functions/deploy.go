@@ -41,35 +41,6 @@ func (rn *Runner) dropConsumer(m Manifest) {
 	}
 }
 
-// watch follows the registry until ctx ends and loads what it announces.
-// It sends the first watch's outcome on first, once: nil when the deployed
-// functions have been loaded, or the error that ended the first watch
-// before that, after which it returns (the runner cannot start without the
-// registry). A later watch that fails (a lost connection) is started again
-// after a second.
-func (rn *Runner) watch(ctx context.Context, first chan<- error) {
-	started := false // only this goroutine reads and writes it
-	for {
-		err := rn.registry.Watch(ctx, rn.deployed, func() {
-			if !started {
-				started = true
-				first <- nil
-			}
-		})
-		if ctx.Err() != nil {
-			return
-		}
-		if !started {
-			first <- fmt.Errorf("functions: registry watch: %w", err)
-			return
-		}
-		rn.log.Warn("functions: registry watch failed; watching again", "err", err)
-		if !retryWait(ctx, time.Second) {
-			return
-		}
-	}
-}
-
 // deployed reacts to a registry change: load the new version, or stop an
 // undeployed function. Every outcome of a load is kept (LoadFailure),
 // logged and reported on the function's load-report subject.

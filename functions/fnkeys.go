@@ -85,9 +85,8 @@ func (k FunctionKey) Matches(secret string) bool {
 type KeyStore struct {
 	kv jetstream.KeyValue
 
-	mu    sync.RWMutex
-	keys  map[string]map[string]FunctionKey // function → id → key
-	ready chan struct{}                     // closed once the watch has read the bucket
+	mu   sync.RWMutex
+	keys map[string]map[string]FunctionKey // function → id → key
 }
 
 // KeysBucket is the name of the keys' bucket for prefix.
@@ -114,7 +113,7 @@ func OpenKeyStore(ctx context.Context, js jetstream.JetStream, prefix string, re
 	if err != nil {
 		return nil, fmt.Errorf("functions: keys bucket %s: %w", KeysBucket(prefix), err)
 	}
-	return &KeyStore{kv: kv, keys: map[string]map[string]FunctionKey{}, ready: make(chan struct{})}, nil
+	return &KeyStore{kv: kv, keys: map[string]map[string]FunctionKey{}}, nil
 }
 
 // KeyInfo is a key as the operators see it: never its secret or hash.
@@ -196,8 +195,9 @@ func (s *KeyStore) Revoke(ctx context.Context, function, id string) error {
 	return s.kv.Purge(ctx, function+"."+id)
 }
 
-// Watch keeps the copy in memory until ctx ends.
-func (s *KeyStore) Watch(ctx context.Context) error {
+// Watch keeps the copy in memory until ctx ends; ready is called once it
+// holds what the bucket held when the watch began.
+func (s *KeyStore) Watch(ctx context.Context, ready func()) error {
 	return watchKV(ctx, s.kv, "keys", func(e jetstream.KeyValueEntry) {
 		fn, id, _ := strings.Cut(e.Key(), ".")
 		var k FunctionKey
@@ -212,18 +212,8 @@ func (s *KeyStore) Watch(ctx context.Context) error {
 		} else {
 			delete(s.keys[fn], id)
 		}
-	}, func() {
-		select {
-		case <-s.ready:
-		default:
-			close(s.ready)
-		}
-	})
+	}, ready)
 }
-
-// Ready is closed once the copy holds what the bucket held when the
-// watch began.
-func (s *KeyStore) Ready() <-chan struct{} { return s.ready }
 
 // Verify returns the key of function that presented (a caller's
 // "<id>.<secret>") is, or false.

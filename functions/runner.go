@@ -2,6 +2,7 @@ package functions
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"slices"
@@ -141,40 +142,19 @@ func (rn *Runner) start(ctx context.Context) error {
 		return err
 	}
 	// The settings before any function: its first invocation reads them.
-	settled := make(chan error, 1)
-	rn.wg.Add(1)
-	go func() {
-		defer rn.wg.Done()
-		rn.watchSettings(ctx, settled)
-	}()
-	select {
-	case err := <-settled:
-		if err != nil {
-			return err
-		}
-	case <-ctx.Done():
-		return ctx.Err()
+	settings := rn.settingsKV
+	if err := rn.follow(ctx, "settings", func(ctx context.Context, ready func()) error {
+		return settings.watch(ctx, func(fn string, rec *settingsRecord, recErr error, rev uint64) {
+			rn.settings.apply(rn, fn, rec, recErr, rev, settings.seal)
+		}, ready)
+	}); err != nil {
+		return err
 	}
 	if rn.keys, err = OpenKeyStore(ctx, rn.js, rn.cfg.Prefix, rn.cfg.Replicas); err != nil {
 		return err
 	}
-	rn.wg.Add(1)
-	go func() {
-		defer rn.wg.Done()
-		for ctx.Err() == nil {
-			if err := rn.keys.Watch(ctx); err != nil && ctx.Err() == nil {
-				rn.log.Warn("functions: the keys' watch ended; watching again", "err", err)
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Second):
-				}
-			}
-		}
-	}()
-	select {
-	case <-rn.keys.Ready():
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := rn.follow(ctx, "keys", rn.keys.Watch); err != nil {
+		return err
 	}
 	if !rn.cfg.NoBuiltins {
 		m := ArchiveManifest()
@@ -191,13 +171,42 @@ func (rn *Runner) start(ctx context.Context) error {
 	if err := rn.serveStatus(); err != nil {
 		return err
 	}
-	// The first watch's outcome reaches start once: nil when it has
-	// delivered the deployed functions, or the error that ended it before.
+	return rn.follow(ctx, "registry", func(ctx context.Context, ready func()) error {
+		return rn.registry.Watch(ctx, rn.deployed, ready)
+	})
+}
+
+// follow runs watch, a watch of a key-value bucket that calls ready once
+// it has delivered the bucket's present state, until ctx ends, watching
+// again a second after a failure (a new watch delivers everything
+// again). It returns once the first watch has called ready (nil), or
+// with the error that ended it before: the runner cannot start without
+// the registry, the settings or the keys. A later failure is logged.
+func (rn *Runner) follow(ctx context.Context, what string, watch func(ctx context.Context, ready func()) error) error {
 	first := make(chan error, 1)
 	rn.wg.Add(1)
 	go func() {
 		defer rn.wg.Done()
-		rn.watch(ctx, first)
+		started := false // only this goroutine reads and writes it
+		for {
+			err := watch(ctx, func() {
+				if !started {
+					started = true
+					first <- nil
+				}
+			})
+			if ctx.Err() != nil {
+				return
+			}
+			if !started {
+				first <- fmt.Errorf("functions: %s watch: %w", what, err)
+				return
+			}
+			rn.log.Warn("functions: "+what+" watch failed; watching again", "err", err)
+			if !retryWait(ctx, time.Second) {
+				return
+			}
+		}
 	}()
 	select {
 	case err := <-first:

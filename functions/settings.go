@@ -342,7 +342,7 @@ func settingsErr(fn string, err error) error {
 	return nil
 }
 
-// watchSettings calls fn with every function's record as it is now, then
+// watch calls fn with every function's record as it is now, then
 // with each change (nil when removed, or unreadable: err says why), with
 // the change's bucket revision, until ctx ends. ready is called once the
 // present state has been delivered.

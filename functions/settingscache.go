@@ -2,9 +2,7 @@ package functions
 
 import (
 	"context"
-	"fmt"
 	"sync"
-	"time"
 
 	"github.com/cairn-dev/cairn/engine"
 )
@@ -112,34 +110,4 @@ func (rn *Runner) WaitSettings(ctx context.Context, rev uint64) error {
 // secret.
 func (rn *Runner) Setting(fn, name string) (string, bool, error) {
 	return rn.settings.lookup(fn, name)
-}
-
-// watchSettings keeps the cache up to date until ctx ends, watching
-// again after a failure (a new watch delivers every record again); first
-// gets nil once the present state is in the cache, or the error that
-// ended the first watch before.
-func (rn *Runner) watchSettings(ctx context.Context, first chan<- error) {
-	s := rn.settingsKV
-	started := false // only this goroutine reads and writes it
-	for {
-		err := s.watch(ctx, func(fn string, rec *settingsRecord, recErr error, rev uint64) {
-			rn.settings.apply(rn, fn, rec, recErr, rev, s.seal)
-		}, func() {
-			if !started {
-				started = true
-				first <- nil
-			}
-		})
-		if ctx.Err() != nil {
-			return
-		}
-		if !started {
-			first <- fmt.Errorf("functions: settings watch: %w", err)
-			return
-		}
-		rn.log.Warn("functions: settings watch failed; watching again", "err", err)
-		if !retryWait(ctx, time.Second) {
-			return
-		}
-	}
 }
