@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -185,18 +186,11 @@ func (s *valueSession) receive(ctx context.Context, timeout time.Duration) (*nat
 		if err == nil && rep.Error != nil {
 			err = rep.Error
 		}
-		return nil, cmpErr(err, errors.New("client: value session: an error reply without an error"))
+		return nil, cmp.Or(err, errors.New("client: value session: an error reply without an error"))
 	case "end":
 		s.ended = true
 	}
 	return m, nil
-}
-
-func cmpErr(err, otherwise error) error {
-	if err != nil {
-		return err
-	}
-	return otherwise
 }
 
 // abort tells the node the session ends before its end (message n), and

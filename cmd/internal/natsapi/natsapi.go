@@ -367,7 +367,7 @@ func (s *Service) handleEntity(m *nats.Msg) {
 		s.handleQuery(m, enc, table)
 		return
 	}
-	if op := wire.ValueOp(m.Data, enc); op != "" {
+	if wire.ValueOp(m.Data, enc) != "" {
 		s.handleValue(m, enc, account, table)
 		return
 	}

@@ -1,6 +1,7 @@
 package natsapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -79,17 +80,16 @@ type valueSession struct {
 	next  uint64 // the chunk due next
 	moved uint64 // bytes moved so far
 
-	// An upload: the pipe into the store's Put, and its result.
+	// An upload: the pipe into the store's Put, and its result, set
+	// before stored is closed.
 	pw     *io.PipeWriter
-	pr     *io.PipeReader
-	stored chan putResult
+	stored chan struct{}
+	put    putResult
 
 	// A download: the store's reader and the value's size.
 	rc   io.ReadCloser
 	size uint64
 	buf  []byte
-
-	rep *wire.ValueReply // the first request's reply, while it opens
 }
 
 type putResult struct {
@@ -166,59 +166,65 @@ func (s *Service) handleValue(m *nats.Msg, enc wire.Encoding, account, table str
 func (s *Service) openValue(subject string, enc wire.Encoding, account, table string, req *wire.ValueRequest) (*valueSession, *wire.ValueReply, error) {
 	v := &valueSession{s: s, enc: enc, chunk: min(valueChunk, int(s.nc.MaxPayload())-4<<10), start: time.Now()}
 	v.ctx, v.cancel = context.WithCancel(s.ctx)
-	v.rep = &wire.ValueReply{}
-	if err := v.open(subject, account, table, req); err != nil {
+	rep, err := v.open(subject, account, table, req)
+	if err != nil {
 		v.end(err)
 		return nil, nil, err
 	}
-	return v, v.rep, nil
+	return v, rep, nil
 }
 
-// open starts the session's store side and subscribes its subject.
-func (v *valueSession) open(subject, account, table string, req *wire.ValueRequest) error {
+// open starts the session's store side, subscribes its subject and
+// returns the reply so far.
+func (v *valueSession) open(subject, account, table string, req *wire.ValueRequest) (*wire.ValueReply, error) {
 	s := v.s
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.TableTimeout)
 	defer cancel()
 	t, err := s.views.Read(ctx, table)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	key := values.Key{Account: account, Table: engine.ShownTable(t.Name()), PartitionKey: req.PartitionKey, RowKey: req.RowKey}
-	rep := v.rep
+	rep := &wire.ValueReply{}
 	switch req.Op {
 	case wire.PutValueOp:
-		v.pr, v.pw = io.Pipe()
-		v.stored = make(chan putResult, 1)
+		var pr *io.PipeReader
+		pr, v.pw = io.Pipe()
+		v.stored = make(chan struct{})
 		now := time.Now()
 		go func() {
-			in, err := s.cfg.Values.Put(v.ctx, key, v.pr, s.cfg.MaxValue, now)
-			v.pr.CloseWithError(cmpErr(err, errStored)) // a chunk written after the end fails
-			v.stored <- putResult{in, err}
+			in, err := s.cfg.Values.Put(v.ctx, key, pr, s.cfg.MaxValue, now)
+			pr.CloseWithError(cmp.Or(err, errStored)) // a chunk written after the end fails
+			v.put = putResult{in, err}
+			close(v.stored)
 		}()
 	case wire.GetValueOp:
 		got := s.retrieve(ctx, table, &engine.Request{Op: "Retrieve", PartitionKey: req.PartitionKey, RowKey: req.RowKey, Position: req.Position})
 		if got.Error != nil {
-			return got.Error
+			return nil, got.Error
 		}
 		p, ok := got.Entity.Get(req.Property)
 		if !ok {
-			return engine.Errorf(engine.CodeInvalidInput, "the entity (%q, %q) has no property %.255q", req.PartitionKey, req.RowKey, req.Property)
+			return nil, engine.Errorf(engine.CodeInvalidInput, "the entity (%q, %q) has no property %.255q", req.PartitionKey, req.RowKey, req.Property)
 		}
 		id, _, err := engine.ParseValueRef(p)
 		if err != nil {
-			return engine.Errorf(engine.CodeInvalidInput, "property %.255s: %s", req.Property, engine.AsError(err).Message)
+			return nil, engine.Errorf(engine.CodeInvalidInput, "property %.255s: %s", req.Property, engine.AsError(err).Message)
 		}
 		rc, in, err := s.cfg.Values.Open(v.ctx, key, id)
 		if errors.Is(err, values.ErrNotFound) {
 			err = engine.Errorf(engine.CodeResourceNotFound, "the value %s of (%q, %q) is not in the store", p.Str(), req.PartitionKey, req.RowKey)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		v.rc, v.size, v.buf = rc, in.Size, make([]byte, v.chunk)
 		rep.Reference, rep.Size, rep.Uploaded = p.Str(), in.Size, in.Uploaded
 	}
-	return v.subscribe(subject, account)
+	if err := v.subscribe(subject, account); err != nil {
+		return nil, err
+	}
+	return rep, nil
 }
 
 // errStored ends an upload's pipe once the store's Put has returned, and
@@ -228,13 +234,6 @@ var (
 	errStored = errors.New("the value is stored or refused already")
 	errEnded  = errors.New("the value session ended before its last chunk")
 )
-
-func cmpErr(err, otherwise error) error {
-	if err != nil {
-		return err
-	}
-	return otherwise
-}
 
 // subscribe subscribes the session's subject, a token of 128 random bits
 // under the table's subject with the account spelled out, and waits until
@@ -312,7 +311,7 @@ func (v *valueSession) end(why error) {
 			_ = sub.Unsubscribe()
 		}
 		if v.pw != nil {
-			v.pw.CloseWithError(cmpErr(why, errEnded)) // the Put fails unless it returned already
+			v.pw.CloseWithError(cmp.Or(why, errEnded)) // the Put fails unless it returned already
 			<-v.stored                                 // and has returned
 		}
 		v.cancel()
@@ -379,29 +378,23 @@ func (v *valueSession) upload(m *nats.Msg, n uint64, last bool) {
 		return
 	}
 	_ = v.pw.Close()
-	res := <-v.stored
-	v.stored <- res // for end
-	if res.err != nil {
-		v.fail(m, v.putErr(res.err))
+	<-v.stored
+	if v.put.err != nil {
+		v.fail(m, v.put.err)
 		return
 	}
 	v.end(nil)
-	in := res.in
+	in := v.put.in
 	v.reply(m, n, "end", wire.EncodeValueReply(&wire.ValueReply{Reference: engine.ValueRef(in.ID), Size: in.Size, Uploaded: in.Uploaded}, v.enc))
 }
 
-// putErr is why an upload failed: the Put's own error once it has
-// returned (a value too large, the store's failure), else err.
+// putErr is why an upload failed when writing a chunk into its pipe
+// failed (err): the Put's own error (a value too large, the store's
+// failure), which it has returned, or is about to, since its pipe is
+// closed; else err.
 func (v *valueSession) putErr(err error) error {
-	select {
-	case res := <-v.stored:
-		v.stored <- res
-		if res.err != nil {
-			return res.err
-		}
-	case <-time.After(v.s.cfg.TableTimeout):
-	}
-	return err
+	<-v.stored
+	return cmp.Or(v.put.err, err)
 }
 
 // download answers an ask with the value's next chunk; the last is marked
