@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/engine"
 )
 
 // HTTPTrigger declares a function's HTTP routes (Trigger.HTTP): every
@@ -24,6 +26,10 @@ type HTTPTrigger struct {
 	// account, or for anonymous routes the client's address) makes per
 	// second on each node (DefaultHTTPRate): past it 429.
 	RatePerKey int `json:"ratePerKey,omitempty"`
+	// Account is the storage account whose SharedKey, SharedKeyLite or
+	// account shared access signature authorises the routes whose auth
+	// is "account".
+	Account string `json:"account,omitempty"`
 }
 
 // Route is one HTTP route of a function.
@@ -34,9 +40,11 @@ type Route struct {
 	// literal, or a parameter {name} (one segment), or, last, {*name}
 	// (the rest of the path, perhaps empty).
 	Path string `json:"path"`
-	// Auth is who may call it: "key" (a function key, the default) or
-	// "anonymous" (anyone: say so only for a route meant to be public, a
-	// webhook that checks its own signature).
+	// Auth is who may call it: "key" (a function key, the default),
+	// "account" (a request signed with the key of the trigger's Account,
+	// as for the Tables API, or an account shared access signature of
+	// it), or "anonymous" (anyone: say so only for a route meant to be
+	// public, a webhook that checks its own signature).
 	Auth string `json:"auth,omitempty"`
 	// CORS lets browsers of the listed origins call the route.
 	CORS *RouteCORS `json:"cors,omitempty"`
@@ -64,6 +72,7 @@ const (
 // The route's auth modes.
 const (
 	AuthKey       = "key"
+	AuthAccount   = "account"
 	AuthAnonymous = "anonymous"
 )
 
@@ -90,10 +99,18 @@ func (h *HTTPTrigger) validate() error {
 	case h.RatePerKey < 0 || h.RatePerKey > MaxRate:
 		return fmt.Errorf("trigger: http: ratePerKey %d is not 1..%d", h.RatePerKey, MaxRate)
 	}
+	if h.Account != "" {
+		if err := engine.ValidateAccountName(h.Account); err != nil {
+			return fmt.Errorf("trigger: http: account: %s", engine.AsError(err).Message)
+		}
+	}
 	for i := range h.Routes {
 		r := &h.Routes[i]
 		if err := r.validate(); err != nil {
 			return fmt.Errorf("trigger: http: route %d (%s %s): %w", i, r.Method, r.Path, err)
+		}
+		if r.Auth == AuthAccount && h.Account == "" {
+			return fmt.Errorf("trigger: http: route %d (%s %s): auth account needs the trigger's account (\"account\": \"<storage account>\")", i, r.Method, r.Path)
 		}
 	}
 	return nil
@@ -107,8 +124,8 @@ func (r *Route) validate() error {
 	if r.Auth == "" {
 		r.Auth = AuthKey
 	}
-	if r.Auth != AuthKey && r.Auth != AuthAnonymous {
-		return fmt.Errorf("auth %q: use key or anonymous", r.Auth)
+	if r.Auth != AuthKey && r.Auth != AuthAccount && r.Auth != AuthAnonymous {
+		return fmt.Errorf("auth %q: use key, account or anonymous", r.Auth)
 	}
 	if !strings.HasPrefix(r.Path, "/") || len(r.Path) > 1024 {
 		return fmt.Errorf("path %q: it starts with / and is at most 1,024 bytes", r.Path)

@@ -64,6 +64,9 @@ func TestRoutes(t *testing.T) {
 		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "/", CORS: &RouteCORS{Origins: []string{"https://a.example/path"}}}}}, "origin"},
 		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "/"}}, MaxBodyBytes: MaxHTTPBody + 1}, "maxBodyBytes"},
 		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "/"}}, RatePerKey: -1}, "ratePerKey"},
+		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "/", Auth: AuthAccount}}}, "needs the trigger's account"},
+		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "/", Auth: AuthAccount}}, Account: "Contoso"}, "lowercase"},
+		{HTTPTrigger{Routes: []Route{{Method: "GET", Path: "/"}}, Account: "ab"}, "3 to 24"},
 	} {
 		if err := bad.h.validate(); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("%+v: %v, want an error saying %q", bad.h, err, bad.says)
@@ -101,5 +104,23 @@ func TestFunctionKeys(t *testing.T) {
 	}
 	if _, _, err := NewFunctionKey("a b", time.Now()); err == nil {
 		t.Error("a key name with a space")
+	}
+}
+
+// TestGuestQuery: a function sees the query as sent but for the
+// parameters that carried the route's authorisation.
+func TestGuestQuery(t *testing.T) {
+	for _, c := range []struct{ raw, auth, want string }{
+		{"gift=yes&code=abc.def", AuthKey, "gift=yes"},
+		{"code=abc&c%6Fde=x&a=%zz", AuthKey, "a=%zz"},
+		{"code=abc&gift=yes", AuthAnonymous, "code=abc&gift=yes"},
+		{"sv=2019-02-02&ss=t&srt=o&sp=r&se=2030-01-01T00%3A00%3A00Z&sig=c2ln&x=1&x=2", AuthAccount, "x=1&x=2"},
+		{"code=abc&sp=r", AuthAccount, "code=abc"},
+		{"", AuthKey, ""},
+		{"a=1;b=2", AuthKey, "a=1;b=2"},
+	} {
+		if got := guestQuery(c.raw, c.auth); got != c.want {
+			t.Errorf("guestQuery(%q, %s) = %q, want %q", c.raw, c.auth, got, c.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,10 +39,14 @@ const (
 	CodeRouteNotFound    = "RouteNotFound"
 	CodeMethodNotAllowed = "MethodNotAllowed"
 	CodeUnauthorized     = "Unauthorized"
-	CodeTooManyRequests  = "TooManyRequests"
-	CodeOriginNotAllowed = "OriginNotAllowed"
-	CodeFunctionFailed   = "FunctionFailed"
-	CodeFunctionTimedOut = "FunctionTimedOut"
+	// An account's signature was valid but does not grant the call (the
+	// Tables API's codes for the same).
+	CodeAuthorizationFailure = "AuthorizationFailure"
+	CodePermissionMismatch   = "AuthorizationPermissionMismatch"
+	CodeTooManyRequests      = "TooManyRequests"
+	CodeOriginNotAllowed     = "OriginNotAllowed"
+	CodeFunctionFailed       = "FunctionFailed"
+	CodeFunctionTimedOut     = "FunctionTimedOut"
 )
 
 // HTTPTriggers serves the functions' HTTP routes (HTTPPrefix). Each
@@ -49,6 +54,9 @@ const (
 // decides, and an Idempotency-Key makes a retry's writes apply once.
 type HTTPTriggers struct {
 	rn *Runner
+	// Accounts checks the requests of routes whose auth is "account"
+	// (nil: such routes refuse every request).
+	Accounts AccountAuth
 
 	mu      sync.Mutex
 	callers map[string]*callerRate // function and caller → its bucket
@@ -60,6 +68,15 @@ type callerRate struct {
 	lim  *rate.Limiter
 	used time.Time
 }
+
+// An AccountAuth checks that r is signed with the key of account
+// (SharedKey or SharedKeyLite, as a Tables API request is) or carries an
+// account shared access signature of it granting perm ('r' for GET and
+// HEAD, 'a' POST, 'u' PUT and PATCH, 'd' DELETE), and names the caller
+// ("account:<name>" or "sas:<name>"). Its error is an engine error:
+// AuthorizationFailure and AuthorizationPermissionMismatch are answered
+// 403, any other 401.
+type AccountAuth func(r *http.Request, account string, perm byte) (caller string, err error)
 
 // maxCallers bounds the callers whose rates a host remembers; past it the
 // one idle longest is forgotten.
@@ -136,7 +153,7 @@ func (t *HTTPTriggers) serve(w http.ResponseWriter, r *http.Request) *httpError 
 		w.Header().Set("Access-Control-Allow-Origin", origin)
 		w.Header().Add("Vary", "Origin")
 	}
-	caller, callerID, e := t.authorize(r, name, route)
+	caller, callerID, e := t.authorize(r, name, h, route)
 	if e != nil {
 		return e
 	}
@@ -168,7 +185,7 @@ func (t *HTTPTriggers) serve(w http.ResponseWriter, r *http.Request) *httpError 
 		DequeueCount: 1,
 		Time:         engine.TimeToTicks(t.rn.now()),
 		HTTP: &abi.HTTPRequest{Method: r.Method, Path: path, Route: route.Path, Params: params,
-			Query: r.URL.RawQuery, Header: guestHeader(r.Header), Caller: caller},
+			Query: guestQuery(r.URL.RawQuery, route.Auth), Header: guestHeader(r.Header), Caller: caller},
 	}
 	release, e := t.slot(r.Context(), v)
 	if e != nil {
@@ -264,13 +281,16 @@ func (t *HTTPTriggers) preflight(w http.ResponseWriter, r *http.Request, h *HTTP
 // authorize checks the request against the route's auth and names its
 // caller (for the trigger) and its id (for the rate and the trigger's
 // id).
-func (t *HTTPTriggers) authorize(r *http.Request, name string, route *Route) (caller, id string, e *httpError) {
-	if route.Auth == AuthAnonymous {
+func (t *HTTPTriggers) authorize(r *http.Request, name string, h *HTTPTrigger, route *Route) (caller, id string, e *httpError) {
+	switch route.Auth {
+	case AuthAnonymous:
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		if err != nil {
 			host = r.RemoteAddr
 		}
 		return "anonymous", "ip:" + host, nil
+	case AuthAccount:
+		return t.authorizeAccount(r, name, h.Account, route)
 	}
 	presented := r.Header.Get(KeyHeader)
 	if presented == "" {
@@ -284,6 +304,40 @@ func (t *HTTPTriggers) authorize(r *http.Request, name string, route *Route) (ca
 		return "", "", refuse(http.StatusUnauthorized, CodeUnauthorized, "the key is not one of function %q's (revoked, or another function's)", name)
 	}
 	return "key:" + k.Name, "key:" + k.ID, nil
+}
+
+// methodPerm is the permission of an account SAS a method needs: the
+// route acts on the account's data as an entity operation would.
+func methodPerm(method string) byte {
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		return 'r'
+	case http.MethodPost:
+		return 'a'
+	case http.MethodDelete:
+		return 'd'
+	}
+	return 'u'
+}
+
+// authorizeAccount checks a request of a route whose auth is "account".
+// The caller id is the account's, whichever signature it sent: a holder
+// of the account's key may sign as many as it likes, so they share one
+// rate and one Idempotency-Key scope.
+func (t *HTTPTriggers) authorizeAccount(r *http.Request, name, account string, route *Route) (caller, id string, e *httpError) {
+	if t.Accounts == nil {
+		return "", "", refuse(http.StatusUnauthorized, CodeUnauthorized, "this host checks no account signatures, so the route %s %s of function %q takes no request", route.Method, route.Path, name)
+	}
+	caller, err := t.Accounts(r, account, methodPerm(r.Method))
+	if err != nil {
+		ee := engine.AsError(err)
+		status := http.StatusUnauthorized
+		if ee.Code == CodeAuthorizationFailure || ee.Code == CodePermissionMismatch {
+			status = http.StatusForbidden
+		}
+		return "", "", refuse(status, string(ee.Code), "the route %s %s of function %q needs a request signed by account %s: %s", route.Method, route.Path, name, account, ee.Message)
+	}
+	return caller, "account:" + account, nil
 }
 
 // allow takes one request from key's budget of perSecond (a burst of as
@@ -356,6 +410,42 @@ func triggerID(key, callerID string) (string, *httpError) {
 		return "", refuse(http.StatusBadRequest, string(engine.CodeInvalidInput), "Idempotency-Key: 1 to 255 visible characters, no spaces")
 	}
 	return "h:" + callerID + ":k:" + key, nil
+}
+
+// The query parameters that may carry a route's authorisation: a
+// function key, or an account shared access signature.
+var (
+	keyParams = []string{"code"}
+	sasParams = []string{"sig", "sv", "ss", "srt", "sp", "se", "st", "spr", "sip", "si", "tn", "spk", "srk", "epk", "erk"}
+)
+
+// guestQuery is what the function sees of the request's raw query: all
+// but the parameters that may carry the route's authorisation (a
+// function never sees a key or a signature it could replay). The rest
+// is kept as sent.
+func guestQuery(raw, auth string) string {
+	var cut []string
+	switch auth {
+	case AuthKey:
+		cut = keyParams
+	case AuthAccount:
+		cut = sasParams
+	}
+	if raw == "" || cut == nil {
+		return raw
+	}
+	parts := strings.Split(raw, "&")
+	kept := parts[:0]
+	for _, p := range parts {
+		k, _, _ := strings.Cut(p, "=")
+		if u, err := url.QueryUnescape(k); err == nil {
+			k = u
+		}
+		if !slices.Contains(cut, k) {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, "&")
 }
 
 // guestHeader is what the function sees of the request's headers: all

@@ -284,3 +284,26 @@ func (c *call) checkKey(pk, rk string) error {
 	}
 	return nil
 }
+
+// AuthenticateAccount checks a request outside the Tables API (a
+// function's HTTP route) as the Tables API checks its own: signed with
+// account's key (SharedKey or SharedKeyLite over "/<account><path>"), or
+// carrying an account shared access signature of it that grants perm on
+// entities. A table's SAS grants one table and is refused. It names the
+// caller: "account:<name>" or "sas:<name>".
+func (s *Server) AuthenticateAccount(r *http.Request, account string, perm byte) (string, error) {
+	c := &call{s: s, r: r, account: account}
+	if err := c.authenticate(""); err != nil {
+		return "", err
+	}
+	if c.sas == nil {
+		return "account:" + account, nil
+	}
+	if !c.sas.account {
+		return "", engine.Errorf(codeAuthorizationFailure, "a table's shared access signature (tn=%s) grants that table only: sign an account SAS (ss=t, srt=o)", c.sas.table)
+	}
+	if err := c.allow("", perm); err != nil {
+		return "", err
+	}
+	return "sas:" + account, nil
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -39,6 +40,19 @@ func fnCall(t *testing.T, base, method, path string, header map[string]string, b
 		t.Fatal(err)
 	}
 	return resp.StatusCode, resp.Header, string(b)
+}
+
+// newFunctionKey creates a key of function fn through the operators' API
+// and returns its id and its text.
+func newFunctionKey(t *testing.T, th *testHost, fn, name string) (id, text string) {
+	t.Helper()
+	resp := operatorDo(t, th.h.OperatorToken(), "POST", th.h.HTTPURL()+admin.Prefix+"functions/"+fn+"/keys?name="+name, nil)
+	defer resp.Body.Close()
+	var k struct{ ID, Key string }
+	if err := json.NewDecoder(resp.Body).Decode(&k); err != nil || resp.StatusCode != http.StatusCreated || k.Key == "" {
+		t.Fatalf("a new key: %d %+v %v", resp.StatusCode, k, err)
+	}
+	return k.ID, k.Key
 }
 
 // errorCode is the code of a coded JSON refusal.
@@ -112,19 +126,9 @@ func TestHTTPTrigger(t *testing.T) {
 	}
 	base := th.h.HTTPURL()
 	token := th.h.OperatorToken()
-	newKey := func(fn, name string) (id, text string) {
-		t.Helper()
-		resp := operatorDo(t, token, "POST", base+admin.Prefix+"functions/"+fn+"/keys?name="+name, nil)
-		defer resp.Body.Close()
-		var k struct{ ID, Key string }
-		if err := json.NewDecoder(resp.Body).Decode(&k); err != nil || resp.StatusCode != http.StatusCreated || k.Key == "" {
-			t.Fatalf("a new key: %d %+v %v", resp.StatusCode, k, err)
-		}
-		return k.ID, k.Key
-	}
-	oldID, oldKey := newKey("shop", "old")
-	_, newKeyText := newKey("shop", "new")
-	_, otherKey := newKey("other", "x")
+	oldID, oldKey := newFunctionKey(t, th, "shop", "old")
+	_, newKeyText := newFunctionKey(t, th, "shop", "new")
+	_, otherKey := newFunctionKey(t, th, "other", "x")
 	eventually(t, 10*time.Second, "the keys reach the runner's copy", func() bool {
 		st, _, _ := fnCall(t, base, "POST", "/fn/shop/orders/0", map[string]string{functions.KeyHeader: newKeyText}, "x")
 		return st == http.StatusCreated
@@ -146,6 +150,16 @@ func TestHTTPTrigger(t *testing.T) {
 	}
 	if q, _ := e.Get("Query"); q.Str() != "gift=yes" {
 		t.Fatalf("the query: %v", q)
+	}
+	// A key in the query works, and the function does not see it.
+	if st, _, body := fnCall(t, base, "POST", "/fn/shop/orders/43?code="+url.QueryEscape(newKeyText)+"&gift=no", nil, "a pen"); st != http.StatusCreated {
+		t.Fatalf("a call with the key in the query: %d %s", st, body)
+	}
+	if e, _, err = th.c.Retrieve(ctx, "Orders", "web", "43"); err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := e.Get("Query"); q.Str() != "gift=no" {
+		t.Fatalf("the function saw the query %v", q)
 	}
 
 	// Refused, each coded, the function not run.

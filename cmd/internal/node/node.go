@@ -457,8 +457,11 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	// to anyone; every call they make sends the operator token.
 	mux.Handle(httpapi.OperatorPrefix, guard.Wrap(tables.OperatorHandler()))
 	mux.Handle(console.Path, console.Handler())
-	// The functions' HTTP routes authorise their own requests.
-	mux.Handle(functions.HTTPPrefix, functions.NewHTTPTriggers(n.fns))
+	// The functions' HTTP routes authorise their own requests: a route
+	// whose auth is "account" as the Tables API does.
+	routes := functions.NewHTTPTriggers(n.fns)
+	routes.Accounts = tables.AuthenticateAccount
+	mux.Handle(functions.HTTPPrefix, routes)
 	// GET / sends a browser to the console (the Tables API's paths start
 	// with an account).
 	mux.Handle(console.RootPattern, console.Root(tables))
