@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -355,4 +356,99 @@ func (s *Settings) watch(ctx context.Context, fn func(name string, rec *settings
 		rec, err := decodeSettings(e.Value())
 		fn(e.Key(), rec, err, e.Revision())
 	}, ready)
+}
+
+// Resealed is what Reseal did.
+type Resealed struct {
+	// Resealed counts the secrets opened with the old key and sealed
+	// again with the current one; Current those already sealed with the
+	// current key.
+	Resealed, Current int
+	// Functions counts the functions whose records changed.
+	Functions int
+	// Unopened names ("<function>/<NAME>") the secrets neither key opens:
+	// left as they were, to be set again.
+	Unopened []string
+}
+
+// Reseal seals again with this node's key every secret sealed with
+// oldKey (SecretsKey of the node user's previous password), so that a
+// change of that password does not lose them. Each function's record
+// changes by one compare-and-set; a secret set meanwhile is left to its
+// setter. Running it again changes nothing.
+func (s *Settings) Reseal(ctx context.Context, oldKey []byte) (Resealed, error) {
+	var done Resealed
+	if s.seal == nil {
+		return done, ErrNoSecretsKey
+	}
+	old, err := newSealer(oldKey)
+	if err != nil {
+		return done, engine.Errorf(engine.CodeInvalidInput, "the previous password gives no key: %v", err)
+	}
+	lister, err := s.kv.ListKeys(ctx)
+	if err != nil {
+		return done, fmt.Errorf("functions: list the settings: %w", err)
+	}
+	var fns []string
+	for k := range lister.Keys() {
+		fns = append(fns, k)
+	}
+	if err := ctx.Err(); err != nil {
+		return done, fmt.Errorf("functions: list the settings: %w", err)
+	}
+	slices.Sort(fns)
+	for _, fn := range fns {
+		n, err := s.resealOne(ctx, fn, old)
+		if err != nil {
+			return done, err
+		}
+		done.Resealed += n.Resealed
+		done.Current += n.Current
+		done.Unopened = append(done.Unopened, n.Unopened...)
+		if n.Resealed > 0 {
+			done.Functions++
+		}
+	}
+	return done, nil
+}
+
+// resealOne reseals one function's secrets (Reseal).
+func (s *Settings) resealOne(ctx context.Context, fn string, old *sealer) (Resealed, error) {
+	for range maxSettingsTries {
+		var done Resealed
+		rec, rev, err := s.get(ctx, fn)
+		if err != nil || rev == 0 {
+			return done, err
+		}
+		names := slices.Sorted(maps.Keys(rec.Values))
+		for _, name := range names {
+			st := rec.Values[name]
+			if !st.Secret {
+				continue
+			}
+			if _, err := s.seal.open(fn, name, st.Sealed); err == nil {
+				done.Current++
+				continue
+			}
+			v, err := old.open(fn, name, st.Sealed)
+			if err != nil {
+				done.Unopened = append(done.Unopened, fn+"/"+name)
+				continue
+			}
+			if st.Sealed, err = s.seal.seal(fn, name, v); err != nil {
+				return done, fmt.Errorf("functions: seal a secret: %w", err)
+			}
+			rec.Values[name] = st
+			done.Resealed++
+		}
+		if done.Resealed == 0 {
+			return done, nil
+		}
+		_, err = s.put(ctx, fn, rec, rev)
+		if errors.Is(err, errSettingsRace) {
+			continue
+		}
+		return done, err
+	}
+	return Resealed{}, engine.Errorf(engine.CodeServerBusy, "function %q's settings changed %d times while its secrets were resealed: try again", fn, maxSettingsTries)
 }

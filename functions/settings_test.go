@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -333,5 +334,78 @@ func TestCachedSecretThatDoesNotOpen(t *testing.T) {
 	defer cancel2()
 	if err := c.wait(short, 9); err == nil {
 		t.Fatal("waited past a revision not delivered")
+	}
+}
+
+// TestReseal: after the node password changes, Reseal opens each secret
+// with the previous password's key and seals it with the new one; a
+// setting and a secret already under the new key are untouched, one
+// that neither key opens is named and left as it was, and running it
+// again changes nothing.
+func TestReseal(t *testing.T) {
+	oldKey, newKey := SecretsKey([]byte("old password")), SecretsKey([]byte("new password"))
+	before, kv, ctx := openTestSettings(t, oldKey)
+	for _, c := range []struct{ fn, name, value string }{{"fn-a", "TOKEN", "a-token"}, {"fn-a", "OTHER", "a-other"}, {"fn-b", "TOKEN", "b-token"}} {
+		if _, _, err := before.Set(ctx, c.fn, c.name, c.value, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := before.Set(ctx, "fn-b", "REGION", "eu", false); err != nil {
+		t.Fatal(err)
+	}
+	stranger := &Settings{kv: before.kv}
+	var err error
+	if stranger.seal, err = newSealer(SecretsKey([]byte("someone else's"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := stranger.Set(ctx, "fn-c", "LOST", "c-lost", true); err != nil {
+		t.Fatal(err)
+	}
+	after := &Settings{kv: before.kv}
+	if after.seal, err = newSealer(newKey); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := after.Set(ctx, "fn-c", "FRESH", "c-fresh", true); err != nil {
+		t.Fatal(err)
+	}
+	lost := rawSettings(t, ctx, kv, "fn-c")
+
+	done, err := after.Reseal(ctx, oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Resealed != 3 || done.Current != 1 || done.Functions != 2 || !slices.Equal(done.Unopened, []string{"fn-c/LOST"}) {
+		t.Fatalf("reseal: %+v", done)
+	}
+	open := func(fn, name string) string {
+		t.Helper()
+		rec, err := decodeSettings(rawSettings(t, ctx, kv, fn))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := after.seal.open(fn, name, rec.Values[name].Sealed)
+		if err != nil {
+			t.Fatalf("%s/%s does not open with the new key: %v", fn, name, err)
+		}
+		return string(v)
+	}
+	if open("fn-a", "TOKEN") != "a-token" || open("fn-a", "OTHER") != "a-other" || open("fn-b", "TOKEN") != "b-token" || open("fn-c", "FRESH") != "c-fresh" {
+		t.Fatal("a resealed secret changed")
+	}
+	if all, _ := after.List(ctx, "fn-b"); len(all) != 2 || all[0].Name != "REGION" || *all[0].Value != "eu" {
+		t.Fatalf("fn-b's setting: %+v", all)
+	}
+	if !bytes.Equal(rawSettings(t, ctx, kv, "fn-c"), lost) {
+		t.Fatal("a record with nothing to reseal was written")
+	}
+	again, err := after.Reseal(ctx, oldKey)
+	if err != nil || again.Resealed != 0 || again.Current != 4 || again.Functions != 0 || len(again.Unopened) != 1 {
+		t.Fatalf("a second reseal: %+v %v", again, err)
+	}
+	if _, err := (&Settings{kv: before.kv}).Reseal(ctx, oldKey); err != ErrNoSecretsKey {
+		t.Fatalf("a reseal without a key: %v", err)
+	}
+	if _, err := after.Reseal(ctx, []byte("short")); engine.AsError(err).Code != engine.CodeInvalidInput {
+		t.Fatalf("a reseal with a bad key: %v", err)
 	}
 }

@@ -369,6 +369,11 @@ func functionsCmd(args []string) error {
 		fmt.Printf("%s is now version %d, with the module of an earlier version (sha256 %s…)\n", m.Name, m.Version, m.Digest[:12])
 	case "settings", "secrets":
 		return settingsCmd(ctx, &conn, nc, a, *file, os.Stdin, os.Stdout)
+	case "reseal-secrets":
+		if len(a) > 1 {
+			return errors.New("functions reseal-secrets: the previous password comes on stdin or with -file, not as an argument (shell history keeps it)")
+		}
+		return resealCmd(ctx, &conn, nc, *file, os.Stdin, os.Stdout)
 	case "keys":
 		if err := need(2); err != nil {
 			return err

@@ -99,6 +99,41 @@ func settingsCmd(ctx context.Context, conn *connFlags, nc *nats.Conn, a []string
 	return fmt.Errorf("functions %s: usage: %s <function> [list | set <NAME> | remove <NAME>]", a[0], a[0])
 }
 
+// resealCmd runs `host functions reseal-secrets`: the node user's
+// previous password (read as a secret's value is) gives the key the
+// secrets were sealed with; each is sealed again with the current one.
+// A secret neither opens is named, left as it is, and fails the command.
+func resealCmd(ctx context.Context, conn *connFlags, nc *nats.Conn, file string, stdin io.Reader, out io.Writer) error {
+	current := functions.SecretsKey(conn.password())
+	if current == nil {
+		return functions.ErrNoSecretsKey
+	}
+	prev, err := readValue(file, stdin, "the node user's", "previous password")
+	if err != nil {
+		return err
+	}
+	if prev == "" {
+		return errors.New("functions reseal-secrets: give the node user's previous password on stdin or with -file")
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	s, err := functions.OpenSettings(ctx, js, conn.prefix, 0, current)
+	if err != nil {
+		return err
+	}
+	done, err := s.Reseal(ctx, functions.SecretsKey([]byte(prev)))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "resealed %d secrets of %d functions; %d were already sealed with the current password\n", done.Resealed, done.Functions, done.Current)
+	if len(done.Unopened) > 0 {
+		return fmt.Errorf("functions reseal-secrets: %d secrets open with neither password, left as they are (set them again): %s", len(done.Unopened), strings.Join(done.Unopened, ", "))
+	}
+	return nil
+}
+
 // readValue reads a value from file, else stdin, without one final line
 // ending; it names neither the value nor, for a secret, its bytes.
 func readValue(file string, stdin io.Reader, kind, name string) (string, error) {

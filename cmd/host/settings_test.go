@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
+	"github.com/cairn-dev/cairn/functions"
 )
 
 // withStdin runs fn with os.Stdin reading s.
@@ -101,4 +105,46 @@ func TestSettingsCLI(t *testing.T) {
 	if _, err = cmd("settings", "billing", "remove", "TOKEN"); err == nil || !strings.Contains(err.Error(), "ResourceNotFound") {
 		t.Fatalf("remove again: %v", err)
 	}
+}
+
+// TestResealSecretsCLI: secrets sealed under the node user's previous
+// password are unreadable to the node until `functions reseal-secrets`,
+// given that password on stdin, seals them with the current one; a wrong
+// previous password reseals nothing and names what it could not open.
+func TestResealSecretsCLI(t *testing.T) {
+	h, _ := nodetest.Start(t, node.Config{})
+	ctx := context.Background()
+	js, err := jetstream.New(nodetest.Connect(t, h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const previous = "the node user's password before it changed"
+	old, err := functions.OpenSettings(ctx, js, "cairn", 0, functions.SecretsKey([]byte(previous)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := old.Set(ctx, "billing", "TOKEN", "sealed-long-ago", true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the node sees a secret it cannot open", func() bool {
+		_, _, err := h.Functions().Setting("billing", "TOKEN")
+		return err != nil
+	})
+	conn := []string{"functions", "-nats-url", h.ClientURL(), "-nats-creds", h.NATSCredsFile()}
+	var out string
+	withStdin(t, "not the previous password\n", func() { out, err = runCLI(t, append(conn, "reseal-secrets")...) })
+	if err == nil || !strings.Contains(err.Error(), "billing/TOKEN") || !strings.Contains(out, "resealed 0 secrets") {
+		t.Fatalf("a reseal with a wrong password: %v\n%s", err, out)
+	}
+	if out, err = runCLI(t, append(conn, "reseal-secrets", previous)...); err == nil || !strings.Contains(err.Error(), "not as an argument") {
+		t.Fatalf("the password as an argument: %v\n%s", err, out)
+	}
+	withStdin(t, previous+"\n", func() { out, err = runCLI(t, append(conn, "reseal-secrets")...) })
+	if err != nil || !strings.Contains(out, "resealed 1 secrets of 1 functions") || strings.Contains(out, previous) {
+		t.Fatalf("reseal: %v\n%s", err, out)
+	}
+	eventually(t, 10*time.Second, "the node opens the resealed secret", func() bool {
+		v, ok, err := h.Functions().Setting("billing", "TOKEN")
+		return err == nil && ok && v == "sealed-long-ago"
+	})
 }

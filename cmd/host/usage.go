@@ -77,6 +77,8 @@ const functionsUsage = `usage: host functions [flags] list                 deplo
        host functions [flags] keys <name>          its keys for HTTP routes: id, name, when made
        host functions [flags] keys <name> create [key-name]  a new key, printed this once
        host functions [flags] keys <name> revoke <id>        calls with it are refused at once
+       host functions [flags] reseal-secrets  after the node user's password changed: seal every
+                                   secret set under the previous password (stdin or -file) again
 
 `
 
