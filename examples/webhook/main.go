@@ -137,7 +137,9 @@ func validKey(s string) bool {
 }
 
 // coded is the body of a refusal, as the host's own refusals are.
-func coded(code, msg string) map[string]string { return map[string]string{"code": code, "message": msg} }
+func coded(code, msg string) map[string]string {
+	return map[string]string{"code": code, "message": msg}
+}
 
 // respond sets the reply's status and its JSON body.
 func respond(ctx *sdk.Context, status int, v any) error {
