@@ -14,6 +14,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -143,12 +144,14 @@ func coded(code, msg string) map[string]string {
 
 // respond sets the reply's status and its JSON body.
 func respond(ctx *sdk.Context, status int, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // "<hex …>", not "\u003chex …\u003e"
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
 	if err := ctx.Respond(status, map[string][]string{"Content-Type": {"application/json"}}); err != nil {
 		return err
 	}
-	return ctx.Reply(b)
+	return ctx.Reply(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 }
