@@ -135,7 +135,7 @@ func put(ctx *sdk.Context, req *abi.HTTPRequest) error {
 		engine.Property{Name: "Email", Value: engine.String(in.Email)},
 		engine.Property{Name: "Salary", Value: engine.Int64(*in.Salary)},
 	)
-	ifMatch := header(req.Header, "If-Match")
+	ifMatch := req.HeaderValue("If-Match")
 	if ifMatch == "" {
 		err := ctx.Insert(employees, e)
 		if engine.ErrorCode(err) == engine.CodeEntityAlreadyExists {
@@ -179,14 +179,6 @@ func show(e *engine.Entity, etag string) employee {
 	n := salary.Int()
 	return employee{Department: e.PartitionKey, ID: e.RowKey, FirstName: str("FirstName"), LastName: str("LastName"),
 		Email: str("Email"), Salary: &n, ETag: etag}
-}
-
-// header is the first value of a request header (names are canonical).
-func header(h map[string][]string, name string) string {
-	if vs := h[name]; len(vs) > 0 {
-		return vs[0]
-	}
-	return ""
 }
 
 // validKey reports whether s may be a department or an id here: 1 to 64

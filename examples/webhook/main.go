@@ -67,10 +67,10 @@ func receive(ctx *sdk.Context) error {
 		return respond(ctx, http.StatusInternalServerError, map[string]any{"error": coded("SecretNotSet", "the receiver's secret "+secretName+" is not set")})
 	}
 	body := ctx.Trigger().Body
-	if !signed(header(req.Header, signatureHeader), body, secret) {
+	if !signed(req.HeaderValue(signatureHeader), body, secret) {
 		return respond(ctx, http.StatusUnauthorized, map[string]any{"error": coded("SignatureInvalid", signatureHeader+" is missing or is not sha256=<hex HMAC-SHA256 of the body>")})
 	}
-	id := header(req.Header, deliveryHeader)
+	id := req.HeaderValue(deliveryHeader)
 	if !validKey(id) {
 		return respond(ctx, http.StatusBadRequest, map[string]any{"error": coded("InvalidInput", deliveryHeader+" must be 1 to 64 letters, digits, '-', '_' or '.'")})
 	}
@@ -113,14 +113,6 @@ func signed(sig string, body []byte, secret string) bool {
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write(body)
 	return hmac.Equal(got, mac.Sum(nil))
-}
-
-// header is the first value of a request header (names are canonical).
-func header(h map[string][]string, name string) string {
-	if vs := h[name]; len(vs) > 0 {
-		return vs[0]
-	}
-	return ""
 }
 
 // validKey reports whether s may be a key of the Events table as this

@@ -39,6 +39,7 @@ package abi
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -184,8 +185,32 @@ type HTTPRequest struct {
 	// and cookies.
 	Header map[string][]string `msgpack:"h,omitempty"`
 	// Caller names who called: "key:<name>" for a function key,
-	// "account:<name>" for an account's signature, "anonymous".
+	// "account:<name>" for an account's signature, "sas:<name>" for an
+	// account's shared access signature, "anonymous".
 	Caller string `msgpack:"c,omitempty"`
+}
+
+// HeaderValue is the first value of the header name, matched without
+// regard to case, or "" when the request has none.
+func (r *HTTPRequest) HeaderValue(name string) string {
+	if vs := r.HeaderValues(name); len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
+// HeaderValues are the values of the header name, matched without regard
+// to case (nil when the request has none).
+func (r *HTTPRequest) HeaderValues(name string) []string {
+	if vs, ok := r.Header[name]; ok {
+		return vs
+	}
+	for k, vs := range r.Header {
+		if strings.EqualFold(k, name) {
+			return vs
+		}
+	}
+	return nil
 }
 
 // RespondRequest sets an HTTP trigger's reply status (100..599; 0: 200)
