@@ -46,7 +46,7 @@ func TestExamplesJSONAPI(t *testing.T) {
 		if _, ok := header["x-functions-key"]; !ok {
 			header["x-functions-key"] = key
 		}
-		return httpCall(t, method, base+path, header, body)
+		return nodetest.HTTP(t, method, base+path, header, body)
 	}
 	var st int
 	var hdr http.Header
@@ -71,12 +71,12 @@ func TestExamplesJSONAPI(t *testing.T) {
 	for _, c := range []struct {
 		what, key string
 	}{{"no key", ""}, {"a wrong key", key + "x"}} {
-		st, _, body := httpCall(t, "GET", base+"/employees/Sales/000003", map[string]string{"x-functions-key": c.key}, "")
-		if st != http.StatusUnauthorized || refusalCode(body) != "Unauthorized" {
+		st, _, body := nodetest.HTTP(t, "GET", base+"/employees/Sales/000003", map[string]string{"x-functions-key": c.key}, "")
+		if st != http.StatusUnauthorized || nodetest.ErrorCode(body) != "Unauthorized" {
 			t.Fatalf("%s: %d %s", c.what, st, body)
 		}
 	}
-	if st, _, body := call("DELETE", "/employees/Sales/000003", nil, ""); st != http.StatusMethodNotAllowed || refusalCode(body) != "MethodNotAllowed" {
+	if st, _, body := call("DELETE", "/employees/Sales/000003", nil, ""); st != http.StatusMethodNotAllowed || nodetest.ErrorCode(body) != "MethodNotAllowed" {
 		t.Fatalf("DELETE: %d %s", st, body)
 	}
 
@@ -107,7 +107,7 @@ func TestExamplesJSONAPI(t *testing.T) {
 		_, _, body = call("GET", "/employees?email=zoe.adams@contoso.com", nil, "")
 		return strings.Contains(body, `"id":"000099","firstName":"Zoe"`)
 	})
-	if st, _, body := call("PUT", "/employees/Sales/000099", nil, zoe); st != http.StatusConflict || refusalCode(body) != "EntityAlreadyExists" {
+	if st, _, body := call("PUT", "/employees/Sales/000099", nil, zoe); st != http.StatusConflict || nodetest.ErrorCode(body) != "EntityAlreadyExists" {
 		t.Fatalf("PUT a hire again: %d %s", st, body)
 	}
 
@@ -120,17 +120,17 @@ func TestExamplesJSONAPI(t *testing.T) {
 		_, hdr, body = call("GET", "/employees/Sales/000003", nil, "")
 		return strings.Contains(body, `"salary":56000`) && hdr.Get("ETag") != etag
 	})
-	if st, _, body := call("PUT", "/employees/Sales/000003", map[string]string{"If-Match": etag}, strings.Replace(raise, "56000", "99000", 1)); st != http.StatusPreconditionFailed || refusalCode(body) != "UpdateConditionNotSatisfied" {
+	if st, _, body := call("PUT", "/employees/Sales/000003", map[string]string{"If-Match": etag}, strings.Replace(raise, "56000", "99000", 1)); st != http.StatusPreconditionFailed || nodetest.ErrorCode(body) != "UpdateConditionNotSatisfied" {
 		t.Fatalf("PUT with a stale ETag: %d %s", st, body)
 	}
-	if st, _, body := call("PUT", "/employees/Sales/000404", map[string]string{"If-Match": "*"}, raise); st != http.StatusNotFound || refusalCode(body) != "ResourceNotFound" {
+	if st, _, body := call("PUT", "/employees/Sales/000404", map[string]string{"If-Match": "*"}, raise); st != http.StatusNotFound || nodetest.ErrorCode(body) != "ResourceNotFound" {
 		t.Fatalf("PUT If-Match * of no employee: %d %s", st, body)
 	}
 	for _, bad := range []string{`{"firstName":"David"`, `{"firstName":"David","lastName":"Brown","email":"d@c","salary":1,"manager":"x"}`,
 		`{"firstName":"David","lastName":"Brown","email":"d@c"}`, `{"firstName":"David","lastName":"Brown","email":"no-at","salary":1}`,
 		`{"firstName":"","lastName":"Brown","email":"d@c","salary":1}`, `{"id":"000004","firstName":"David","lastName":"Brown","email":"d@c","salary":1}`,
 		`{"firstName":"David","lastName":"Brown","email":"d@c","salary":1} {}`} {
-		if st, _, body := call("PUT", "/employees/Sales/000003", map[string]string{"If-Match": "*"}, bad); st != http.StatusBadRequest || refusalCode(body) != "InvalidInput" {
+		if st, _, body := call("PUT", "/employees/Sales/000003", map[string]string{"If-Match": "*"}, bad); st != http.StatusBadRequest || nodetest.ErrorCode(body) != "InvalidInput" {
 			t.Fatalf("PUT %s: %d %s", bad, st, body)
 		}
 	}

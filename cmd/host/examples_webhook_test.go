@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,41 +20,11 @@ import (
 	"github.com/cairn-dev/cairn/functions/admin"
 )
 
-// httpCall sends a request and returns the answer's status, headers and
-// body; a failure to send fails the test.
-func httpCall(t *testing.T, method, url string, header map[string]string, body string) (int, http.Header, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(b)
-}
-
-// refusalCode is the code of a JSON refusal {"error": {"code": …}}.
-func refusalCode(body string) string {
-	var e struct{ Error struct{ Code string } }
-	_ = json.Unmarshal([]byte(body), &e)
-	return e.Error.Code
-}
-
 // queueBodies is what GET /$cairn/queues/<queue>/peek shows waiting on
 // a queue, oldest first.
 func queueBodies(t *testing.T, h *node.Node, queue string) []string {
 	t.Helper()
-	st, _, body := httpCall(t, "GET", h.HTTPURL()+admin.Prefix+"queues/"+queue+"/peek", map[string]string{"Authorization": "Bearer " + h.OperatorToken()}, "")
+	st, _, body := nodetest.HTTP(t, "GET", h.HTTPURL()+admin.Prefix+"queues/"+queue+"/peek", map[string]string{"Authorization": "Bearer " + h.OperatorToken()}, "")
 	var ms []struct{ Body []byte }
 	if err := json.Unmarshal([]byte(body), &ms); st != http.StatusOK || err != nil {
 		t.Fatalf("peek %s: %d %v\n%s", queue, st, err, body)
@@ -124,8 +93,8 @@ func TestExamplesWebhook(t *testing.T) {
 		{"not JSON", map[string]string{"X-Hub-Signature-256": sign(secret, "push"), "X-Delivery-Id": "d-0002"}, "push", 400, "InvalidInput"},
 		{"no type", map[string]string{"X-Hub-Signature-256": sign(secret, `{"ref":"x"}`), "X-Delivery-Id": "d-0002"}, `{"ref":"x"}`, 400, "InvalidInput"},
 	} {
-		st, hdr, body := httpCall(t, "POST", route, c.header, c.body)
-		if st != c.status || refusalCode(body) != c.code || hdr.Get("Content-Type") != "application/json" {
+		st, hdr, body := nodetest.HTTP(t, "POST", route, c.header, c.body)
+		if st != c.status || nodetest.ErrorCode(body) != c.code || hdr.Get("Content-Type") != "application/json" {
 			t.Fatalf("%s: %d %s %s, want %d %s", c.what, st, hdr.Get("Content-Type"), body, c.status, c.code)
 		}
 	}

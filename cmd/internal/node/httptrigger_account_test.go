@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-dev/cairn/cmd/internal/httpapi"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
+	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
 	"github.com/cairn-dev/cairn/functions"
 )
 
@@ -142,7 +143,7 @@ func TestHTTPTriggerAccountAuth(t *testing.T) {
 		{"an SAS tampered with", "GET", "/fn/report/sales/7?" + strings.Replace(readSAS, "sp=r", "sp=rwd", 1), nil, 401, "AuthenticationFailed"},
 	} {
 		st, _, body := fnCall(t, base, c.method, c.path, c.header, "")
-		if st != c.status || errorCode(body) != c.code {
+		if st != c.status || nodetest.ErrorCode(body) != c.code {
 			t.Errorf("%s: %d %s, want %d %s", c.name, st, body, c.status, c.code)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/cmd/internal/node"
+	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/functions/guesttest"
 )
@@ -41,7 +42,7 @@ func TestHTTPTriggerAssemblyScript(t *testing.T) {
 	if st, _, body := fnCall(t, base, "POST", "/fn/asshop/orders/a%20b", nil, "again"); st != http.StatusConflict || body != "" {
 		t.Fatalf("a second call: %d %q, want 409 without a body", st, body)
 	}
-	if st, _, body := fnCall(t, base, "POST", "/fn/asshop/bad", nil, ""); st != http.StatusInternalServerError || errorCode(body) != functions.CodeFunctionFailed {
+	if st, _, body := fnCall(t, base, "POST", "/fn/asshop/bad", nil, ""); st != http.StatusInternalServerError || nodetest.ErrorCode(body) != functions.CodeFunctionFailed {
 		t.Fatalf("a refused status: %d %s, want 500 %s", st, body, functions.CodeFunctionFailed)
 	}
 }

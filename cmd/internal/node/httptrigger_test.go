@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,32 +13,16 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/cmd/internal/node"
+	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/functions"
 	"github.com/cairn-dev/cairn/functions/admin"
 )
 
-// fnCall sends a request to a function's route and returns the answer's
-// status, headers and body.
+// fnCall sends a request to a function's route (nodetest.HTTP).
 func fnCall(t *testing.T, base, method, path string, header map[string]string, body string) (int, http.Header, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(b)
+	return nodetest.HTTP(t, method, base+path, header, body)
 }
 
 // newFunctionKey creates a key of function fn through the operators' API
@@ -53,13 +36,6 @@ func newFunctionKey(t *testing.T, th *testHost, fn, name string) (id, text strin
 		t.Fatalf("a new key: %d %+v %v", resp.StatusCode, k, err)
 	}
 	return k.ID, k.Key
-}
-
-// errorCode is the code of a coded JSON refusal.
-func errorCode(body string) string {
-	var e struct{ Error struct{ Code string } }
-	_ = json.Unmarshal([]byte(body), &e)
-	return e.Error.Code
 }
 
 // TestHTTPTrigger: a function's route answers a caller with a function
@@ -182,7 +158,7 @@ func TestHTTPTrigger(t *testing.T) {
 		{"a bad Idempotency-Key", "POST", "/fn/shop/orders/1", map[string]string{functions.KeyHeader: oldKey, "Idempotency-Key": "a b"}, "", http.StatusBadRequest, string(engine.CodeInvalidInput)},
 	} {
 		st, _, body := fnCall(t, base, c.method, c.path, c.header, c.body)
-		if st != c.status || errorCode(body) != c.code {
+		if st != c.status || nodetest.ErrorCode(body) != c.code {
 			t.Errorf("%s: %d %s, want %d %s", c.name, st, body, c.status, c.code)
 		}
 	}
@@ -198,7 +174,7 @@ func TestHTTPTrigger(t *testing.T) {
 	if st, _, body := fnCall(t, base, "GET", "/fn/shop/health", nil, ""); st != http.StatusOK || body != "ok" {
 		t.Fatalf("an anonymous route: %d %q", st, body)
 	}
-	if st, _, body := fnCall(t, base, "GET", "/fn/shop/fail", nil, ""); st != http.StatusInternalServerError || errorCode(body) != functions.CodeFunctionFailed || strings.Contains(body, "Payroll") {
+	if st, _, body := fnCall(t, base, "GET", "/fn/shop/fail", nil, ""); st != http.StatusInternalServerError || nodetest.ErrorCode(body) != functions.CodeFunctionFailed || strings.Contains(body, "Payroll") {
 		t.Fatalf("an anonymous route failing: %d %s", st, body)
 	}
 
@@ -275,7 +251,7 @@ func TestHTTPTrigger(t *testing.T) {
 	for range 3 {
 		st, h, body := fnCall(t, base, "GET", "/fn/slow-api/", nil, "")
 		if st == http.StatusTooManyRequests {
-			if errorCode(body) != functions.CodeTooManyRequests || h.Get("Retry-After") == "" {
+			if nodetest.ErrorCode(body) != functions.CodeTooManyRequests || h.Get("Retry-After") == "" {
 				t.Fatalf("429: %v %s", h, body)
 			}
 			limited = true
