@@ -243,6 +243,25 @@ func TestConsoleFunctionKeysAndSettings(t *testing.T) {
 	}
 	u.shot("function-key-revoked")
 
+	// A key revoked elsewhere while the page lists it: the API's
+	// ResourceNotFound, and the list read again.
+	st, _, b := operator(t, h, "POST", "/$cairn/functions/shop/keys?name=stale", nil, nil)
+	var stale struct{ ID string }
+	if err := json.Unmarshal(b, &stale); err != nil || st != http.StatusCreated {
+		t.Fatalf("a key made through the API: %d %s", st, b)
+	}
+	u.do("list the key made elsewhere", chromedp.Navigate(base+"#/tables"), chromedp.WaitVisible("#table-list", chromedp.ByQuery), openShop,
+		until(`[...document.querySelectorAll('table.fn-keys tbody tr')].some(r => r.cells[0].textContent === 'stale')`))
+	if st, _, b := operator(t, h, "DELETE", "/$cairn/functions/shop/keys/"+stale.ID, nil, nil); st != http.StatusNoContent {
+		t.Fatalf("revoke through the API: %d %s", st, b)
+	}
+	u.do("revoke a key already revoked",
+		chromedp.Click("button.revoke-key", chromedp.ByQuery),
+		chromedp.WaitVisible("#confirm-dialog[open]", chromedp.ByQuery),
+		chromedp.Click("#confirm-ok", chromedp.ByQuery),
+		until(`document.querySelector('#toast').textContent.startsWith('ResourceNotFound: ')`),
+		until(`document.querySelector('table.fn-keys').textContent.includes('shop has no keys')`))
+
 	// Settings and secrets: a bad name refused with its code, nothing
 	// stored; a setting shown with its value; a secret by name only, its
 	// input cleared.
@@ -285,7 +304,7 @@ func TestConsoleFunctionKeysAndSettings(t *testing.T) {
 	}
 
 	// The function reads both (a key made through the API).
-	st, _, b := operator(t, h, "POST", "/$cairn/functions/shop/keys?name=probe", nil, nil)
+	st, _, b = operator(t, h, "POST", "/$cairn/functions/shop/keys?name=probe", nil, nil)
 	var probe struct{ Key string }
 	if err := json.Unmarshal(b, &probe); err != nil || st != http.StatusCreated {
 		t.Fatalf("a key for the check: %d %s", st, b)

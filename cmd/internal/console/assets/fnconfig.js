@@ -75,12 +75,16 @@ export function keysSection(name) {
   };
   const revoke = async k => {
     if (!await confirmDialog('Revoke key ' + k.name + ' (' + k.id + ') of ' + name + '?',
-      'Calls with it are refused (401) on every host as soon as its copy of the keys has the removal. It cannot be undone: callers need another key.', 'Revoke')) return;
+      'Calls with it are refused (401) on every host as soon as its watch of the keys delivers the removal. It cannot be undone: callers need another key.', 'Revoke')) return;
     try {
       await api(fnPath(name) + '/keys/' + encodeURIComponent(k.id), { method: 'DELETE' });
       toast('Key ' + k.name + ' (' + k.id + ') of ' + name + ' revoked');
       await load();
-    } catch (err) { toast(describe(err), 'error'); }
+    } catch (err) {
+      // Revoked elsewhere meanwhile (ResourceNotFound): the list is stale.
+      toast(describe(err), 'error');
+      await load().catch(() => {});
+    }
   };
   const create = async ev => {
     ev.preventDefault();
