@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,9 +92,12 @@ func (a *apiAnswers) bodies(u *ui) []string {
 // created (a bad name refused with its code, nothing stored), its secret
 // shown once and read from the page, a call of the route with it
 // answered, the key revoked (confirmed) and the call then refused 401
-// without the function running; a setting and a secret set in the page
-// and read by the function, the secret's value in no answer of the API
-// and nowhere in the page; a bad name refused; both removed (confirmed).
+// without the function running, a key revoked elsewhere meanwhile
+// refused with ResourceNotFound; a setting of two lines, a secret typed
+// and one of several lines from a file set in the page and read by the
+// function, no secret's value in any answer of the API or anywhere in
+// the page; a bad name and a file that is not text refused; all removed
+// (confirmed).
 func TestConsoleFunctionKeysAndSettings(t *testing.T) {
 	ctx := browserCtx(t)
 	answers := &apiAnswers{}
@@ -103,6 +107,16 @@ func TestConsoleFunctionKeysAndSettings(t *testing.T) {
 	fr := h.Functions()
 
 	secret := randomText(t)
+	// A secret of several lines, set from a file.
+	pem := "-----BEGIN KEY-----\n" + randomText(t) + "\n" + randomText(t) + "\n-----END KEY-----\n"
+	pemFile := filepath.Join(t.TempDir(), "key.pem")
+	binFile := filepath.Join(t.TempDir(), "key.bin")
+	if err := os.WriteFile(pemFile, []byte(pem), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(binFile, []byte{0xff, 0xfe, 0x00, 'x'}, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var runs atomic.Int32
 	m := functions.Manifest{Name: "shop", Trigger: functions.Trigger{HTTP: &functions.HTTPTrigger{Routes: []functions.Route{
 		{Method: "POST", Path: "/orders/{id}"},
@@ -116,9 +130,13 @@ func TestConsoleFunctionKeysAndSettings(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		// What the function read, never the secret itself.
-		return inv.SetOutput([]byte(fmt.Sprintf("order %s by %s; greeting %q; token set %v, matches %v",
-			req.Params["id"], req.Caller, greeting, ok, token == secret)))
+		key, _, err := inv.Setting("PEM")
+		if err != nil {
+			return err
+		}
+		// What the function read, never the secrets themselves.
+		return inv.SetOutput([]byte(fmt.Sprintf("order %s by %s; greeting %q; token set %v, matches %v; pem matches %v",
+			req.Params["id"], req.Caller, greeting, ok, token == secret, key == pem)))
 	})); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +217,7 @@ func TestConsoleFunctionKeysAndSettings(t *testing.T) {
 		st, _ := routeCall(t, route+"7", key, "")
 		return st == http.StatusOK
 	})
-	if st, b := routeCall(t, route+"8", key, ""); st != http.StatusOK || b != `order 8 by key:web; greeting ""; token set false, matches false` {
+	if st, b := routeCall(t, route+"8", key, ""); st != http.StatusOK || b != `order 8 by key:web; greeting ""; token set false, matches false; pem matches false` {
 		t.Fatalf("a call with the key: %d %q", st, b)
 	}
 	if st, b := routeCall(t, route+"9", "", ""); st != http.StatusUnauthorized {
@@ -263,8 +281,9 @@ func TestConsoleFunctionKeysAndSettings(t *testing.T) {
 		until(`document.querySelector('table.fn-keys').textContent.includes('shop has no keys')`))
 
 	// Settings and secrets: a bad name refused with its code, nothing
-	// stored; a setting shown with its value; a secret by name only, its
-	// input cleared.
+	// stored; a setting of two lines shown with its value; a secret by
+	// name only, its input cleared; one from a file of several lines, and
+	// a file that is not UTF-8 refused in the page.
 	u.do("a setting with a bad name",
 		setValue("#setting-name", "9LIVES"),
 		setValue("#setting-value", "x"),
@@ -272,10 +291,10 @@ func TestConsoleFunctionKeysAndSettings(t *testing.T) {
 		until(`document.querySelector('#toast').textContent.startsWith('InvalidInput: ')`))
 	u.do("set a setting",
 		setValue("#setting-name", "GREETING"),
-		setValue("#setting-value", "hallo <b>welt</b>"),
+		setValue("#setting-value", "hallo <b>welt</b>\nzwei"),
 		chromedp.Click("#set-setting", chromedp.ByQuery),
 		until(`document.querySelector('table.fn-settings tr[data-name="GREETING"]')`))
-	if v := u.text(`table.fn-settings tr[data-name="GREETING"] .setting-value`); v != "hallo <b>welt</b>" {
+	if v := u.text(`table.fn-settings tr[data-name="GREETING"] .setting-value`); v != "hallo <b>welt</b>\nzwei" {
 		t.Fatalf("the setting's value shown: %q", v)
 	}
 	u.do("set a secret",
@@ -286,21 +305,34 @@ func TestConsoleFunctionKeysAndSettings(t *testing.T) {
 	if v := u.text(`table.fn-settings tr[data-name="TOKEN"]`); !strings.Contains(v, "secret") || !strings.Contains(v, "never shown") {
 		t.Fatalf("the secret's row: %q", v)
 	}
+	u.do("a secret from a file that is not text",
+		setValue("#secret-name", "BIN"),
+		chromedp.SetUploadFiles("#secret-file", []string{binFile}, chromedp.ByQuery),
+		chromedp.Click("#set-secret", chromedp.ByQuery),
+		until(`document.querySelector('#toast').textContent === 'the file key.bin is not UTF-8 text: a value is text'`))
+	u.do("a secret from a file",
+		setValue("#secret-name", "PEM"),
+		chromedp.SetUploadFiles("#secret-file", []string{pemFile}, chromedp.ByQuery),
+		chromedp.Click("#set-secret", chromedp.ByQuery),
+		until(`document.querySelector('table.fn-settings tr[data-name="PEM"][data-kind="secret"]')`),
+		until(`document.querySelector('#secret-file').files.length === 0`))
 	var inputs []string
 	u.js(`[...document.querySelectorAll('input, textarea')].map(e => e.value)`, &inputs)
 	u.js(`document.documentElement.outerHTML`, &html)
-	if strings.Contains(html, secret) || strings.Contains(strings.Join(inputs, "\n"), secret) {
-		t.Fatal("the page holds the secret's value after setting it")
+	for _, v := range []string{secret, pem[20:60]} {
+		if strings.Contains(html, v) || strings.Contains(strings.Join(inputs, "\n"), v) {
+			t.Fatal("the page holds a secret's value after setting it")
+		}
 	}
 	u.shot("function-settings")
-	if st, _, b := operator(t, h, "GET", "/$cairn/functions/shop/settings", nil, nil); st != http.StatusOK || strings.Contains(string(b), secret) ||
-		!strings.Contains(string(b), `"name":"TOKEN","secret":true`) || !strings.Contains(string(b), `"value":"hallo \u003cb\u003ewelt\u003c/b\u003e"`) {
+	if st, _, b := operator(t, h, "GET", "/$cairn/functions/shop/settings", nil, nil); st != http.StatusOK || strings.Contains(string(b), secret) || strings.Contains(string(b), pem[20:60]) ||
+		!strings.Contains(string(b), `"name":"TOKEN","secret":true`) || !strings.Contains(string(b), `"value":"hallo \u003cb\u003ewelt\u003c/b\u003e\nzwei"`) {
 		t.Fatalf("the settings: %d %s", st, b)
 	}
 	var names []string
 	u.js(`[...document.querySelectorAll('table.fn-settings tbody tr')].map(r => r.dataset.name)`, &names)
-	if strings.Join(names, ",") != "GREETING,TOKEN" {
-		t.Fatalf("the settings shown: %q (9LIVES was refused)", names)
+	if strings.Join(names, ",") != "GREETING,PEM,TOKEN" {
+		t.Fatalf("the settings shown: %q (9LIVES and BIN were refused)", names)
 	}
 
 	// The function reads both (a key made through the API).
@@ -311,11 +343,11 @@ func TestConsoleFunctionKeysAndSettings(t *testing.T) {
 	}
 	eventually(t, "the function reads the setting and the secret", func() bool {
 		_, b := routeCall(t, route+"13", probe.Key, "")
-		return b == `order 13 by key:probe; greeting "hallo <b>welt</b>"; token set true, matches true`
+		return b == `order 13 by key:probe; greeting "hallo <b>welt</b>\nzwei"; token set true, matches true; pem matches true`
 	})
 
 	// Removed, each confirmed.
-	for _, name := range []string{"GREETING", "TOKEN"} {
+	for _, name := range []string{"GREETING", "PEM", "TOKEN"} {
 		u.do("remove "+name,
 			chromedp.Click(`table.fn-settings tr[data-name="`+name+`"] button.remove-setting`, chromedp.ByQuery),
 			chromedp.WaitVisible("#confirm-dialog[open]", chromedp.ByQuery),
@@ -323,9 +355,9 @@ func TestConsoleFunctionKeysAndSettings(t *testing.T) {
 			until(`!document.querySelector('table.fn-settings tr[data-name="`+name+`"]')`))
 	}
 	if st, _, b := operator(t, h, "GET", "/$cairn/functions/shop/settings", nil, nil); st != http.StatusOK || strings.TrimSpace(string(b)) != "[]" {
-		t.Fatalf("the settings after removing both: %d %s", st, b)
+		t.Fatalf("the settings after removing them: %d %s", st, b)
 	}
-	if st, b := routeCall(t, route+"14", probe.Key, ""); b != `order 14 by key:probe; greeting ""; token set false, matches false` {
+	if st, b := routeCall(t, route+"14", probe.Key, ""); b != `order 14 by key:probe; greeting ""; token set false, matches false; pem matches false` {
 		t.Fatalf("a call after the removals: %d %q", st, b)
 	}
 
@@ -336,7 +368,7 @@ func TestConsoleFunctionKeysAndSettings(t *testing.T) {
 	}
 	var keyShown int
 	for _, b := range bodies {
-		if strings.Contains(b, secret) {
+		if strings.Contains(b, secret) || strings.Contains(b, pem[20:60]) {
 			t.Fatalf("an answer of the operators' API carries the secret: %s", b)
 		}
 		if strings.Contains(b, keySecret) {

@@ -110,6 +110,16 @@ export function keysSection(name) {
   return { section, load };
 }
 
+// fileText is a file's content as text, byte for byte (a byte-order mark
+// kept); a file that is not UTF-8 is refused here, as the node would.
+async function fileText(f) {
+  try {
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(await f.arrayBuffer());
+  } catch {
+    throw new Error('the file ' + f.name + ' is not UTF-8 text: a value is text');
+  }
+}
+
 // settingsSection lists a function's settings (with their values) and
 // secrets (names only), sets and removes them. A secret's value is typed
 // in a password field, sent once and cleared; the page never has it back.
@@ -136,27 +146,36 @@ export function settingsSection(name) {
       await load();
     } catch (err) { toast(describe(err), 'error'); }
   };
-  // form sets a setting or a secret from a name and a value input.
-  const form = (kind, value) => {
+  // form sets a setting or a secret: a name and the fields of its value,
+  // read by value() and emptied by clear().
+  const form = (kind, fields, value, clear) => {
     const n = el('input', { id: kind + '-name', placeholder: 'NAME', maxlength: 64, autocomplete: 'off', required: true });
     return el('form', { id: kind + '-form', class: 'inline-form', onsubmit: async ev => {
       ev.preventDefault();
       const key = n.value.trim();
       try {
-        await api(fnPath(name) + '/' + kind + 's/' + encodeURIComponent(key), { method: 'POST', body: value.value, headers: { 'Content-Type': 'text/plain; charset=utf-8' } });
+        await api(fnPath(name) + '/' + kind + 's/' + encodeURIComponent(key), { method: 'POST', body: await value(), headers: { 'Content-Type': 'text/plain; charset=utf-8' } });
         n.value = '';
-        value.value = '';
+        clear();
         toast((kind === 'secret' ? 'Secret ' : 'Setting ') + key + ' of ' + name + ' set');
         await load();
       } catch (err) { toast(describe(err), 'error'); }
-    } }, el('strong', null, kind === 'secret' ? 'Set a secret:' : 'Set a setting:'), n, value,
+    } }, el('strong', null, kind === 'secret' ? 'Set a secret:' : 'Set a setting:'), n, fields,
     el('button', { id: 'set-' + kind, type: 'submit' }, kind === 'secret' ? 'Set secret' : 'Set setting'));
   };
+  // A setting's value may have lines (a textarea keeps them). A secret's
+  // is typed in a password field, which holds one line, or read from a
+  // file (a PEM key), as the CLI's -file does; the file wins when chosen.
+  const settingValue = el('textarea', { id: 'setting-value', rows: 1, placeholder: 'value', autocomplete: 'off' });
+  const secretValue = el('input', { id: 'secret-value', type: 'password', placeholder: 'value (not shown)', autocomplete: 'new-password' });
+  const secretFile = el('input', { id: 'secret-file', type: 'file', title: 'or the value from a file (its text, as it is)' });
   const section = [
     el('h2', null, 'Settings and secrets of ' + name),
-    el('p', { class: 'muted small' }, 'The function reads both by name (Setting); the next invocation on each host sees a change, without a redeploy. A secret is sealed at rest and never shown, here or anywhere.'),
-    form('setting', el('input', { id: 'setting-value', placeholder: 'value', autocomplete: 'off' })),
-    form('secret', el('input', { id: 'secret-value', type: 'password', placeholder: 'value (not shown)', autocomplete: 'new-password' })),
+    el('p', { class: 'muted small' }, 'The function reads both by name (Setting); the next invocation on each host sees a change, without a redeploy. A secret is sealed at rest and never shown, here or anywhere: type it (one line) or choose a file holding it.'),
+    form('setting', settingValue, async () => settingValue.value, () => { settingValue.value = ''; }),
+    form('secret', [secretValue, el('span', { class: 'muted small' }, 'or'), secretFile],
+      async () => secretFile.files.length ? fileText(secretFile.files[0]) : secretValue.value,
+      () => { secretValue.value = ''; secretFile.value = ''; }),
     list,
   ];
   return { section, load };
