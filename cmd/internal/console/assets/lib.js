@@ -135,8 +135,17 @@ export function confirmDialog(title, text, okLabel = 'Delete') {
   document.getElementById('confirm-ok').textContent = okLabel;
   d.returnValue = '';
   return new Promise(resolve => {
-    d.addEventListener('close', () => resolve(d.returnValue === 'ok'), { once: true });
+    // Answered when the dialog closes, as its open attribute goes: the
+    // 'close' event comes in a later frame, and Chromium fires one event
+    // for a close and a quick reopening (the previous question's close
+    // would answer this one, and this one's none).
+    const watch = new MutationObserver(() => {
+      if (d.open) return;
+      watch.disconnect();
+      resolve(d.returnValue === 'ok');
+    });
     d.showModal();
+    watch.observe(d, { attributes: true, attributeFilter: ['open'] });
   });
 }
 

@@ -3,6 +3,7 @@
 
 import { api, el, fill, toast, describe, confirmDialog, dataTable, badge, pageHeader, fmtTime, ago, b64text } from './lib.js';
 import { tableLink, projectionAccount } from './tables.js';
+import { routesSection, keysSection, settingsSection } from './fnconfig.js';
 
 const refreshButton = (fn) => el('button', { class: 'refresh', onclick: () => fn().catch(err => toast(describe(err), 'error')) }, '↻ Refresh');
 
@@ -35,7 +36,8 @@ export function plural(n, one, many) { return n + ' ' + (n === 1 ? one : (many |
 
 // functionsPage lists the deployed functions with their load errors, the
 // node's counters and their rates, and a function's details: its history
-// with rollback, a test invocation and its latest log lines. While the page
+// with rollback, its HTTP routes and keys, its settings and secrets
+// (fnconfig.js), a test invocation and its latest log lines. While the page
 // is open it reads the counters again every 5 s (the toggle stops it).
 export async function functionsPage(root) {
   let open = ''; // the function whose details are shown
@@ -94,7 +96,7 @@ export async function functionsPage(root) {
       ['In poison queue now', poisonCell],
       ['Runs/s · failures/s', f => el('span', { class: 'fn-rate' }, fnRate(f, 'invocations') + ' · ' + fnRate(f, 'failures'))],
       ['Status', f => f.loadError ? el('span', { class: 'error' }, badge('load failed', 'bad'), ' ', f.loadError) : badge('loaded', 'ok')],
-      ['', f => el('button', { class: 'small details', onclick: () => showDetail(f).catch(err => toast(describe(err), 'error')) }, f.builtin ? 'Invoke · logs' : 'History · invoke · logs')],
+      ['', f => el('button', { class: 'small details', onclick: () => showDetail(f).catch(err => toast(describe(err), 'error')) }, (f.builtin ? '' : 'History · ') + (f.trigger && f.trigger.http ? 'Routes · keys · ' : '') + 'Settings · invoke · logs')],
     ], fns.data || [], { class: 'functions', empty: 'No functions are deployed.' }));
     prev = { at: now, s, per };
     if (open && per[open]) await showLogs(open).catch(err => fill(logs, el('p', { class: 'error' }, describe(err))));
@@ -132,6 +134,18 @@ export async function functionsPage(root) {
           } }, 'Roll back to this')],
         ], h.slice().reverse(), { class: 'history' }));
     }
+    // Its routes and keys (for a function with HTTP routes), its
+    // settings and secrets (any function may read them).
+    const loads = [];
+    const http = f.trigger && f.trigger.http;
+    if (http) {
+      const keys = keysSection(name);
+      parts.push(routesSection(f), keys.section);
+      loads.push(keys.load);
+    }
+    const settings = settingsSection(name);
+    parts.push(settings.section);
+    loads.push(settings.load);
     const body = el('textarea', { id: 'invoke-body', rows: 3, placeholder: 'trigger body (text or JSON)' });
     const result = el('div', { id: 'invoke-result' });
     parts.push(el('h2', null, 'Test invoke ' + name),
@@ -152,7 +166,10 @@ export async function functionsPage(root) {
       el('p', { class: 'muted small' }, 'The last 100 lines the function logged on this node, newest first.'),
       logs);
     fill(detail, parts);
-    await showLogs(name).catch(err => fill(logs, el('p', { class: 'error' }, describe(err))));
+    await Promise.all([
+      showLogs(name).catch(err => fill(logs, el('p', { class: 'error' }, describe(err)))),
+      ...loads.map(l => l().catch(err => toast(describe(err), 'error'))),
+    ]);
   };
   fill(root,
     pageHeader('Functions', el('label', { class: 'toggle', title: 'Read the counters every 5 s while this page is open' }, auto, ' Auto refresh (5 s)'), refreshButton(load)),
