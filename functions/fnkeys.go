@@ -87,6 +87,9 @@ type KeyStore struct {
 
 	mu   sync.RWMutex
 	keys map[string]map[string]FunctionKey // function → id → key
+	rev  uint64                            // the bucket revision the watch delivered last
+	// moved is closed, and replaced, at every delivery (WaitCurrent).
+	moved chan struct{}
 }
 
 // KeysBucket is the name of the keys' bucket for prefix.
@@ -113,7 +116,7 @@ func OpenKeyStore(ctx context.Context, js jetstream.JetStream, prefix string, re
 	if err != nil {
 		return nil, fmt.Errorf("functions: keys bucket %s: %w", KeysBucket(prefix), err)
 	}
-	return &KeyStore{kv: kv, keys: map[string]map[string]FunctionKey{}}, nil
+	return &KeyStore{kv: kv, keys: map[string]map[string]FunctionKey{}, moved: make(chan struct{})}, nil
 }
 
 // KeyInfo is a key as the operators see it: never its secret or hash.
@@ -204,6 +207,9 @@ func (s *KeyStore) Watch(ctx context.Context, ready func()) error {
 		put := e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &k) == nil
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		s.rev = e.Revision()
+		close(s.moved)
+		s.moved = make(chan struct{})
 		if put {
 			if s.keys[fn] == nil {
 				s.keys[fn] = map[string]FunctionKey{}
@@ -213,6 +219,35 @@ func (s *KeyStore) Watch(ctx context.Context, ready func()) error {
 			delete(s.keys[fn], id)
 		}
 	}, ready)
+}
+
+// WaitCurrent returns once the watched copy (Watch) holds every change
+// the bucket held when it was called, or ctx ends. The operators' API
+// waits for it after a create or a revoke, so that a call this node
+// takes after the answer is checked against the change.
+func (s *KeyStore) WaitCurrent(ctx context.Context) error {
+	st, err := s.kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("functions: the keys bucket's state: %w", err)
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return errors.New("functions: the keys bucket's state names no stream")
+	}
+	last := bs.StreamInfo().State.LastSeq
+	for {
+		s.mu.RLock()
+		done, moved := s.rev >= last, s.moved
+		s.mu.RUnlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Verify returns the key of function that presented (a caller's

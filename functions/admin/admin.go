@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -332,6 +333,7 @@ func (h *Handler) keys(w http.ResponseWriter, r *http.Request, fn string, rest [
 			fail(http.StatusBadRequest, err)
 			return
 		}
+		h.waitKeys(ctx)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusCreated)
@@ -347,9 +349,21 @@ func (h *Handler) keys(w http.ResponseWriter, r *http.Request, fn string, rest [
 		case err != nil:
 			fail(http.StatusInternalServerError, err)
 		default:
+			h.waitKeys(ctx)
 			w.WriteHeader(http.StatusNoContent)
 		}
 	default:
 		fail(http.StatusMethodNotAllowed, fmt.Errorf("%s: use GET or POST …/keys, DELETE …/keys/<id>", r.Method))
 	}
+}
+
+// waitKeys lets this node's copy of the keys take a change just made, so
+// that a call this node takes after the answer is checked against it (a
+// new key works, a revoked one is refused); the other nodes see it when
+// their watch delivers it. Past settingsWait the change, which is
+// stored, is answered all the same.
+func (h *Handler) waitKeys(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, settingsWait)
+	defer cancel()
+	_ = h.rn.Keys().WaitCurrent(ctx)
 }

@@ -118,9 +118,10 @@ func TestConsoleFunctionKeysAndSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runs atomic.Int32
-	m := functions.Manifest{Name: "shop", Trigger: functions.Trigger{HTTP: &functions.HTTPTrigger{Routes: []functions.Route{
+	m := functions.Manifest{Name: "shop", Trigger: functions.Trigger{HTTP: &functions.HTTPTrigger{Account: "devstoreaccount1", Routes: []functions.Route{
 		{Method: "POST", Path: "/orders/{id}"},
 		{Method: "GET", Path: "/health", Auth: functions.AuthAnonymous},
+		{Method: "GET", Path: "/report", Auth: functions.AuthAccount},
 	}}}}
 	if err := fr.Register(m, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
 		runs.Add(1)
@@ -170,6 +171,7 @@ func TestConsoleFunctionKeysAndSettings(t *testing.T) {
 	want := [][]string{
 		{"POST", "/orders/{id}", "key", "none", h.HTTPURL() + "/fn/shop/orders/{id}"},
 		{"GET", "/health", "anonymous", "none", h.HTTPURL() + "/fn/shop/health"},
+		{"GET", "/report", "account devstoreaccount1", "none", h.HTTPURL() + "/fn/shop/report"},
 	}
 	if fmt.Sprint(routes) != fmt.Sprint(want) {
 		t.Fatalf("the routes shown: %q\nwant %q", routes, want)

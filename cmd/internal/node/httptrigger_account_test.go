@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 	"github.com/cairn-dev/cairn/cmd/internal/node/nodetest"
 	"github.com/cairn-dev/cairn/functions"
+	"github.com/cairn-dev/cairn/functions/admin"
 )
 
 // sharedKey signs a request to path (as sent) for account with key
@@ -149,5 +150,35 @@ func TestHTTPTriggerAccountAuth(t *testing.T) {
 	}
 	if n := invocations.Load() - before; n != 0 {
 		t.Fatalf("refused calls ran the function %d times", n)
+	}
+}
+
+// TestFunctionKeyInForceWhenAnswered: the operators' API answers a key's
+// creation or revocation once the node that took it checks calls
+// against the change, so a call right after the answer is taken with a
+// new key and refused with a revoked one, every time.
+func TestFunctionKeyInForceWhenAnswered(t *testing.T) {
+	th := startNode(t, node.Config{})
+	m := functions.Manifest{Name: "ping", Trigger: functions.Trigger{HTTP: &functions.HTTPTrigger{
+		RatePerKey: functions.MaxRate, Routes: []functions.Route{{Method: "GET", Path: "/"}}}}}
+	if err := th.h.Functions().Register(m, functions.NativeFunc(func(ctx context.Context, inv *functions.Invocation) error {
+		return inv.SetOutput([]byte("pong"))
+	})); err != nil {
+		t.Fatal(err)
+	}
+	base := th.h.HTTPURL()
+	for i := range 20 {
+		id, key := newFunctionKey(t, th, "ping", "k")
+		if st, _, body := fnCall(t, base, "GET", "/fn/ping/", map[string]string{functions.KeyHeader: key}, ""); st != http.StatusOK {
+			t.Fatalf("round %d: a call right after the key's creation: %d %s", i, st, body)
+		}
+		resp := operatorDo(t, th.h.OperatorToken(), "DELETE", base+admin.Prefix+"functions/ping/keys/"+id, nil)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("round %d: revoke: %d", i, resp.StatusCode)
+		}
+		if st, _, body := fnCall(t, base, "GET", "/fn/ping/", map[string]string{functions.KeyHeader: key}, ""); st != http.StatusUnauthorized {
+			t.Fatalf("round %d: a call right after the key's revocation: %d %s", i, st, body)
+		}
 	}
 }

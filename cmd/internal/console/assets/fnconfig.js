@@ -28,16 +28,24 @@ export function routesSection(f) {
   if (!h) return null;
   return [
     el('h2', null, 'HTTP routes of ' + f.name),
-    el('p', { class: 'muted small' }, 'Served on every host under /fn/' + f.name + '/; a route whose auth is key takes a function key (below) in the header x-functions-key. ' +
+    el('p', { class: 'muted small' }, 'Served on every host under /fn/' + f.name + '/; a route whose auth is key takes a function key (below) in the header x-functions-key, one whose auth is account a request signed for the account (SharedKey or an account SAS). ' +
       'Bodies up to ' + size(h.maxBodyBytes || 1048576) + ', ' + (h.ratePerKey || 100) + ' calls a second per caller on each host.'),
     dataTable([
       ['Method', r => el('code', null, r.method)],
       ['Path', r => el('code', null, r.path)],
-      ['Auth', r => r.auth === 'anonymous' ? badge('anonymous', 'warn') : badge('key', 'info')],
+      ['Auth', r => authBadge(r, h)],
       ['CORS origins', r => r.cors && r.cors.origins ? r.cors.origins.join(' ') : el('span', { class: 'muted' }, 'none')],
       ['URL on this host', r => el('code', { class: 'route-url' }, routeURL(f.name, r.path))],
     ], h.routes || [], { class: 'fn-routes', empty: 'No routes.' }),
   ];
+}
+
+// authBadge says who may call a route: anyone, a function key, or a
+// request signed for the trigger's storage account.
+function authBadge(r, h) {
+  if (r.auth === 'anonymous') return badge('anonymous', 'warn');
+  if (r.auth === 'account') return badge('account ' + (h.account || ''), 'info');
+  return badge('key', 'info');
 }
 
 // copyButton copies the text of source to the clipboard; where the
