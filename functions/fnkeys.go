@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairn-dev/cairn/engine"
 )
 
 // A function key lets a caller reach a function's HTTP routes whose auth
@@ -48,7 +50,7 @@ var (
 // caller sends ("<id>.<secret>"), which nothing keeps.
 func NewFunctionKey(name string, now time.Time) (FunctionKey, string, error) {
 	if !keyNameRE.MatchString(name) {
-		return FunctionKey{}, "", fmt.Errorf("key name %q: use 1 to 64 letters, digits, '.', '_' and '-'", name)
+		return FunctionKey{}, "", engine.Errorf(engine.CodeInvalidInput, "key name %.80q: use 1 to 64 letters, digits, '.', '_' and '-'", name)
 	}
 	var id [5]byte
 	var secret [32]byte
@@ -134,14 +136,14 @@ func (k FunctionKey) Info() KeyInfo { return KeyInfo{ID: k.ID, Name: k.Name, Cre
 // MaxFunctionKeys keys; names need not differ (ids do).
 func (s *KeyStore) Create(ctx context.Context, function, name string, now time.Time) (FunctionKey, string, error) {
 	if err := ValidateName("function", function); err != nil {
-		return FunctionKey{}, "", err
+		return FunctionKey{}, "", engine.Errorf(engine.CodeInvalidInput, "%v", err)
 	}
 	have, err := s.List(ctx, function)
 	if err != nil {
 		return FunctionKey{}, "", err
 	}
 	if len(have) >= MaxFunctionKeys {
-		return FunctionKey{}, "", fmt.Errorf("function %q has %d keys, the most it may: revoke one first", function, len(have))
+		return FunctionKey{}, "", engine.Errorf(engine.CodeInvalidInput, "function %q has %d keys, the most it may: revoke one first", function, len(have))
 	}
 	k, text, err := NewFunctionKey(name, now)
 	if err != nil {

@@ -330,7 +330,7 @@ func (h *Handler) keys(w http.ResponseWriter, r *http.Request, fn string, rest [
 		}
 		k, text, err := ks.Create(ctx, fn, name, time.Now())
 		if err != nil {
-			fail(http.StatusBadRequest, err)
+			fail(codedStatus(err), err)
 			return
 		}
 		h.waitKeys(ctx)
