@@ -89,9 +89,7 @@ type KeyStore struct {
 
 	mu   sync.RWMutex
 	keys map[string]map[string]FunctionKey // function → id → key
-	rev  uint64                            // the bucket revision the watch delivered last
-	// moved is closed, and replaced, at every delivery (WaitCurrent).
-	moved chan struct{}
+	rev  *revision                         // the bucket revision the watch delivered last (WaitCurrent)
 }
 
 // KeysBucket is the name of the keys' bucket for prefix.
@@ -118,7 +116,7 @@ func OpenKeyStore(ctx context.Context, js jetstream.JetStream, prefix string, re
 	if err != nil {
 		return nil, fmt.Errorf("functions: keys bucket %s: %w", KeysBucket(prefix), err)
 	}
-	return &KeyStore{kv: kv, keys: map[string]map[string]FunctionKey{}, moved: make(chan struct{})}, nil
+	return &KeyStore{kv: kv, keys: map[string]map[string]FunctionKey{}, rev: newRevision()}, nil
 }
 
 // KeyInfo is a key as the operators see it: never its secret or hash.
@@ -207,11 +205,9 @@ func (s *KeyStore) Watch(ctx context.Context, ready func()) error {
 		fn, id, _ := strings.Cut(e.Key(), ".")
 		var k FunctionKey
 		put := e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &k) == nil
+		defer s.rev.move(e.Revision())
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.rev = e.Revision()
-		close(s.moved)
-		s.moved = make(chan struct{})
 		if put {
 			if s.keys[fn] == nil {
 				s.keys[fn] = map[string]FunctionKey{}
@@ -236,20 +232,7 @@ func (s *KeyStore) WaitCurrent(ctx context.Context) error {
 	if !ok {
 		return errors.New("functions: the keys bucket's state names no stream")
 	}
-	last := bs.StreamInfo().State.LastSeq
-	for {
-		s.mu.RLock()
-		done, moved := s.rev >= last, s.moved
-		s.mu.RUnlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-moved:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return s.rev.wait(ctx, bs.StreamInfo().State.LastSeq)
 }
 
 // Verify returns the key of function that presented (a caller's

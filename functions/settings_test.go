@@ -327,12 +327,12 @@ func TestCachedSecretThatDoesNotOpen(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := c.wait(ctx, 8); err != nil {
+	if err := c.rev.wait(ctx, 8); err != nil {
 		t.Fatal(err)
 	}
 	short, cancel2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel2()
-	if err := c.wait(short, 9); err == nil {
+	if err := c.rev.wait(short, 9); err == nil {
 		t.Fatal("waited past a revision not delivered")
 	}
 }

@@ -14,9 +14,7 @@ import (
 type settingsCache struct {
 	mu  sync.RWMutex
 	fns map[string]map[string]cachedSetting
-	rev uint64 // the bucket revision delivered last
-	// moved is closed, and replaced, at every delivery (WaitSettings).
-	moved chan struct{}
+	rev *revision // the bucket revision delivered last (WaitSettings)
 }
 
 type cachedSetting struct {
@@ -25,7 +23,7 @@ type cachedSetting struct {
 }
 
 func newSettingsCache() *settingsCache {
-	return &settingsCache{fns: map[string]map[string]cachedSetting{}, moved: make(chan struct{})}
+	return &settingsCache{fns: map[string]map[string]cachedSetting{}, rev: newRevision()}
 }
 
 // apply replaces a function's values with rec's (nil: none). A secret
@@ -59,10 +57,8 @@ func (c *settingsCache) apply(rn *Runner, fn string, rec *settingsRecord, recErr
 	} else {
 		c.fns[fn] = vals
 	}
-	c.rev = max(c.rev, rev)
-	close(c.moved)
-	c.moved = make(chan struct{})
 	c.mu.Unlock()
+	c.rev.move(rev)
 }
 
 func (c *settingsCache) lookup(fn, name string) (string, bool, error) {
@@ -75,23 +71,6 @@ func (c *settingsCache) lookup(fn, name string) (string, bool, error) {
 	return s.value, ok, nil
 }
 
-// wait returns once the cache holds revision rev or later, or ctx ends.
-func (c *settingsCache) wait(ctx context.Context, rev uint64) error {
-	for {
-		c.mu.RLock()
-		done, moved := c.rev >= rev, c.moved
-		c.mu.RUnlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-moved:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
 // Settings returns the settings bucket (nil before Ready is closed).
 func (rn *Runner) Settings() *Settings { return rn.settingsKV }
 
@@ -101,7 +80,7 @@ func (rn *Runner) Settings() *Settings { return rn.settingsKV }
 // node after its answer sees the change; the other nodes see it when
 // their watch delivers it.
 func (rn *Runner) WaitSettings(ctx context.Context, rev uint64) error {
-	return rn.settings.wait(ctx, rev)
+	return rn.settings.rev.wait(ctx, rev)
 }
 
 // Setting returns the value of a function's setting or secret as this
