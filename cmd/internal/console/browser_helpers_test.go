@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/cairn-dev/cairn/cmd/internal/console"
 	"github.com/cairn-dev/cairn/cmd/internal/node"
 )
 
@@ -111,6 +112,31 @@ type ui struct {
 	ctx   context.Context
 	shots string
 	n     int
+}
+
+// newUI returns the steps' runner of a test, its screenshots numbered
+// from n, in $CAIRN_SCREENSHOTS when set (kept), else in a temporary
+// directory.
+func newUI(t *testing.T, ctx context.Context, n int) *ui {
+	t.Helper()
+	shots := os.Getenv("CAIRN_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &ui{t: t, ctx: ctx, shots: shots, n: n}
+}
+
+// signIn opens the console of h and signs in with its operator token.
+func (u *ui) signIn(h *node.Node) {
+	u.t.Helper()
+	u.do("sign in",
+		chromedp.Navigate(h.HTTPURL()+console.Path),
+		chromedp.WaitVisible("#login-dialog[open]", chromedp.ByQuery),
+		chromedp.SendKeys("#login-token", h.OperatorToken(), chromedp.ByQuery),
+		chromedp.Click("#login-submit", chromedp.ByQuery),
+		chromedp.WaitVisible("#table-list", chromedp.ByQuery))
 }
 
 func (u *ui) do(what string, actions ...chromedp.Action) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -58,20 +57,9 @@ func TestConsoleOperatorActions(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	shots := os.Getenv("CAIRN_SCREENSHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	u := &ui{t: t, ctx: ctx, shots: shots, n: 50}
+	u := newUI(t, ctx, 50)
 	base := h.HTTPURL() + console.Path
-	u.do("sign in",
-		chromedp.Navigate(base),
-		chromedp.WaitVisible("#login-dialog[open]", chromedp.ByQuery),
-		chromedp.SendKeys("#login-token", h.OperatorToken(), chromedp.ByQuery),
-		chromedp.Click("#login-submit", chromedp.ByQuery),
-		chromedp.WaitVisible("#table-list", chromedp.ByQuery))
+	u.signIn(h)
 
 	// Purge: the dialog names the queue and its depth; cancelled, nothing
 	// goes; confirmed, the queue is empty and the page says how many went.

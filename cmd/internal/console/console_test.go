@@ -50,14 +50,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	shots := os.Getenv("CAIRN_SCREENSHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	downloads := t.TempDir()
-	u := &ui{t: t, ctx: ctx, shots: shots}
+	u := newUI(t, ctx, 0)
 	base := h.HTTPURL() + console.Path
 
 	// Sign in: a wrong token is refused with a message, the right one

@@ -142,13 +142,7 @@ func TestConsoleFunctionKeysAndSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	shots := os.Getenv("CAIRN_SCREENSHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	u := &ui{t: t, ctx: ctx, shots: shots, n: 70}
+	u := newUI(t, ctx, 70)
 	base := h.HTTPURL() + console.Path
 	route := h.HTTPURL() + "/fn/shop/orders/"
 	openShop := chromedp.Tasks{
@@ -157,12 +151,7 @@ func TestConsoleFunctionKeysAndSettings(t *testing.T) {
 		chromedp.Evaluate(`[...document.querySelectorAll('table.functions tbody tr')].find(r => r.cells[0].textContent === 'shop').querySelector('button.details').click()`, nil),
 		until(`document.querySelector('table.fn-keys') && document.querySelector('table.fn-settings')`),
 	}
-	u.do("sign in",
-		chromedp.Navigate(base),
-		chromedp.WaitVisible("#login-dialog[open]", chromedp.ByQuery),
-		chromedp.SendKeys("#login-token", h.OperatorToken(), chromedp.ByQuery),
-		chromedp.Click("#login-submit", chromedp.ByQuery),
-		chromedp.WaitVisible("#table-list", chromedp.ByQuery))
+	u.signIn(h)
 	u.do("open shop", openShop)
 
 	// The routes, each with its URL on this node.
