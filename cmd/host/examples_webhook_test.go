@@ -53,7 +53,7 @@ func TestExamplesWebhook(t *testing.T) {
 
 	same(t, "sender setup", sender.must("setup"), "table Events ready\n")
 	out, err := runCLI(t, "deploy", "-nats-url", url, "-nats-creds", creds, "../../examples/webhook")
-	if err != nil || !strings.Contains(out, "deployed webhook version 1") || !strings.Contains(out, "http POST /fn/webhook/events") {
+	if err != nil || !strings.Contains(out, "deployed webhook version 1") || !strings.Contains(out, "http POST /fn/webhook/events (anonymous)") {
 		t.Fatalf("deploy: %v\n%s", err, out)
 	}
 	event := `{"type":"push","ref":"refs/heads/main","after":"9c1e2d"}`

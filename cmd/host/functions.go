@@ -289,6 +289,12 @@ func describeTrigger(m functions.Manifest) string {
 		routes := make([]string, len(m.Trigger.HTTP.Routes))
 		for i, r := range m.Trigger.HTTP.Routes {
 			routes[i] = r.Method + " " + functions.HTTPPrefix + m.Name + r.Path
+			switch r.Auth {
+			case functions.AuthAnonymous:
+				routes[i] += " (anonymous)"
+			case functions.AuthAccount:
+				routes[i] += " (signed for account " + m.Trigger.HTTP.Account + ")"
+			}
 		}
 		return "http " + strings.Join(routes, ", ")
 	}
