@@ -3,10 +3,8 @@ package node_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"math/rand/v2"
 	"net/http"
-	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -264,34 +262,7 @@ func TestArchiveValueSurvivesSIGKILL(t *testing.T) {
 	if _, err := c.Insert(ctx, "Current", e); err != nil {
 		t.Fatal(err)
 	}
-	// As in TestArchiveSurvivesSIGKILL: the enqueue's acknowledgement may
-	// be lost with the host, which dies at the failpoint.
-	js, _ := jetstream.New(nc)
-	ack, err := js.PublishAsync(functions.QueueSubject("cairn", "archive"), archiveMsg("Sales", "456"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-ack.Ok():
-	case err := <-ack.Err():
-		if !errors.Is(err, nats.ErrDisconnected) {
-			t.Fatalf("enqueue: %v\n%s", err, child.Tail())
-		}
-	case <-child.Done():
-	case <-ctx.Done():
-		t.Fatalf("enqueue: no acknowledgement, and the host still runs\n%s", child.Tail())
-	}
-	select {
-	case <-child.Done():
-	case <-ctx.Done():
-		t.Fatalf("the host did not reach the failpoint\n%s", child.Tail())
-	}
-	err = child.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL || !strings.Contains(child.Log(), "failpoint reached") {
-		t.Fatalf("the host did not die of SIGKILL at the failpoint: %v\n%s", err, child.Log())
-	}
-	nc.Close()
+	archiveUntilKilled(t, ctx, nc, child, "Sales", "456")
 
 	// The state the crash left, read while nothing takes the message: the
 	// copy committed with its copy of the value, the delete not.
@@ -327,7 +298,7 @@ func TestArchiveValueSurvivesSIGKILL(t *testing.T) {
 	}
 	defer nc.Close()
 	c = client.New(nc)
-	js, _ = jetstream.New(nc)
+	js, _ := jetstream.New(nc)
 	store, err := values.Open(ctx, js, "cairn", 1)
 	if err != nil {
 		t.Fatal(err)

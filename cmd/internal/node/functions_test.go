@@ -511,40 +511,7 @@ func TestArchiveSurvivesSIGKILL(t *testing.T) {
 	if _, err := c.Insert(ctx, "Current", namedEmployee("Sales", "456", "Jones")); err != nil {
 		t.Fatal(err)
 	}
-	// The host may die at the failpoint before the enqueue's
-	// acknowledgement, stored and sent, has reached this process: the
-	// acknowledgement is then lost with the host's connection
-	// (ErrDisconnected). The host's death at the failpoint shows that the
-	// message was stored.
-	js, _ := jetstream.New(nc)
-	ack, err := js.PublishAsync(functions.QueueSubject("cairn", "archive"), archiveMsg("Sales", "456"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-ack.Ok():
-	case err := <-ack.Err():
-		if !errors.Is(err, nats.ErrDisconnected) {
-			t.Fatalf("enqueue: %v\n%s", err, child.Tail())
-		}
-	case <-child.Done():
-	case <-ctx.Done():
-		t.Fatalf("enqueue: no acknowledgement, and the host still runs\n%s", child.Tail())
-	}
-	select {
-	case <-child.Done():
-	case <-ctx.Done():
-		t.Fatalf("the host did not reach the failpoint\n%s", child.Tail())
-	}
-	err = child.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("the host did not die of SIGKILL at the failpoint: %v\n%s", err, child.Log())
-	}
-	nc.Close()
-	if !strings.Contains(child.Log(), "failpoint reached") {
-		t.Fatalf("no failpoint in the log:\n%s", child.Log())
-	}
+	archiveUntilKilled(t, ctx, nc, child, "Sales", "456")
 
 	// Restart without the archive function first: whether the message comes
 	// back at once or after its ack wait depends on whether its delivery
@@ -581,7 +548,7 @@ func TestArchiveSurvivesSIGKILL(t *testing.T) {
 	}
 	// No write applied twice: Archive's journal holds one record (the
 	// copy), Current's two (the hire and the delete).
-	js, _ = jetstream.New(nc)
+	js, _ := jetstream.New(nc)
 	for table, want := range map[string]uint64{"Archive": 1, "Current": 2} {
 		info := tableStream(t, js, table)
 		if info.State.Msgs != want {
@@ -702,4 +669,41 @@ func TestQueueConsumerDeletedIsCreatedAgain(t *testing.T) {
 	eventually(t, 30*time.Second, "employee 789 archived after the consumer was deleted", func() bool {
 		return exists(t, th.c, "Archive", "Sales", "789") && !exists(t, th.c, "Current", "Sales", "789")
 	})
+}
+
+// archiveUntilKilled enqueues the archiving of (pk, rk) on the host child,
+// started with a failpoint the archive reaches, and waits for the host to
+// die of SIGKILL there; nc, connected to the child's server, is closed.
+// The host may die before the enqueue's acknowledgement, stored and
+// sent, has reached this process: the acknowledgement is then lost with
+// the host's connection (ErrDisconnected). The host's death at the
+// failpoint shows that the message was stored.
+func archiveUntilKilled(t *testing.T, ctx context.Context, nc *nats.Conn, child *nodetest.Child, pk, rk string) {
+	t.Helper()
+	js, _ := jetstream.New(nc)
+	ack, err := js.PublishAsync(functions.QueueSubject("cairn", "archive"), archiveMsg(pk, rk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ack.Ok():
+	case err := <-ack.Err():
+		if !errors.Is(err, nats.ErrDisconnected) {
+			t.Fatalf("enqueue: %v\n%s", err, child.Tail())
+		}
+	case <-child.Done():
+	case <-ctx.Done():
+		t.Fatalf("enqueue: no acknowledgement, and the host still runs\n%s", child.Tail())
+	}
+	select {
+	case <-child.Done():
+	case <-ctx.Done():
+		t.Fatalf("the host did not reach the failpoint\n%s", child.Tail())
+	}
+	err = child.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL || !strings.Contains(child.Log(), "failpoint reached") {
+		t.Fatalf("the host did not die of SIGKILL at the failpoint: %v\n%s", err, child.Log())
+	}
+	nc.Close()
 }
