@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -240,7 +239,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		reply(lines)
 	case (len(parts) == 3 || len(parts) == 4) && parts[0] == "functions" && (parts[2] == "settings" || parts[2] == "secrets"):
-		h.serveSettings(w, r, parts)
+		h.serveSettings(w, r, parts, reply, fail)
 	case (len(parts) == 3 || len(parts) == 4) && parts[0] == "queues":
 		seq, err := strconv.ParseUint(parts[2], 10, 64)
 		if err != nil {
@@ -280,11 +279,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // not found (404), a test invocation without a reply in time 504,
 // anything else the node's (500).
 func codedStatus(err error) int {
-	switch {
-	case engine.ErrorCode(err) == engine.CodeInvalidInput:
+	switch code := engine.ErrorCode(err); {
+	case code == engine.CodeInvalidInput:
 		return http.StatusBadRequest
-	case errors.Is(err, queueadmin.ErrNoMessage), errors.Is(err, functions.ErrNotDeployed):
+	case code == engine.CodeResourceNotFound, errors.Is(err, queueadmin.ErrNoMessage), errors.Is(err, functions.ErrNotDeployed):
 		return http.StatusNotFound
+	case code == engine.CodeRequestBodyTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case code == engine.CodeServerBusy:
+		return http.StatusServiceUnavailable
 	case errors.Is(err, errInvokeTimeout):
 		return http.StatusGatewayTimeout
 	}
@@ -303,6 +306,10 @@ func adminCode(status int) string {
 		return "InternalError"
 	case http.StatusGatewayTimeout:
 		return "OperationTimedOut"
+	case http.StatusRequestEntityTooLarge:
+		return string(engine.CodeRequestBodyTooLarge)
+	case http.StatusServiceUnavailable:
+		return string(engine.CodeServerBusy)
 	}
 	return "InvalidInput"
 }
@@ -333,7 +340,7 @@ func (h *Handler) keys(w http.ResponseWriter, r *http.Request, fn string, rest [
 			fail(codedStatus(err), err)
 			return
 		}
-		h.waitKeys(ctx)
+		h.waitCopy(ctx, h.rn.Keys().WaitCurrent)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusCreated)
@@ -349,21 +356,10 @@ func (h *Handler) keys(w http.ResponseWriter, r *http.Request, fn string, rest [
 		case err != nil:
 			fail(http.StatusInternalServerError, err)
 		default:
-			h.waitKeys(ctx)
+			h.waitCopy(ctx, h.rn.Keys().WaitCurrent)
 			w.WriteHeader(http.StatusNoContent)
 		}
 	default:
 		fail(http.StatusMethodNotAllowed, fmt.Errorf("%s: use GET or POST …/keys, DELETE …/keys/<id>", r.Method))
 	}
-}
-
-// waitKeys lets this node's copy of the keys take a change just made, so
-// that a call this node takes after the answer is checked against it (a
-// new key works, a revoked one is refused); the other nodes see it when
-// their watch delivers it. Past settingsWait the change, which is
-// stored, is answered all the same.
-func (h *Handler) waitKeys(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, settingsWait)
-	defer cancel()
-	_ = h.rn.Keys().WaitCurrent(ctx)
 }

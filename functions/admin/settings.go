@@ -2,7 +2,7 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -11,10 +11,9 @@ import (
 	"github.com/cairn-dev/cairn/functions"
 )
 
-// settingsWait bounds how long a change waits for this node's copy of the
-// settings (Runner.WaitSettings) before it is answered; past it the
-// change, which is stored, is answered all the same.
-const settingsWait = 5 * time.Second
+// copyWait bounds how long a change of the settings or the keys waits for
+// this node's copy (waitCopy) before it is answered.
+const copyWait = 5 * time.Second
 
 // serveSettings answers the settings and secrets routes:
 //
@@ -25,7 +24,7 @@ const settingsWait = 5 * time.Second
 //	DELETE /$cairn/functions/<name>/settings/<key>  remove one (secrets/<key> likewise)
 //
 // No answer carries a secret's value, and no error quotes a value.
-func (h *Handler) serveSettings(w http.ResponseWriter, r *http.Request, parts []string) {
+func (h *Handler) serveSettings(w http.ResponseWriter, r *http.Request, parts []string, reply func(any), fail func(int, error)) {
 	fn, secret := parts[1], parts[2] == "secrets"
 	s := h.rn.Settings()
 	ctx := r.Context()
@@ -33,7 +32,7 @@ func (h *Handler) serveSettings(w http.ResponseWriter, r *http.Request, parts []
 	case len(parts) == 3 && r.Method == http.MethodGet:
 		all, err := s.List(ctx, fn)
 		if err != nil {
-			settingsFail(w, err)
+			fail(codedStatus(err), err)
 			return
 		}
 		out := make([]functions.Setting, 0, len(all))
@@ -42,63 +41,39 @@ func (h *Handler) serveSettings(w http.ResponseWriter, r *http.Request, parts []
 				out = append(out, st)
 			}
 		}
-		writeJSON(w, http.StatusOK, out)
+		reply(out)
 	case len(parts) == 4 && r.Method == http.MethodPost:
 		body, err := io.ReadAll(io.LimitReader(r.Body, functions.MaxSettingValue+1))
 		if err != nil {
-			settingsFail(w, engine.Errorf(engine.CodeInvalidInput, "read the value: %v", err))
+			fail(http.StatusBadRequest, engine.Errorf(engine.CodeInvalidInput, "read the value: %v", err))
 			return
 		}
 		st, rev, err := s.Set(ctx, fn, parts[3], string(body), secret)
 		if err != nil {
-			settingsFail(w, err)
+			fail(codedStatus(err), err)
 			return
 		}
-		h.waitSettings(ctx, rev)
-		writeJSON(w, http.StatusOK, st)
+		h.waitCopy(ctx, func(ctx context.Context) error { return h.rn.WaitSettings(ctx, rev) })
+		reply(st)
 	case len(parts) == 4 && r.Method == http.MethodDelete:
 		rev, err := s.Remove(ctx, fn, parts[3], secret)
 		if err != nil {
-			settingsFail(w, err)
+			fail(codedStatus(err), err)
 			return
 		}
-		h.waitSettings(ctx, rev)
+		h.waitCopy(ctx, func(ctx context.Context) error { return h.rn.WaitSettings(ctx, rev) })
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"code": "UnsupportedHttpVerb", "error": "use GET on …/settings and …/secrets, POST or DELETE on …/settings/<name> and …/secrets/<name>"})
+		fail(http.StatusMethodNotAllowed, errors.New("use GET on …/settings and …/secrets, POST or DELETE on …/settings/<name> and …/secrets/<name>"))
 	}
 }
 
-// waitSettings lets this node's copy reach rev, so that an invocation
-// started here after the answer sees the change.
-func (h *Handler) waitSettings(ctx context.Context, rev uint64) {
-	ctx, cancel := context.WithTimeout(ctx, settingsWait)
+// waitCopy lets this node's watched copy (of the settings, or of the
+// keys) take a change just made, so that what this node does after the
+// answer sees it; the other nodes see it when their watch delivers it.
+// Past copyWait the change, which is stored, is answered all the same.
+func (h *Handler) waitCopy(ctx context.Context, wait func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(ctx, copyWait)
 	defer cancel()
-	_ = h.rn.WaitSettings(ctx, rev)
-}
-
-// settingsFail answers a coded error with its status: the caller's
-// (400, 404, 413), a race to retry (503), else the node's (500).
-func settingsFail(w http.ResponseWriter, err error) {
-	code := engine.ErrorCode(err)
-	status := http.StatusInternalServerError
-	switch code {
-	case engine.CodeInvalidInput:
-		status = http.StatusBadRequest
-	case engine.CodeResourceNotFound:
-		status = http.StatusNotFound
-	case engine.CodeRequestBodyTooLarge:
-		status = http.StatusRequestEntityTooLarge
-	case engine.CodeServerBusy:
-		status = http.StatusServiceUnavailable
-	default:
-		code = engine.CodeInternalError
-	}
-	writeJSON(w, status, map[string]string{"code": string(code), "error": err.Error()})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	_ = wait(ctx)
 }
