@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/engine"
 )
 
 // TestRoutes: routes are checked when declared, and match method and
@@ -121,6 +123,36 @@ func TestGuestQuery(t *testing.T) {
 	} {
 		if got := guestQuery(c.raw, c.auth); got != c.want {
 			t.Errorf("guestQuery(%q, %s) = %q, want %q", c.raw, c.auth, got, c.want)
+		}
+	}
+}
+
+// TestSetResponseRefusals: a function's reply may set a final status and
+// its own headers; an informational status (one 101 would claim an
+// upgraded connection), one out of range, a header the host sets or a
+// malformed one is refused, and nothing is kept.
+func TestSetResponseRefusals(t *testing.T) {
+	inv := &Invocation{}
+	for _, c := range []struct {
+		status int
+		header map[string][]string
+	}{
+		{100, nil}, {101, nil}, {103, nil}, {199, nil}, {600, nil}, {-1, nil},
+		{200, map[string][]string{"Content-Length": {"1"}}},
+		{200, map[string][]string{"access-control-allow-origin": {"*"}}},
+		{200, map[string][]string{"Bad Name": {"x"}}},
+		{200, map[string][]string{"X-A": {"a\r\nb"}}},
+	} {
+		if err := inv.SetResponse(c.status, c.header); engine.ErrorCode(err) != engine.CodeInvalidInput {
+			t.Errorf("SetResponse(%d, %v): %v, want InvalidInput", c.status, c.header, err)
+		}
+		if st, h := inv.Response(); st != 0 || h != nil {
+			t.Errorf("after a refusal the reply is %d %v", st, h)
+		}
+	}
+	for _, st := range []int{0, 200, 204, 302, 599} {
+		if err := inv.SetResponse(st, map[string][]string{"Vary": {"Accept-Encoding"}}); err != nil {
+			t.Errorf("SetResponse(%d): %v", st, err)
 		}
 	}
 }

@@ -209,8 +209,12 @@ func (t *HTTPTriggers) serve(w http.ResponseWriter, r *http.Request) *httpError 
 	}
 	status, header := inv.Response()
 	out := inv.Output()
+	// Added to what the host set: the function may not set the CORS
+	// headers, and its Vary keeps the host's Origin (a shared cache would
+	// otherwise serve one origin's answer to another).
 	for k, vs := range header {
-		w.Header()[http.CanonicalHeaderKey(k)] = slices.Clone(vs)
+		k = http.CanonicalHeaderKey(k)
+		w.Header()[k] = append(w.Header()[k], vs...)
 	}
 	if status == 0 {
 		status = http.StatusOK

@@ -392,13 +392,15 @@ func (inv *Invocation) Setting(name string) (string, bool, error) {
 // Output is the reply set by the function.
 func (inv *Invocation) Output() []byte { return inv.output }
 
-// SetResponse sets the status (100..599; 0 keeps 200) and headers of an
+// SetResponse sets the status (200..599; 0 keeps 200) and headers of an
 // HTTP trigger's reply; other triggers keep them unused. Headers the
 // host owns (Content-Length, Transfer-Encoding, Connection, the CORS
 // headers of the route) are refused.
 func (inv *Invocation) SetResponse(status int, header map[string][]string) error {
-	if status != 0 && (status < 100 || status > 599) {
-		return engine.Errorf(engine.CodeInvalidInput, "respond: status %d is not 100..599", status)
+	// Not 1xx: an informational status is followed by the real one, and
+	// 101 would claim the connection was upgraded.
+	if status != 0 && (status < 200 || status > 599) {
+		return engine.Errorf(engine.CodeInvalidInput, "respond: status %d is not 200..599", status)
 	}
 	n := 0
 	for k, vs := range header {

@@ -213,7 +213,7 @@ func (r *HTTPRequest) HeaderValues(name string) []string {
 	return nil
 }
 
-// RespondRequest sets an HTTP trigger's reply status (100..599; 0: 200)
+// RespondRequest sets an HTTP trigger's reply status (200..599; 0: 200)
 // and headers (OpRespond).
 type RespondRequest struct {
 	Status int                 `msgpack:"s,omitempty"`

@@ -134,7 +134,7 @@ func TestAssemblyScriptHTTPAnswers(t *testing.T) {
 			if err := abi.Unmarshal(req, &sent); err != nil {
 				t.Errorf("respond's request: %v", err)
 			}
-			b, err := abi.Marshal(&abi.Response{Error: abi.ErrorOf(engine.Errorf(engine.CodeInvalidInput, "respond: status %d is not 100..599", sent.Status))})
+			b, err := abi.Marshal(&abi.Response{Error: abi.ErrorOf(engine.Errorf(engine.CodeInvalidInput, "respond: status %d is not 200..599", sent.Status))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestAssemblyScriptHTTPAnswers(t *testing.T) {
 		}
 		err := m.Invoke(context.Background(), "s", refusing)
 		var ge *GuestError
-		if !errors.As(err, &ge) || ge.Message != "InvalidInput: respond: status 600 is not 100..599" || sent.Status != 600 || len(sent.Header) != 0 {
+		if !errors.As(err, &ge) || ge.Message != "InvalidInput: respond: status 600 is not 200..599" || sent.Status != 600 || len(sent.Header) != 0 {
 			t.Fatalf("err %v (%T), sent %+v; want GuestError InvalidInput, status 600 sent without headers", err, err, sent)
 		}
 	})

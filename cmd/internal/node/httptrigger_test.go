@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -88,7 +89,7 @@ func TestHTTPTrigger(t *testing.T) {
 		if err := inv.Write(ctx, "Orders", engine.Operation{Op: engine.OpInsert, Entity: e}); err != nil {
 			return err
 		}
-		if err := inv.SetResponse(http.StatusCreated, map[string][]string{"Location": {"/orders/" + id}, "Content-Type": {"application/json"}}); err != nil {
+		if err := inv.SetResponse(http.StatusCreated, map[string][]string{"Location": {"/orders/" + id}, "Content-Type": {"application/json"}, "Vary": {"Accept-Encoding"}}); err != nil {
 			return err
 		}
 		return inv.SetOutput([]byte(`{"id":"` + id + `"}`))
@@ -209,7 +210,7 @@ func TestHTTPTrigger(t *testing.T) {
 		t.Fatalf("a preflight: %d %v", st, h)
 	}
 	st, h, _ = fnCall(t, base, "POST", "/fn/shop/orders/8", map[string]string{functions.KeyHeader: newKeyText, "Origin": "https://shop.example"}, "from a browser")
-	if st != http.StatusCreated || h.Get("Access-Control-Allow-Origin") != "https://shop.example" {
+	if st != http.StatusCreated || h.Get("Access-Control-Allow-Origin") != "https://shop.example" || !slices.Contains(h.Values("Vary"), "Origin") || !slices.Contains(h.Values("Vary"), "Accept-Encoding") {
 		t.Fatalf("a call from an allowed origin: %d %v", st, h)
 	}
 	if st, _, body := fnCall(t, base, "OPTIONS", "/fn/shop/orders/8", map[string]string{"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}, ""); st != http.StatusForbidden {

@@ -176,7 +176,7 @@ export class Context {
 
   // respond sets an HTTP trigger's reply status (0: 200, or 204 without
   // a body) and headers (null: none); reply sets its body. The last call
-  // wins. The runner refuses (InvalidInput) a status outside 100..599, a
+  // wins. The runner refuses (InvalidInput) a status outside 200..599, a
   // header name that is not a token, a value with a control character,
   // more than 16 KiB of headers, and the headers the host sets itself:
   // Content-Length, the connection's (Transfer-Encoding, Connection, …)
