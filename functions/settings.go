@@ -37,10 +37,14 @@ const (
 	MaxSettingValue = 16 << 10
 	// MaxSettings bounds the names of one function.
 	MaxSettings = 64
-	// MaxSettingsBytes bounds a function's names and values in all: its
-	// record, secrets sealed and encoded, stays well under a NATS
-	// message's 1 MiB.
+	// MaxSettingsBytes bounds a function's names and values in all.
 	MaxSettingsBytes = 256 << 10
+	// maxSettingsRecord bounds a function's record as stored (JSON, a
+	// secret sealed and in base64, a setting's <, > and & written as
+	// \u003c): under NATS's default largest message, 1 MiB, with room
+	// for the headers. Values within MaxSettingsBytes can pass it when
+	// most of their characters are escaped.
+	maxSettingsRecord = 960 << 10
 )
 
 // settingsVersion is the version of settingsRecord; a record of a newer
@@ -323,6 +327,9 @@ func (s *Settings) put(ctx context.Context, fn string, rec *settingsRecord, rev 
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return 0, err
+	}
+	if len(b) > maxSettingsRecord {
+		return 0, engine.Errorf(engine.CodeRequestBodyTooLarge, "function %q's settings and secrets would be %d bytes as stored (JSON escapes some characters), more than %d", fn, len(b), maxSettingsRecord)
 	}
 	if rev == 0 {
 		rev, err = s.kv.Create(ctx, fn, b) // also over a removed (deleted) key

@@ -3,6 +3,7 @@ package functions
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"slices"
@@ -407,5 +408,36 @@ func TestReseal(t *testing.T) {
 	}
 	if _, err := after.Reseal(ctx, []byte("short")); engine.AsError(err).Code != engine.CodeInvalidInput {
 		t.Fatalf("a reseal with a bad key: %v", err)
+	}
+}
+
+// TestSettingsRecordBound: values within every bound of names and bytes
+// whose JSON grows six times (each < stored as \u003c) are refused once
+// the record as stored would pass what a NATS message takes, with
+// RequestBodyTooLarge, and the record stays as it was.
+func TestSettingsRecordBound(t *testing.T) {
+	s, kv, ctx := openTestSettings(t, nil)
+	value := strings.Repeat("<", MaxSettingValue)
+	var refused int
+	for i := range 15 {
+		before := rawSettings(t, ctx, kv, "fn-a")
+		_, _, err := s.Set(ctx, "fn-a", fmt.Sprintf("V%d", i), value, false)
+		if err == nil {
+			continue
+		}
+		if engine.ErrorCode(err) != engine.CodeRequestBodyTooLarge || strings.Contains(err.Error(), "<<") {
+			t.Fatalf("value %d: %v", i, err)
+		}
+		if !bytes.Equal(rawSettings(t, ctx, kv, "fn-a"), before) {
+			t.Fatalf("value %d refused, and the record changed", i)
+		}
+		refused = i
+		break
+	}
+	if refused == 0 {
+		t.Fatal("15 values of 16 KiB, each stored as 96 KiB, were all accepted")
+	}
+	if raw := rawSettings(t, ctx, kv, "fn-a"); len(raw) > maxSettingsRecord {
+		t.Fatalf("a record of %d bytes was stored", len(raw))
 	}
 }
