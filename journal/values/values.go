@@ -29,6 +29,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -89,6 +91,7 @@ type Store struct {
 	obj    jetstream.ObjectStore
 	stream jetstream.Stream
 	bucket string
+	pace   putPace
 }
 
 // Open creates or opens the bucket (file storage, replicas as the
@@ -121,12 +124,13 @@ func (e errTooLarge) Error() string { return fmt.Sprintf("the value is larger th
 // Read), and every inFlightCheck of them it waits, by pace, until the
 // store has taken all but putWindow of the messages given.
 type limited struct {
-	r    io.Reader
-	n    int64 // bytes still allowed
-	full int64
-	pace func(sent uint64) error
-	sent uint64 // messages given
-	eof  error  // the end (or failure) met while filling the last p
+	r     io.Reader
+	n     int64 // bytes still allowed
+	full  int64
+	pace  func(sent uint64) error
+	given *atomic.Uint64 // counts each message given, with other puts' (putPace)
+	sent  uint64         // messages given
+	eof   error          // the end met while filling the last p
 }
 
 func (l *limited) Read(p []byte) (int, error) {
@@ -160,6 +164,9 @@ func (l *limited) Read(p []byte) (int, error) {
 		return 0, err // a body cut short: the put stores nothing
 	}
 	l.sent++
+	if l.given != nil {
+		l.given.Add(1)
+	}
 	if l.pace != nil && l.sent%inFlightCheck == 0 {
 		if err := l.pace(l.sent); err != nil {
 			return 0, err
@@ -171,27 +178,76 @@ func (l *limited) Read(p []byte) (int, error) {
 // The client library's put sends a value's chunks without waiting for
 // their acknowledgements, up to 4,000 of them (500 MiB); the server
 // takes at most 128 MiB into a stream's queue at once and refuses the
-// rest ("too many requests"), so a gigabyte failed. A put therefore
-// keeps at most putWindow of its chunks (32 MiB) beyond what the stream
-// has stored, looked at every inFlightCheck chunks by the stream's last
-// sequence: other puts' chunks count too, which only makes it wait less,
-// and the sequence never goes back, so the wait ends.
+// rest ("too many requests"), so a gigabyte failed. So the puts running
+// at once keep, together, at most putWindow of their chunks (32 MiB)
+// beyond what the stream has stored: each put looks every inFlightCheck
+// of its chunks at the stream's last sequence against the chunks all of
+// them have given since the first began. Other messages of the bucket
+// (an object's description, a deletion) only make a put wait less. A
+// stream that stores nothing for putStall ends the wait with an error
+// (a chunk refused would otherwise hold the window shut for ever).
 const (
 	putWindow     = 256
 	inFlightCheck = 64
+	putStall      = 10 * time.Second
 )
 
-// pacer returns the wait of a put that began when the stream's last
-// sequence was start.
-func (s *Store) pacer(ctx context.Context, start uint64) func(sent uint64) error {
-	return func(sent uint64) error {
+// putPace is what the store's running puts have given the client
+// library, for their waits (pacer).
+type putPace struct {
+	mu     sync.Mutex
+	active int    // puts running
+	base   uint64 // the stream's last sequence when the first of them began
+	given  atomic.Uint64
+}
+
+// beginPut counts a put in, reading the stream's last sequence when it
+// is the only one; endPut counts it out.
+func (s *Store) beginPut(ctx context.Context) error {
+	p := &s.pace
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.active == 0 {
+		info, err := s.stream.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("values: bucket %s: %w", s.bucket, err)
+		}
+		p.base = info.State.LastSeq
+		p.given.Store(0)
+	}
+	p.active++
+	return nil
+}
+
+func (s *Store) endPut() {
+	s.pace.mu.Lock()
+	s.pace.active--
+	s.pace.mu.Unlock()
+}
+
+// pacer returns the wait of a put: until the stream has stored all but
+// putWindow of the chunks the running puts have given.
+func (s *Store) pacer(ctx context.Context) func(sent uint64) error {
+	return func(uint64) error {
+		p := &s.pace
+		p.mu.Lock()
+		base := p.base
+		p.mu.Unlock()
+		var last uint64
+		moved := time.Now()
 		for wait := 100 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
 			info, err := s.stream.Info(ctx)
 			if err != nil {
 				return fmt.Errorf("values: the bucket's progress: %w", err)
 			}
-			if info.State.LastSeq+putWindow >= start+sent {
+			seq := info.State.LastSeq
+			if seq+putWindow >= base+p.given.Load() {
 				return nil
+			}
+			if seq != last {
+				last, moved = seq, time.Now()
+			} else if time.Since(moved) > putStall {
+				return fmt.Errorf("values: bucket %s stored nothing for %v with %d chunks outstanding", s.bucket, putStall, base+p.given.Load()-seq)
 			}
 			select {
 			case <-ctx.Done():
@@ -217,11 +273,11 @@ func (s *Store) Put(ctx context.Context, k Key, r io.Reader, limit int64, now ti
 	}
 	id := engine.NewValueID(now, rnd)
 	meta := jetstream.ObjectMeta{Name: k.Name(id), Metadata: map[string]string{metaPartitionKey: k.PartitionKey, metaRowKey: k.RowKey}}
-	info, err := s.stream.Info(ctx)
-	if err != nil {
-		return Info{}, fmt.Errorf("values: bucket %s: %w", s.bucket, err)
+	if err := s.beginPut(ctx); err != nil {
+		return Info{}, err
 	}
-	oi, err := s.obj.Put(ctx, meta, &limited{r: r, n: limit, full: limit, pace: s.pacer(ctx, info.State.LastSeq)})
+	oi, err := s.obj.Put(ctx, meta, &limited{r: r, n: limit, full: limit, pace: s.pacer(ctx), given: &s.pace.given})
+	s.endPut()
 	if err != nil {
 		var tl errTooLarge
 		if errors.As(err, &tl) {

@@ -310,11 +310,14 @@ func (v *valueSession) end(why error) {
 		if sub != nil {
 			_ = sub.Unsubscribe()
 		}
-		if v.pw != nil {
-			v.pw.CloseWithError(cmp.Or(why, errEnded)) // the Put fails unless it returned already
-			<-v.stored                                 // and has returned
-		}
 		v.cancel()
+		if v.pw != nil {
+			// The Put fails unless it returned already (its context
+			// ended too, should it be waiting for the store), and has
+			// returned once stored is closed.
+			v.pw.CloseWithError(cmp.Or(why, errEnded))
+			<-v.stored
+		}
 		if v.rc != nil {
 			_ = v.rc.Close()
 		}
