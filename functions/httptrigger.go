@@ -2,6 +2,8 @@ package functions
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -325,9 +327,10 @@ func methodPerm(method string) byte {
 }
 
 // authorizeAccount checks a request of a route whose auth is "account".
-// The caller id is the account's, whichever signature it sent: a holder
-// of the account's key may sign as many as it likes, so they share one
-// rate and one Idempotency-Key scope.
+// A request signed with the account's key is the account's, whatever
+// signature it sent (a holder of the key may sign as many as it likes):
+// one rate and one Idempotency-Key scope. A shared access signature is
+// its own caller, by its signature.
 func (t *HTTPTriggers) authorizeAccount(r *http.Request, name, account string, route *Route) (caller, id string, e *httpError) {
 	if t.Accounts == nil {
 		return "", "", refuse(http.StatusUnauthorized, CodeUnauthorized, "this host checks no account signatures, so the route %s %s of function %q takes no request", route.Method, route.Path, name)
@@ -340,6 +343,12 @@ func (t *HTTPTriggers) authorizeAccount(r *http.Request, name, account string, r
 			status = http.StatusForbidden
 		}
 		return "", "", refuse(status, string(ee.Code), "the route %s %s of function %q needs a request signed by account %s: %s", route.Method, route.Path, name, account, ee.Message)
+	}
+	if strings.HasPrefix(caller, "sas:") {
+		// A token handed to someone else is a caller of its own: its
+		// rate and its Idempotency-Keys are not the key holder's.
+		sum := sha256.Sum256([]byte(r.URL.Query().Get("sig")))
+		return caller, "sas:" + account + ":" + hex.EncodeToString(sum[:12]), nil
 	}
 	return caller, "account:" + account, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"maps"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -56,7 +57,7 @@ func TestHTTPTriggerAccountAuth(t *testing.T) {
 	th := startNode(t, node.Config{API: httpapi.Config{Accounts: []httpapi.Account{contoso}}})
 	fr := th.h.Functions()
 	var invocations atomic.Int32
-	var seen atomic.Pointer[[3]string] // caller, query, Authorization header
+	var seen atomic.Pointer[[4]string] // caller, query, Authorization header, trigger id
 	m := functions.Manifest{Name: "report", Trigger: functions.Trigger{HTTP: &functions.HTTPTrigger{
 		Account: "contoso",
 		Routes: []functions.Route{
@@ -72,7 +73,7 @@ func TestHTTPTriggerAccountAuth(t *testing.T) {
 				auth = strings.Join(v, ",")
 			}
 		}
-		seen.Store(&[3]string{req.Caller, req.Query, auth})
+		seen.Store(&[4]string{req.Caller, req.Query, auth, inv.Trigger().ID})
 		return inv.SetOutput([]byte("day " + req.Params["day"]))
 	})); err != nil {
 		t.Fatal(err)
@@ -112,6 +113,24 @@ func TestHTTPTriggerAccountAuth(t *testing.T) {
 	readSAS := accountSAS(aztables.AccountSASPermissions{Read: true}, objects, hour)
 	ok("an account SAS granting reads", "GET", "/fn/report/sales/7?x=1&"+readSAS, nil, "sas:contoso", "x=1")
 	ok("an account SAS granting adds", "POST", "/fn/report/sales/7?"+accountSAS(aztables.AccountSASPermissions{Add: true}, objects, hour)+"&y=2", nil, "sas:contoso", "y=2")
+
+	// An Idempotency-Key is scoped to the caller: the key's holder, or
+	// one shared access signature, never another's.
+	idOf := func(header map[string]string, query string) string {
+		t.Helper()
+		h := map[string]string{"Idempotency-Key": "same"}
+		maps.Copy(h, header)
+		if st, _, body := fnCall(t, base, "GET", "/fn/report/sales/7?"+query, h, ""); st != http.StatusOK {
+			t.Fatalf("a call with an Idempotency-Key: %d %s", st, body)
+		}
+		return seen.Load()[3]
+	}
+	signedID := idOf(sharedKey("SharedKeyLite", "contoso", contosoKey, "GET", "/fn/report/sales/7", "", now), "")
+	sasID := idOf(nil, readSAS)
+	otherSASID := idOf(nil, accountSAS(aztables.AccountSASPermissions{Read: true, List: true}, objects, hour))
+	if signedID == sasID || sasID == otherSASID || sasID != idOf(nil, readSAS) || signedID != idOf(sharedKey("SharedKey", "contoso", contosoKey, "GET", "/fn/report/sales/7", "", now), "") {
+		t.Fatalf("trigger ids of one Idempotency-Key: key %s, an SAS %s, another SAS %s", signedID, sasID, otherSASID)
+	}
 
 	tableSAS, err := aztables.SASSignatureValues{Protocol: aztables.SASProtocolHTTPSandHTTP, ExpiryTime: hour, TableName: "Sales",
 		Permissions: aztables.SASPermissions{Read: true, Add: true}.String()}.Sign(cred)
