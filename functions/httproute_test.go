@@ -1,6 +1,7 @@
 package functions
 
 import (
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -153,6 +154,39 @@ func TestSetResponseRefusals(t *testing.T) {
 	for _, st := range []int{0, 200, 204, 302, 599} {
 		if err := inv.SetResponse(st, map[string][]string{"Vary": {"Accept-Encoding"}}); err != nil {
 			t.Errorf("SetResponse(%d): %v", st, err)
+		}
+	}
+}
+
+// TestCallerRates: a caller past its rate is refused; past maxCallers the
+// caller used longest ago is forgotten (its budget starts anew) and the
+// others are kept; an IPv6 client is one caller per /64.
+func TestCallerRates(t *testing.T) {
+	tr := NewHTTPTriggers(nil)
+	if !tr.allow("a", 1) || tr.allow("a", 1) {
+		t.Fatal("a rate of 1 a second took 0 or 2 requests")
+	}
+	for i := range maxCallers {
+		tr.allow(fmt.Sprint("c", i), 1)
+	}
+	if len(tr.callers) != maxCallers || tr.lru.Len() != maxCallers {
+		t.Fatalf("%d callers kept (%d in order), want %d", len(tr.callers), tr.lru.Len(), maxCallers)
+	}
+	if !tr.allow("a", 1) {
+		t.Fatal("the caller used longest ago was not forgotten")
+	}
+	if tr.allow(fmt.Sprint("c", maxCallers-1), 1) {
+		t.Fatal("a caller used lately was forgotten")
+	}
+	for remote, want := range map[string]string{
+		"192.0.2.7:5000":              "192.0.2.7",
+		"[2001:db8:1:2:aaaa::1]:443":  "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ffff:1:2:3]:1": "2001:db8:1:2::/64",
+		"[::ffff:192.0.2.7]:80":       "::ffff:192.0.2.7",
+		"not an address":              "not an address",
+	} {
+		if got := clientPrefix(remote); got != want {
+			t.Errorf("clientPrefix(%q) = %q, want %q", remote, got, want)
 		}
 	}
 }

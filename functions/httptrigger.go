@@ -1,6 +1,7 @@
 package functions
 
 import (
+	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -61,14 +62,15 @@ type HTTPTriggers struct {
 	Accounts AccountAuth
 
 	mu      sync.Mutex
-	callers map[string]*callerRate // function and caller → its bucket
+	callers map[string]*list.Element // function and caller → its *callerRate in lru
+	lru     *list.List               // the callers, used last first
 	slots   map[*version]chan struct{}
 }
 
 // callerRate is one caller's request rate on one function.
 type callerRate struct {
-	lim  *rate.Limiter
-	used time.Time
+	key string // function and caller
+	lim *rate.Limiter
 }
 
 // An AccountAuth checks that r is signed with the key of account
@@ -87,7 +89,7 @@ const maxCallers = 65536
 // NewHTTPTriggers returns the handler of rn's functions' routes (served
 // once rn is Ready).
 func NewHTTPTriggers(rn *Runner) *HTTPTriggers {
-	return &HTTPTriggers{rn: rn, callers: map[string]*callerRate{}, slots: map[*version]chan struct{}{}}
+	return &HTTPTriggers{rn: rn, callers: map[string]*list.Element{}, lru: list.New(), slots: map[*version]chan struct{}{}}
 }
 
 // httpError is a refusal: a status and a coded error, answered as
@@ -290,11 +292,7 @@ func (t *HTTPTriggers) preflight(w http.ResponseWriter, r *http.Request, h *HTTP
 func (t *HTTPTriggers) authorize(r *http.Request, name string, h *HTTPTrigger, route *Route) (caller, id string, e *httpError) {
 	switch route.Auth {
 	case AuthAnonymous:
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			host = r.RemoteAddr
-		}
-		return "anonymous", "ip:" + host, nil
+		return "anonymous", "ip:" + clientPrefix(r.RemoteAddr), nil
 	case AuthAccount:
 		return t.authorizeAccount(r, name, h.Account, route)
 	}
@@ -310,6 +308,21 @@ func (t *HTTPTriggers) authorize(r *http.Request, name string, h *HTTPTrigger, r
 		return "", "", refuse(http.StatusUnauthorized, CodeUnauthorized, "the key is not one of function %q's (revoked, or another function's)", name)
 	}
 	return "key:" + k.Name, "key:" + k.ID, nil
+}
+
+// clientPrefix names an anonymous caller by its address: an IPv4
+// address, or an IPv6 address's /64 (one client is commonly given a
+// whole /64, and would otherwise be as many callers as it likes).
+func clientPrefix(remote string) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || ip.To4() != nil {
+		return host
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // methodPerm is the permission of an account SAS a method needs: the
@@ -354,34 +367,32 @@ func (t *HTTPTriggers) authorizeAccount(r *http.Request, name, account string, r
 }
 
 // allow takes one request from key's budget of perSecond (a burst of as
-// many).
+// many). Past maxCallers the caller used longest ago is forgotten, in
+// constant time.
 func (t *HTTPTriggers) allow(key string, perSecond int) bool {
 	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	c := t.callers[key]
+	var c *callerRate
+	if el := t.callers[key]; el != nil {
+		t.lru.MoveToFront(el)
+		c = el.Value.(*callerRate)
+	}
 	if c == nil || c.lim.Limit() != rate.Limit(perSecond) {
-		if len(t.callers) >= maxCallers {
-			t.forgetIdlest()
+		if c == nil && len(t.callers) >= maxCallers {
+			oldest := t.lru.Back()
+			t.lru.Remove(oldest)
+			delete(t.callers, oldest.Value.(*callerRate).key)
 		}
-		c = &callerRate{lim: rate.NewLimiter(rate.Limit(perSecond), perSecond)}
-		t.callers[key] = c
+		lim := rate.NewLimiter(rate.Limit(perSecond), perSecond)
+		if c != nil {
+			c.lim = lim
+		} else {
+			c = &callerRate{key: key, lim: lim}
+			t.callers[key] = t.lru.PushFront(c)
+		}
 	}
-	c.used = now
 	return c.lim.AllowN(now, 1)
-}
-
-// forgetIdlest drops the caller idle longest (t.mu held): a scan, once
-// per new caller past maxCallers.
-func (t *HTTPTriggers) forgetIdlest() {
-	var oldest string
-	var at time.Time
-	for k, c := range t.callers {
-		if oldest == "" || c.used.Before(at) {
-			oldest, at = k, c.used
-		}
-	}
-	delete(t.callers, oldest)
 }
 
 // slot waits for one of the version's Concurrency invocations on this
