@@ -168,6 +168,17 @@ func (t *HTTPTriggers) serve(w http.ResponseWriter, r *http.Request) *httpError 
 	if r.ContentLength > h.MaxBodyBytes {
 		return refuse(http.StatusRequestEntityTooLarge, string(engine.CodeRequestBodyTooLarge), "the body is %d bytes; function %q takes at most %d", r.ContentLength, name, h.MaxBodyBytes)
 	}
+	id, e := triggerID(r.Header.Get("Idempotency-Key"), callerID)
+	if e != nil {
+		return e
+	}
+	// The body is read once an invocation is free: the requests waiting
+	// for one hold no body in memory.
+	release, e := t.slot(r.Context(), v)
+	if e != nil {
+		return e
+	}
+	defer release()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.MaxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -175,10 +186,6 @@ func (t *HTTPTriggers) serve(w http.ResponseWriter, r *http.Request) *httpError 
 			return refuse(http.StatusRequestEntityTooLarge, string(engine.CodeRequestBodyTooLarge), "the body passed %d bytes, the most function %q takes", h.MaxBodyBytes, name)
 		}
 		return refuse(http.StatusBadRequest, string(engine.CodeInvalidInput), "reading the body: %v", err)
-	}
-	id, e := triggerID(r.Header.Get("Idempotency-Key"), callerID)
-	if e != nil {
-		return e
 	}
 	trig := abi.Trigger{
 		ID:           id,
@@ -191,11 +198,6 @@ func (t *HTTPTriggers) serve(w http.ResponseWriter, r *http.Request) *httpError 
 		HTTP: &abi.HTTPRequest{Method: r.Method, Path: path, Route: route.Path, Params: params,
 			Query: guestQuery(r.URL.RawQuery, route.Auth), Header: guestHeader(r.Header), Caller: caller},
 	}
-	release, e := t.slot(r.Context(), v)
-	if e != nil {
-		return e
-	}
-	defer release()
 	inv, err := t.rn.run(t.rn.ctx, v, trig, nil)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
