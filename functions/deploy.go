@@ -97,7 +97,7 @@ func (rn *Runner) load(m *Manifest) (Handler, error) {
 // settings are the running ones (in-flight invocations finish on the old
 // version, none is lost or run twice), else by restarting the trigger.
 func (rn *Runner) install(m *Manifest, handler Handler) {
-	v := &version{m: *m, handler: handler, limits: newLimits(m, rn.log, &rn.stats)}
+	v := &version{m: *m, handler: handler, limits: newLimits(m, rn.log, &rn.stats), slots: make(chan struct{}, m.Concurrency)}
 	rn.mu.Lock()
 	f := rn.fns[m.Name]
 	if f != nil && f.sameFeed(m) {

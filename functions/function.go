@@ -24,6 +24,8 @@ type version struct {
 	m       Manifest
 	handler Handler
 	limits  *limits
+	// slots holds one token per HTTP call running (Concurrency of them).
+	slots chan struct{}
 
 	mu sync.Mutex
 	// inflight counts the invocations using the handler; once retired,
@@ -86,13 +88,6 @@ func (f *function) sameFeed(m *Manifest) bool {
 // take returns the current version, marked in use; release it. It
 // returns false when the function has stopped (its current version is
 // retired and no newer one replaced it).
-// isRetired reports whether v has been replaced or unloaded.
-func (v *version) isRetired() bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.retired
-}
-
 func (f *function) take() (*version, bool) {
 	for {
 		v := f.cur.Load()

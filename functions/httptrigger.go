@@ -64,7 +64,6 @@ type HTTPTriggers struct {
 	mu      sync.Mutex
 	callers map[string]*list.Element // function and caller → its *callerRate in lru
 	lru     *list.List               // the callers, used last first
-	slots   map[*version]chan struct{}
 }
 
 // callerRate is one caller's request rate on one function.
@@ -89,7 +88,7 @@ const maxCallers = 65536
 // NewHTTPTriggers returns the handler of rn's functions' routes (served
 // once rn is Ready).
 func NewHTTPTriggers(rn *Runner) *HTTPTriggers {
-	return &HTTPTriggers{rn: rn, callers: map[string]*list.Element{}, lru: list.New(), slots: map[*version]chan struct{}{}}
+	return &HTTPTriggers{rn: rn, callers: map[string]*list.Element{}, lru: list.New()}
 }
 
 // httpError is a refusal: a status and a coded error, answered as
@@ -397,22 +396,11 @@ func (t *HTTPTriggers) allow(key string, perSecond int) bool {
 	return c.lim.AllowN(now, 1)
 }
 
-// slot waits for one of the version's Concurrency invocations on this
-// host, as long as the request lasts and no longer than the function's
-// timeout.
+// slot waits for one of the version's Concurrency HTTP invocations on
+// this host, as long as the request lasts and no longer than the
+// function's timeout.
 func (t *HTTPTriggers) slot(ctx context.Context, v *version) (func(), *httpError) {
-	t.mu.Lock()
-	s := t.slots[v]
-	if s == nil {
-		for old := range t.slots {
-			if old.isRetired() {
-				delete(t.slots, old)
-			}
-		}
-		s = make(chan struct{}, v.m.Concurrency)
-		t.slots[v] = s
-	}
-	t.mu.Unlock()
+	s := v.slots
 	timer := time.NewTimer(v.m.Timeout.D())
 	defer timer.Stop()
 	select {
