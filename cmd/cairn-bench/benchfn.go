@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -138,7 +135,7 @@ func benchFunctions(args []string) error {
 		if err != nil {
 			return err
 		}
-		signedLat, err := b.httpLatency(*calls, h.HTTPURL()+functions.HTTPPrefix+"http-hello/signed", signDev)
+		signedLat, err := b.httpLatency(*calls, h.HTTPURL()+functions.HTTPPrefix+"http-hello/signed", func(req *http.Request) { signDev(req, "SharedKey") })
 		if err != nil {
 			return err
 		}
@@ -255,18 +252,6 @@ func (b *fnBencher) latency(n int, subject string, echo bool) (time.Duration, er
 		meds = append(meds, float64(percentile(lat, .5)))
 	}
 	return time.Duration(median(meds)), nil
-}
-
-// signDev signs a request for the development account as a Tables API
-// client does (SharedKey over the method, content type, date and
-// resource).
-func signDev(req *http.Request) {
-	date := time.Now().UTC().Format(http.TimeFormat)
-	req.Header.Set("x-ms-date", date)
-	key, _ := base64.StdEncoding.DecodeString(engine.DevAccountKey)
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(req.Method + "\n\n\n" + date + "\n/" + engine.DevAccount + req.URL.EscapedPath()))
-	req.Header.Set("Authorization", "SharedKey "+engine.DevAccount+":"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
 }
 
 // httpLatency is the median round trip of n calls of an HTTP route, one

@@ -254,6 +254,22 @@ func (c *countingHash) check(want []byte) error {
 	return nil
 }
 
+// signDev signs req for the development account as a Tables API client
+// does, with scheme SharedKey (the method, the content type, the date and
+// the resource) or SharedKeyLite (the date and the resource).
+func signDev(req *http.Request, scheme string) {
+	date := time.Now().UTC().Format(http.TimeFormat)
+	req.Header.Set("x-ms-date", date)
+	sts := date + "\n/" + httpapi.DevAccountName + req.URL.EscapedPath()
+	if scheme == "SharedKey" {
+		sts = req.Method + "\n\n" + req.Header.Get("Content-Type") + "\n" + sts
+	}
+	key, _ := base64.StdEncoding.DecodeString(httpapi.DevAccountKey)
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(sts))
+	req.Header.Set("Authorization", scheme+" "+httpapi.DevAccountName+":"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
+}
+
 // signedDo sends a request signed with SharedKeyLite and the development
 // account's key to base+path and checks its status; into, when set, takes
 // the body: an io.Writer streams it there, anything else decodes its JSON.
@@ -262,18 +278,10 @@ func signedDo(ctx context.Context, hc *http.Client, method, base, path string, b
 	if err != nil {
 		return err
 	}
-	key, err := base64.StdEncoding.DecodeString(httpapi.DevAccountKey)
-	if err != nil {
-		return err
-	}
-	date := time.Now().UTC().Format(http.TimeFormat)
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(date + "\n/" + httpapi.DevAccountName + req.URL.EscapedPath()))
-	req.Header.Set("x-ms-date", date)
 	req.Header.Set("x-ms-version", "2019-02-02")
 	req.Header.Set("Accept", "application/json;odata=nometadata")
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "SharedKeyLite "+httpapi.DevAccountName+":"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
+	signDev(req, "SharedKeyLite")
 	resp, err := hc.Do(req)
 	if err != nil {
 		return err
