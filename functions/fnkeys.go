@@ -185,7 +185,7 @@ func (s *KeyStore) List(ctx context.Context, function string) ([]FunctionKey, er
 var ErrNoSuchKey = errors.New("no such key")
 
 // Revoke removes a function's key: calls with it are refused as soon as
-// each node's watch has seen the removal (milliseconds).
+// each node's watch has seen the removal.
 func (s *KeyStore) Revoke(ctx context.Context, function, id string) error {
 	if !keyIDRE.MatchString(id) {
 		return fmt.Errorf("%w: %q is not a key id", ErrNoSuchKey, id)

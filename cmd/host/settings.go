@@ -87,7 +87,7 @@ func settingsCmd(ctx context.Context, conn *connFlags, nc *nats.Conn, a []string
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "set %s %s of %s at %s: its next invocations read it, on every host\n", kind, st.Name, fn, st.Set.Format(time.RFC3339))
+		fmt.Fprintf(out, "set %s %s of %s at %s: every host's next invocations read it once its watch of the settings has it\n", kind, st.Name, fn, st.Set.Format(time.RFC3339))
 		return nil
 	case verb == "remove" && len(a) == 4:
 		if _, err := s.Remove(ctx, fn, a[3], secret); err != nil {

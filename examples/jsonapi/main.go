@@ -63,6 +63,8 @@ func serve(ctx *sdk.Context) error {
 	case "GET /employees", "HEAD /employees":
 		return find(ctx, req.Query)
 	}
+	// The host answers 404 and 405 itself for what cairn.json does not
+	// route: this is reached only by a route added there and not here.
 	return refuse(ctx, http.StatusNotFound, "RouteNotFound", "no such route: "+req.Method+" "+req.Route)
 }
 

@@ -147,7 +147,7 @@ export function settingsSection(name) {
   const remove = async s => {
     const kind = s.secret ? 'secret' : 'setting';
     if (!await confirmDialog('Remove ' + kind + ' ' + s.name + ' of ' + name + '?',
-      'The next invocation of ' + name + ' on each host reads it as not set.' + (s.secret ? ' Its value is gone for good.' : ''), 'Remove')) return;
+      'The next invocations of ' + name + ' read it as not set: on this host at once, on the others once their watch has the change.' + (s.secret ? ' Its value is gone for good.' : ''), 'Remove')) return;
     try {
       await api(fnPath(name) + '/' + kind + 's/' + encodeURIComponent(s.name), { method: 'DELETE' });
       toast(kind[0].toUpperCase() + kind.slice(1) + ' ' + s.name + ' of ' + name + ' removed');
@@ -179,7 +179,7 @@ export function settingsSection(name) {
   const secretFile = el('input', { id: 'secret-file', type: 'file', title: 'or the value from a file (its text, as it is)' });
   const section = [
     el('h2', null, 'Settings and secrets of ' + name),
-    el('p', { class: 'muted small' }, 'The function reads both by name (Setting); the next invocation on each host sees a change, without a redeploy. A secret is sealed at rest and never shown, here or anywhere: type it (one line) or choose a file holding it.'),
+    el('p', { class: 'muted small' }, 'The function reads both by name (Setting); a change is seen, without a redeploy, by the next invocation on this host, and on the others once their watch has it. A secret is sealed at rest and never shown, here or anywhere: type it (one line) or choose a file holding it.'),
     form('setting', settingValue, async () => settingValue.value, () => { settingValue.value = ''; }),
     form('secret', [secretValue, el('span', { class: 'muted small' }, 'or'), secretFile],
       async () => secretFile.files.length ? fileText(secretFile.files[0]) : secretValue.value,

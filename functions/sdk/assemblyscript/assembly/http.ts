@@ -21,6 +21,8 @@ export class HTTPRequest {
   // (Authorization, x-functions-key) and cookies.
   header: Map<string, string[]> = new Map<string, string[]>();
   // caller names who called: "key:<name>" for a function key,
+  // "account:<account>" for a request signed with an account's key,
+  // "sas:<account>" for an account's shared access signature,
   // "anonymous" on an anonymous route.
   caller: string = "";
 
