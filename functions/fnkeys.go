@@ -94,7 +94,7 @@ type KeyStore struct {
 
 // KeysBucket is the name of the keys' bucket for prefix.
 func KeysBucket(prefix string) string {
-	return strings.ToUpper(strings.ReplaceAll(prefix, "-", "_")) + "_FNKEYS"
+	return bucketName(prefix, "FNKEYS")
 }
 
 // OpenKeyStore opens (creating if needed, with replicas) the keys'

@@ -88,8 +88,12 @@ type Queues struct {
 }
 
 // StreamName is the name of the queue stream for a subject prefix.
-func StreamName(prefix string) string {
-	return strings.ToUpper(strings.ReplaceAll(prefix, "-", "_")) + "_QUEUES"
+func StreamName(prefix string) string { return bucketName(prefix, "QUEUES") }
+
+// bucketName is the name of the functions' stream or bucket of a subject
+// prefix: the prefix in capitals, "-" as "_", then "_" and what it is.
+func bucketName(prefix, what string) string {
+	return strings.ToUpper(strings.ReplaceAll(prefix, "-", "_")) + "_" + what
 }
 
 // QueueSubject is the subject clients publish a queue's messages to; the

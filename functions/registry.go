@@ -35,20 +35,20 @@ const history = 64
 // OpenRegistry opens (creating if needed) the registry's buckets. With
 // replicas 0 it only opens existing ones.
 func OpenRegistry(ctx context.Context, js jetstream.JetStream, prefix string, replicas int) (*Registry, error) {
-	base := strings.ToUpper(strings.ReplaceAll(prefix, "-", "_"))
+	manifests, modules := bucketName(prefix, "FUNCTIONS"), bucketName(prefix, "MODULES")
 	if replicas == 0 {
-		kv, err := js.KeyValue(ctx, base+"_FUNCTIONS")
+		kv, err := js.KeyValue(ctx, manifests)
 		if err != nil {
-			return nil, fmt.Errorf("functions: registry %s_FUNCTIONS: %w (has a Cairn node with prefix %q started on this NATS server?)", base, err, prefix)
+			return nil, fmt.Errorf("functions: registry %s: %w (has a Cairn node with prefix %q started on this NATS server?)", manifests, err, prefix)
 		}
-		obj, err := js.ObjectStore(ctx, base+"_MODULES")
+		obj, err := js.ObjectStore(ctx, modules)
 		if err != nil {
-			return nil, fmt.Errorf("functions: module store %s_MODULES: %w", base, err)
+			return nil, fmt.Errorf("functions: module store %s: %w", modules, err)
 		}
 		return &Registry{kv: kv, obj: obj}, nil
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      base + "_FUNCTIONS",
+		Bucket:      manifests,
 		Description: "Cairn functions: the current manifest of each",
 		History:     history,
 		Replicas:    replicas,
@@ -58,7 +58,7 @@ func OpenRegistry(ctx context.Context, js jetstream.JetStream, prefix string, re
 		return nil, fmt.Errorf("functions: registry bucket: %w", err)
 	}
 	obj, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket:      base + "_MODULES",
+		Bucket:      modules,
 		Description: "Cairn function modules",
 		Replicas:    replicas,
 		Storage:     jetstream.FileStorage,

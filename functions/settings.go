@@ -78,7 +78,7 @@ type Setting struct {
 // replicas 0 it only opens an existing one. key is SecretsKey of the node
 // user's password (nil: secrets can be neither set nor read).
 func OpenSettings(ctx context.Context, js jetstream.JetStream, prefix string, replicas int, key []byte) (*Settings, error) {
-	name := strings.ToUpper(strings.ReplaceAll(prefix, "-", "_")) + "_SETTINGS"
+	name := bucketName(prefix, "SETTINGS")
 	var (
 		kv  jetstream.KeyValue
 		err error
