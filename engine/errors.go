@@ -73,6 +73,13 @@ const (
 	// there to skip. It was AsOfHistoryGone for as-of reads before the
 	// journal had a retention.
 	CodeHistoryTruncated Code = "HistoryTruncated"
+
+	// The codes of a request's signature (Azure's): none, or one that does
+	// not match (403 in the Tables API, 401 on a function's route); one
+	// that grants not what is asked (403 both).
+	CodeAuthenticationFailed Code = "AuthenticationFailed"
+	CodeAuthorizationFailure Code = "AuthorizationFailure"
+	CodePermissionMismatch   Code = "AuthorizationPermissionMismatch"
 )
 
 // NoIndex is Error.Index when the error is not about one operation of a batch.

@@ -42,14 +42,10 @@ const (
 	CodeRouteNotFound    = "RouteNotFound"
 	CodeMethodNotAllowed = "MethodNotAllowed"
 	CodeUnauthorized     = "Unauthorized"
-	// An account's signature was valid but does not grant the call (the
-	// Tables API's codes for the same).
-	CodeAuthorizationFailure = "AuthorizationFailure"
-	CodePermissionMismatch   = "AuthorizationPermissionMismatch"
-	CodeTooManyRequests      = "TooManyRequests"
-	CodeOriginNotAllowed     = "OriginNotAllowed"
-	CodeFunctionFailed       = "FunctionFailed"
-	CodeFunctionTimedOut     = "FunctionTimedOut"
+	CodeTooManyRequests  = "TooManyRequests"
+	CodeOriginNotAllowed = "OriginNotAllowed"
+	CodeFunctionFailed   = "FunctionFailed"
+	CodeFunctionTimedOut = "FunctionTimedOut"
 )
 
 // HTTPTriggers serves the functions' HTTP routes (HTTPPrefix). Each
@@ -353,7 +349,7 @@ func (t *HTTPTriggers) authorizeAccount(r *http.Request, name, account string, r
 	if err != nil {
 		ee := engine.AsError(err)
 		status := http.StatusUnauthorized
-		if ee.Code == CodeAuthorizationFailure || ee.Code == CodePermissionMismatch {
+		if ee.Code == engine.CodeAuthorizationFailure || ee.Code == engine.CodePermissionMismatch {
 			status = http.StatusForbidden
 		}
 		return "", "", refuse(status, string(ee.Code), "the route %s %s of function %q needs a request signed by account %s: %s", route.Method, route.Path, name, account, ee.Message)

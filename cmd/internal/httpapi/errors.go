@@ -12,9 +12,9 @@ import (
 
 // Codes of the HTTP front door, beyond the engine's.
 const (
-	codeAuthenticationFailed    engine.Code = "AuthenticationFailed"
-	codeAuthorizationFailure    engine.Code = "AuthorizationFailure"
-	codePermissionMismatch      engine.Code = "AuthorizationPermissionMismatch"
+	codeAuthenticationFailed    engine.Code = engine.CodeAuthenticationFailed
+	codeAuthorizationFailure    engine.Code = engine.CodeAuthorizationFailure
+	codePermissionMismatch      engine.Code = engine.CodePermissionMismatch
 	codeInvalidURI              engine.Code = "InvalidUri"
 	codeUnsupportedVerb         engine.Code = "UnsupportedHttpVerb"
 	codeNotImplemented          engine.Code = "NotImplemented"
