@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/cairn-dev/cairn/engine"
 )
 
@@ -247,26 +249,11 @@ func hostHeader(name string) bool {
 	return false
 }
 
-// validHeaderName reports whether s is an HTTP token.
+// validHeaderName reports whether s is an HTTP token of at most 256
+// bytes.
 func validHeaderName(s string) bool {
-	if s == "" || len(s) > 256 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
+	return len(s) <= 256 && httpguts.ValidHeaderFieldName(s)
 }
 
 // validHeaderValue reports whether s holds no control character but tab.
-func validHeaderValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
+func validHeaderValue(s string) bool { return httpguts.ValidHeaderFieldValue(s) }
