@@ -100,14 +100,9 @@ const (
 	OpRespond Op = 10
 )
 
-// Known reports whether o is an operation of this ABI.
-func (o Op) Known() bool {
-	switch o {
-	case OpTrigger, OpGet, OpQuery, OpWrite, OpEnqueue, OpOutput, OpLog, OpFail, OpSetting, OpRespond:
-		return true
-	}
-	return false
-}
+// Known reports whether o is an operation of this ABI: they are numbered
+// from OpTrigger to OpRespond without a gap.
+func (o Op) Known() bool { return o >= OpTrigger && o <= OpRespond }
 
 func (o Op) String() string {
 	switch o {
