@@ -39,13 +39,16 @@ func init() {
 
 func appendMapLen(b []byte, n int) []byte { return append(b, 0x80|byte(n)) } // n < 16
 
-// appendLen appends the header of a map (fix 0x80, 16-bit 0xde) or an
-// array (0x90, 0xdc) of n entries, n < 65,536.
+// appendLen appends the header of a map (fix 0x80, 16-bit 0xde, 32-bit
+// 0xdf) or an array (0x90, 0xdc, 0xdd) of n entries.
 func appendLen(b []byte, fix, wide byte, n int) []byte {
-	if n < 16 {
+	switch {
+	case n < 16:
 		return append(b, fix|byte(n))
+	case n <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(b, wide), uint16(n))
 	}
-	return binary.BigEndian.AppendUint16(append(b, wide), uint16(n))
+	return binary.BigEndian.AppendUint32(append(b, wide+1), uint32(n))
 }
 
 func appendStr(b []byte, s string) []byte {
