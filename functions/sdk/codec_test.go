@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -135,17 +136,40 @@ func TestDecodeResponseSkipsUnknownFields(t *testing.T) {
 	}
 }
 
+// randHeader is a header map of n names, each with 1 to most values of
+// up to 40 bytes.
+func randHeader(r *rand.Rand, n, most int) map[string][]string {
+	h := make(map[string][]string, n)
+	for len(h) < n {
+		vs := make([]string, 1+r.IntN(most))
+		for j := range vs {
+			vs[j] = strings.Repeat("v", r.IntN(41))
+		}
+		h["X-"+strconv.Itoa(len(h))] = vs
+	}
+	return h
+}
+
 func TestEncodeRequest(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 2))
-	for i := range 300 {
+	// A reply's headers past the 16-bit lengths, once.
+	wide := &abi.RespondRequest{Status: 200, Header: map[string][]string{"Many": make([]string, 70_000)}}
+	for i := range 70_000 {
+		wide.Header["H"+strconv.Itoa(i)] = []string{"v"}
+	}
+	for i := range 301 {
 		reqs := []any{
 			&abi.GetRequest{Table: randString(r), PartitionKey: randString(r), RowKey: randString(r)},
 			&abi.QueryRequest{Table: randString(r), PartitionKey: randString(r), Filter: randString(r), Top: int(randInt(r))},
 			&abi.EnqueueRequest{Queue: randString(r), Body: randBytes(r)},
 			&abi.SettingRequest{Name: randString(r)},
 			&abi.WriteRequest{Table: randString(r), Op: randString(r), Entity: abi.Entity{Entity: randEntity(r)}, IfMatch: randString(r)},
+			&abi.RespondRequest{Status: int(r.IntN(600)), Header: randHeader(r, 1+r.IntN(40), 20)},
+		}
+		if i == 300 {
+			reqs = []any{wide}
 		}
 		for _, req := range reqs {
 			b, err := encodeRequest(req)
