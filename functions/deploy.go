@@ -111,7 +111,7 @@ func (rn *Runner) install(m *Manifest, handler Handler) {
 	rn.mu.Unlock()
 	if f != nil {
 		f.stop()
-		if old := f.cur.Load().m; old.Trigger != m.Trigger {
+		if old := f.cur.Load().m; !old.Trigger.sameFeed(m.Trigger) {
 			rn.dropConsumer(old)
 		}
 	}

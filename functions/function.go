@@ -82,7 +82,7 @@ func (v *version) retire(wg *sync.WaitGroup) {
 // sameFeed reports whether m can run on f's trigger goroutine as it is.
 func (f *function) sameFeed(m *Manifest) bool {
 	c := f.cur.Load().m
-	return c.Trigger == m.Trigger && c.Concurrency == m.Concurrency && c.AckWait() == m.AckWait()
+	return c.Trigger.sameFeed(m.Trigger) && c.Concurrency == m.Concurrency && c.AckWait() == m.AckWait()
 }
 
 // take returns the current version, marked in use; release it. It

@@ -75,6 +75,17 @@ type Trigger struct {
 	HTTP *HTTPTrigger `json:"http,omitempty"`
 }
 
+// sameFeed reports whether t and u are fed by the same messages: the same
+// queue, table or schedule, or both HTTP (routes are matched per request,
+// from the version that takes it, so they need no feed of their own).
+func (t Trigger) sameFeed(u Trigger) bool {
+	if (t.HTTP == nil) != (u.HTTP == nil) {
+		return false
+	}
+	t.HTTP, u.HTTP = nil, nil
+	return t == u
+}
+
 // schedule returns the timer's schedule: the next tick after a time.
 func (t Trigger) schedule() (func(time.Time) time.Time, error) {
 	if t.Cron != "" {
