@@ -126,7 +126,7 @@ func (t *HTTPTriggers) serve(w http.ResponseWriter, r *http.Request) *httpError 
 	f := t.rn.fns[name]
 	t.rn.mu.Unlock()
 	if f == nil {
-		return refuse(http.StatusNotFound, CodeFunctionNotFound, "no function %.64q is deployed", name)
+		return refuse(http.StatusNotFound, CodeFunctionNotFound, "no function %.64q with HTTP routes is deployed", name)
 	}
 	v, ok := f.take()
 	if !ok {
@@ -135,7 +135,7 @@ func (t *HTTPTriggers) serve(w http.ResponseWriter, r *http.Request) *httpError 
 	defer v.release()
 	h := v.m.Trigger.HTTP
 	if h == nil {
-		return refuse(http.StatusNotFound, CodeFunctionNotFound, "function %q has no HTTP routes (its trigger is %s)", name, v.m.Trigger.Kind())
+		return refuse(http.StatusNotFound, CodeFunctionNotFound, "no function %.64q with HTTP routes is deployed", name)
 	}
 	origin := r.Header.Get("Origin")
 	if r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != "" {
