@@ -80,6 +80,14 @@ func TestSecretsKey(t *testing.T) {
 	if len(a) != 32 || !bytes.Equal(a, b) || bytes.Equal(a, SecretsKey([]byte("q"))) {
 		t.Fatalf("keys: %x %x", a, b)
 	}
+	// The bounds count a sealed value less sealOverhead: what seal adds.
+	s, err := newSealer(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sealed, err := s.seal("f", "N", []byte("value")); err != nil || len(sealed)-len("value") != sealOverhead {
+		t.Fatalf("sealing adds %d bytes, sealOverhead says %d (%v)", len(sealed)-len("value"), sealOverhead, err)
+	}
 }
 
 func openTestSettings(t *testing.T, key []byte) (*Settings, jetstream.KeyValue, context.Context) {
