@@ -65,8 +65,9 @@ type floors struct {
 	n, rounds, warmup   int
 	read, write, memory *floor
 	// skeleton is the insert with today's protocol and no Cairn code,
-	// measured with the write floor and printed below it.
-	skeleton *floor
+	// measured with the write floor and printed below it; readSkeleton
+	// the point read's, measured with the read floor.
+	skeleton, readSkeleton *floor
 }
 
 // of returns the floor of kind, measuring it first if needed; nil when
@@ -94,13 +95,30 @@ func (f *floors) of(ctx context.Context, kind floorKind, cpu bool) (*floor, erro
 	return nil, nil
 }
 
-// measureRead measures the floor of a point read.
+// measureRead measures the floor of a point read, and the point read
+// with the protocol's own work and no Cairn code (readSkeletonChild) on
+// the point-read workload's rows and keys.
 func (f *floors) measureRead(ctx context.Context) (*floor, error) {
-	h, err := f.measureHTTP(ctx, "a point read", "", func(t *target) func(context.Context, int) error {
+	h, err := f.measureHTTP(ctx, "a point read", "", nil, func(t *target) func(context.Context, int) error {
 		return func(ctx context.Context, i int) error { return t.client.Get(ctx, "Floor", key("p", i), key("r", i)) }
 	})
 	if err != nil {
 		return nil, err
+	}
+	rows := makeRows(f.n, byBatch)
+	pick := randomIndexes(max(f.n, f.warmup), len(rows))
+	sk, err := f.measureHTTP(ctx, "a point read with the protocol's work", "", []string{"-read-skeleton", strconv.Itoa(f.n)}, func(t *target) func(context.Context, int) error {
+		return func(ctx context.Context, i int) error {
+			r := rows[pick[i]]
+			return t.client.Get(ctx, "Floor", r.pk, r.rk)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.readSkeleton = &floor{
+		name: fmt.Sprintf("a point read with the protocol's work and no Cairn code: net/http, the SharedKeyLite signature checked (date, HMAC-SHA256), the keys read from the path, the entity's stored JSON found in a Go map of the same %d entities and written; same client, keys, %d concurrent", f.n, writers),
+		rate: sk.v, cpu: sk.cpu,
 	}
 	return &floor{name: fmt.Sprintf("floor of a point read: net/http answering every GET with one stored entity, %d concurrent, same client", writers),
 		rate: h.v, cpu: h.cpu}, nil
@@ -115,7 +133,7 @@ func (f *floors) measureWrite(ctx context.Context) (*floor, error) {
 	insert := func(t *target) func(context.Context, int) error {
 		return func(ctx context.Context, i int) error { return t.client.Insert(ctx, "Floor", rows[i].body) }
 	}
-	h, err := f.measureHTTP(ctx, "an insert", "", insert)
+	h, err := f.measureHTTP(ctx, "an insert", "", nil, insert)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +141,7 @@ func (f *floors) measureWrite(ctx context.Context) (*floor, error) {
 	if err != nil {
 		return nil, err
 	}
-	sk, err := f.measureHTTP(ctx, "an insert with today's protocol", dir, insert)
+	sk, err := f.measureHTTP(ctx, "an insert with today's protocol", dir, nil, insert)
 	if err != nil {
 		return nil, err
 	}
@@ -152,9 +170,10 @@ func (f *floors) measureWrite(ctx context.Context) (*floor, error) {
 // makes of a target, with the workloads' client and concurrency: the
 // median rate and server CPU per request of f.rounds rounds of f.n
 // requests, after an uncounted one of f.warmup. With a directory
-// (removed afterwards) the child is the insert's skeleton, storing there.
-func (f *floors) measureHTTP(ctx context.Context, what, skeletonDir string, op func(*target) func(context.Context, int) error) (figure, error) {
-	args := []string{"http-floor-child"}
+// (removed afterwards) the child is the insert's skeleton, storing there;
+// flags are the child's further flags.
+func (f *floors) measureHTTP(ctx context.Context, what, skeletonDir string, flags []string, op func(*target) func(context.Context, int) error) (figure, error) {
+	args := append([]string{"http-floor-child"}, flags...)
 	if skeletonDir != "" {
 		args = append(args, "-skeleton-store", filepath.Join(skeletonDir, "jetstream"))
 	}

@@ -167,6 +167,9 @@ func benchHTTP(args []string) error {
 		if f != nil && f == fl.write && fl.skeleton != nil {
 			fmt.Println(w.skeletonRow(c, fl.skeleton))
 		}
+		if f != nil && f == fl.read && fl.readSkeleton != nil {
+			fmt.Println(w.skeletonRow(c, fl.readSkeleton))
+		}
 	}
 	return nil
 }
@@ -641,9 +644,9 @@ func (w httpWorkload) floorRow(c figure, f *floor, again bool) string {
 	return fmt.Sprintf("| %s | %.0f entities/s | - | %s | %s | %s | - | - |", name, f.rate, ratio, goal, cpuCell(f.cpu))
 }
 
-// skeletonRow formats the row of the insert with today's protocol and no
-// Cairn code below w's floor row: its figures and Cairn's multiple of its
-// CPU per entity, which no goal bounds.
+// skeletonRow formats the row of the insert or the point read with the
+// protocol's work and no Cairn code below w's floor row: its figures and
+// Cairn's multiple of its CPU per entity, which no goal bounds.
 func (w httpWorkload) skeletonRow(c figure, s *floor) string {
 	ratio := "-"
 	if c.cpu > 0 && s.cpu > 0 {

@@ -134,6 +134,7 @@ func floorChild(args []string) error {
 	fs := flag.NewFlagSet("http-floor-child", flag.ContinueOnError)
 	store := fs.String("nats-store", "", "embed a NATS server storing in this directory and measure raw appends and deliveries, instead of serving HTTP")
 	skeleton := fs.String("skeleton-store", "", "embed a NATS server storing in this directory, and answer each insert once its body is appended, acknowledged and delivered (skeletonHTTPChild)")
+	readSkeleton := fs.Int("read-skeleton", 0, "answer point reads of the point-read workload's first n rows as the Tables protocol asks, with no Cairn code (readSkeletonChild)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -142,6 +143,9 @@ func floorChild(args []string) error {
 	}
 	if *skeleton != "" {
 		return skeletonHTTPChild(*skeleton)
+	}
+	if *readSkeleton > 0 {
+		return readSkeletonChild(*readSkeleton)
 	}
 	body := benchEntity(key("p", 0), key("r", 0), 0)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
