@@ -46,7 +46,7 @@ func (c *call) authenticate(resource string) error {
 	}
 	auth := c.r.Header.Get("Authorization")
 	if auth == "" {
-		if c.r.URL.Query().Get("sig") != "" {
+		if c.params().Get("sig") != "" {
 			return c.authenticateSAS(a, resource)
 		}
 		return engine.Errorf(codeAuthenticationFailed, "the request is not signed: send an Authorization header (SharedKey or SharedKeyLite) or a shared access signature")
@@ -97,11 +97,15 @@ func (c *call) authenticate(resource string) error {
 // and, if it differs, as decoded.
 func (c *call) canonicalResources() []string {
 	raw, _, _ := strings.Cut(c.r.RequestURI, "?")
-	if u, err := url.Parse(raw); err == nil && u.IsAbs() {
-		raw = u.EscapedPath()
+	// A request line in absolute form (a proxy's) names the scheme and
+	// host too; the origin form, what clients send, is the path itself.
+	if !strings.HasPrefix(raw, "/") {
+		if u, err := url.Parse(raw); err == nil && u.IsAbs() {
+			raw = u.EscapedPath()
+		}
 	}
 	comp := ""
-	if v := c.r.URL.Query().Get("comp"); v != "" {
+	if v := c.params().Get("comp"); v != "" {
 		comp = "?comp=" + v
 	}
 	out := []string{"/" + c.account + raw + comp}
@@ -124,7 +128,7 @@ type sas struct {
 
 // authenticateSAS verifies a service SAS (tn=…) or an account SAS (ss=…).
 func (c *call) authenticateSAS(a Account, resource string) error {
-	q := c.r.URL.Query()
+	q := c.params()
 	sig, err := base64.StdEncoding.DecodeString(q.Get("sig"))
 	if err != nil {
 		return engine.Errorf(codeAuthenticationMalformed, "the shared access signature (sig) is not base64")

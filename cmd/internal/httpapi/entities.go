@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cairn-dev/cairn/cmd/internal/pages"
 	"github.com/cairn-dev/cairn/engine"
@@ -121,16 +122,31 @@ func (c *call) get(table string, k keys) {
 		c.fail(err)
 		return
 	}
-	if sel, err := parseSelection(c.r.URL.Query().Get("$select")); err != nil {
+	if sel, err := parseSelection(c.params().Get("$select")); err != nil {
 		c.fail(err)
 		return
 	} else if sel != nil {
 		e = sel.Project(e)
 	}
 	etag := engine.ETag(t.Epoch(), e.Version)
-	c.w.Header().Set("ETag", etag)
-	c.writeJSON(http.StatusOK, c.appendEntity(nil, shownName(t), e, etag, true))
+	c.w.Header()["Etag"] = []string{etag}
+	buf := answers.Get().(*[]byte)
+	*buf = c.appendEntity((*buf)[:0], shownName(t), e, etag, true)
+	c.writeJSON(http.StatusOK, *buf)
+	if cap(*buf) <= maxPooledAnswer {
+		answers.Put(buf)
+	}
 }
+
+// answers holds the buffers point reads write their answer into: an
+// entity's JSON is about as large as the entity (up to 1 MiB), and growing
+// a new buffer to it for every read made most of a read's garbage.
+// net/http copies what is written, so a buffer is reused once written.
+var answers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledAnswer is the largest buffer kept for reuse: one grown by a
+// rare large entity is left to the collector rather than held.
+const maxPooledAnswer = 64 << 10
 
 // mayRead authorises a read of one entity: a SAS must grant query on the
 // table and cover the keys.

@@ -55,7 +55,7 @@ func (c *call) history() {
 		c.fail(notImplemented("a table's history on this server"))
 		return
 	}
-	name := c.r.URL.Query().Get("table")
+	name := c.params().Get("table")
 	switch c.r.Method {
 	case http.MethodGet:
 		if err := c.allowTables('l'); err != nil {

@@ -167,7 +167,7 @@ func (c *call) load() {
 		c.fail(err)
 		return
 	}
-	q := c.r.URL.Query()
+	q := c.params()
 	top := 20
 	if v := q.Get("top"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -30,7 +30,7 @@ func parseSelection(s string) (query.Selection, error) {
 
 // descending reads the order option from the query or the header.
 func (c *call) descending() (bool, error) {
-	v := c.r.URL.Query().Get("cairn-order")
+	v := c.params().Get("cairn-order")
 	if v == "" {
 		v = c.r.Header.Get(OrderHeader)
 	}
@@ -70,7 +70,7 @@ func (c *call) query(table string) {
 		c.fail(err)
 		return
 	}
-	q := c.r.URL.Query()
+	q := c.params()
 	filter, top, err := filterAndTop(q)
 	if err != nil {
 		c.fail(err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -249,6 +250,18 @@ type call struct {
 	// operator: the request came through the operators' door
 	// (OperatorHandler), behind the operator token.
 	operator bool
+	q        url.Values // the query's parameters, parsed once (params)
+}
+
+// params returns the request's query parameters, parsed on first use: a
+// request reads several (sig, comp, $format, $select…), and each
+// URL.Query call parses the whole query again. Nil for an empty query.
+// Callers must not change it.
+func (c *call) params() url.Values {
+	if c.q == nil && c.r.URL.RawQuery != "" {
+		c.q = c.r.URL.Query()
+	}
+	return c.q
 }
 
 // fullName returns the full name of the account's table table, refusing a
@@ -324,11 +337,11 @@ func (c *call) serve(resource string) {
 	// Azure's ?comp= resources (access policies, service properties and
 	// statistics) speak XML; answering them before the JSON check tells a
 	// client that asked for XML what is missing, not how it asked.
-	if comp := c.r.URL.Query().Get("comp"); comp != "" {
+	if comp := c.params().Get("comp"); comp != "" {
 		c.fail(compNotImplemented(comp))
 		return
 	}
-	meta, err := metadataLevel(c.r)
+	meta, err := c.metadataLevel()
 	if err != nil {
 		c.fail(err)
 		return
@@ -479,10 +492,10 @@ func (c *call) preflight() {
 }
 
 // metadataLevel reads the OData metadata level from $format or Accept.
-func metadataLevel(r *http.Request) (wire.Metadata, error) {
-	v := r.URL.Query().Get("$format")
+func (c *call) metadataLevel() (wire.Metadata, error) {
+	v := c.params().Get("$format")
 	if v == "" {
-		v = r.Header.Get("Accept")
+		v = c.r.Header.Get("Accept")
 	}
 	switch {
 	case strings.Contains(v, "odata=nometadata"):

@@ -45,23 +45,28 @@ func (c *call) appendTable(b []byte, name string, element bool) []byte {
 }
 
 func (c *call) writeJSON(code int, body []byte) {
+	// Canonical keys and shared values set directly: this runs on every
+	// answer with a body (Header.Set canonicalises and allocates).
 	h := c.w.Header()
-	h.Set("Content-Type", contentType(c.meta))
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("DataServiceVersion", "3.0;")
+	h["Content-Type"] = contentTypes[c.meta]
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	h["Dataserviceversion"] = dataServiceVersion
 	c.w.WriteHeader(code)
 	_, _ = c.w.Write(body)
 }
 
-func contentType(m wire.Metadata) string {
-	switch m {
-	case wire.NoMetadata:
-		return "application/json;odata=nometadata;streaming=true;charset=utf-8"
-	case wire.FullMetadata:
-		return "application/json;odata=fullmetadata;streaming=true;charset=utf-8"
+// contentTypes and dataServiceVersion are header values shared by every
+// answer: net/http only reads them.
+var (
+	contentTypes = [...][]string{
+		wire.NoMetadata:      {"application/json;odata=nometadata;streaming=true;charset=utf-8"},
+		wire.MinimalMetadata: {"application/json;odata=minimalmetadata;streaming=true;charset=utf-8"},
+		wire.FullMetadata:    {"application/json;odata=fullmetadata;streaming=true;charset=utf-8"},
 	}
-	return "application/json;odata=minimalmetadata;streaming=true;charset=utf-8"
-}
+	dataServiceVersion = []string{"3.0;"}
+)
+
+func contentType(m wire.Metadata) string { return contentTypes[m][0] }
 
 // noContent reports whether the client asked for no body (Prefer:
 // return-no-content) and acknowledges it.
@@ -82,7 +87,7 @@ func (c *call) listTables() {
 		c.fail(err)
 		return
 	}
-	q := c.r.URL.Query()
+	q := c.params()
 	filter, top, err := filterAndTop(q)
 	if err != nil {
 		c.fail(err)
