@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -221,4 +224,50 @@ func equal(a, b any) bool {
 		return ok && bytes.Equal(x, y)
 	}
 	return a == b
+}
+
+// Point reads write their answers into pooled buffers: reads of entities
+// of different sizes at once, some larger than a buffer kept, each get
+// their own entity whole.
+func TestConcurrentPointReadsOwnAnswers(t *testing.T) {
+	s := startServer(t, httpapiDefaults)
+	c := s.table(t, "Answers")
+	ctx := context.Background()
+	sizes := []int{0, 10, 3000, 5000, 70 << 10, 200 << 10}
+	props := func(i int) map[string]any { // n bytes in properties of at most 30,000
+		m := map[string]any{}
+		for n, k := sizes[i], 0; n > 0; k++ {
+			m[fmt.Sprint("V", k)] = strings.Repeat(string(rune('a'+i)), min(n, 30000))
+			n -= 30000
+		}
+		return m
+	}
+	for i := range sizes {
+		if _, err := c.AddEntity(ctx, entity("p", fmt.Sprint(i), props(i)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for j := range 30 {
+				i := (w + j) % len(sizes)
+				r, err := c.GetEntity(ctx, "p", fmt.Sprint(i), nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var got aztables.EDMEntity
+				if err := json.Unmarshal(r.Value, &got); err != nil {
+					t.Error(err)
+					return
+				}
+				if want := props(i); fmt.Sprint(got.Properties) != fmt.Sprint(want) {
+					t.Errorf("entity %d: its properties are not its own", i)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
