@@ -82,8 +82,8 @@ var (
 // one or "-" (where the figure would have been: a later column is
 // another's); failing that, the first number of its second column, in
 // the unit its header names if the header is one. A cell of labelled figures
-// ("p50 X, p99 Y") gives one metric per label. Rows without a number are
-// left out.
+// ("p50 X, p99 Y") gives one metric per label, and a later column whose
+// header names CPU one more. Rows without a number are left out.
 func parseRows(out string) []metric {
 	lines := strings.Split(out, "\n")
 	var header []string
@@ -171,7 +171,7 @@ func rowMetrics(header, cells []string) []metric {
 	if col != 1 && col < len(header) {
 		name += ": " + header[col]
 	}
-	ms := make([]metric, 0, len(figs))
+	ms := make([]metric, 0, len(figs)+1)
 	for _, f := range figs {
 		n := name
 		if f.label != "" {
@@ -179,6 +179,18 @@ func rowMetrics(header, cells []string) []metric {
 		}
 		key := table + "\x00" + digits.ReplaceAllString(name, "#") + "\x00" + f.label + "\x00" + f.unit
 		ms = append(ms, metric{key: key, name: n, quantity: f.quantity})
+	}
+	// A later column headed with CPU (the HTTP benchmark's server CPU per
+	// entity, what its goals bound) gives a metric of its own.
+	for j := col + 1; j < len(cells) && j < len(header); j++ {
+		if !strings.Contains(header[j], "CPU") {
+			continue
+		}
+		if q, ok := firstQuantity(cells[j]); ok && q.kind != unitNone {
+			n := cells[0] + ": " + header[j]
+			key := table + "\x00" + digits.ReplaceAllString(n, "#") + "\x00\x00" + q.unit
+			ms = append(ms, metric{key: key, name: n, quantity: q})
+		}
 	}
 	return ms
 }
