@@ -52,3 +52,38 @@ func TestViewKeepsNoRecordText(t *testing.T) {
 		}
 	}
 }
+
+// TestViewKeepsNoRequestText: a record the committer applies at its
+// acknowledgement has the keys of the request it was decided from, which
+// the front door cuts from the request's text; the partition's summary
+// and the command ids kept for the dedup window hold copies, so that
+// they keep no request's text alive for as long as they live.
+func TestViewKeepsNoRequestText(t *testing.T) {
+	text := "p" + strings.Repeat("x", 64<<10)
+	lo := uintptr(unsafe.Pointer(unsafe.StringData(text)))
+	hi := lo + uintptr(len(text))
+	inText := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return p >= lo && p < hi
+	}
+	pk := text[:1]
+	vt := NewTable("Keys", 1, 0)
+	for seq, rk := range []string{"r1", "r2"} { // a new partition, then one it has
+		vt.Apply(uint64(seq+1), &engine.Record{Time: 1, PartitionKey: pk, Commands: []engine.CommandRef{{ID: "c-" + rk, Count: 1}},
+			Events: []engine.Event{{Kind: engine.EventPut, RowKey: rk, Properties: []engine.Property{{Name: "N", Value: engine.Int32(1)}}}}})
+	}
+	vt.Publish()
+	snap := vt.Snapshot()
+	if p := snap.Partition("p"); p.Entities != 2 || inText(p.Key) {
+		t.Fatalf("partition %+v: its key is a substring of the request's text: %v", p, inText(p.Key))
+	}
+	for _, id := range []string{"c-r1", "c-r2"} {
+		c, ok := snap.Command("p", id)
+		if !ok {
+			t.Fatalf("command %s not remembered", id)
+		}
+		if inText(c.PartitionKey) {
+			t.Fatalf("command %s: its partition key is a substring of the request's text", id)
+		}
+	}
+}

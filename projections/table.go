@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -264,8 +265,14 @@ func (t *Table) Apply(seq uint64, rec *engine.Record) {
 		c := *part
 		part = &c
 	} else {
-		part = &Partition{Key: pk}
+		// A record's key may be a substring of the text its entity
+		// came in (a request decoded by the front door): the summary,
+		// kept as long as the partition, holds a copy of its own.
+		part = &Partition{Key: strings.Clone(pk)}
 	}
+	// From here on pk is the summary's: the command ids kept below for
+	// the dedup window hold no record's text either.
+	pk = part.Key
 	part.LastSeq = seq
 	part.Records++
 	t.noteTouched(pk, seq)
