@@ -285,3 +285,14 @@ func TestPrefixWriter(t *testing.T) {
 		t.Errorf("prefixWriter wrote %q, want %q", b.String(), want)
 	}
 }
+
+func TestParseFractions(t *testing.T) {
+	if got, err := parseFractions("0.1, 0.25,0.5"); err != nil || !reflect.DeepEqual(got, []float64{0.1, 0.25, 0.5}) {
+		t.Errorf("parseFractions = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "0", "1.5", "-0.5", "half", "0.5,"} {
+		if _, err := parseFractions(bad); err == nil {
+			t.Errorf("parseFractions(%q) accepted", bad)
+		}
+	}
+}

@@ -40,8 +40,14 @@ func bench(args []string) error {
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (client, server and host share the process) to this file")
 	memprofile := fs.String("memprofile", "", "write a profile of the run's allocations (every goroutine of the process) to this file when it ends")
 	only := fs.String("only", "", "run only the workloads whose name contains this text")
+	pacedAt := fs.String("paced-at", "0.5", "fractions of the many-partition rate to send the open-loop latency rounds at, comma-separated (the goal is read at 0.5)")
+	tracePaced := fs.String("trace", "", "write a runtime trace of Cairn's open-loop rounds at each -paced-at fraction to this prefix followed by .<fraction> (go tool trace)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
+	}
+	fractions, err := parseFractions(*pacedAt)
+	if err != nil {
+		return fmt.Errorf("bench: -paced-at: %w", err)
 	}
 	stopProfile, err := startCPUProfile(*cpuprofile)
 	if err != nil {
@@ -78,7 +84,7 @@ func bench(args []string) error {
 		return err
 	}
 	defer dev.Close()
-	b := &bencher{nc: nc, dev: dev, cl: client.New(nc), n: *n, window: *window, rounds: *rounds, only: *only, memPerEntity: memPerEntity}
+	b := &bencher{nc: nc, dev: dev, cl: client.New(nc), n: *n, window: *window, rounds: *rounds, only: *only, memPerEntity: memPerEntity, pacedAt: fractions, tracePaced: *tracePaced}
 	fmt.Printf("# cairn bench: GOMAXPROCS=%d, %s/%s, %s, n=%d, window=%d, rounds=%d (median)\n\n",
 		runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *n, *window, *rounds)
 	return b.run(ctx, h)
@@ -127,6 +133,8 @@ type bencher struct {
 	only   string
 
 	memPerEntity float64
+	pacedAt      []float64 // -paced-at: the open-loop rounds' fractions of the peak
+	tracePaced   string    // -trace: the prefix of the open-loop rounds' runtime traces
 }
 
 // sampleEntity is a ~1 KB entity of ten properties.
@@ -449,10 +457,15 @@ func (b *bencher) run(ctx context.Context, h *node.Node) error {
 	goals = append(goals, g)
 	fmt.Printf("| command → visible latency, %d in flight | p50 %v, p99 %v | | | |\n", b.window,
 		percentile(loadLat, .5).Round(time.Microsecond), percentile(loadLat, .99).Round(time.Microsecond))
-	if g, err = b.latencyPaced(ctx, h.NATSServer(), many/2); err != nil {
-		return err
+	for _, f := range b.pacedAt {
+		g, err := b.latencyPaced(ctx, h.NATSServer(), many, f)
+		if err != nil {
+			return err
+		}
+		if f == 0.5 {
+			goals = append(goals, g)
+		}
 	}
-	goals = append(goals, g)
 
 	rawConsume, err := b.replay(ctx, h, replayTable)
 	if err != nil {
@@ -623,4 +636,17 @@ func rawReplay(ctx context.Context, nc *nats.Conn, stream string, n uint64) (flo
 		return 0, err
 	}
 	return rawDeliver(ctx, js, stream, int(n))
+}
+
+// parseFractions reads -paced-at: fractions above 0 and at most 1.
+func parseFractions(v string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(v, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || x <= 0 || x > 1 {
+			return nil, fmt.Errorf("%q is not a fraction above 0 and at most 1", f)
+		}
+		out = append(out, x)
+	}
+	return out, nil
 }
