@@ -87,3 +87,24 @@ func TestViewKeepsNoRequestText(t *testing.T) {
 		}
 	}
 }
+
+// TestTouchedKeepsNoRequestText: the partitions a snapshot's tail
+// touched, noted until the next snapshot, are copies of the records'
+// keys, not substrings of the request text they may be cut from.
+func TestTouchedKeepsNoRequestText(t *testing.T) {
+	text := "p" + strings.Repeat("x", 64<<10)
+	lo := uintptr(unsafe.Pointer(unsafe.StringData(text)))
+	hi := lo + uintptr(len(text))
+	ts := newTouchedSet()
+	for _, rk := range []string{"r1", "r2"} {
+		ts.note(&engine.Record{PartitionKey: text[:1], Events: []engine.Event{{Kind: engine.EventPut, RowKey: rk}}})
+	}
+	if len(ts.parts) != 1 {
+		t.Fatalf("%d partitions noted, want 1", len(ts.parts))
+	}
+	for pk := range ts.parts {
+		if p := uintptr(unsafe.Pointer(unsafe.StringData(pk))); p >= lo && p < hi {
+			t.Fatal("the touched partition's key is a substring of the request's text")
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/tidwall/btree"
 	"github.com/vmihailenco/msgpack/v5"
@@ -117,7 +118,12 @@ func newTouchedSet() *touchedSet {
 // its keys (keySet.add): the set is then incomplete, and the next
 // snapshot must be a base.
 func (ts *touchedSet) note(rec *engine.Record) bool {
-	ts.parts[rec.PartitionKey] = struct{}{}
+	if _, ok := ts.parts[rec.PartitionKey]; !ok {
+		// A copy: the record's key may be a substring of the text of
+		// the request it was decided from, which the set would keep
+		// alive until the next snapshot.
+		ts.parts[strings.Clone(rec.PartitionKey)] = struct{}{}
+	}
 	for i := range rec.Events {
 		if !ts.keys.add(rec.PartitionKey, rec.Events[i].RowKey) {
 			return false
