@@ -106,3 +106,15 @@ func BenchmarkDecodeChangesJSON(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncodeRequestMsgpack encodes an insert of the ~1 KB sample
+// entity, as a client sends it.
+func BenchmarkEncodeRequestMsgpack(b *testing.B) {
+	r := &engine.Request{Op: "Insert", Table: "Employees", Entity: benchSample()}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := EncodeRequestMsgpack(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -27,11 +27,37 @@ type encoder struct {
 	err error
 }
 
-func newEncoder() *encoder {
+// encoders are reused: a reply is encoded for every command a node
+// answers, and each new encoder was its msgpack state and a buffer grown
+// to the message (4 allocations, 688 bytes for an insert's reply; a
+// 1 KB request 3.8 KB). finish copies out what one encoded.
+var encoders = sync.Pool{New: func() any {
 	e := &encoder{}
-	e.buf.Grow(512)
 	e.enc = msgpack.NewEncoder(&e.buf)
 	return e
+}}
+
+// maxPooledEncoder is the largest buffer an encoder goes back to the pool
+// with; a larger one (a page of entities) is handed to the caller as it
+// is rather than copied.
+const maxPooledEncoder = 64 << 10
+
+func newEncoder() *encoder {
+	e := encoders.Get().(*encoder)
+	e.buf.Reset()
+	e.err = nil
+	return e
+}
+
+// finish returns what e encoded, in a slice of the caller's own; e must
+// not be used after.
+func (e *encoder) finish() []byte {
+	if e.buf.Cap() > maxPooledEncoder {
+		return e.buf.Bytes()
+	}
+	b := bytes.Clone(e.buf.Bytes())
+	encoders.Put(e)
+	return b
 }
 
 func (e *encoder) do(errs ...error) {
@@ -65,7 +91,7 @@ func EncodeRequestMsgpack(r *engine.Request) ([]byte, error) {
 	if e.err != nil {
 		return nil, fmt.Errorf("wire: encode request: %w", e.err)
 	}
-	return e.buf.Bytes(), nil
+	return e.finish(), nil
 }
 
 func (e *encoder) request(r *engine.Request) {
@@ -172,7 +198,7 @@ func EncodeReplyMsgpack(r *engine.Reply) []byte {
 		// represent; answer with the failure rather than nothing.
 		return EncodeReplyMsgpack(&engine.Reply{Error: engine.Errorf(engine.CodeInternalError, "encode reply: %v", e.err)})
 	}
-	return e.buf.Bytes()
+	return e.finish()
 }
 
 // decoder reads msgpack. Over bytes (newDecoder), it knows them: an

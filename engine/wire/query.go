@@ -177,7 +177,7 @@ func EncodeQueryReply(r *QueryReply, enc Encoding) []byte {
 	if e.err != nil {
 		return EncodeReply(&engine.Reply{Error: engine.Errorf(engine.CodeInternalError, "encode query page: %v", e.err)}, enc)
 	}
-	return e.buf.Bytes()
+	return e.finish()
 }
 
 // DecodeQueryReply decodes a Query's reply (for clients and tests): a
