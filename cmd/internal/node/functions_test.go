@@ -635,10 +635,21 @@ func TestMessageThatKillsItsHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ps []queueadmin.PoisonMessage
-	eventually(t, 60*time.Second, "the deadly message in the poison queue", func() bool {
-		ps, _ = queueadmin.New(q, nil).Poison(ctx, "deadly", 0, 10)
-		return len(ps) == 1
-	})
+	var lastErr error
+	deadline := time.Now().Add(60 * time.Second)
+	for len(ps) != 1 {
+		if time.Now().After(deadline) {
+			// What the consumer holds and what the host did, to tell a
+			// delivery never made from one made and not settled.
+			var state any = "unknown"
+			if c, err := js.Consumer(ctx, functions.StreamName("cairn"), "fn-deadly"); err == nil {
+				state = c.CachedInfo()
+			}
+			t.Fatalf("after 60s: the deadly message is not in the poison queue (last error %v)\nconsumer: %+v\nthe third host's log:\n%s", lastErr, state, child.Log())
+		}
+		time.Sleep(20 * time.Millisecond)
+		ps, lastErr = queueadmin.New(q, nil).Poison(ctx, "deadly", 0, 10)
+	}
 	if ps[0].Attempts != 2 || !strings.Contains(ps[0].Error, "without finishing") || string(ps[0].Body) != "version" {
 		t.Fatalf("poison message: %+v\n%s", ps[0], child.Log())
 	}
