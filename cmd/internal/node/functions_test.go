@@ -642,7 +642,11 @@ func TestMessageThatKillsItsHost(t *testing.T) {
 			// What the consumer holds and what the host did, to tell a
 			// delivery never made from one made and not settled.
 			var state any = "unknown"
-			if c, err := js.Consumer(ctx, functions.StreamName("cairn"), "fn-deadly"); err == nil {
+			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // ctx ends with the wait
+			defer cancel()
+			if c, err := js.Consumer(dctx, functions.StreamName("cairn"), "fn-deadly"); err != nil {
+				state = err
+			} else {
 				state = c.CachedInfo()
 			}
 			t.Fatalf("after 60s: the deadly message is not in the poison queue (last error %v)\nconsumer: %+v\nthe third host's log:\n%s", lastErr, state, child.Log())
