@@ -46,7 +46,9 @@ type Config struct {
 	// SIGKILL when it is reached: how crash tests stop a node at an exact
 	// step. "functions.invoke": as an invocation starts;
 	// "functions.between-commits": after the first partition's commit of an
-	// invocation that writes several.
+	// invocation that writes several. Either followed by ":<function>"
+	// (functions.invoke:deadly) stops only that function's invocations,
+	// not a built-in's that runs first.
 	Failpoint string
 	// Serve is the connection that answers direct calls and the hosts'
 	// status requests: one that may take those requests and publish only

@@ -519,7 +519,7 @@ func (inv *Invocation) commit(ctx context.Context) error {
 	}
 	for i, p := range parts {
 		if i > 0 {
-			inv.runner.failpoint("functions.between-commits")
+			inv.runner.failpoint("functions.between-commits", inv.trigger.Function)
 		}
 		r := inv.runner.submit(ctx, cmds[i])
 		if r.Error != nil {

@@ -33,7 +33,7 @@ func (rn *Runner) run(ctx context.Context, v *version, trig abi.Trigger, floors 
 		rn.stats.Invocations.Add(1)
 		rn.perFn.start(v.m.Name)
 		inv := &Invocation{runner: rn, limits: v.limits, trigger: trig, floors: floors}
-		rn.failpoint("functions.invoke")
+		rn.failpoint("functions.invoke", v.m.Name)
 		begin := time.Now()
 		ictx, cancel := context.WithTimeout(ctx, v.m.Timeout.D())
 		err := v.handler.Invoke(ictx, inv)

@@ -78,12 +78,13 @@ func (rn *Runner) Keys() *KeyStore { return rn.keys }
 
 func (rn *Runner) now() time.Time { return rn.cfg.Now() }
 
-// failpoint kills the process if the configuration names this point.
-func (rn *Runner) failpoint(name string) {
-	if rn.cfg.Failpoint != name {
+// failpoint kills the process if the configuration names this point,
+// alone or followed by ":" and the function reaching it.
+func (rn *Runner) failpoint(name, function string) {
+	if fp := rn.cfg.Failpoint; fp == "" || (fp != name && fp != name+":"+function) {
 		return
 	}
-	rn.log.Warn("failpoint reached: killing the process", "failpoint", name)
+	rn.log.Warn("failpoint reached: killing the process", "failpoint", name, "function", function)
 	p, _ := os.FindProcess(os.Getpid())
 	_ = p.Kill()
 	select {} // SIGKILL is not handled; wait for it

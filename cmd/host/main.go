@@ -143,7 +143,7 @@ func hostFlags(fs *flag.FlagSet) *node.Config {
 	fs.DurationVar(&cfg.Commit.ClaimWindow, "value-claim-window", engine.DefaultClaimWindow, "how long after its upload a large value may be newly referenced by a write; later the write is refused with InvalidInput. An unreferenced value lives at most this plus -value-sweep-margin plus -value-sweep-every; give every node the same")
 	fs.DurationVar(&cfg.Functions.ValueSweepMargin, "value-sweep-margin", functions.DefaultSweepMargin, "added to -value-claim-window before the sweep removes an unreferenced large value: covers the nodes' clock skew and a write's time to commit")
 	fs.DurationVar(&cfg.Functions.ValueSweepEvery, "value-sweep-every", functions.DefaultSweepEvery, "interval of the values-scan timer, which lists the large values and sends those past the claim window and margin to the values-sweep queue")
-	fs.StringVar(&cfg.Functions.Failpoint, "failpoint", "", "for crash tests: kill the process at this step (functions.invoke, functions.between-commits, history.between-horizon-and-purge)")
+	fs.StringVar(&cfg.Functions.Failpoint, "failpoint", "", "for crash tests: kill the process at this step (functions.invoke, functions.between-commits, history.between-horizon-and-purge; a function's step only: functions.invoke:<function>)")
 	cli.Hide(fs, "failpoint") // tests only
 	return cfg
 }

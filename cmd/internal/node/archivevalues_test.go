@@ -239,7 +239,7 @@ func TestArchiveValueSurvivesSIGKILL(t *testing.T) {
 		ClaimWindow: window, ValueSweepMargin: margin, ValueSweepEvery: every}
 	base := "http://" + httpAddr
 	crash := cc
-	crash.Failpoint = "functions.between-commits"
+	crash.Failpoint = "functions.between-commits:archive"
 	child := nodetest.StartChild(t, crash)
 	ctx := ctxT(t)
 	nc, err := nats.Connect("nats://" + listen)

@@ -500,7 +500,7 @@ func TestChangeFeedAndTimer(t *testing.T) {
 func TestArchiveSurvivesSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	listen := nodetest.FreeAddr(t)
-	child := nodetest.StartChild(t, nodetest.ChildConfig{DataDir: dir, NATSListen: listen, Failpoint: "functions.between-commits"})
+	child := nodetest.StartChild(t, nodetest.ChildConfig{DataDir: dir, NATSListen: listen, Failpoint: "functions.between-commits:archive"})
 	nc, err := nats.Connect("nats://" + listen)
 	if err != nil {
 		t.Fatal(err)
@@ -600,7 +600,14 @@ func TestMessageThatKillsItsHost(t *testing.T) {
 	ns, nc := jstest.Server(t)
 	url := ns.ClientURL()
 	ctx := ctxT(t)
-	child := nodetest.StartChild(t, nodetest.ChildConfig{NATSURL: url, Failpoint: "functions.invoke"})
+	// Only the deadly function's invocations reach the failpoint. The
+	// built-in values-scan runs at each multiple of its interval (by
+	// default every tenth minute of the clock), here every second: a
+	// host killed by it instead of by the message would leave the
+	// message a delivery short of its poisoning, and the third host
+	// would run it.
+	cc := nodetest.ChildConfig{NATSURL: url, Failpoint: "functions.invoke:deadly", ValueSweepEvery: time.Second}
+	child := nodetest.StartChild(t, cc)
 	js, _ := jetstream.New(nc)
 	reg, err := functions.OpenRegistry(ctx, js, "cairn", 0)
 	if err != nil {
@@ -619,13 +626,14 @@ func TestMessageThatKillsItsHost(t *testing.T) {
 	// soon as its runner loads the function): it is not waited for.
 	for i := range 2 {
 		if i > 0 {
-			child = nodetest.SpawnChild(t, nodetest.ChildConfig{NATSURL: url, Failpoint: "functions.invoke"})
+			child = nodetest.SpawnChild(t, cc)
 		}
 		if err := child.Wait(); err == nil || !strings.Contains(child.Log(), "failpoint reached") {
 			t.Fatalf("host %d did not die at the failpoint: %v\n%s", i+1, err, child.Log())
 		}
 	}
-	child = nodetest.StartChild(t, nodetest.ChildConfig{NATSURL: url, Failpoint: ""})
+	cc.Failpoint = ""
+	child = nodetest.StartChild(t, cc)
 	// Three hosts started and two died: under the race detector on two
 	// cores that can take most of a minute, so what follows gets a
 	// deadline of its own rather than what is left of the first.
