@@ -223,13 +223,13 @@ type frontDoor struct {
 // srv is completed with them as its handler.
 func newFrontDoor(srv *http.Server, r *readiness) *frontDoor {
 	f := &frontDoor{srv: srv, failed: make(chan struct{})}
-	mux := http.NewServeMux()
-	mux.Handle(HealthPath, r.healthHandler(false))
-	mux.Handle(ReadyPath, r.healthHandler(true))
+	mux := newRoutes()
+	mux.handle(HealthPath, r.healthHandler(false))
+	mux.handle(ReadyPath, r.healthHandler(true))
 	// The console's icon, the same public image for everyone (browsers
 	// ask for it on every page): without the token and under any Host.
-	mux.Handle(console.FaviconPath, console.Favicon())
-	mux.Handle("/", http.HandlerFunc(f.serveAPI))
+	mux.handle(console.FaviconPath, console.Favicon())
+	mux.handle("/", http.HandlerFunc(f.serveAPI))
 	srv.Handler = bodyWait(mux, bodyGap)
 	return f
 }

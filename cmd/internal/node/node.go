@@ -424,13 +424,13 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	// The operators' endpoints are behind the operator token; the Tables
 	// API signs its own requests.
 	guard := operator.NewGuard(n.opToken, cfg.API.CORS)
-	mux := http.NewServeMux()
-	mux.Handle(admin.Prefix, guard.Wrap(admin.New(n.fns, n.queues, n.nc, cfg.Prefix)))
-	mux.Handle(outbox.AdminPath, guard.Wrap(n.relay.AdminHandler()))
-	mux.Handle(outbox.AdminPath+"/", guard.Wrap(n.relay.AdminHandler()))
-	mux.Handle(projections.AdminPath, guard.Wrap(n.decls.AdminHandler()))
-	mux.Handle(projections.AdminPath+"/", guard.Wrap(n.decls.AdminHandler()))
-	mux.Handle(ClusterPath, guard.Wrap(n.clusterHandler(nodeName(cfg.DataDir))))
+	mux := newRoutes()
+	mux.handle(admin.Prefix, guard.Wrap(admin.New(n.fns, n.queues, n.nc, cfg.Prefix)))
+	mux.handle(outbox.AdminPath, guard.Wrap(n.relay.AdminHandler()))
+	mux.handle(outbox.AdminPath+"/", guard.Wrap(n.relay.AdminHandler()))
+	mux.handle(projections.AdminPath, guard.Wrap(n.decls.AdminHandler()))
+	mux.handle(projections.AdminPath+"/", guard.Wrap(n.decls.AdminHandler()))
+	mux.handle(ClusterPath, guard.Wrap(n.clusterHandler(nodeName(cfg.DataDir))))
 	api := cfg.API
 	api.Pages = n.pages
 	build := version.Get()
@@ -452,20 +452,20 @@ func (n *Node) start(ctx context.Context, g *group) error {
 	api.History, api.DefaultRetention = n.j, cfg.history
 	api.Values = res.values
 	tables := httpapi.New(n.views, n.submit, log, api)
-	mux.Handle("/metrics", guard.Wrap(tables.MetricsHandler()))
+	mux.handle("/metrics", guard.Wrap(tables.MetricsHandler()))
 	// The web console: its page and scripts hold no data and are served
 	// to anyone; every call they make sends the operator token.
-	mux.Handle(httpapi.OperatorPrefix, guard.Wrap(tables.OperatorHandler()))
-	mux.Handle(console.Path, console.Handler())
+	mux.handle(httpapi.OperatorPrefix, guard.Wrap(tables.OperatorHandler()))
+	mux.handle(console.Path, console.Handler())
 	// The functions' HTTP routes authorise their own requests: a route
 	// whose auth is "account" as the Tables API does.
 	routes := functions.NewHTTPTriggers(n.fns)
 	routes.Accounts = tables.AuthenticateAccount
-	mux.Handle(functions.HTTPPrefix, routes)
+	mux.handle(functions.HTTPPrefix, routes)
 	// GET / sends a browser to the console (the Tables API's paths start
 	// with an account).
-	mux.Handle(console.RootPattern, console.Root(tables))
-	mux.Handle("/", tables)
+	mux.handle(console.RootPattern, console.Root(tables))
+	mux.handle("/", tables)
 	// Everything but the health probes and the icon answers only the
 	// node's names (DNS rebinding).
 	return g.Start(ctx, "http api", newAPIGate(n.door, tables.HostGuard(mux), log))
