@@ -371,7 +371,9 @@ func (c *call) route(resource string) {
 		c.value(entity, rest)
 		return
 	}
-	if !isWrite(r.Method, resource) {
+	// Only a request that carries messages needs its kind (a second
+	// parse of an entity's path).
+	if _, ok := r.Header[MessagesHeader]; ok && !isWrite(r.Method, resource) {
 		if err := c.noMessages(); err != nil {
 			c.fail(err)
 			return
