@@ -450,7 +450,7 @@ func (b *bencher) run(ctx context.Context, h *node.Node) error {
 	}
 	fmt.Printf("| %s; %d in flight) | %.0f commands/s | %.0f msgs/s | %.2f | Cairn's many partitions: %.2f of it |\n",
 		skeletonRow, b.window, skel, manyRaw, skel/manyRaw, many/skel)
-	g, err := b.latencyOneAtATime(ctx, size)
+	g, err := b.latencyOneAtATime(ctx, h.NATSServer(), size)
 	if err != nil {
 		return err
 	}
