@@ -50,6 +50,11 @@ var errNoStream = errors.New("no stream answered")
 // acknowledgement, or until leader is closed (the stream announced a new
 // leader: the one it was sent to may be lost with it).
 func (j *Journal) publish(ctx context.Context, subj string, data []byte, expectLast uint64, timeout time.Duration, leader <-chan struct{}) (uint64, error) {
+	if j.failAppend != nil {
+		if err := j.failAppend(subj, data); err != nil {
+			return 0, err
+		}
+	}
 	lost := j.loseAck != nil && j.loseAck(subj)
 	f, err := j.js.PublishMsgAsync(&nats.Msg{Subject: subj, Data: data}, jetstream.WithExpectLastSequencePerSubject(expectLast))
 	if err != nil {

@@ -39,46 +39,64 @@ func (j *Journal) AppendCatalog(ctx context.Context, rec *engine.CatalogRecord, 
 // subject's head is either this one (stored by an earlier try: its
 // sequence is returned) or another host's (ErrConflict). A new leader
 // holds every record the old one had acknowledged or would have, so the
-// head is final.
+// head is final, unless it is still the record this append was to follow
+// (none when expectLast is 0): the leader also refuses an append to a
+// subject while an earlier one to it is proposed to the replicas and not
+// yet stored, an earlier try of this append. It is then sent again: the
+// try in flight lands (and the next refusal finds it at the head), or was
+// lost with its leader (and this one is stored).
 func (j *Journal) appendCatalog(ctx context.Context, subj string, data []byte, expectLast uint64) (uint64, error) {
 	stream := CatalogStreamName(j.cfg.Prefix)
 	deadline := time.Now().Add(j.cfg.CatalogTimeout)
+	pause := 50 * time.Millisecond
 	for try := 0; ; try++ {
 		wait := min(j.cfg.AppendTimeout, time.Until(deadline))
 		seq, err := j.publish(ctx, subj, data, expectLast, wait, j.leaderChanged(stream))
+		if errors.Is(err, engine.ErrConflict) && try > 0 {
+			if seq, err = j.catalogHead(ctx, stream, subj, data, expectLast, deadline); !errors.Is(err, errHeadBefore) {
+				return seq, err
+			}
+		}
 		switch {
 		case err == nil:
 			return seq, nil
-		case errors.Is(err, engine.ErrConflict) && try > 0:
-			return j.catalogHead(ctx, stream, subj, data, deadline)
 		case errors.Is(err, engine.ErrConflict), errors.Is(err, engine.ErrNotSent), ctx.Err() != nil:
 			return 0, err
 		case time.Until(deadline) <= 0:
 			return 0, fmt.Errorf("%w (tried %d times in %v)", err, try+1, j.cfg.CatalogTimeout)
 		}
-		if errors.Is(err, errNoStream) { // between two leaders: no one to ask yet
+		if errors.Is(err, errNoStream) || errors.Is(err, errHeadBefore) { // no one to ask yet, or a try still in flight
 			select {
-			case <-time.After(50 * time.Millisecond):
+			case <-time.After(pause):
 			case <-ctx.Done():
 				return 0, ctx.Err()
 			}
+			pause = min(2*pause, time.Second)
 		}
 	}
 }
 
+// errHeadBefore: a refused retry found the subject's head still at the
+// record it was to follow (catalogHead).
+var errHeadBefore = errors.New("settle an append whose first try went unanswered: a retry was refused while the subject's head is still the record it follows (an earlier try in flight)")
+
 // catalogHead returns the sequence of the record at subj's head if it is
-// data, else ErrConflict. The leader that refused the retry holds that
-// record; a replica might not yet, so the leader is asked, again while
-// the catalog elects one, until deadline.
-func (j *Journal) catalogHead(ctx context.Context, stream, subj string, data []byte, deadline time.Time) (uint64, error) {
+// data, ErrConflict if it is another record, and errHeadBefore if it is
+// still the one this append follows (none when expectLast is 0). The
+// leader that refused the retry holds the record it refused for, or is
+// storing it; a replica might not yet, so the leader is asked, again
+// while the catalog elects one, until deadline.
+func (j *Journal) catalogHead(ctx context.Context, stream, subj string, data []byte, expectLast uint64, deadline time.Time) (uint64, error) {
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		rctx, cancel := context.WithTimeout(ctx, max(j.cfg.AppendTimeout, time.Second))
 		r, err := j.lastRecord(rctx, stream, subj)
 		cancel()
 		switch {
+		case err == nil && (r == nil && expectLast == 0 || r != nil && r.Seq == expectLast):
+			return 0, errHeadBefore
 		case err == nil && r == nil:
-			// Nothing there since the refusal: only a purge of the catalog
-			// behind Cairn's back does that.
+			// Nothing there, though a record was: only a purge of the
+			// catalog behind Cairn's back does that.
 			return 0, fmt.Errorf("settle an append whose first try went unanswered: a retry was refused, yet %s holds no record", subj)
 		case err == nil && bytes.Equal(r.Data, data):
 			return r.Seq, nil

@@ -113,7 +113,11 @@
 //     sequence first. An append left unanswered (Config.AppendTimeout, or
 //     a new leader of the catalog announced) is sent again with the same
 //     expected sequence, and a conflict then is settled by reading the
-//     name's head: this record (success) or another's (ErrConflict). Only
+//     name's head: this record (success) or another's (ErrConflict); the
+//     head still at the record this one follows means an earlier try is
+//     in flight (a clustered leader refuses an append to a subject while
+//     another to it is proposed and not yet stored), and it is sent
+//     again. Only
 //     after Config.CatalogTimeout, 10 s, of tries does it give up with an
 //     error that leaves the outcome unknown, and the caller sees it.
 //   - EnsureTableStream tries again, each try bounded, while the cluster

@@ -30,6 +30,10 @@ func (j *Journal) NoConsumerWhile(f func(stream string) bool) { j.noConsumer = f
 // f says so; f is called before each is sent.
 func (j *Journal) LoseAck(f func(subj string) bool) { j.loseAck = f }
 
+// FailAppends makes an append's outcome the error f returns, without
+// sending it, when that is not nil; f is called before each is sent.
+func (j *Journal) FailAppends(f func(subj string, data []byte) error) { j.failAppend = f }
+
 // MaxReadsPerTable is how many Reads of one table hold a consumer at once.
 const MaxReadsPerTable = maxReadsPerTable
 

@@ -111,6 +111,9 @@ type Journal struct {
 	// loseAck, set by tests only, is called before an append is sent and
 	// makes its answer, whatever it is, go unheard when it says so.
 	loseAck func(subj string) bool
+	// failAppend, set by tests only, is called before an append is sent:
+	// an error it returns is the append's outcome, and nothing is sent.
+	failAppend func(subj string, data []byte) error
 }
 
 // New returns a journal on nc; it starts nothing and sends nothing. Call

@@ -282,3 +282,64 @@ func TestCatalog(t *testing.T) {
 		t.Fatalf("watched %+v, %v", got, err)
 	}
 }
+
+// TestCatalogRetryRefusedWhileInFlight: a clustered stream's leader
+// refuses an append to a subject while an earlier one to it is proposed
+// and not yet stored, so a retry of a catalog append whose first answer
+// was lost can be refused while the subject's head is still the record
+// it follows. The append is then sent again, not reported as failed: it
+// is stored, or the earlier try lands and is found at the head; the head
+// still at the record followed is not another host's record either.
+func TestCatalogRetryRefusedWhileInFlight(t *testing.T) {
+	noAck := errors.New("no acknowledgement: lost on its way")
+	for _, tc := range []struct {
+		name   string
+		lands  bool   // the first try lands at the third, else the third is stored
+		follow uint64 // the record followed: 0, none
+	}{
+		{"the first try lost with its leader", false, 0},
+		{"the first try lands after the refusal", true, 0},
+		{"after a record of the name, the first try lost", false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j, ctx := newJournal(t)
+			if tc.follow > 0 {
+				if _, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: engine.CatalogTableCreated, Name: "Mine", Time: 4}, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var mu sync.Mutex
+			tries := 0
+			j.FailAppends(func(subj string, data []byte) error {
+				mu.Lock()
+				defer mu.Unlock()
+				tries++
+				switch tries {
+				case 1:
+					return noAck // proposed, answer lost
+				case 2:
+					return engine.ErrConflict // refused: the first still in flight
+				case 3:
+					if tc.lands {
+						if _, err := j.JetStream().Publish(ctx, subj, data); err != nil {
+							t.Errorf("the first try's landing: %v", err)
+						}
+						return engine.ErrConflict // refused: the first is stored
+					}
+				}
+				return nil
+			})
+			kind := engine.CatalogTableCreated
+			if tc.follow > 0 {
+				kind = engine.CatalogTableDeleted
+			}
+			seq, err := j.AppendCatalog(ctx, &engine.CatalogRecord{Kind: kind, Name: "Mine", Time: 5}, tc.follow)
+			if err != nil || seq != tc.follow+1 || tries != 3 {
+				t.Fatalf("AppendCatalog: %d, %v after %d tries; want %d, nil after 3", seq, err, tries, tc.follow+1)
+			}
+			if last, err := j.LastCatalogSeq(ctx); err != nil || last != tc.follow+1 {
+				t.Fatalf("catalog's last sequence %d, %v; want %d (the record once)", last, err, tc.follow+1)
+			}
+		})
+	}
+}
