@@ -151,6 +151,11 @@ func TestHotDeploy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Two guest builds and a compile under the race detector on two
+	// cores can take most of a minute: the stream until version 2 runs
+	// (its compile, as long again) gets a deadline of its own rather
+	// than what is left of the first.
+	ctx = ctxT(t)
 	deadline := time.Now().Add(60 * time.Second)
 	for after < 100 {
 		send()
