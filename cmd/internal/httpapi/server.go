@@ -373,11 +373,9 @@ func (c *call) route(resource string) {
 	}
 	// Only a request that carries messages needs its kind (a second
 	// parse of an entity's path).
-	if _, ok := r.Header[MessagesHeader]; ok && !isWrite(r.Method, resource) {
-		if err := c.noMessages(); err != nil {
-			c.fail(err)
-			return
-		}
+	if err := c.noMessages(); err != nil && !isWrite(r.Method, resource) {
+		c.fail(err)
+		return
 	}
 	switch {
 	case resource == "Tables" || resource == "Tables()":
